@@ -217,8 +217,15 @@ class Dataset:
             return values.astype(dtype) if dtype is not None else values
 
         n_gold_given = qcol("n_gold")
+        is_gold = candidates["is_gold"].to_numpy()[c_order].astype(bool)
         if n_gold_given is not None:
-            n_gold_given = pd.to_numeric(pd.Series(n_gold_given)).to_numpy(dtype=np.int64)
+            # A blank n_gold means "not given" for that query: use the gold found.
+            given = pd.to_numeric(pd.Series(n_gold_given)).to_numpy(dtype=np.float64)
+            if np.isnan(given).any():
+                found = np.add.reduceat(np.concatenate((is_gold, [False])).astype(np.int64),
+                                        offsets[:-1]) * (n_cand > 0)
+                given = np.where(np.isnan(given), found, given)
+            n_gold_given = given.astype(np.int64)
         fold = qcol("fold")
         if fold is not None:
             fold = pd.to_numeric(pd.Series(fold)).to_numpy(dtype=np.int64)
@@ -238,7 +245,7 @@ class Dataset:
             y=queries["has_evidence"].to_numpy()[order].astype(np.int8),
             p=queries["p_has_evidence"].to_numpy()[order].astype(np.float64),
             fold=fold, split=split, n_gold_given=n_gold_given, offsets=offsets,
-            score=score[c_order], is_gold=candidates["is_gold"].to_numpy()[c_order].astype(bool),
+            score=score[c_order], is_gold=is_gold,
             sent_uid=s_uid, sentence=sentence, relevance=relevance,
             ranked_by="rank" if has_rank else "score", meta=dict(meta or {}),
         )
