@@ -1,4 +1,4 @@
-"""Command line: ``metrics-core evaluate`` and ``metrics-core triage`` (also ``python -m metrics_core``).
+"""Command line: ``metrics-core evaluate`` / ``triage`` (also ``python -m metrics_core``).
 
 Bad input exits with status 2 and a message naming file, column, rule and rows; never a
 traceback.
@@ -23,7 +23,8 @@ def _floats(text: str) -> tuple[float, ...]:
     try:
         return tuple(float(t) for t in text.split(",") if t.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers, got {text!r}") from None
 
 
 def _ints(text: str) -> tuple[int, ...]:

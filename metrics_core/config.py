@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-__all__ = ["EvalConfig", "VARIANTS"]
+__all__ = ["VARIANTS", "EvalConfig"]
 
 #: Every named variant of the contract and its allowed values (the first is the default).
 VARIANTS: dict[str, tuple[str, ...]] = {

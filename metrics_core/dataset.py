@@ -17,10 +17,11 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-__all__ = ["Dataset", "QUERY_COLUMNS", "CANDIDATE_COLUMNS"]
+__all__ = ["CANDIDATE_COLUMNS", "QUERY_COLUMNS", "Dataset"]
 
 #: Canonical query-table columns (contract §2); the first four are required.
-QUERY_COLUMNS = ("post_id", "criterion", "has_evidence", "p_has_evidence", "fold", "split", "n_gold")
+QUERY_COLUMNS = ("post_id", "criterion", "has_evidence", "p_has_evidence", "fold", "split",
+                 "n_gold")
 #: Canonical candidate-table columns (contract §2); the first five are required.
 CANDIDATE_COLUMNS = ("post_id", "criterion", "sent_uid", "score", "is_gold", "rank", "sentence",
                      "relevance")

@@ -77,9 +77,6 @@ class Evaluation:
     config: EvalConfig
     summary: dict
     records: tuple[MetricRecord, ...]
-    per_query: pd.DataFrame
-    per_criterion: pd.DataFrame
-    per_fold: pd.DataFrame | None
     checks: tuple[Check, ...]
     gate: gate.GateOutcome
     abstention: gate.AbstentionMetrics
@@ -95,6 +92,29 @@ class Evaluation:
     ranking_summary: dict
     audit: object | None = None
     _index: dict = field(default_factory=dict, repr=False)
+    _tables: dict = field(default_factory=dict, repr=False)
+
+    # The tables are built on first use: a slider move that shows one page pays for one table.
+    def _table(self, name: str):
+        value = self._tables[name]
+        if callable(value):
+            value = self._tables[name] = value()
+        return value
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        """One row per query: labels, p, gate state, selected K, evidence hits, ranking values."""
+        return self._table("per_query")
+
+    @property
+    def per_criterion(self) -> pd.DataFrame:
+        """Headline metrics per criterion found in the data, then ``micro`` and ``macro`` rows."""
+        return self._table("per_criterion")
+
+    @property
+    def per_fold(self) -> pd.DataFrame | None:
+        """Headline metrics per fold, then ``mean`` and ``std`` (ddof = 0); None without folds."""
+        return self._table("per_fold")
 
     def record(self, name: str) -> MetricRecord:
         """The record called ``name`` (KeyError listing the names if there is none)."""
@@ -387,7 +407,7 @@ class Evaluator:
         cfg = config
         states = self.states(cfg)
         rows = []
-        for g in sorted(set(float(x) for x in gammas)):
+        for g in sorted({float(x) for x in gammas}):
             k = self.select_k(cfg, states, gamma=g)
             rec, prec = self.evidence(cfg, k)
             mask = self.ds.positives if cfg.evidence_protocol == POS else slice(None)
@@ -407,8 +427,8 @@ class Evaluator:
         """
         p_all, p_pos = self.sorted_p()
         n, n_pos = p_all.size, p_pos.size
-        tn = np.asarray(sorted(set(float(x) for x in tau_negs)))
-        tp = np.asarray(sorted(set(float(x) for x in tau_poss)))
+        tn = np.asarray(sorted({float(x) for x in tau_negs}))
+        tp = np.asarray(sorted({float(x) for x in tau_poss}))
         neg_all = np.searchsorted(p_all, tn, side="left")  # p < τ_neg
         neg_pos = np.searchsorted(p_pos, tn, side="left")
         below_all = np.searchsorted(p_all, tp, side="left")  # p < τ_pos
@@ -565,10 +585,12 @@ def _build_evaluation(ev: Evaluator, cfg: EvalConfig) -> Evaluation:
     rvariant = (f"precision {VARIANT_LABELS['precision_denominator'][cfg.precision_denominator]}"
                 f"; map {VARIANT_LABELS['map_denominator'][cfg.map_denominator]}"
                 f"; {VARIANT_LABELS['gain'][cfg.gain]}")
-    rsummary = {}
-    for name, values in rk.items():
-        s = ranking_mod.summarize(values, rmask)
-        rsummary[name] = s
+    rsummary = ev._memo(("ranking_summary", cfg.ks, cfg.precision_denominator,
+                         cfg.map_denominator, cfg.gain, cfg.ranking_protocol),
+                        lambda: {name: ranking_mod.summarize(values, rmask)
+                                 for name, values in rk.items()})
+    for name in rk:
+        s = rsummary[name]
         if name.startswith("hit@"):
             ci = _wilson(round(s.mean * s.n), s.n) if s.n and math.isfinite(s.mean) else None
             method = "wilson"
@@ -619,22 +641,23 @@ def _build_evaluation(ev: Evaluator, cfg: EvalConfig) -> Evaluation:
         add(name, ml[name], f"{ALL} (per post)", n_posts, group="multilabel", ci=ci,
             ci_method="wilson", variant=ml_variant)
 
-    # per-query frame, tables, checks
+    # per-query frame, tables (built on first use), checks
     hits = _hits_at(ds, k)
-    per_query = _per_query_frame(ds, states, k, hits, rec, prec, rk, cfg)
-    per_criterion = _group_table(ev, cfg, states, k, rec, emask, rk, rmask, boot,
-                                 label="criterion")
-    per_fold = None
-    if ds.fold is not None:
-        per_fold = _group_table(ev, cfg, states, k, rec, emask, rk, rmask, None, label="fold")
-    checks = _consistency_checks(ev, cfg, records, conf, g, per_criterion, per_fold, rmask)
+    tables = {
+        "per_query": lambda: _per_query_frame(ds, states, k, hits, rec, prec, rk, cfg),
+        "per_criterion": lambda: _group_table(ev, cfg, states, k, rec, emask, rk, rmask, boot,
+                                              label="criterion"),
+        "per_fold": (lambda: None) if ds.fold is None else (
+            lambda: _group_table(ev, cfg, states, k, rec, emask, rk, rmask, None, label="fold")),
+    }
+    checks = _consistency_checks(ev, cfg, records, conf, g, states, rmask)
 
     return Evaluation(
-        config=cfg, summary=ev._memo(("summary",), lambda: _summary(ds, cfg)), records=tuple(records), per_query=per_query,
-        per_criterion=per_criterion, per_fold=per_fold, checks=tuple(checks), gate=g,
+        config=cfg, summary=ev._memo(("summary",), lambda: _summary(ds, cfg)),
+        records=tuple(records), checks=tuple(checks), gate=g,
         abstention=ab, confusion=conf, tpr_at_fpr=tprs, roc=cls["roc"], pr=cls["pr"],
         reliability=rel, k=k, states=states, k_summary=ks, multilabel=ml,
-        ranking_summary=rsummary, audit=ev.audit)
+        ranking_summary=rsummary, audit=ev.audit, _tables=tables)
 
 
 def _fmt_t(t: float) -> str:
@@ -956,7 +979,7 @@ def _operating_bootstrap(ev: Evaluator, cfg: EvalConfig, columns: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------- checks
-def _consistency_checks(ev, cfg, records, conf, g, per_criterion, per_fold, rmask) -> list[Check]:
+def _consistency_checks(ev, cfg, records, conf, g, states, rmask) -> list[Check]:
     """Contract §10 / seed 003 §9: every check listed with pass / fail."""
     ds = ev.ds
     n, n_pos = ds.n_queries, ds.n_positive
@@ -992,34 +1015,37 @@ def _consistency_checks(ev, cfg, records, conf, g, per_criterion, per_fold, rmas
         n_rank = int(rmask.sum())
         checks.append(Check("ranking metrics on has_evidence = 1 only", n_rank == n_pos,
                             f"ranking n = {n_rank}, positives = {n_pos}"))
-    for column, label in (("fold", "folds"), ("split", "splits")):
-        values = getattr(ds, column)
-        if values is None:
-            checks.append(Check(f"{label} post-disjoint", None, f"no {column} column"))
-            continue
-        per_post = pd.DataFrame({"post": ds.post_code, "v": values}).groupby("post")["v"]
-        shared = per_post.nunique()
-        bad = shared[shared > 1]
-        examples = ", ".join(str(ds.posts[i]) for i in bad.index[:5])
-        checks.append(Check(f"{label} post-disjoint", bad.empty,
-                            "no post in more than one " + column if bad.empty
-                            else f"{bad.size} posts in more than one {column}: {examples}"))
-    if per_criterion is not None and len(per_criterion) > 2:
-        body = per_criterion.drop(index=["micro", "macro"])
-        n_sum = int(body["n"].sum())
-        checks.append(Check("per-criterion n sums to N", n_sum == n, f"{n_sum} vs N = {n}"))
-        micro = per_criterion.loc["micro", "screening_sensitivity"]
-        overall = g.screening_sensitivity
-        same = (np.isnan(micro) and np.isnan(overall)) or math.isclose(micro, overall,
-                                                                       abs_tol=1e-12)
-        checks.append(Check("screening sensitivity: pooled per-criterion = overall", same,
-                            f"{micro:.6f} vs {overall:.6f}"))
-    if per_fold is not None:
-        body = per_fold.drop(index=["mean", "std"])
-        n_sum = int(body["n"].sum())
-        checks.append(Check("per-fold n sums to N", n_sum == n, f"{n_sum} vs N = {n}"))
+    checks.extend(ev._memo(("disjoint_checks",), lambda: _disjoint_checks(ds)))
+    # Pooled from per-criterion counts vs the gate summary: two code paths must agree.
+    codes, _ = _group_codes(ev, "criterion")
+    missed = np.bincount(codes, weights=(states == 0) & (ds.y == 1), minlength=len(ds.criteria))
+    pooled = (n_pos - missed.sum()) / n_pos if n_pos else float("nan")
+    overall = g.screening_sensitivity
+    same = (math.isnan(pooled) and math.isnan(overall)) or math.isclose(pooled, overall,
+                                                                        abs_tol=1e-12)
+    checks.append(Check("screening sensitivity: pooled per-criterion = overall", same,
+                        f"{pooled:.6f} vs {overall:.6f}"))
     ref = _reference_k(cfg.ks)
     checks.append(Check(f"recall@{ref} vs evidence_recall labelled", True,
                         f"recall@{ref}: fixed K = {ref} on {cfg.ranking_protocol}; "
                         f"evidence_recall: selected K on {cfg.evidence_protocol}"))
     return checks
+
+
+def _disjoint_checks(ds: Dataset) -> list[Check]:
+    """Folds and splits post-disjoint (§10): no post in more than one fold / split."""
+    out = []
+    for column, label in (("fold", "folds"), ("split", "splits")):
+        values = getattr(ds, column)
+        if values is None:
+            out.append(Check(f"{label} post-disjoint", None, f"no {column} column"))
+            continue
+        codes = pd.factorize(values)[0]
+        pairs = np.unique(np.stack([ds.post_code, codes]), axis=1)
+        per_post = np.bincount(pairs[0], minlength=ds.posts.size)
+        bad = np.flatnonzero(per_post > 1)
+        examples = ", ".join(str(ds.posts[i]) for i in bad[:5])
+        out.append(Check(f"{label} post-disjoint", bad.size == 0,
+                         f"no post in more than one {column}" if bad.size == 0
+                         else f"{bad.size} posts in more than one {column}: {examples}"))
+    return out

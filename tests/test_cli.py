@@ -1,4 +1,4 @@
-"""The command line on good and bad files (issue: exit 2 with a clear message, never a traceback)."""
+"""The command line on good and bad files: exit 2 with a clear message, never a traceback."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_bad_probability_exits_2_naming_file_column_rows(files, tmp_path, capsys
 
 
 def test_missing_column_and_missing_file_exit_2(files, tmp_path, capsys):
-    qp, cp = files
+    _qp, cp = files
     q, _ = random_frames(n_posts=5, seed=1)
     bad = tmp_path / "bad.csv"
     q.drop(columns="has_evidence").to_csv(bad, index=False)

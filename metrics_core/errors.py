@@ -1,0 +1,143 @@
+"""Structured errors for bad input files (contract §2, "Bad input").
+
+An :class:`InputError` names the file, the column, the broken rule and the first offending
+data rows, so the CLI (exit code 2) and the dashboard can show one clear message and a JSON
+form of it. When a file has several problems the loader reports them all at once as an
+:class:`InputErrors`, which is itself an :class:`InputError` (catch the base class to handle
+both) and holds the individual errors in ``.errors``.
+
+Row numbers count data rows from 1, the header not included: row 1 is the first record of the
+file (line 2 of a CSV file with a header), or position 0 of a DataFrame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+
+__all__ = ["MAX_ROWS_LISTED", "InputError", "InputErrors"]
+
+#: How many offending row numbers an error keeps (the total count is kept separately).
+MAX_ROWS_LISTED = 10
+
+
+class InputError(ValueError):
+    """One broken input rule: which file, which column, which rule, which rows.
+
+    Parameters
+    ----------
+    rule : str
+        Short text of the broken rule, e.g. ``"values must be within [0, 1]"``.
+    file : str, optional
+        Name of the input file (or table) the problem was found in.
+    column : str, optional
+        Column the rule applies to (as the file names it where that helps the user).
+    rows : sequence of int, optional
+        1-based data-row numbers of offending rows; only the first
+        :data:`MAX_ROWS_LISTED` are kept.
+    n_rows : int, optional
+        Total number of offending rows (defaults to ``len(rows)``).
+    hint : str, optional
+        What to do about it, or what was found instead.
+
+    Examples
+    --------
+    >>> err = InputError("values must be within [0, 1]", file="queries.csv",
+    ...                  column="p_has_evidence", rows=[4, 17, 90])
+    >>> str(err)
+    "queries.csv: column 'p_has_evidence': values must be within [0, 1] (3 rows, first: 4, 17, 90)"
+    """
+
+    def __init__(self, rule: str, *, file: str | None = None, column: str | None = None,
+                 rows: Iterable[int] = (), n_rows: int | None = None,
+                 hint: str | None = None) -> None:
+        rows = [int(r) for r in rows]
+        self.rule = str(rule)
+        self.file = None if file is None else str(file)
+        self.column = None if column is None else str(column)
+        self.rows = rows[:MAX_ROWS_LISTED]
+        self.n_rows = len(rows) if n_rows is None else int(n_rows)
+        self.hint = hint
+        super().__init__(self.render())
+
+    @classmethod
+    def from_mask(cls, mask: np.ndarray, rule: str, *, row_numbers: np.ndarray,
+                  file: str | None = None, column: str | None = None,
+                  hint: str | None = None) -> InputError:
+        """Build an error from a boolean mask over a table's rows.
+
+        ``row_numbers[i]`` is the 1-based data-row number of row ``i`` of the checked table
+        (tables derived from a long table keep the long table's row numbers).
+        """
+        idx = np.flatnonzero(mask)
+        return cls(rule, file=file, column=column,
+                   rows=np.asarray(row_numbers)[idx[:MAX_ROWS_LISTED]].tolist(),
+                   n_rows=len(idx), hint=hint)
+
+    def render(self) -> str:
+        """The error as one line of plain text."""
+        text = self.rule
+        if self.column is not None:
+            text = f"column '{self.column}': {text}"
+        if self.file is not None:
+            text = f"{self.file}: {text}"
+        if self.n_rows == 1 and self.rows:
+            text += f" (row {self.rows[0]})"
+        elif self.n_rows > 0 and self.rows:
+            text += f" ({self.n_rows} rows, first: {', '.join(map(str, self.rows))})"
+        elif self.n_rows > 0:
+            text += f" ({self.n_rows} rows)"
+        if self.hint:
+            text += f"; {self.hint}"
+        return text
+
+    def to_dict(self) -> dict:
+        """JSON-ready form: the fields plus the rendered ``message``."""
+        return {"file": self.file, "column": self.column, "rule": self.rule,
+                "rows": list(self.rows), "n_rows": self.n_rows, "hint": self.hint,
+                "message": self.render()}
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class InputErrors(InputError):
+    """Several input problems found at once (every validation problem of the input).
+
+    ``errors`` holds the individual :class:`InputError` objects in the order found;
+    iterating over an ``InputErrors`` yields them. ``file`` is the common file name when all
+    errors concern one file, else ``None``. The rendered text is a header line followed by one
+    line per error.
+    """
+
+    def __init__(self, errors: Sequence[InputError]) -> None:
+        errors = list(errors)
+        if not errors:
+            raise ValueError("errors must not be empty")
+        self.errors = errors
+        files = {e.file for e in errors}
+        super().__init__(f"{len(errors)} problems in the input",
+                         file=files.pop() if len(files) == 1 else None)
+
+    @classmethod
+    def raise_if_any(cls, errors: Sequence[InputError]) -> None:
+        """Raise nothing, the single error, or an ``InputErrors`` holding all of them."""
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise cls(errors)
+
+    def render(self) -> str:
+        return "\n".join([f"{len(self.errors)} problems in the input:"]
+                         + [f"- {e.render()}" for e in self.errors])
+
+    def to_dict(self) -> dict:
+        return {"file": self.file, "message": self.render(),
+                "errors": [e.to_dict() for e in self.errors]}
+
+    def __iter__(self) -> Iterator[InputError]:
+        return iter(self.errors)
+
+    def __len__(self) -> int:
+        return len(self.errors)
