@@ -932,8 +932,8 @@ def _bootstrap_intervals(ev: Evaluator, cfg: EvalConfig) -> _Intervals:
         crit = ds.criterion_code
 
         def extra(w):
-            out = {"auroc": classification.roc_auc_weighted(y, p, w),
-                   "auprc": classification.average_precision_weighted(y, p, w),
+            auroc, auprc = classification.auroc_auprc_weighted(y, p, w)
+            out = {"auroc": auroc, "auprc": auprc,
                    "ece": calibration.ece_weighted(outcome, conf, w, n_bins=cfg.n_bins,
                                                    strategy=cfg.binning)}
             out["auroc_by_criterion"] = np.stack(

@@ -1,0 +1,292 @@
+"""Calibration of the no-evidence gate probability (contract §5), protocol ``all_queries``.
+
+- :func:`reliability_bins`: the reliability-diagram table (per bin: count, mean confidence,
+  observed frequency with its Wilson 95 % interval, gap) with ECE and MCE.
+- :func:`ece`, :func:`mce`, :func:`brier` (= ``sklearn.metrics.brier_score_loss``).
+- :func:`top_label`: the top-label view of seed 004, (confidence ``max(p, 1 - p)``,
+  correctness); every binning function also takes ``top_label=True`` to use it.
+- :func:`ece_weighted`, :func:`mce_weighted`, :func:`brier_weighted`: one value per row-weight
+  vector, for the bootstrap (contract §9).
+
+**Bins.** ``strategy="uniform"`` (the default, contract §5): edges ``i / n_bins`` (computed
+as that quotient, so the edge printed as 0.3 is the float 0.3, not the 0.30000000000000004 of
+``np.linspace``); every bin is ``[lo, hi)`` except the last, which is closed, ``[lo, 1.0]``:
+``p = 1.0`` is counted (seed 000's code drops it; that is a bug, not the contract).
+``strategy="quantile"`` (equal mass): edges are ``numpy.quantile(p, i / n_bins)`` (linear
+interpolation), so the outer edges are ``min(p)`` and ``max(p)``; bins are ``[lo, hi)`` with
+the last closed, as above. Repeated edges (a score value holding more than one bin's share of
+the data) are merged, so a table can have fewer than ``n_bins`` bins, and all rows tied at an
+edge value fall in the bin that starts there. Empty bins (possible with uniform bins) have
+count 0, ``nan`` statistics and are excluded from ECE and MCE.
+
+ECE is ``sum_b (n_b / N) |observed_b - confidence_b|`` over non-empty bins; MCE is the largest
+``|observed_b - confidence_b|``. Both are ``nan`` without data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from metrics_core.classification import check_binary_inputs
+from metrics_core.uncertainty import wilson_interval
+
+__all__ = [
+    "ReliabilityTable",
+    "bin_edges",
+    "brier",
+    "brier_weighted",
+    "ece",
+    "ece_weighted",
+    "mce",
+    "mce_weighted",
+    "reliability_bins",
+    "top_label",
+]
+
+STRATEGIES = ("uniform", "quantile")
+
+
+@dataclass(frozen=True)
+class ReliabilityTable:
+    """Reliability-diagram data, one entry per bin (contract §5).
+
+    ``count`` rows fall in ``[lo, hi)`` (the last bin is closed); ``positives`` of them have
+    label 1 (or are correct, for top-label). ``mean_confidence`` is their mean ``p``,
+    ``observed_frequency`` = ``positives / count`` with the Wilson interval
+    ``[wilson_lo, wilson_hi]`` at ``level``, and ``gap = observed_frequency - mean_confidence``
+    (negative: over-confident). Empty bins hold ``nan``. ``ece``/``mce`` summarise the
+    non-empty bins; ``n`` is the number of rows.
+    """
+
+    lo: np.ndarray
+    hi: np.ndarray
+    count: np.ndarray
+    positives: np.ndarray
+    mean_confidence: np.ndarray
+    observed_frequency: np.ndarray
+    wilson_lo: np.ndarray
+    wilson_hi: np.ndarray
+    gap: np.ndarray
+    ece: float
+    mce: float
+    n: int
+    strategy: str = "uniform"
+    top_label: bool = False
+    level: float = 0.95
+
+    @property
+    def n_bins(self) -> int:
+        return int(self.lo.size)
+
+
+# ------------------------------------------------------------------------------ inputs
+def _check_options(n_bins, strategy) -> None:
+    if isinstance(n_bins, bool) or int(n_bins) != n_bins or n_bins < 1:
+        raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+
+
+def top_label(y, p, *, threshold: float = 0.5):
+    """Top-label view of a binary classifier (seed 004; contract §5 variant).
+
+    The prediction is positive iff ``p >= threshold``; ``confidence`` is the probability the
+    model gives its predicted class (``p`` or ``1 - p``; ``max(p, 1 - p)`` at the default
+    threshold 0.5) and ``correct`` is 1 where the prediction equals ``y``. Feed the pair to the
+    calibration functions as ``(correct, confidence)``, or pass ``top_label=True`` to them.
+
+    Returns
+    -------
+    (confidence float64, correct int8)
+
+    Examples
+    --------
+    >>> conf, correct = top_label([1, 0, 0], [0.8, 0.3, 0.6])
+    >>> conf.tolist(), correct.tolist()
+    ([0.8, 0.7, 0.6], [1, 1, 0])
+    """
+    y, p, _ = check_binary_inputs(y, p, probability=True)
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold!r}")
+    predicted = p >= threshold
+    confidence = np.where(predicted, p, 1.0 - p)
+    correct = (predicted == (y == 1)).astype(np.int8)
+    return confidence, correct
+
+
+def _inputs(y, p, top: bool):
+    y, p, _ = check_binary_inputs(y, p, probability=True)
+    if top:
+        p, y = top_label(y, p)
+    return y, p
+
+
+def bin_edges(p, *, n_bins: int = 10, strategy: str = "uniform") -> np.ndarray:
+    """Bin edges, increasing, ``n_bins + 1`` of them or fewer for merged quantile edges (§5).
+
+    Uniform: ``i / n_bins``. Quantile: ``numpy.quantile(p, i / n_bins)`` with repeated edges
+    removed (at least one bin: ``[v, v]`` when every ``p`` equals ``v``).
+    """
+    _check_options(n_bins, strategy)
+    if strategy == "uniform":
+        return np.arange(n_bins + 1, dtype=np.float64) / n_bins
+    p = np.asarray(p, dtype=np.float64)
+    if p.size == 0:
+        return np.array([0.0, 1.0])
+    edges = np.unique(np.quantile(p, np.arange(n_bins + 1) / n_bins))
+    if edges.size == 1:
+        edges = np.repeat(edges, 2)
+    return edges
+
+
+def _bin_index(p: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Bin of every ``p``: ``edges[i] <= p < edges[i + 1]``, the last bin closed."""
+    n_bins = edges.size - 1
+    return np.clip(np.searchsorted(edges, p, side="right") - 1, 0, n_bins - 1)
+
+
+# ------------------------------------------------------------------------------ tables
+def reliability_bins(y, p, *, n_bins: int = 10, strategy: str = "uniform",
+                     top_label: bool = False, level: float = 0.95) -> ReliabilityTable:
+    """Reliability-diagram table with ECE and MCE (contract §5).
+
+    Parameters
+    ----------
+    y : array-like of 0/1
+        Gold ``has_evidence`` (or correctness, with ``p`` a confidence).
+    p : array-like of float in [0, 1]
+        ``p_has_evidence`` (or a confidence).
+    n_bins : int, default 10
+    strategy : {"uniform", "quantile"}, default "uniform"
+        Equal-width or equal-mass bins (see the module docstring for edges and ties).
+    top_label : bool, default False
+        Bin the top-label confidence ``max(p, 1 - p)`` against correctness (seed 004).
+    level : float, default 0.95
+        Level of the Wilson interval of each bin's observed frequency.
+
+    Examples
+    --------
+    >>> t = reliability_bins([0, 1, 1, 1], [0.1, 0.15, 0.9, 1.0], n_bins=2)
+    >>> t.count.tolist(), t.observed_frequency.tolist(), round(t.ece, 4)
+    ([2, 2], [0.5, 1.0], 0.2125)
+    """
+    y, p = _inputs(y, p, top_label)
+    edges = bin_edges(p, n_bins=n_bins, strategy=strategy)
+    k = edges.size - 1
+    idx = _bin_index(p, edges)
+    count = np.bincount(idx, minlength=k).astype(np.int64)
+    positives = np.bincount(idx, weights=y, minlength=k).round().astype(np.int64)
+    sum_p = np.bincount(idx, weights=p, minlength=k)
+    filled = count > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        confidence = np.where(filled, sum_p / count, np.nan)
+        observed = np.where(filled, positives / count, np.nan)
+    gap = observed - confidence
+    w_lo, w_hi = wilson_interval(positives, count, level=level)
+    n = int(y.size)
+    if n:
+        ece_value = float(np.sum(count[filled] / n * np.abs(gap[filled])))
+        mce_value = float(np.max(np.abs(gap[filled])))
+    else:
+        ece_value = mce_value = float("nan")
+    return ReliabilityTable(lo=edges[:-1], hi=edges[1:], count=count, positives=positives,
+                            mean_confidence=confidence, observed_frequency=observed,
+                            wilson_lo=np.asarray(w_lo), wilson_hi=np.asarray(w_hi), gap=gap,
+                            ece=ece_value, mce=mce_value, n=n, strategy=strategy,
+                            top_label=top_label, level=level)
+
+
+def ece(y, p, *, n_bins: int = 10, strategy: str = "uniform", top_label: bool = False) -> float:
+    """Expected calibration error (contract §5): ``sum_b (n_b / N) |observed_b - conf_b|``.
+
+    Default: 10 equal-width bins, the last closed. ``nan`` without data.
+
+    Examples
+    --------
+    >>> round(ece([0, 1, 1, 1], [0.1, 0.15, 0.9, 1.0], n_bins=2), 4)  # (2|.5-.125|+2|1-.95|)/4
+    0.2125
+    """
+    return reliability_bins(y, p, n_bins=n_bins, strategy=strategy, top_label=top_label).ece
+
+
+def mce(y, p, *, n_bins: int = 10, strategy: str = "uniform", top_label: bool = False) -> float:
+    """Maximum calibration error (contract §5): the largest bin gap ``|observed - conf|``."""
+    return reliability_bins(y, p, n_bins=n_bins, strategy=strategy, top_label=top_label).mce
+
+
+def brier(y, p) -> float:
+    """Brier score ``mean((p - y)^2)`` = ``sklearn.metrics.brier_score_loss`` (contract §5).
+
+    The top-label Brier score of seed 004 (confidence vs correctness) is the same number for a
+    binary classifier. ``nan`` without data.
+    """
+    y, p, _ = check_binary_inputs(y, p, probability=True)
+    if y.size == 0:
+        return float("nan")
+    return float(np.mean((p - y) ** 2))
+
+
+# ----------------------------------------------------------------- weighted (bootstrap)
+def _weights(weights, n: int) -> np.ndarray:
+    w = np.asarray(weights)
+    if w.ndim == 1:
+        w = w[None, :]
+    if w.ndim != 2 or w.shape[1] != n:
+        raise ValueError(f"weights must have shape (b, {n}), got {np.shape(weights)}")
+    return w.astype(np.float64, copy=False)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    out = np.full(np.broadcast_shapes(num.shape, den.shape), np.nan)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def _weighted_bins(y, p, weights, n_bins, strategy, top):
+    """Per resample and bin: weight ``count`` and ``residual`` = sum w (y - p); total weight.
+
+    Bin edges come from the full sample (quantile edges are not re-estimated per resample).
+    """
+    y, p = _inputs(y, p, top)
+    w = _weights(weights, y.size)
+    edges = bin_edges(p, n_bins=n_bins, strategy=strategy)
+    k = edges.size - 1
+    onehot = np.zeros((y.size, 2 * k))
+    rows = np.arange(y.size)
+    idx = _bin_index(p, edges)
+    onehot[rows, idx] = 1.0
+    onehot[rows, k + idx] = y - p
+    sums = w @ onehot
+    return sums[:, :k], sums[:, k:], w.sum(axis=1)
+
+
+def ece_weighted(y, p, weights, *, n_bins: int = 10, strategy: str = "uniform",
+                 top_label: bool = False) -> np.ndarray:
+    """ECE per row-weight vector (bootstrap, contract §5, §9); ``nan`` for a zero-weight row.
+
+    Row ``r`` equals :func:`ece` on the sample with row ``i`` repeated ``weights[r, i]`` times,
+    using the full sample's bin edges: ``ECE = sum_b |sum_{i in b} w_i (y_i - p_i)| / sum w``.
+    """
+    _, residual, total = _weighted_bins(y, p, weights, n_bins, strategy, top_label)
+    return _ratio(np.abs(residual).sum(axis=1), total)
+
+
+def mce_weighted(y, p, weights, *, n_bins: int = 10, strategy: str = "uniform",
+                 top_label: bool = False) -> np.ndarray:
+    """MCE per row-weight vector (bootstrap); bins empty in a resample are skipped."""
+    count, residual, _ = _weighted_bins(y, p, weights, n_bins, strategy, top_label)
+    gaps = np.abs(_ratio(residual, count))
+    filled = count > 0
+    out = np.full(count.shape[0], np.nan)
+    any_filled = filled.any(axis=1)
+    out[any_filled] = np.where(filled, gaps, -np.inf)[any_filled].max(axis=1)
+    return out
+
+
+def brier_weighted(y, p, weights) -> np.ndarray:
+    """Brier score per row-weight vector (bootstrap): ``W @ (p - y)^2 / W.sum(1)``."""
+    y, p, _ = check_binary_inputs(y, p, probability=True)
+    w = _weights(weights, y.size)
+    return _ratio(w @ ((p - y) ** 2), w.sum(axis=1))

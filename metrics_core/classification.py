@@ -1,0 +1,715 @@
+"""Classification metrics of the no-evidence gate on ``p_has_evidence`` (contract §4).
+
+Protocol ``all_queries``: every function takes the gold labels ``y`` (0/1) and the scores ``p``
+of all queries as plain arrays, so the evidence pipeline and the triage files share them.
+
+- :func:`roc_auc`, :func:`average_precision`: equal to scikit-learn's ``roc_auc_score`` and
+  ``average_precision_score`` (step-wise AP, not trapezoidal). With one class present the
+  value is seed 000's convention (AUROC 0.5, AUPRC = positive rate) and the :class:`Score` is
+  flagged ``defined=False``.
+- :func:`roc_auc_weighted`, :func:`average_precision_weighted` (both at once:
+  :func:`auroc_auprc_weighted`): the same numbers for a batch of row-weight vectors
+  (bootstrap count matrices), one value per resample.
+- :func:`roc_points`, :func:`pr_points`, :func:`downsample`: curves for drawing.
+- :func:`tpr_at_fpr`: operating points at fixed false-positive rates (seed 000 §2.3).
+- :func:`confusion_at`, :func:`confusion_sweep`, :func:`confusion_from_counts`,
+  :func:`confusion_rates`: confusion counts at ``p >= threshold`` and their ratios, with 0/0
+  reported as undefined (one implementation of the ratios, reused by the gate and triage code).
+
+Everything that depends only on the data (the sort by score, cumulative counts at every
+distinct threshold) is computed once per ``(y, p)`` and cached by content, so a dashboard that
+moves a threshold slider only pays for a binary search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+__all__ = [
+    "RATE_NAMES",
+    "Confusion",
+    "ConfusionSweep",
+    "PrCurve",
+    "RocCurve",
+    "Score",
+    "TprAtFpr",
+    "auroc_auprc_weighted",
+    "average_precision",
+    "average_precision_weighted",
+    "check_binary_inputs",
+    "confusion_at",
+    "confusion_from_counts",
+    "confusion_rates",
+    "confusion_sweep",
+    "downsample",
+    "pr_points",
+    "roc_auc",
+    "roc_auc_weighted",
+    "roc_points",
+    "tpr_at_fpr",
+]
+
+#: Default FPR targets of ``tpr@fpr`` (contract §4).
+FPR_TARGETS = (0.01, 0.03, 0.05, 0.10)
+
+#: Weight-matrix elements processed at once by the weighted kernels (cache-sized chunks).
+_CHUNK_ELEMENTS = 1 << 20
+
+
+# ------------------------------------------------------------------------------ results
+@dataclass(frozen=True)
+class Score:
+    """A scalar metric value with its definedness (contract §4).
+
+    ``defined=False`` means the metric is undefined on this data; ``value`` then holds the
+    convention the contract prescribes (e.g. AUROC 0.5 with one class) or ``nan``, and
+    ``reason`` says why (e.g. ``"one class"``).
+    """
+
+    value: float
+    defined: bool = True
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class RocCurve:
+    """ROC points, one per distinct threshold, as ``roc_curve(..., drop_intermediate=False)``.
+
+    ``thresholds[0]`` is ``inf`` (nothing predicted positive: the point (0, 0)); the dashboard
+    labels it "all negative". ``fpr`` (``tpr``) is ``nan`` throughout when there is no negative
+    (positive) query.
+    """
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    thresholds: np.ndarray
+
+
+@dataclass(frozen=True)
+class PrCurve:
+    """Precision-recall points as ``precision_recall_curve``: recall decreasing.
+
+    ``precision``/``recall`` have one more entry than ``thresholds``: the last point is
+    (recall 0, precision 1) and has no threshold. Where scikit-learn sets recall to 1 for data
+    without positives (0/0), this curve reports ``nan``.
+    """
+
+    precision: np.ndarray
+    recall: np.ndarray
+    thresholds: np.ndarray
+
+
+@dataclass(frozen=True)
+class TprAtFpr:
+    """TPR at the largest ROC index whose FPR is at most ``target`` (contract §4, seed 000 §2.3).
+
+    ``threshold`` is that ROC point's threshold (``inf`` when only the (0, 0) point qualifies:
+    "all negative"). Without negatives no index qualifies and the seed's fallback applies:
+    ``tpr = 0.0``, ``threshold = 1.0``, ``fpr = nan``; without positives ``tpr`` is ``nan``.
+    Both cases have ``defined=False``.
+    """
+
+    target: float
+    tpr: float
+    fpr: float
+    threshold: float
+    defined: bool = True
+
+
+# ------------------------------------------------------------------------------- inputs
+def check_binary_inputs(y, p, *, sample_weight=None, probability: bool = False,
+                        y_name: str = "y", p_name: str = "p"):
+    """Validate labels and scores; return ``(y int8, p float64, weight float64 | None)``.
+
+    ``y`` must be 1-D with values in {0, 1}; ``p`` 1-D of the same length and finite (and in
+    [0, 1] when ``probability``); ``sample_weight`` finite and non-negative. Raises
+    ``ValueError`` naming the argument and the rule.
+    """
+    y_arr = np.asarray(y)
+    p_arr = np.asarray(p)
+    if y_arr.ndim != 1:
+        raise ValueError(f"{y_name} must be 1-D, got shape {y_arr.shape}")
+    if p_arr.shape != y_arr.shape:
+        raise ValueError(f"{p_name} must have the shape of {y_name} {y_arr.shape}, "
+                         f"got {p_arr.shape}")
+    if y_arr.dtype.kind not in "biuf":
+        raise ValueError(f"{y_name} must be 0/1 labels, got dtype {y_arr.dtype}")
+    bad = (y_arr != 0) & (y_arr != 1)
+    if bad.any():
+        first = np.flatnonzero(bad)[:5].tolist()
+        raise ValueError(f"{y_name} must be 0/1 labels; rows {first} are not")
+    if p_arr.dtype.kind not in "biuf":
+        raise ValueError(f"{p_name} must be numeric, got dtype {p_arr.dtype}")
+    p_arr = p_arr.astype(np.float64, copy=False)
+    finite = np.isfinite(p_arr)
+    if not finite.all():
+        first = np.flatnonzero(~finite)[:5].tolist()
+        raise ValueError(f"{p_name} must be finite; rows {first} are not")
+    if probability:
+        outside = (p_arr < 0.0) | (p_arr > 1.0)
+        if outside.any():
+            first = np.flatnonzero(outside)[:5].tolist()
+            raise ValueError(f"{p_name} must be probabilities in [0, 1]; rows {first} are not")
+    w_arr = None
+    if sample_weight is not None:
+        w_arr = np.asarray(sample_weight, dtype=np.float64)
+        if w_arr.shape != y_arr.shape:
+            raise ValueError(f"sample_weight must have the shape of {y_name} {y_arr.shape}, "
+                             f"got {w_arr.shape}")
+        if not np.isfinite(w_arr).all() or (w_arr < 0).any():
+            raise ValueError("sample_weight must be finite and non-negative")
+    return y_arr.astype(np.int8, copy=False), p_arr, w_arr
+
+
+def _check_weights(weights, n: int) -> np.ndarray:
+    w = np.asarray(weights)
+    if w.ndim == 1:
+        w = w[None, :]
+    if w.ndim != 2 or w.shape[1] != n:
+        raise ValueError(f"weights must have shape (b, {n}), got {np.shape(weights)}")
+    if w.dtype.kind not in "biuf":
+        raise ValueError(f"weights must be numeric, got dtype {w.dtype}")
+    return w
+
+
+# ------------------------------------------------------------------ data-only structure
+class _Sorted:
+    """Everything about ``(y, p)`` that does not depend on a threshold or a weight vector.
+
+    Sorted by ``p`` descending; ``tps``/``fps`` are the cumulative positives / negatives at
+    each distinct score (the points of scikit-learn's ``roc_curve``), and the block ids map
+    every row to the aggregates the weighted AUROC / AP kernels need.
+    """
+
+    def __init__(self, y: np.ndarray, p: np.ndarray):
+        self.n = int(y.size)
+        order = np.argsort(-p, kind="stable")
+        ys = y[order].astype(np.float64)
+        ps = p[order]
+        last = np.flatnonzero(np.diff(ps) != 0)  # last index of each tie group but the final
+        ends = np.append(last, self.n - 1) if self.n else last
+        cum_pos = np.cumsum(ys)
+        self.thresholds = ps[ends]  # descending distinct scores
+        self.tps = cum_pos[ends]
+        self.fps = (ends + 1) - self.tps
+        self.n_pos = int(y.sum())
+        self.n_neg = self.n - self.n_pos
+        self.pos_sorted = np.sort(p[y == 1])  # ascending, for threshold sweeps
+        self.neg_sorted = np.sort(p[y == 0])
+
+        # Blocks for the weighted kernels. u_0 > u_1 > ... > u_{m-1}: distinct positive
+        # scores. Positive row -> its group g in [0, m). Negative row -> h = #{u > p} in
+        # [0, m] and t = (p == u_h); block m + 2 h + t.
+        u_desc = self.pos_sorted[::-1]
+        u_desc = u_desc[np.r_[True, u_desc[1:] != u_desc[:-1]]] if u_desc.size else u_desc
+        m = int(u_desc.size)
+        neg_u = -u_desc  # ascending
+        h = np.searchsorted(neg_u, -p, side="left")  # #{u > p}
+        tied = (h < m) & (u_desc[np.minimum(h, max(m - 1, 0))] == p) if m else np.zeros(
+            self.n, dtype=bool)
+        block = np.where(y == 1, h, m + 2 * h + tied)
+        self.m = m
+        self.n_blocks = 3 * m + 2
+        self.block = block.astype(np.int64)
+        self._keys: tuple[int, np.ndarray] | None = None
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.thresholds, self.tps, self.fps, self.pos_sorted, self.neg_sorted,
+                  self.block)
+        keys = 0 if self._keys is None else self._keys[1].nbytes
+        return sum(a.nbytes for a in arrays) + keys
+
+    @cached_property
+    def unweighted(self) -> tuple[float, float]:
+        """(AUROC, AP) of the sample itself (``nan`` with one class)."""
+        auc, ap = self.auc_ap(np.ones((1, self.n)))
+        return float(auc[0]), float(ap[0])
+
+    def keys(self, rows: int) -> np.ndarray:
+        """Flat bincount keys for a ``(rows, n)`` weight chunk (cached for the last size)."""
+        if self._keys is None or self._keys[0] != rows:
+            offsets = np.arange(rows, dtype=np.int64)[:, None] * self.n_blocks
+            self._keys = (rows, (self.block[None, :] + offsets).ravel())
+        return self._keys[1]
+
+    def block_sums(self, weights: np.ndarray):
+        """Per row of ``weights`` (at most a chunk): positive weight per positive group
+        ``a`` (rows, m) and negative weight per block ``c_strict``, ``c_tie`` (rows, m + 1)."""
+        rows = weights.shape[0]
+        flat = np.ascontiguousarray(weights, dtype=np.float64).ravel()
+        sums = np.bincount(self.keys(rows), weights=flat, minlength=rows * self.n_blocks)
+        sums = sums.reshape(rows, self.n_blocks)
+        neg = sums[:, self.m:].reshape(rows, self.m + 1, 2)
+        return sums[:, :self.m], neg[:, :, 0], neg[:, :, 1]
+
+    def auc_ap(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(AUROC, AP) per row of ``weights`` (b, n), chunk by chunk (cache-sized)."""
+        b = weights.shape[0]
+        auc = np.empty(b)
+        ap = np.empty(b)
+        step = max(1, _CHUNK_ELEMENTS // max(self.n, 1))
+        for start in range(0, b, step):
+            stop = min(start + step, b)
+            auc[start:stop], ap[start:stop] = _auc_ap_from_blocks(
+                *self.block_sums(weights[start:stop]))
+        return auc, ap
+
+
+_CACHE: OrderedDict[tuple, _Sorted] = OrderedDict()
+#: Entries kept (a data set, its per-criterion subsets, ...) and their memory budget.
+_CACHE_SIZE = 32
+_CACHE_BYTES = 256 << 20
+_CACHE_LOCK = threading.Lock()
+
+
+def _sorted(y: np.ndarray, p: np.ndarray) -> _Sorted:
+    """The cached :class:`_Sorted` of ``(y, p)`` (keyed by a digest of their bytes)."""
+    digest = hashlib.blake2b(np.ascontiguousarray(y, dtype=np.int8).tobytes(), digest_size=16)
+    digest.update(np.ascontiguousarray(p, dtype=np.float64).tobytes())
+    key = (y.size, digest.hexdigest())
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    prepared = _Sorted(y, p)
+    with _CACHE_LOCK:
+        _CACHE[key] = prepared
+        while len(_CACHE) > 1 and (len(_CACHE) > _CACHE_SIZE or sum(
+                entry.nbytes for entry in _CACHE.values()) > _CACHE_BYTES):
+            _CACHE.popitem(last=False)
+    return prepared
+
+
+def _divide(num, den) -> np.ndarray:
+    """``num / den`` as float64 with ``nan`` where ``den == 0`` (the 0/0 rule)."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    out = np.full(np.broadcast_shapes(num.shape, den.shape), np.nan)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+# ------------------------------------------------------------------ AUROC / AP kernels
+def _auc_ap_from_blocks(a, c_strict, c_tie):
+    """AUROC and AP per resample from the block sums of :meth:`_Sorted.block_sums`.
+
+    With ``A_h`` the positive weight strictly above block ``h`` (scores > u_h) and ``C`` the
+    negative weight of a block, the Mann-Whitney form of the trapezoidal ROC area is
+    ``sum_h (C_strict[h] + C_tie[h]) A_h + 1/2 sum_h C_tie[h] a_h`` over ``P N`` (a tie is half
+    a correctly ordered pair). AP is ``sum_g a_g prec_g / P`` with ``prec_g = A_{g+1} /
+    (A_{g+1} + F_g)``, ``F_g`` the negative weight with score >= u_g: the step-wise sum over
+    distinct thresholds of scikit-learn (thresholds without positives add no recall).
+    """
+    b, m = a.shape
+    above = np.zeros((b, m + 1))
+    np.cumsum(a, axis=1, out=above[:, 1:])  # above[:, h] = positive weight in groups < h
+    n_pos = above[:, m]
+    c_all = c_strict + c_tie
+    n_neg = c_all.sum(axis=1)
+    pairs = (c_all * above).sum(axis=1) + 0.5 * (c_tie[:, :m] * a).sum(axis=1)
+    both = (n_pos > 0) & (n_neg > 0)
+    auc = _divide(pairs, n_pos * n_neg)
+    tp_at = above[:, 1:]  # positive weight with score >= u_g
+    fp_at = np.cumsum(c_all, axis=1)[:, :m]  # negative weight with score >= u_g
+    precision = _divide(tp_at, tp_at + fp_at)
+    ap = _divide(np.where(a > 0, a * np.nan_to_num(precision), 0.0).sum(axis=1), n_pos)
+    auc[~both] = np.nan
+    ap[~both] = np.nan
+    return auc, ap
+
+
+def auroc_auprc_weighted(y, p, weights) -> tuple[np.ndarray, np.ndarray]:
+    """(AUROC, AP) per row-weight vector in one pass: :func:`roc_auc_weighted` and
+    :func:`average_precision_weighted` share their block sums, so a bootstrap that needs both
+    should call this once per batch (contract §4, §9)."""
+    y, p, _ = check_binary_inputs(y, p)
+    w = _check_weights(weights, y.size)
+    return _sorted(y, p).auc_ap(w)
+
+
+def roc_auc_weighted(y, p, weights) -> np.ndarray:
+    """AUROC per row-weight vector: one value per bootstrap resample (contract §4, §9).
+
+    ``weights`` has shape ``(b, n)`` (e.g. bootstrap counts); row ``r`` equals
+    ``roc_auc_score`` on the sample in which row ``i`` appears ``weights[r, i]`` times (or with
+    that sample weight). ``nan`` where the weighted sample has one class. The data are sorted
+    once (cached); each resample costs one weighted bincount over its row.
+    """
+    y, p, _ = check_binary_inputs(y, p)
+    w = _check_weights(weights, y.size)
+    auc, _ = _sorted(y, p).auc_ap(w)
+    return auc
+
+
+def average_precision_weighted(y, p, weights) -> np.ndarray:
+    """Average precision per row-weight vector (contract §4, §9); see :func:`roc_auc_weighted`.
+
+    Equals ``average_precision_score`` on each materialised resample; ``nan`` with one class.
+    """
+    y, p, _ = check_binary_inputs(y, p)
+    w = _check_weights(weights, y.size)
+    _, ap = _sorted(y, p).auc_ap(w)
+    return ap
+
+
+def _score(y, p, w, metric: str) -> Score:
+    """AUROC or AP of one (optionally weighted) sample, with the one-class convention."""
+    if y.size == 0:
+        return Score(float("nan"), False, "no samples")
+    s = _sorted(y, p)
+    if w is None:
+        pos, total = float(s.n_pos), float(s.n)
+    else:
+        pos, total = float(w[y == 1].sum()), float(w.sum())
+    if total == 0:
+        return Score(float("nan"), False, "no samples")
+    if pos == 0 or pos == total:
+        return Score(0.5 if metric == "auroc" else pos / total, False, "one class")
+    if w is None:
+        auc, ap = s.unweighted
+    else:
+        auc, ap = (float(v[0]) for v in s.auc_ap(w[None, :]))
+    return Score(auc if metric == "auroc" else ap)
+
+
+def roc_auc(y, p, *, sample_weight=None) -> Score:
+    """Area under the ROC curve, protocol ``all_queries`` (contract §4).
+
+    Equals ``sklearn.metrics.roc_auc_score`` (ties count one half). With one class present the
+    value is 0.5 (seed 000 §2.1) and ``defined`` is ``False`` with reason ``"one class"``.
+
+    Examples
+    --------
+    >>> roc_auc([1, 1, 0, 0, 1], [0.9, 0.7, 0.4, 0.2, 0.8])  # seed 000 §8
+    Score(value=1.0, defined=True, reason=None)
+    """
+    y, p, w = check_binary_inputs(y, p, sample_weight=sample_weight)
+    return _score(y, p, w, "auroc")
+
+
+def average_precision(y, p, *, sample_weight=None) -> Score:
+    """Average precision (step-wise AUPRC), protocol ``all_queries`` (contract §4).
+
+    Equals ``sklearn.metrics.average_precision_score``: ``sum_n (R_n - R_{n-1}) P_n`` over
+    distinct thresholds. With one class present the value is the positive rate (seed 000
+    §2.2) and ``defined`` is ``False``.
+
+    Examples
+    --------
+    >>> average_precision([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1]).value  # (1/1 + 2/3) / 2
+    0.8333333333333333
+    """
+    y, p, w = check_binary_inputs(y, p, sample_weight=sample_weight)
+    return _score(y, p, w, "auprc")
+
+
+# ------------------------------------------------------------------------------- curves
+def _readonly(*arrays):
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
+
+
+def roc_points(y, p) -> RocCurve:
+    """All ROC points: ``sklearn.metrics.roc_curve(y, p, drop_intermediate=False)`` (§4).
+
+    One point per distinct score plus the leading (0, 0) point at threshold ``inf``.
+    """
+    y, p, _ = check_binary_inputs(y, p)
+    s = _sorted(y, p)
+    tps = np.r_[0.0, s.tps]
+    fps = np.r_[0.0, s.fps]
+    fpr = fps / fps[-1] if fps[-1] > 0 else np.full(fps.shape, np.nan)
+    tpr = tps / tps[-1] if tps[-1] > 0 else np.full(tps.shape, np.nan)
+    thresholds = np.r_[np.inf, s.thresholds]
+    return RocCurve(*_readonly(fpr, tpr, thresholds))
+
+
+def pr_points(y, p) -> PrCurve:
+    """All precision-recall points: ``sklearn.metrics.precision_recall_curve(y, p)`` (§4).
+
+    Thresholds ascending; precision/recall end with the (recall 0, precision 1) point.
+    Without positives recall is ``nan`` (undefined) rather than scikit-learn's 1.
+    """
+    y, p, _ = check_binary_inputs(y, p)
+    s = _sorted(y, p)
+    precision = _divide(s.tps, s.tps + s.fps)
+    recall = s.tps / s.n_pos if s.n_pos > 0 else np.full(s.tps.shape, np.nan)
+    return PrCurve(*_readonly(np.r_[precision[::-1], 1.0], np.r_[recall[::-1], 0.0],
+                              s.thresholds[::-1].copy()))
+
+
+def downsample(curve, *, max_points: int = 2000):
+    """A subset of a curve's points for drawing, keeping both endpoints (any curve size).
+
+    Only existing points are kept (every drawn point is a real operating point with its
+    threshold). The curve's path is cut into ``(max_points - 2) // 2`` pieces of equal length
+    (in the unit square of the axes) and the first and last point of each piece are kept.
+    Every dropped point lies on the path between two kept points no farther apart along the
+    path than one piece, so it is within ``path_length / pieces`` of the drawn polyline: for a
+    ROC curve (path length at most 2) and 2,000 points that is 0.002 of the axis, under one
+    pixel of a 500-pixel chart.
+
+    Parameters
+    ----------
+    curve : RocCurve or PrCurve
+    max_points : int, default 2000
+        At most this many points are kept (at least 4).
+
+    Returns
+    -------
+    RocCurve or PrCurve
+        Same type; unchanged when it already has at most ``max_points`` points.
+    """
+    if max_points < 4:
+        raise ValueError(f"max_points must be at least 4, got {max_points}")
+    if isinstance(curve, RocCurve):
+        x, y = curve.fpr, curve.tpr
+    elif isinstance(curve, PrCurve):
+        x, y = curve.recall, curve.precision
+    else:
+        raise ValueError(f"curve must be a RocCurve or PrCurve, got {type(curve).__name__}")
+    n = x.size
+    if n <= max_points:
+        return curve
+    step = np.hypot(np.diff(np.nan_to_num(x)), np.diff(np.nan_to_num(y)))
+    path = np.r_[0.0, np.cumsum(step)]
+    pieces = (max_points - 2) // 2
+    if path[-1] > 0:
+        piece = np.minimum((path / path[-1] * pieces).astype(np.int64), pieces - 1)
+    else:
+        piece = np.zeros(n, dtype=np.int64)
+    first = np.r_[True, piece[1:] != piece[:-1]]
+    last = np.r_[piece[1:] != piece[:-1], True]
+    keep = first | last
+    keep[0] = keep[-1] = True
+    idx = np.flatnonzero(keep)
+    if isinstance(curve, RocCurve):
+        return RocCurve(*_readonly(curve.fpr[idx], curve.tpr[idx], curve.thresholds[idx]))
+    with_threshold = idx[idx < curve.thresholds.size]
+    return PrCurve(*_readonly(curve.precision[idx], curve.recall[idx],
+                              curve.thresholds[with_threshold]))
+
+
+def tpr_at_fpr(y, p, targets=FPR_TARGETS) -> list[TprAtFpr]:
+    """TPR at fixed FPR targets (contract §4, seed 000 §2.3).
+
+    For each target T: the largest index of ``roc_curve(..., drop_intermediate=False)`` with
+    ``fpr <= T``, its TPR, FPR and threshold. The threshold may be ``inf`` (the (0, 0) point:
+    nothing predicted positive). Without negatives no index qualifies: TPR 0.0, threshold 1.0.
+    """
+    targets = np.atleast_1d(np.asarray(targets, dtype=np.float64))
+    if targets.ndim != 1 or not np.all((targets >= 0) & (targets <= 1)):
+        raise ValueError(f"targets must be FPR values in [0, 1], got {targets.tolist()}")
+    roc = roc_points(y, p)
+    two_classes = not (np.isnan(roc.fpr[-1]) or np.isnan(roc.tpr[-1]))
+    out = []
+    for target in targets.tolist():
+        if np.isnan(roc.fpr[-1]):
+            out.append(TprAtFpr(target, 0.0, float("nan"), 1.0, False))
+            continue
+        i = int(np.searchsorted(roc.fpr, target, side="right")) - 1
+        out.append(TprAtFpr(target, float(roc.tpr[i]), float(roc.fpr[i]),
+                            float(roc.thresholds[i]), two_classes))
+    return out
+
+
+# ---------------------------------------------------------------------------- confusion
+#: Ratios reported for a confusion matrix (contract §4), in display order.
+RATE_NAMES = ("sensitivity", "specificity", "fpr", "precision", "npv", "f1", "mcc",
+              "balanced_accuracy")
+
+_UNDEFINED_REASON = {
+    "sensitivity": "no positives (0/0)",
+    "specificity": "no negatives (0/0)",
+    "fpr": "no negatives (0/0)",
+    "precision": "no predicted positives (0/0)",
+    "npv": "no predicted negatives (0/0)",
+    "f1": "no positives and no predicted positives (0/0)",
+    "mcc": "a class or a prediction is absent (0/0)",
+    "balanced_accuracy": "one class (0/0)",
+}
+
+
+def confusion_rates(tp, fp, tn, fn) -> dict[str, np.ndarray]:
+    """The ratios of confusion counts, vectorised; ``nan`` where a ratio is 0/0 (§4, §10).
+
+    sensitivity = TP / (TP + FN); specificity = TN / (TN + FP); fpr = FP / (TN + FP);
+    precision = TP / (TP + FP); npv = TN / (TN + FN); f1 = 2 TP / (2 TP + FP + FN);
+    mcc = (TP TN - FP FN) / sqrt((TP + FP)(TP + FN)(TN + FP)(TN + FN)) (undefined, not 0 as in
+    scikit-learn, when a factor is 0); balanced_accuracy = (sensitivity + specificity) / 2.
+    Every other module computing these ratios calls this function.
+    """
+    tp, fp, tn, fn = (np.asarray(v, dtype=np.float64) for v in (tp, fp, tn, fn))
+    rates = {
+        "sensitivity": _divide(tp, tp + fn),
+        "specificity": _divide(tn, tn + fp),
+        "fpr": _divide(fp, tn + fp),
+        "precision": _divide(tp, tp + fp),
+        "npv": _divide(tn, tn + fn),
+        "f1": _divide(2.0 * tp, 2.0 * tp + fp + fn),
+        "mcc": _divide(tp * tn - fp * fn,
+                       np.sqrt((tp + fp) * (tp + fn)) * np.sqrt((tn + fp) * (tn + fn))),
+    }
+    rates["balanced_accuracy"] = (rates["sensitivity"] + rates["specificity"]) / 2.0
+    return rates
+
+
+@dataclass(frozen=True)
+class Confusion:
+    """Confusion counts at one threshold (positive iff ``p >= threshold``) and their ratios.
+
+    Ratios are properties returning ``float`` (``nan`` when 0/0); :meth:`metrics` returns them
+    as :class:`Score` with ``defined=False`` and a reason for the undefined ones (contract §4).
+    """
+
+    tp: int
+    fp: int
+    tn: int
+    fn: int
+    threshold: float | None = None
+    _rates: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        for name in ("tp", "fp", "tn", "fn"):
+            value = getattr(self, name)
+            if int(value) != value or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer count, got {value!r}")
+            object.__setattr__(self, name, int(value))
+        rates = confusion_rates(self.tp, self.fp, self.tn, self.fn)
+        object.__setattr__(self, "_rates", {k: float(v) for k, v in rates.items()})
+
+    @property
+    def n(self) -> int:
+        return self.tp + self.fp + self.tn + self.fn
+
+    @property
+    def n_pos(self) -> int:
+        return self.tp + self.fn
+
+    @property
+    def n_neg(self) -> int:
+        return self.tn + self.fp
+
+    @property
+    def n_pred_pos(self) -> int:
+        return self.tp + self.fp
+
+    @property
+    def sensitivity(self) -> float:
+        return self._rates["sensitivity"]
+
+    @property
+    def specificity(self) -> float:
+        return self._rates["specificity"]
+
+    @property
+    def fpr(self) -> float:
+        return self._rates["fpr"]
+
+    @property
+    def precision(self) -> float:
+        return self._rates["precision"]
+
+    @property
+    def ppv(self) -> float:
+        return self._rates["precision"]
+
+    @property
+    def npv(self) -> float:
+        return self._rates["npv"]
+
+    @property
+    def f1(self) -> float:
+        return self._rates["f1"]
+
+    @property
+    def mcc(self) -> float:
+        return self._rates["mcc"]
+
+    @property
+    def balanced_accuracy(self) -> float:
+        return self._rates["balanced_accuracy"]
+
+    def rates(self) -> dict[str, float]:
+        """All ratios of :data:`RATE_NAMES` as floats (``nan`` when undefined)."""
+        return dict(self._rates)
+
+    def metrics(self) -> dict[str, Score]:
+        """All ratios as :class:`Score`, undefined ones with their reason."""
+        return {name: Score(value) if not np.isnan(value)
+                else Score(value, False, _UNDEFINED_REASON[name])
+                for name, value in self._rates.items()}
+
+    def counts(self) -> dict[str, int]:
+        return {"tp": self.tp, "fp": self.fp, "tn": self.tn, "fn": self.fn, "n": self.n,
+                "n_pos": self.n_pos, "n_neg": self.n_neg}
+
+
+def confusion_from_counts(tp, fp, tn, fn, *, threshold: float | None = None) -> Confusion:
+    """A :class:`Confusion` from counts, for code that counts outcomes itself (gate, triage)."""
+    return Confusion(tp, fp, tn, fn, threshold)
+
+
+@dataclass(frozen=True)
+class ConfusionSweep:
+    """Confusion counts at many thresholds (arrays aligned with ``thresholds``)."""
+
+    thresholds: np.ndarray
+    tp: np.ndarray
+    fp: np.ndarray
+    tn: np.ndarray
+    fn: np.ndarray
+
+    @cached_property
+    def _rate_arrays(self) -> dict[str, np.ndarray]:
+        return confusion_rates(self.tp, self.fp, self.tn, self.fn)
+
+    def rates(self) -> dict[str, np.ndarray]:
+        """Ratios per threshold (``nan`` where 0/0), see :func:`confusion_rates`."""
+        return dict(self._rate_arrays)
+
+    def at(self, i: int) -> Confusion:
+        """The :class:`Confusion` of the ``i``-th threshold."""
+        return Confusion(int(self.tp[i]), int(self.fp[i]), int(self.tn[i]), int(self.fn[i]),
+                         float(self.thresholds[i]))
+
+
+def confusion_sweep(y, p, thresholds) -> ConfusionSweep:
+    """Confusion counts at every threshold of ``thresholds`` (positive iff ``p >= t``) (§4).
+
+    The scores of each class are sorted once (cached per data set); each threshold is a
+    binary search, so a grid of thresholds for a dashboard costs almost nothing.
+    """
+    y, p, _ = check_binary_inputs(y, p)
+    t = np.atleast_1d(np.asarray(thresholds, dtype=np.float64))
+    if t.ndim != 1 or np.isnan(t).any():
+        raise ValueError("thresholds must be a 1-D array of numbers (no nan)")
+    s = _sorted(y, p)
+    fn = np.searchsorted(s.pos_sorted, t, side="left").astype(np.int64)
+    tn = np.searchsorted(s.neg_sorted, t, side="left").astype(np.int64)
+    tp = s.n_pos - fn
+    fp = s.n_neg - tn
+    return ConfusionSweep(*_readonly(t.copy(), tp, fp, tn, fn))
+
+
+def confusion_at(y, p, *, threshold: float = 0.5) -> Confusion:
+    """Confusion counts and ratios at ``threshold``: positive iff ``p >= threshold`` (§4).
+
+    Examples
+    --------
+    >>> c = confusion_at([1, 1, 0, 0, 1], [0.9, 0.7, 0.4, 0.2, 0.8], threshold=0.75)
+    >>> (c.tp, c.fp, c.tn, c.fn), c.sensitivity
+    ((2, 0, 2, 1), 0.6666666666666666)
+    """
+    if threshold is None or np.isnan(threshold):
+        raise ValueError(f"threshold must be a number, got {threshold!r}")
+    return confusion_sweep(y, p, [threshold]).at(0)
