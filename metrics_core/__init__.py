@@ -11,7 +11,7 @@ The usual entry points::
 
 __version__ = "0.1.0"  # before the imports: report.py reads it
 
-from metrics_core.audit import AuditReport, audit
+from metrics_core.audit import AuditReport
 from metrics_core.config import VARIANTS, EvalConfig
 from metrics_core.dataset import Dataset
 from metrics_core.errors import InputError, InputErrors
@@ -31,7 +31,6 @@ __all__ = [
     "Loaded",
     "MetricRecord",
     "__version__",
-    "audit",
     "evaluate",
     "load",
     "read_table",

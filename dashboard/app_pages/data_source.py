@@ -1,0 +1,71 @@
+"""Data & audit: what was loaded, what the loader excluded, and what the audit found."""
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import data, display
+
+v = data.view()
+source = v.source
+st.title("Data & audit")
+if source.synthetic:
+    st.info(f"**{source.label}**", icon=":material/science:")
+else:
+    st.caption(source.label)
+st.caption("Files: " + ", ".join(source.files))
+
+if source.loaded is not None:
+    loaded = source.loaded
+    ds = loaded.dataset
+    cols = st.columns(4)
+    cols[0].metric("Queries", f"{ds.n_queries:,}", border=True)
+    cols[1].metric("With evidence", f"{ds.n_positive:,}", border=True)
+    cols[2].metric("Posts", f"{ds.posts.size:,}", border=True)
+    cols[3].metric("Candidate sentences", f"{ds.n_candidates:,}", border=True)
+    st.caption(f"Candidates ordered by {ds.ranked_by}"
+               + ("" if ds.ranked_by == "rank" else " (ties: sent_uid descending, as trec_eval)")
+               + f"; criteria: {', '.join(ds.criteria)}.")
+
+    st.subheader("Loader notes")
+    if loaded.warnings:
+        for w in loaded.warnings:
+            st.warning(w, icon=":material/info:")
+    else:
+        st.success("No notes: every column was recognised and no row was excluded.")
+    excluded = loaded.exclusions
+    if len(excluded):
+        st.markdown(f"**{len(excluded):,} excluded rows** (with the reason for each):")
+        display.show_table(excluded, key="exclusions_table")
+        display.download_csv("Download the excluded rows (CSV)", lambda: excluded,
+                             "excluded_rows.csv", key="download_exclusions")
+
+    st.subheader("Column mapping")
+    mapping = [{"table": table, "field": canon, "column in the file": src}
+               for table, cmap in loaded.column_map.items() for canon, src in cmap.items()]
+    display.show_table(pd.DataFrame(mapping), key="column_map_table")
+
+    st.subheader("Data audit")
+    report = source.audit
+    if report is None:
+        st.warning("The data audit could not run on this data; the metrics are shown "
+                   "without it.")
+    else:
+        if report.passed and not report.findings:
+            st.success("Every audit check passed.")
+        elif report.passed:
+            st.info("No blocking problem; see the notes below.")
+        else:
+            st.error("The audit found problems that make some numbers misleading.")
+        for f in report.findings:
+            show = {"error": st.error, "warning": st.warning}.get(f.level, st.info)
+            text = f"**{f.check}** — {f.message}"
+            if f.examples:
+                text += "\n\nExamples: " + "; ".join(f.examples)
+            show(text)
+        display.show_table(pd.DataFrame(report.to_dict()["checks"]), key="audit_checks_table")
+
+if source.triage is not None:
+    st.subheader("Triage file")
+    t = source.triage
+    st.caption(f"{source.triage_label}: {t.n:,} rows; columns used: "
+               + ", ".join(f"{k} = {val}" for k, val in t.columns.items() if val))

@@ -1,0 +1,36 @@
+"""Dynamic-K: selected K by gate state, evidence recall / precision, workload, γ sweep."""
+
+import streamlit as st
+
+from dashboard import charts, data, display
+
+v = data.view()
+c = v.config
+display.page_header("Dynamic-K", v, caption=(
+    f"γ = {c.gamma:g}, γ_uncertain = {c.gamma_uncertain:g}, k_min = {c.k_min}, hard cap = "
+    f"{c.hard_cap}, k_max ratio = {c.k_max_ratio:g}, "
+    f"{'gate-aware' if c.gate_aware else 'gate-blind'}"))
+ev = v.evaluation
+
+cols = st.columns(3)
+display.metric_tile(cols[0], ev, "evidence_recall", "Evidence recall")
+display.metric_tile(cols[1], ev, "evidence_precision", "Evidence precision")
+display.metric_tile(cols[2], ev, "workload_per_1000", "Sentences to read per 1,000 queries")
+cols = st.columns(3)
+display.metric_tile(cols[0], ev, "mean_k", "Mean K")
+display.metric_tile(cols[1], ev, "median_k", "Median K")
+display.metric_tile(cols[2], ev, "p90_k", "P90 K")
+
+st.subheader("Selected K")
+display.plot(charts.k_histogram(ev.k, ev.states), key="k_histogram")
+display.show_table(ev.k_summary_frame(), key="k_summary_table")
+
+st.subheader("γ sweep")
+st.caption("Seed 003 §8.2: mean K, evidence recall and workload for γ ∈ {0.7, 0.8, 0.9, 0.95} "
+           "and the current γ; other settings as in the sidebar.")
+sweep = v.gamma_sweep()
+left, right = st.columns([2, 3])
+with left:
+    display.show_table(sweep, key="gamma_sweep_table")
+with right:
+    display.plot(charts.gamma_sweep_figure(sweep), key="gamma_sweep_chart")

@@ -1,0 +1,48 @@
+"""Gate & thresholds: the three-state gate, ROC / PR with the operating points, TPR@FPR and
+the (τ_neg, τ_pos) grid."""
+
+import streamlit as st
+
+from dashboard import charts, data, display
+
+v = data.view()
+display.page_header("Gate & thresholds", v)
+ev = v.evaluation
+
+display.gate_card(v)
+
+st.subheader("ROC and precision-recall curves")
+st.caption("The markers are the exact operating points of τ_neg (screened in: p ≥ τ_neg), "
+           "τ_pos (alert: p ≥ τ_pos) and the fixed threshold τ; they move with the sliders. "
+           "Long curves are thinned for drawing only.")
+points = [charts.operating_point(label, conf) for label, conf in v.operating_points.items()]
+left, right = st.columns(2)
+with left:
+    display.plot(charts.roc_figure(ev.roc, points=points, auroc=ev.record("auroc").value),
+                 key="roc_chart")
+with right:
+    display.plot(charts.pr_figure(ev.pr, ev.summary["positive_rate"] or 0.0, points=points,
+                                  auprc=ev.record("auprc").value), key="pr_chart")
+display.show_table(display.operating_points_frame(v.operating_points), key="operating_table")
+
+left, right = st.columns(2)
+with left:
+    st.subheader("TPR at fixed FPR")
+    display.show_table(display.tpr_frame(ev), key="tpr_table")
+with right:
+    st.subheader(f"Confusion at τ = {v.config.threshold:g}")
+    display.show_table(display.group_frame(ev, "confusion"), key="confusion_table",
+                       column_config=display.RECORD_COLUMN_CONFIG)
+
+st.subheader("Threshold grid")
+st.caption("Every valid (τ_neg ≤ τ_pos) pair on a 0.05 grid plus the current values; "
+           "the × marks the current choice.")
+grid = v.gate_grid()
+tabs = st.tabs(["Screening sensitivity", "Alert precision", "Workload"])
+for tab, metric in zip(tabs, ("screening_sensitivity", "alert_precision", "review_rate"),
+                       strict=True):
+    with tab:
+        display.plot(charts.gate_grid_heatmap(grid, (v.config.tau_neg, v.config.tau_pos),
+                                              metric=metric), key=f"grid_{metric}")
+with st.expander("Grid as a table"):
+    display.show_table(grid, key="grid_table")

@@ -1,0 +1,39 @@
+"""Overview: headline metrics with intervals, the gate card and the consistency checks."""
+
+import streamlit as st
+
+from dashboard import data, display
+
+v = data.view()
+display.page_header("Overview", v)
+ev = v.evaluation
+s = ev.summary
+
+cols = st.columns(4)
+cols[0].metric("Queries (post × criterion)", f"{s['n_queries']:,}", border=True)
+cols[1].metric("With evidence", f"{s['n_positive']:,}", border=True,
+               help="Queries with has_evidence = 1: the positives_only protocol.")
+cols[1].caption(f"positive rate {display.fmt(s['positive_rate'])}")
+cols[2].metric("Posts", f"{s['n_posts']:,}", border=True)
+cols[3].metric("Candidate sentences", f"{s['n_candidates']:,}", border=True)
+
+st.subheader("Headline metrics")
+st.caption("Each number says on which queries it is computed (subset / protocol) and under which "
+           "variant. 95% CI: Wilson for proportions; bootstrap percentile CIs when switched on "
+           "under *Uncertainty* in the sidebar.")
+display.show_table(display.headline_frame(ev), key="headline_table",
+                   column_config=display.RECORD_COLUMN_CONFIG)
+with st.expander("All metrics"):
+    display.show_table(display.records_frame(ev), key="all_metrics_table",
+                       column_config=display.RECORD_COLUMN_CONFIG)
+
+display.gate_card(v)
+
+st.subheader("Consistency checks")
+checks = display.checks_frame(ev)
+passed = int((checks["result"] == "pass").sum())
+failed = int((checks["result"] == "fail").sum())
+summary = f"{passed} of {len(checks)} checks pass"
+summary += f", {failed} fail" if failed else ""
+(st.error if failed else st.success)(summary + " (seed 003 §9, contract §10).")
+display.show_table(checks, key="checks_table")

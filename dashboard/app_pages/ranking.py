@@ -1,0 +1,25 @@
+"""Ranking: Recall / Precision / Hit@K, MRR, MAP@K, nDCG@K with their distribution."""
+
+import streamlit as st
+
+from dashboard import charts, data, display
+
+v = data.view()
+display.page_header("Ranking", v, caption=f"protocol: {v.config.ranking_protocol}")
+ev = v.evaluation
+
+table = display.ranking_frame(ev)
+n = int(table["n"].max()) if len(table) else 0
+st.caption(f"{n:,} queries on the {v.config.ranking_protocol} protocol. Mean, median, P25 and "
+           f"P75 over queries (contract §3).")
+display.show_table(table, key="ranking_table")
+
+st.subheader("Distribution over queries")
+ks = list(v.config.ks)
+k = st.selectbox("K", ks, index=ks.index(10) if 10 in ks else 0, key="ranking_k",
+                 persist_state="session")
+names = [f"recall@{k}", f"precision@{k}", f"hit@{k}", f"map@{k}", f"ndcg@{k}", f"mrr@{k}",
+         "mrr"]
+display.plot(charts.distribution_figure(v.ranking_values(names),
+                                        title=f"Per-query ranking metrics at K = {k}"),
+             key="ranking_distribution")

@@ -1,0 +1,60 @@
+"""Triage (seed 004): coverage, accuracy, slip and false-flag rates, per-class metrics,
+abstention, latency, tool usage and calibration, with Wilson intervals."""
+
+import json
+
+import streamlit as st
+
+from dashboard import data, display
+from metrics_core.triage import triage_metrics
+
+v = data.view()
+source = v.source
+st.title("Triage")
+if source.triage is None:
+    st.info("Upload a triage file (seed 004: label, prediction with an abstain class, optional "
+            "confidence, timings and tool usage) to see this view.")
+    st.stop()
+if source.synthetic:
+    st.info(f"**{source.triage_label}**", icon=":material/science:")
+else:
+    st.caption(f"Data: {source.triage_label}")
+
+report = triage_metrics(source.triage)
+m = report.metrics
+pos, neg = report.config.positive_name, report.config.negative_name
+st.caption(f"{report.n:,} rows; positive class “{pos}”, negative class “{neg}”, abstain "
+           f"“{report.config.abstain_name}”.")
+
+cols = st.columns(4)
+for col, (name, label) in zip(cols, (
+        ("coverage", "Coverage"), ("accuracy_answered", "Accuracy (answered)"),
+        ("slip_rate", f"{pos} slip rate"), ("false_flag_rate", f"{neg} false-flag rate")),
+        strict=True):
+    value = getattr(m, name)
+    ci = m.ci(name)
+    col.metric(label, display.fmt(value), border=True)
+    col.caption(f"95% CI {display.fmt(ci[0])} – {display.fmt(ci[1])} (Wilson)" if ci
+                else "no interval")
+
+st.subheader("All metrics")
+display.show_table(display.triage_frame(m), key="triage_metrics_table")
+
+left, right = st.columns(2)
+with left:
+    st.subheader("Per class")
+    display.show_table(display.triage_class_frame(m), key="triage_class_table")
+with right:
+    st.subheader("Latency (seconds)")
+    display.show_table(display.latency_frame(report), key="triage_latency_table")
+    if report.tools:
+        st.subheader("Tool usage (mean per sample)")
+        display.show_table(display.tools_frame(report), key="triage_tools_table")
+
+if report.across_trials:
+    st.subheader("Across trials (mean ± std, ddof = 1)")
+    display.show_table(display.trials_frame(report), key="triage_trials_table")
+
+st.download_button("Triage report (JSON)", data=lambda: json.dumps(report.to_dict(), indent=2),
+                   file_name="triage_report.json", mime="application/json",
+                   key="download_triage", on_click="ignore", icon=":material/download:")

@@ -1,0 +1,317 @@
+"""Pure chart builders: computed results in, ``plotly.graph_objects.Figure`` out.
+
+No Streamlit here and no metric math: every number drawn comes from :mod:`metrics_core`
+(curves, reliability tables, gate grids, sweeps, per-query arrays). What a builder does itself
+is display work only: downsampling a long curve (with
+:func:`metrics_core.classification.downsample`, which keeps real points), counting K values
+for a histogram and quartiles for a box, so a million queries never travel to the browser
+while operating points stay exact. Titles and axis labels are set on every figure; the
+synthetic-data label is shown by the page, not the chart.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from metrics_core.classification import PrCurve, RocCurve, downsample
+
+__all__ = [
+    "MAX_CURVE_POINTS",
+    "STATE_NAMES",
+    "OperatingPoint",
+    "distribution_figure",
+    "gamma_sweep_figure",
+    "gate_grid_heatmap",
+    "k_histogram",
+    "operating_point",
+    "per_criterion_figure",
+    "pr_figure",
+    "reliability_figure",
+    "roc_figure",
+]
+
+#: Points kept when a curve is drawn (the operating points are always exact).
+MAX_CURVE_POINTS = 2000
+#: Gate state codes (0, 1, 2) and their names (contract §6).
+STATE_NAMES = ("NEG", "UNCERTAIN", "POS")
+_STATE_COLOURS = {"NEG": "#4c78a8", "UNCERTAIN": "#f58518", "POS": "#e45756"}
+_POINT_SYMBOLS = ("circle", "diamond", "square", "triangle-up", "x")
+
+GRID_METRICS = {
+    "screening_sensitivity": "Screening sensitivity",
+    "alert_precision": "Alert precision",
+    "review_rate": "Workload (share sent to review: UNCERTAIN + POS)",
+    "screening_fn_per_1000": "Missed positives per 1,000",
+    "pos_rate": "Alert rate (POS share)",
+    "neg_rate": "Auto-cleared (NEG share)",
+}
+
+
+class OperatingPoint(NamedTuple):
+    """One threshold drawn on the ROC / PR curves: predicted positive iff ``p ≥ threshold``."""
+
+    label: str
+    threshold: float
+    fpr: float
+    tpr: float
+    precision: float
+
+
+def operating_point(label: str, confusion) -> OperatingPoint:
+    """The point of a :class:`metrics_core.classification.Confusion` (undefined -> NaN)."""
+    return OperatingPoint(label, float(confusion.threshold), float(confusion.fpr),
+                          float(confusion.sensitivity), float(confusion.precision))
+
+
+def _layout(fig: go.Figure, title: str, x: str, y: str, **kwargs) -> go.Figure:
+    fig.update_layout(title={"text": title}, xaxis_title=x, yaxis_title=y, height=520,
+                      margin={"l": 60, "r": 20, "t": 60, "b": 150},
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
+                      **kwargs)
+    return fig
+
+
+def _finite(value) -> bool:
+    return value is not None and math.isfinite(float(value))
+
+
+def _threshold_text(thresholds: np.ndarray) -> list[str]:
+    return ["all negative" if not np.isfinite(t) else f"p ≥ {t:.4g}" for t in thresholds]
+
+
+# ------------------------------------------------------------------------- ROC and PR
+def roc_figure(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
+               auroc: float | None = None, max_points: int = MAX_CURVE_POINTS) -> go.Figure:
+    """ROC curve (downsampled for display) with the chance diagonal and operating points."""
+    shown = downsample(roc, max_points=max_points)
+    name = "ROC" if auroc is None or not _finite(auroc) else f"ROC (AUROC {auroc:.3f})"
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance",
+                             line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=shown.fpr, y=shown.tpr, mode="lines", name=name,
+                             line={"shape": "linear"}, text=_threshold_text(shown.thresholds),
+                             hovertemplate="FPR %{x:.4f}<br>TPR %{y:.4f}<br>%{text}"))
+    for i, pt in enumerate(points):
+        if not (_finite(pt.fpr) and _finite(pt.tpr)):
+            continue
+        fig.add_trace(go.Scatter(
+            x=[pt.fpr], y=[pt.tpr], mode="markers", name=f"{pt.label} (p ≥ {pt.threshold:g})",
+            marker={"size": 12, "symbol": _POINT_SYMBOLS[i % len(_POINT_SYMBOLS)],
+                    "line": {"width": 1, "color": "black"}},
+            hovertemplate=f"{pt.label}<br>FPR %{{x:.4f}}<br>TPR %{{y:.4f}}<extra></extra>"))
+    _layout(fig, "ROC curve (all queries)", "False positive rate (1 − specificity)",
+            "True positive rate (sensitivity)")
+    fig.update_xaxes(range=[-0.01, 1.01])
+    fig.update_yaxes(range=[-0.01, 1.01])
+    return fig
+
+
+def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] = (),
+              auprc: float | None = None, max_points: int = MAX_CURVE_POINTS) -> go.Figure:
+    """Precision-recall curve with the positive-rate baseline and operating points.
+
+    The curve is drawn as a step (precision is constant between recall levels, as average
+    precision counts it).
+    """
+    shown = downsample(pr, max_points=max_points)
+    name = "PR" if auprc is None or not _finite(auprc) else f"PR (AUPRC {auprc:.3f})"
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[baseline, baseline], mode="lines",
+                             name=f"positive rate {baseline:.3f} (random)",
+                             line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
+    thresholds = np.r_[shown.thresholds, np.inf][: shown.recall.size]
+    fig.add_trace(go.Scatter(x=shown.recall, y=shown.precision, mode="lines", name=name,
+                             line={"shape": "vh"}, text=_threshold_text(thresholds),
+                             hovertemplate="recall %{x:.4f}<br>precision %{y:.4f}<br>%{text}"))
+    for i, pt in enumerate(points):
+        if not (_finite(pt.tpr) and _finite(pt.precision)):
+            continue
+        fig.add_trace(go.Scatter(
+            x=[pt.tpr], y=[pt.precision], mode="markers",
+            name=f"{pt.label} (p ≥ {pt.threshold:g})",
+            marker={"size": 12, "symbol": _POINT_SYMBOLS[i % len(_POINT_SYMBOLS)],
+                    "line": {"width": 1, "color": "black"}},
+            hovertemplate=f"{pt.label}<br>recall %{{x:.4f}}<br>precision %{{y:.4f}}"
+                          "<extra></extra>"))
+    _layout(fig, "Precision-recall curve (all queries)", "Recall (sensitivity)",
+            "Precision (PPV)")
+    fig.update_xaxes(range=[-0.01, 1.01])
+    fig.update_yaxes(range=[-0.01, 1.01])
+    return fig
+
+
+# ------------------------------------------------------------------------- calibration
+def reliability_figure(table, *, title: str = "Reliability diagram",
+                       x_title: str = "Mean predicted probability",
+                       y_title: str = "Observed frequency") -> go.Figure:
+    """Observed frequency vs mean confidence per bin, with Wilson 95% bands and bin counts.
+
+    ``table`` is a :class:`metrics_core.calibration.ReliabilityTable` (or a frame with the
+    same columns). Empty bins are not drawn. Bin counts are bars on a second y axis.
+    """
+    frame = _reliability_frame(table)
+    filled = frame[frame["count"] > 0]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=(frame["lo"] + frame["hi"]) / 2, y=frame["count"],
+                         width=(frame["hi"] - frame["lo"]) * 0.95, name="queries in bin",
+                         marker={"color": "rgba(128,128,128,0.25)"}, yaxis="y2",
+                         customdata=np.c_[frame["lo"], frame["hi"]],
+                         hovertemplate="bin [%{customdata[0]:.3f}, %{customdata[1]:.3f}]"
+                                       "<br>n = %{y}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+                             line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
+    fig.add_trace(go.Scatter(
+        x=filled["mean_confidence"], y=filled["observed_frequency"], mode="lines+markers",
+        name="observed (Wilson 95% CI)",
+        error_y={"type": "data", "symmetric": False,
+                 "array": filled["wilson_hi"] - filled["observed_frequency"],
+                 "arrayminus": filled["observed_frequency"] - filled["wilson_lo"]},
+        customdata=filled["count"],
+        hovertemplate="confidence %{x:.3f}<br>observed %{y:.3f}<br>n = %{customdata}"
+                      "<extra></extra>"))
+    _layout(fig, title, x_title, y_title)
+    fig.update_layout(yaxis2={"title": {"text": "Queries in bin"}, "overlaying": "y",
+                              "side": "right", "showgrid": False, "rangemode": "tozero"})
+    fig.update_xaxes(range=[-0.01, 1.01])
+    fig.update_yaxes(range=[-0.01, 1.01], selector={"anchor": "x"})
+    return fig
+
+
+def _reliability_frame(table) -> pd.DataFrame:
+    if isinstance(table, pd.DataFrame):
+        return table.reset_index(drop=True)
+    columns = ("lo", "hi", "count", "mean_confidence", "observed_frequency", "wilson_lo",
+               "wilson_hi")
+    return pd.DataFrame({c: np.asarray(getattr(table, c)) for c in columns})
+
+
+# ----------------------------------------------------------------------------- gate
+def gate_grid_heatmap(grid: pd.DataFrame, current: tuple[float, float], *,
+                      metric: str = "screening_sensitivity") -> go.Figure:
+    """Heatmap of one gate metric over the (τ_neg, τ_pos) grid with the current choice marked.
+
+    ``grid`` comes from :meth:`metrics_core.report.Evaluator.gate_grid` (cells with
+    τ_neg > τ_pos are absent and stay blank).
+    """
+    table = grid.pivot_table(index="tau_pos", columns="tau_neg", values=metric,
+                             aggfunc="first", dropna=False)
+    title = GRID_METRICS.get(metric, metric)
+    fig = go.Figure()
+    fig.add_trace(go.Heatmap(
+        x=table.columns.to_numpy(dtype=float), y=table.index.to_numpy(dtype=float),
+        z=table.to_numpy(dtype=float), colorscale="Viridis", name=title,
+        colorbar={"title": {"text": title.split(" (")[0]}},
+        hovertemplate="τ_neg %{x:.3g}<br>τ_pos %{y:.3g}<br>" + title.split(" (")[0]
+                      + " %{z:.4f}<extra></extra>"))
+    fig.add_trace(go.Scatter(
+        x=[float(current[0])], y=[float(current[1])], mode="markers",
+        name=f"current (τ_neg {current[0]:g}, τ_pos {current[1]:g})",
+        marker={"symbol": "x", "size": 14, "color": "white",
+                "line": {"width": 2, "color": "black"}}))
+    return _layout(fig, f"{title} over (τ_neg, τ_pos)", "τ_neg (screen-out threshold)",
+                   "τ_pos (alert threshold)")
+
+
+# ------------------------------------------------------------------------- dynamic-K
+def k_histogram(k: np.ndarray, states: np.ndarray) -> go.Figure:
+    """Stacked bars of how many queries got each K, by gate state (counts are exact)."""
+    k = np.asarray(k, dtype=np.int64)
+    states = np.asarray(states)
+    width = int(k.max(initial=0)) + 1
+    fig = go.Figure()
+    values = np.arange(width)
+    for code, name in enumerate(STATE_NAMES):
+        counts = np.bincount(k[states == code], minlength=width)
+        fig.add_trace(go.Bar(x=values, y=counts, name=name,
+                             marker={"color": _STATE_COLOURS[name]},
+                             hovertemplate=f"{name}<br>K = %{{x}}<br>%{{y}} queries"
+                                           "<extra></extra>"))
+    _layout(fig, "Selected K by gate state", "Selected K (sentences extracted)",
+            "Queries", barmode="stack")
+    fig.update_xaxes(dtick=1)
+    return fig
+
+
+def gamma_sweep_figure(sweep: pd.DataFrame) -> go.Figure:
+    """Evidence recall against workload per 1,000 queries for each γ (current one marked).
+
+    ``sweep`` comes from :meth:`metrics_core.report.Evaluator.gamma_sweep`.
+    """
+    sweep = sweep.sort_values("gamma")
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=sweep["workload_per_1000"], y=sweep["evidence_recall"], mode="lines+markers+text",
+        name="γ sweep", text=[f"γ={g:g}" for g in sweep["gamma"]], textposition="top left",
+        customdata=np.c_[sweep["gamma"], sweep["mean_k"]],
+        hovertemplate="γ %{customdata[0]:g}<br>sentences per 1,000 queries %{x:.1f}"
+                      "<br>evidence recall %{y:.4f}<br>mean K %{customdata[1]:.2f}"
+                      "<extra></extra>"))
+    current = sweep[sweep["current"].astype(bool)]
+    if not current.empty:
+        fig.add_trace(go.Scatter(
+            x=current["workload_per_1000"], y=current["evidence_recall"], mode="markers",
+            name=f"current γ = {float(current['gamma'].iloc[0]):g}",
+            marker={"size": 14, "symbol": "star", "line": {"width": 1, "color": "black"}}))
+    return _layout(fig, "Evidence recall vs workload (γ sweep)",
+                   "Sentences to read per 1,000 queries", "Evidence recall")
+
+
+# ------------------------------------------------------------------------- breakdowns
+def per_criterion_figure(table: pd.DataFrame, metric: str, *, label: str | None = None,
+                         ) -> go.Figure:
+    """Dot chart of ``metric`` per criterion with its 95% interval where the table has one.
+
+    ``table`` is ``Evaluation.per_criterion`` (index: criteria, then ``micro`` / ``macro``
+    rows, which are drawn as reference lines). Interval columns are ``{metric}_ci_lo`` /
+    ``{metric}_ci_hi``.
+    """
+    label = label or metric
+    body = table.drop(index=[i for i in ("micro", "macro") if i in table.index])
+    names = [str(i) for i in body.index]
+    values = body[metric].to_numpy(dtype=float)
+    error = None
+    lo_col, hi_col = f"{metric}_ci_lo", f"{metric}_ci_hi"
+    if lo_col in body.columns and hi_col in body.columns:
+        lo = body[lo_col].to_numpy(dtype=float)
+        hi = body[hi_col].to_numpy(dtype=float)
+        error = {"type": "data", "symmetric": False, "array": hi - values,
+                 "arrayminus": values - lo}
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=names, y=values, mode="markers", name=label, error_y=error,
+                             marker={"size": 11},
+                             customdata=body["n"].to_numpy() if "n" in body.columns else None,
+                             hovertemplate="%{x}<br>" + label + " %{y:.4f}<br>n = %{customdata}"
+                                           "<extra></extra>"))
+    for row, dash in (("micro", "dash"), ("macro", "dot")):
+        if row in table.index and _finite(table.loc[row, metric]):
+            value = float(table.loc[row, metric])
+            fig.add_trace(go.Scatter(x=[names[0], names[-1]] if names else [], y=[value, value],
+                                     mode="lines", name=f"{row} {value:.4f}",
+                                     line={"dash": dash, "color": "grey"}))
+    return _layout(fig, f"{label} by criterion", "Criterion", label)
+
+
+def distribution_figure(values: Mapping[str, np.ndarray], *,
+                        title: str = "Per-query distribution",
+                        y_title: str = "Value per query") -> go.Figure:
+    """Box per metric from precomputed quartiles, mean and range (light for any n).
+
+    ``values`` maps a metric name to its per-query values (NaN = undefined, left out).
+    """
+    fig = go.Figure()
+    for name, v in values.items():
+        v = np.asarray(v, dtype=float)
+        v = v[np.isfinite(v)]
+        if v.size == 0:
+            continue
+        q1, median, q3 = np.percentile(v, [25, 50, 75])
+        fig.add_trace(go.Box(name=name, x=[name], q1=[q1], median=[median], q3=[q3],
+                             lowerfence=[v.min()], upperfence=[v.max()], mean=[v.mean()],
+                             boxpoints=False))
+    return _layout(fig, title, "Metric", y_title, showlegend=False)

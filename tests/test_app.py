@@ -1,0 +1,585 @@
+"""The Streamlit dashboard, driven with streamlit.testing.v1.AppTest.
+
+Every page renders on the demo and on an upload; moving a setting changes the shown numbers to
+exactly what ``metrics_core`` computes for those settings (the expected values come from
+``Evaluator(...).evaluate(config)`` here, independently of the app); bad uploads and failures
+show a plain message; the URL query string restores the view. The pure parts (URL encoding in
+``dashboard/state.py``, CSV neutralising in ``dashboard/export.py``, the server configuration)
+are tested directly.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import math
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import display, export, state
+from metrics_core import io as mio
+from metrics_core.config import EvalConfig
+from metrics_core.demo import DEMO_LABEL, demo_paths
+from metrics_core.triage import load_triage, triage_metrics
+from tests.conftest import random_frames
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "dashboard" / "app.py"
+TIMEOUT = 60
+PAGES = ("overview", "gate", "dynamic_k", "ranking", "calibration", "per_criterion", "per_post",
+         "folds", "case_review", "triage", "data_source")
+EVIDENCE_PAGES = tuple(p for p in PAGES if p != "triage")
+INTERNAL_ERROR = "Something went wrong computing this view"
+
+
+# ------------------------------------------------------------------------------ helpers
+def open_app(query: dict | None = None, page: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    if query:
+        at.query_params.update(query)
+    at.run(timeout=TIMEOUT)
+    if page is not None:
+        at.switch_page(f"app_pages/{page}.py").run(timeout=TIMEOUT)
+    return at
+
+
+def texts(at: AppTest) -> list[str]:
+    """Every text the app shows (messages, markdown, captions, titles, metric values)."""
+    out = []
+    for kind in ("markdown", "caption", "title", "subheader", "error", "warning", "info",
+                 "success", "exception"):
+        out += [str(e.value) for e in getattr(at, kind)]
+    out += [f"{m.label} {m.value}" for m in at.metric]
+    return out
+
+
+def assert_clean(at: AppTest) -> None:
+    """No uncaught exception, no traceback, no internal-error message."""
+    assert not at.exception, [e.value for e in at.exception]
+    shown = "\n".join(texts(at))
+    assert "Traceback" not in shown
+    assert INTERNAL_ERROR not in shown
+
+
+def metric(at: AppTest, label: str) -> str:
+    found = [m.value for m in at.metric if m.label == label]
+    assert len(found) == 1, [m.label for m in at.metric]
+    return found[0]
+
+
+def table(at: AppTest, key: str) -> pd.DataFrame:
+    """The table shown in the container keyed ``key``."""
+    return at.get_by_key(key).dataframe[0].value
+
+
+def values_by(frame: pd.DataFrame, key: str, value: str = "value") -> dict:
+    return dict(zip(frame[key], frame[value], strict=True))
+
+
+def assert_same(actual, expected) -> None:
+    """Exact equality with NaN equal to NaN (the shown number is the computed one)."""
+    if isinstance(expected, float) and math.isnan(expected):
+        assert isinstance(actual, float) and math.isnan(actual)
+    else:
+        assert actual == expected
+
+
+@pytest.fixture(scope="module")
+def demo():
+    paths = demo_paths()
+    return mio.load(paths.queries, paths.candidates)
+
+
+@pytest.fixture(scope="module")
+def demo_evaluator(demo):
+    from metrics_core.report import Evaluator
+
+    return Evaluator(demo.dataset)
+
+
+def expected(evaluator, **settings):
+    return evaluator.evaluate(EvalConfig(bootstrap=0, **settings))
+
+
+@pytest.fixture(scope="module")
+def upload_files():
+    """A small two-table upload: gzip CSV queries and Parquet candidates."""
+    q, c = random_frames(n_posts=40, seed=5)
+    q_bytes = gzip.compress(q.to_csv(index=False).encode())
+    buf = io.BytesIO()
+    c.to_parquet(buf, index=False)
+    return ("queries.csv.gz", q_bytes, "application/gzip"), \
+        ("candidates.parquet", buf.getvalue(), "application/octet-stream")
+
+
+def upload(at: AppTest, queries, candidates=None) -> AppTest:
+    at.file_uploader(key="upload_queries").set_value(queries)
+    at.file_uploader(key="upload_candidates").set_value(candidates)
+    at.run(timeout=TIMEOUT)
+    at.button(key="load_upload").click().run(timeout=TIMEOUT)
+    return at
+
+
+# ------------------------------------------------------------------------ every page
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_on_the_demo(page):
+    at = open_app(page=page)
+    assert_clean(at)
+    assert at.title
+    assert any(DEMO_LABEL in t for t in texts(at)), "the demo is labelled synthetic"
+
+
+def test_the_data_page_shows_the_audit_of_the_demo():
+    from metrics_core.audit import audit
+    from metrics_core.demo import planted_problems
+
+    at = open_app(page="data_source")
+    assert_clean(at)
+    paths = demo_paths()
+    loaded = mio.load(paths.queries, paths.candidates)
+    report = audit(loaded.dataset, loaded=loaded)
+    shown = "\n".join(texts(at))
+    for finding in report.findings:
+        assert f"**{finding.check}** — {finding.message}" in shown
+    # The demo's planted cross-fold posts are among them (assets/README.md).
+    assert all(post in shown for post in planted_problems().cross_fold_posts)
+    checks = table(at, "audit_checks_table")
+    assert list(checks["check"]) == list(report.checks)
+
+
+def test_every_page_renders_on_an_upload(upload_files):
+    at = upload(open_app(), *upload_files)
+    assert_clean(at)
+    assert at.session_state["_source"].kind == "upload"
+    for page in EVIDENCE_PAGES:
+        at.switch_page(f"app_pages/{page}.py").run(timeout=TIMEOUT)
+        assert_clean(at)
+        shown = texts(at)
+        assert not any(DEMO_LABEL in t for t in shown), page
+        assert any("queries.csv.gz" in t for t in shown), page
+
+
+def test_upload_numbers_are_the_uploaded_data(upload_files):
+    (q_name, q_bytes, _), (c_name, c_bytes, _) = upload_files
+    from metrics_core.report import Evaluator
+
+    loaded = mio.load(q_bytes, c_bytes, queries_name=q_name, candidates_name=c_name)
+    want = Evaluator(loaded.dataset).evaluate(EvalConfig(bootstrap=0))
+    at = upload(open_app(), *upload_files)
+    shown = values_by(table(at, "headline_table"), "metric")
+    for name in ("auroc", "auprc", "ece", "recall@10", "alert_precision", "exact_match"):
+        assert_same(shown[name], np.nan if want.record(name).value is None
+                    else want.record(name).value)
+
+
+def test_an_upload_stays_in_its_session(upload_files):
+    upload(open_app(), *upload_files)
+    other = open_app()
+    assert any(DEMO_LABEL in t for t in texts(other))
+    assert other.session_state["_source"] is None if "_source" in other.session_state else True
+
+
+def test_back_to_the_demo_is_one_click(upload_files):
+    at = upload(open_app(), *upload_files)
+    at.button(key="use_demo").click().run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert any(DEMO_LABEL in t for t in texts(at))
+
+
+def test_bootstrap_intervals_when_switched_on(upload_files):
+    (q_name, q_bytes, _), (c_name, c_bytes, _) = upload_files
+    from metrics_core.report import Evaluator
+
+    at = upload(open_app(), *upload_files)
+    shown = values_by(table(at, "headline_table"), "metric", "ci95_lo")
+    assert math.isnan(shown["auroc"])  # off by default: no bootstrap, the run says so
+    at.number_input(key="bootstrap").set_value(300)
+    at.toggle(key="ci").set_value(True).run(timeout=TIMEOUT)
+    assert_clean(at)
+    loaded = mio.load(q_bytes, c_bytes, queries_name=q_name, candidates_name=c_name)
+    want = Evaluator(loaded.dataset).evaluate(EvalConfig(bootstrap=300))
+    frame = table(at, "headline_table").set_index("metric")
+    for name in ("auroc", "auprc", "ece", "recall@10"):
+        assert (frame.loc[name, "ci95_lo"], frame.loc[name, "ci95_hi"]) == \
+            want.record(name).ci95
+    assert at.query_params == {"bootstrap": "300", "ci": "1"}
+
+
+def test_downloads_are_offered():
+    at = open_app()
+    for key in ("download_master", "download_per_query", "download_per_criterion"):
+        assert at.get_by_key(key) is not None
+
+
+# --------------------------------------------------------------- settings move numbers
+def test_gate_slider_changes_the_gate_card(demo_evaluator):
+    at = open_app(page="gate")
+    at.slider(key="gate").set_value((0.2, 0.7)).run(timeout=TIMEOUT)
+    assert_clean(at)
+    g = expected(demo_evaluator, tau_neg=0.2, tau_pos=0.7).gate
+    assert metric(at, "NEG (auto-cleared)") == f"{g.count_neg:,}"
+    assert metric(at, "UNCERTAIN (review)") == f"{g.count_uncertain:,}"
+    assert metric(at, "POS (alert)") == f"{g.count_pos:,}"
+    assert metric(at, "Screening sensitivity") == display.fmt(g.screening_sensitivity)
+    assert metric(at, "Alert precision") == display.fmt(g.alert_precision)
+    card = table(at, "gate_card_table")
+    for row in card.itertuples():
+        name = {v: k for k, v in display.GATE_LABELS.items()}[row.metric]
+        assert_same(row.value, getattr(g, name))
+        lo, hi = g.ci(name)
+        assert (row.ci95_lo, row.ci95_hi) == (lo, hi)
+    # The operating points drawn on ROC / PR moved with the slider.
+    points = table(at, "operating_table")
+    assert list(points["threshold"]) == [0.2, 0.7, 0.5]
+
+
+def test_threshold_slider_changes_the_confusion_numbers(demo_evaluator):
+    at = open_app(page="gate")
+    at.slider(key="threshold").set_value(0.3).run(timeout=TIMEOUT)
+    assert_clean(at)
+    want = expected(demo_evaluator, threshold=0.3)
+    shown = values_by(table(at, "confusion_table"), "metric")
+    for name in ("tp", "fp", "tn", "fn", "sensitivity", "specificity", "precision", "f1", "mcc"):
+        assert_same(shown[name], want.record(name).value)
+    assert shown["tp"] != expected(demo_evaluator).record("tp").value
+
+
+@pytest.mark.parametrize(("kind", "key", "value"), [
+    ("slider", "gamma", 0.8),
+    ("slider", "gamma_uncertain", 0.85),
+    ("slider", "k_max_ratio", 0.3),
+    ("number_input", "k_min", 3),
+    ("number_input", "hard_cap", 5),
+    ("toggle", "gate_aware", False),
+])
+def test_dynamic_k_settings_change_the_numbers(demo_evaluator, kind, key, value):
+    at = open_app(page="dynamic_k")
+    before = table(at, "k_summary_table")
+    getattr(at, kind)(key=key).set_value(value).run(timeout=TIMEOUT)
+    assert_clean(at)
+    want = expected(demo_evaluator, **{key: value})
+    shown = table(at, "k_summary_table")
+    pd.testing.assert_frame_equal(shown.reset_index(drop=True), want.k_summary_frame())
+    assert not shown.equals(before)
+    assert metric(at, "Mean K") == display.fmt(want.record("mean_k").value)
+    assert metric(at, "Evidence precision") == display.fmt(
+        want.record("evidence_precision").value)
+    sweep = table(at, "gamma_sweep_table")
+    assert list(sweep["mean_k"]) == list(demo_evaluator.gamma_sweep(
+        want.config, sorted({0.7, 0.8, 0.9, 0.95, want.config.gamma}))["mean_k"])
+
+
+@pytest.mark.parametrize(("key", "value"), [("binning", "quantile"), ("n_bins", 5),
+                                            ("calibration_view", "top_label")])
+def test_calibration_settings_change_the_bins(demo_evaluator, key, value):
+    at = open_app(page="calibration")
+    kind = "number_input" if key == "n_bins" else "selectbox"
+    getattr(at, kind)(key=key).set_value(value).run(timeout=TIMEOUT)
+    assert_clean(at)
+    want = expected(demo_evaluator, **{key: value})
+    pd.testing.assert_frame_equal(table(at, "reliability_table").reset_index(drop=True),
+                                  want.reliability_frame())
+    assert metric(at, "ECE") == display.fmt(want.record("ece").value)
+
+
+def test_ranking_variant_changes_the_ranking_table(demo_evaluator):
+    at = open_app(page="ranking")
+    at.selectbox(key="precision_denominator").set_value("min_k_n").run(timeout=TIMEOUT)
+    assert_clean(at)
+    want = expected(demo_evaluator, precision_denominator="min_k_n")
+    shown = values_by(table(at, "ranking_table"), "name", "mean")
+    for k in (1, 5, 10, 20):
+        assert shown[f"precision@{k}"] == want.ranking_summary[f"precision@{k}"].mean
+    assert shown["precision@20"] != expected(demo_evaluator).ranking_summary[
+        "precision@20"].mean
+
+
+def test_multilabel_rule_changes_the_per_post_numbers(demo_evaluator):
+    at = open_app(page="per_post")
+    at.selectbox(key="multilabel_rule").set_value("alert").run(timeout=TIMEOUT)
+    assert_clean(at)
+    want = expected(demo_evaluator, multilabel_rule="alert")
+    shown = values_by(table(at, "multilabel_table"), "metric")
+    for name in ("exact_match", "hamming_score", "micro_f1", "samples_f1", "macro_f1"):
+        assert shown[name] == want.record(name).value
+
+
+def test_fold_filter_evaluates_that_fold_only(demo):
+    from metrics_core.report import Evaluator
+
+    at = open_app()
+    at.selectbox(key="fold").set_value("2").run(timeout=TIMEOUT)
+    assert_clean(at)
+    ds = demo.dataset
+    want = Evaluator(ds.subset(ds.fold == 2)).evaluate(EvalConfig(bootstrap=0))
+    shown = values_by(table(at, "headline_table"), "metric")
+    assert shown["auroc"] == want.record("auroc").value
+    assert shown["screening_sensitivity"] == want.record("screening_sensitivity").value
+    assert metric(at, "Queries (post × criterion)") == f"{want.summary['n_queries']:,}"
+    assert at.query_params["fold"] == "2"
+
+
+def test_criterion_filter(demo):
+    from metrics_core.report import Evaluator
+
+    at = open_app(page="per_criterion")
+    at.multiselect(key="criterion").set_value(["A.2", "A.10"]).run(timeout=TIMEOUT)
+    assert_clean(at)
+    ds = demo.dataset
+    want = Evaluator(ds.subset(np.isin(ds.criterion, ["A.2", "A.10"]))).evaluate(
+        EvalConfig(bootstrap=0))
+    shown = table(at, "per_criterion_table")
+    assert list(shown["criterion"]) == ["A.2", "A.10", "micro", "macro"]
+    assert list(shown["auroc"]) == list(want.per_criterion["auroc"])
+
+
+def test_an_empty_filter_says_so_without_a_traceback():
+    # In the demo, fold 0 is the TUNE split: fold 1 has no TUNE query.
+    at = open_app(query={"fold": "1", "split": "TUNE"})
+    assert_clean(at)
+    assert any("no queries match the filter" in e.value for e in at.error)
+
+
+# ------------------------------------------------------------------------- failures
+def test_a_bad_upload_shows_its_message():
+    at = upload(open_app(), ("bad.csv", b"a,b\n1,2\n", "text/csv"))
+    assert_clean(at)
+    message = "\n".join(e.value for e in at.error)
+    assert "The uploaded files were not loaded" in message
+    assert "column 'post_id': required column is missing" in message
+    # Errors block: the session keeps showing the demo.
+    assert any(DEMO_LABEL in t for t in texts(at))
+
+
+def test_an_unreadable_upload_shows_its_message():
+    at = upload(open_app(), ("broken.parquet", b"PAR1 not really parquet", "application/x"))
+    assert_clean(at)
+    assert any("broken.parquet" in e.value for e in at.error)
+
+
+def test_unrecognised_columns_go_through_the_mapping_step(upload_files):
+    (_, q_bytes, _), candidates = upload_files
+    q = pd.read_csv(io.BytesIO(gzip.decompress(q_bytes)), dtype={"post_id": str})
+    renamed = q.rename(columns={"p_has_evidence": "model_output", "has_evidence": "truth"})
+    at = upload(open_app(), ("renamed.csv", renamed.to_csv(index=False).encode(), "text/csv"),
+                candidates)
+    assert_clean(at)
+    assert any("required column is missing" in e.value for e in at.error)
+    at.selectbox(key="map_q_p_has_evidence").set_value("model_output")
+    at.selectbox(key="map_q_has_evidence").set_value("truth")
+    at.button(key="load_mapped").click().run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert not any("not loaded" in e.value for e in at.error)
+    assert at.session_state["_source"].loaded.column_map["queries"]["p_has_evidence"] == \
+        "model_output"
+
+
+def test_excluded_rows_are_shown_and_downloadable():
+    q, c = random_frames(n_posts=15, seed=9)
+    q.loc[[2, 7], "p_has_evidence"] = np.nan  # excluded with their candidates (contract §2)
+    files = (("q.csv", q.to_csv(index=False).encode(), "text/csv"),
+             ("c.csv", c.to_csv(index=False).encode(), "text/csv"))
+    want = mio.load(files[0][1], files[1][1], queries_name="q.csv", candidates_name="c.csv")
+    at = upload(open_app(), *files)
+    at.switch_page("app_pages/data_source.py").run(timeout=TIMEOUT)
+    assert_clean(at)
+    shown = table(at, "exclusions_table")
+    assert (shown["sent_uid"] == "").sum() == 2  # the two query rows, then their candidates
+    pd.testing.assert_frame_equal(shown.reset_index(drop=True),
+                                  want.exclusions.reset_index(drop=True), check_dtype=False)
+    assert at.get_by_key("download_exclusions") is not None
+    assert any(w in " ".join(x.value for x in at.warning) for w in want.warnings)
+
+
+def test_a_long_jsonl_table_loads():
+    q, c = random_frames(n_posts=20, seed=8)
+    long = c.merge(q, on=["post_id", "criterion"])
+    data = long.to_json(orient="records", lines=True).encode()
+    at = upload(open_app(), ("long.jsonl", data, "application/x-ndjson"))
+    assert_clean(at)
+    assert at.session_state["_source"].dataset.n_candidates == len(long)
+
+
+def test_an_internal_failure_is_a_plain_message(monkeypatch):
+    from dashboard import charts
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("patient p123 said something private")
+
+    monkeypatch.setattr(charts, "k_histogram", broken)
+    at = open_app(page="dynamic_k")
+    assert not at.exception
+    shown = "\n".join(texts(at))
+    assert f"{INTERNAL_ERROR}: RuntimeError" in shown
+    assert "p123" not in shown and "Traceback" not in shown
+
+
+# --------------------------------------------------------------------------- triage
+def test_a_triage_file_switches_to_the_triage_view():
+    path = ROOT / "tests" / "data" / "triage_small.csv"
+    at = upload(open_app(), (path.name, path.read_bytes(), "text/csv"))
+    assert_clean(at)
+    assert [t.value for t in at.title] == ["Triage"]
+    report = triage_metrics(load_triage(path))
+    m = report.metrics
+    assert metric(at, "Coverage") == display.fmt(m.coverage)
+    assert metric(at, "Accuracy (answered)") == display.fmt(m.accuracy_answered)
+    shown = values_by(table(at, "triage_metrics_table"), "metric")
+    for name in ("coverage", "accuracy_answered", "slip_rate", "false_flag_rate"):
+        assert_same(shown[m.key(name)], getattr(m, name))
+    lat = table(at, "triage_latency_table")
+    for row in lat.itertuples():
+        assert_same(row.p95, report.latency[row.timing].p95)
+
+
+def test_the_demo_triage_page_is_labelled_synthetic():
+    at = open_app(page="triage")
+    assert_clean(at)
+    report = triage_metrics(load_triage(demo_paths().triage))
+    assert metric(at, "Coverage") == display.fmt(report.metrics.coverage)
+    assert any("Synthetic" in i.value for i in at.info)
+
+
+# ------------------------------------------------------------------ the URL and state
+LINK = {"gate": "0.15,0.55", "threshold": "0.4", "gamma": "0.85", "k_min": "1",
+        "gate_aware": "0", "binning": "quantile", "n_bins": "8", "fold": "3",
+        "criterion": ["A.1", "A.4"], "map_denominator": "hits", "multilabel_rule": "screen_in"}
+
+
+def test_a_link_restores_the_view_and_is_written_back(demo_evaluator):
+    at = open_app(query=dict(LINK))
+    assert_clean(at)
+    assert at.slider(key="gate").value == (0.15, 0.55)
+    assert at.slider(key="threshold").value == 0.4
+    assert at.slider(key="gamma").value == 0.85
+    assert at.number_input(key="k_min").value == 1
+    assert at.toggle(key="gate_aware").value is False
+    assert at.selectbox(key="binning").value == "quantile"
+    assert at.number_input(key="n_bins").value == 8
+    assert at.selectbox(key="fold").value == "3"
+    assert at.multiselect(key="criterion").value == ["A.1", "A.4"]
+    assert at.selectbox(key="map_denominator").value == "hits"
+    assert at.query_params == LINK
+
+
+def test_moving_a_setting_updates_the_link():
+    at = open_app()
+    at.slider(key="gamma").set_value(0.75).run(timeout=TIMEOUT)
+    assert at.query_params == {"gamma": "0.75"}
+    at.slider(key="gamma").set_value(0.9).run(timeout=TIMEOUT)  # the default again
+    assert at.query_params == {}
+
+
+def test_the_link_survives_a_page_switch():
+    at = open_app(query={"gamma": "0.8"}, page="calibration")
+    assert at.query_params == {"gamma": "0.8"}
+    assert at.slider(key="gamma").value == 0.8
+
+
+def test_bad_link_values_fall_back_with_a_note():
+    at = open_app(query={"gamma": "lots", "fold": "9", "gate": "0.7,0.2"})
+    assert_clean(at)
+    notes = " ".join(w.value for w in at.warning)
+    assert "gamma='lots'" in notes and "fold='9'" in notes and "gate='0.7,0.2'" in notes
+    assert at.slider(key="gamma").value == 0.9
+    assert at.query_params == {}
+
+
+def test_registry_defaults_are_the_eval_config_defaults():
+    assert state.build_config({s.key: s.default for s in state.SETTINGS}) == EvalConfig()
+    assert state.url_params({s.key: s.default for s in state.SETTINGS}) == {}
+    fields = {f for s in state.SETTINGS for f in s.fields}
+    # Every EvalConfig field is a dashboard setting except the K and FPR lists.
+    assert set(EvalConfig.__dataclass_fields__) - fields == {"ks", "tpr_fprs"}
+
+
+@pytest.mark.parametrize("setting", state.SETTINGS, ids=lambda s: s.key)
+def test_every_setting_round_trips_through_the_url(setting):
+    if setting.kind == "range":
+        value = (0.05, 0.95)
+    elif setting.kind == "float":
+        value = round(setting.low + (setting.high - setting.low) / 3, 2)
+    elif setting.kind == "int":
+        value = int(setting.low) + 1
+    elif setting.kind == "bool":
+        value = not setting.default
+    elif setting.kind == "choice":
+        value = setting.options[-1]
+    elif setting.kind == "multi":
+        value = ("A.1", "B 2")
+    else:
+        value = "TEST"
+    params = state.url_params({setting.key: value})
+    assert params == {setting.key: setting.encode(value)}
+    decoded, notes = state.settings_from_params(params)
+    assert notes == []
+    assert decoded == {setting.key: value}
+
+
+def test_url_values_outside_the_widget_bounds_are_rejected():
+    decoded, notes = state.settings_from_params({"threshold": "1.5", "k_min": "2.5",
+                                                 "binning": "fancy", "unknown": "1"})
+    assert decoded == {}
+    assert len(notes) == 3
+
+
+# ----------------------------------------------------------------- export and config
+def test_csv_cells_that_would_run_as_formulas_are_neutralised():
+    frame = pd.DataFrame({
+        "text": ["=1+2", "+SUM(A1)", "-cmd|' /C calc'!A0", "@IMPORT", "\tx", "plain", None,
+                 "-0.5"],
+        "number": [-0.5, 1.0, -2.0, 3.0, 0.0, -1e-3, np.nan, 7.0],
+    })
+    out = export.neutralise_frame(frame)
+    assert list(out["text"])[:6] == ["'=1+2", "'+SUM(A1)", "'-cmd|' /C calc'!A0", "'@IMPORT",
+                                     "'\tx", "plain"]
+    assert out["text"].iloc[6] is None or pd.isna(out["text"].iloc[6])
+    assert out["text"].iloc[7] == "-0.5"  # a number written as text stays that number
+    pd.testing.assert_series_equal(out["number"], frame["number"])  # numbers untouched
+    csv = export.csv_bytes(frame).decode()
+    assert "\n'=1+2,-0.5\n" in csv and ",-0.5\n" in csv
+    assert "\n=1" not in csv
+
+
+def test_neutralising_covers_names_categories_and_mixed_columns():
+    frame = pd.DataFrame({"=name": pd.Categorical(["=a", "b"]), "mixed": [1, "@x"]},
+                         index=pd.Index(["+i", "j"], name="-idx"))
+    out = export.neutralise_frame(frame)
+    assert list(out.columns) == ["'=name", "mixed"]
+    assert list(out["'=name"]) == ["'=a", "b"]
+    assert list(out["mixed"]) == [1, "'@x"]
+    assert list(out.index) == ["'+i", "j"] and out.index.name == "'-idx"
+    assert export.neutralise_cell(-3) == -3 and export.neutralise_cell("+3") == "+3"
+
+
+def test_server_configuration_is_locked_down():
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["headless"] is True
+    assert config["server"]["enableXsrfProtection"] is True
+    assert config["server"]["fileWatcherType"] == "none"
+    assert 0 < config["server"]["maxUploadSize"] <= 4096
+    assert config["browser"]["gatherUsageStats"] is False
+    assert config["client"]["showErrorDetails"] == "none"
+    assert config["client"]["toolbarMode"] == "minimal"
+
+
+def test_uploads_never_touch_a_shared_cache():
+    """Only the synthetic demo's loaders use st.cache_* (shared between sessions)."""
+    import ast
+
+    decorated, uses = set(), 0
+    for path in (ROOT / "dashboard").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        uses += sum(isinstance(n, ast.Attribute) and n.attr.startswith("cache_")
+                    for n in ast.walk(tree))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and any(
+                    "cache_" in ast.unparse(d) for d in node.decorator_list):
+                decorated.add(f"{path.stem}.{node.name}")
+    assert decorated == {"data._demo_parts", "data._demo_evaluator"}
+    assert uses == len(decorated)  # no other st.cache_* anywhere in the dashboard
