@@ -25,6 +25,8 @@ from metrics_core import io as mio  # noqa: E402
 from metrics_core.errors import InputError  # noqa: E402
 
 _PAGES = Path(__file__).resolve().parent / "app_pages"
+# A local icon: a Material icon name here would make browsers fetch it from a font CDN.
+_FAVICON = _ROOT / "assets" / "favicon.png"
 _LOG = logging.getLogger("dashboard")
 #: Upload formats (contract §2): CSV, gzip CSV, Parquet, JSON Lines (and TSV / JSON).
 UPLOAD_TYPES = ["csv", "gz", "parquet", "pq", "jsonl", "ndjson", "json", "tsv"]
@@ -297,7 +299,7 @@ def _filters(values: dict) -> data.Filters:
 
 # ---------------------------------------------------------------------------- main
 def main() -> None:
-    st.set_page_config(page_title="Evidence pipeline metrics", page_icon=":material/monitoring:",
+    st.set_page_config(page_title="Evidence pipeline metrics", page_icon=str(_FAVICON),
                        layout="wide", initial_sidebar_state="expanded",
                        menu_items={"Get help": None, "Report a bug": None,
                                    "About": "Evidence pipeline metrics (metrics_core)."})

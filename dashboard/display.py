@@ -115,6 +115,9 @@ def show_table(frame: pd.DataFrame, *, key: str, hide_index: bool = True,
                        f"holds all of them.")
             frame = frame.head(TABLE_ROWS)
         st.dataframe(frame, hide_index=hide_index, column_config=column_config)
+        if frame.isna().to_numpy().any():
+            st.caption("Empty cells (None) are undefined (a 0/0 ratio, or one class present) "
+                       "or not computed; they are never shown as 0.")
 
 
 def download_csv(label: str, frame_fn: Callable[[], pd.DataFrame], file_name: str, *,
