@@ -36,6 +36,15 @@ for col, (name, label) in zip(cols, (
     col.metric(label, display.fmt(value), border=True)
     col.caption(f"95% CI {display.fmt(ci[0])} – {display.fmt(ci[1])} (Wilson)" if ci
                 else "no interval")
+    across = report.across_trials.get(m.key(name))
+    if across is not None:
+        col.caption(f"per trial: {display.fmt(across.mean)} ± {display.fmt(across.std)} "
+                    f"({across.n_trials} trials)")
+if report.trials:
+    st.warning(f"These {report.n:,} rows hold {len(report.trials)} trials of the same samples. "
+               "Pooled values and their Wilson intervals treat every row as independent, so the "
+               "intervals are too narrow; the across-trials table below (mean ± std, ddof = 1) "
+               "is the one to quote.", icon=":material/info:")
 
 st.subheader("All metrics")
 display.show_table(display.triage_frame(m), key="triage_metrics_table")
