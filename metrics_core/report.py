@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -791,7 +792,9 @@ def _group_table(ev, cfg, states, k, rec, emask, rk, rmask, boot, *, label):
     metric_cols = [c for c in table.columns if c not in ("n", "n_positive", "auroc_defined")
                    and "_ci_" not in c]
     body = table[metric_cols].to_numpy(dtype=np.float64)
-    with np.errstate(invalid="ignore"), _quiet_nan():
+    # All-nan columns (e.g. AUROC of one-class folds) give nan means without a warning.
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=RuntimeWarning)
         if label == "criterion":
             micro = _micro_row(ev, cfg, states, k, rec, emask, rk, rmask, ref)
             macro = dict(zip(metric_cols, np.nanmean(body, axis=0), strict=True))
@@ -805,25 +808,6 @@ def _group_table(ev, cfg, states, k, rec, emask, rk, rmask, boot, *, label):
     extra.index.name = label
     return pd.concat([table, extra.astype({c: table[c].dtype for c in ("auroc_defined",)
                                            if c in extra})], axis=0)
-
-
-def _quiet_nan():
-    """All-nan columns give nan means without a RuntimeWarning."""
-    import warnings
-
-    ctx = warnings.catch_warnings()
-    ctx.__enter__()
-    warnings.simplefilter("ignore", category=RuntimeWarning)
-
-    class _Exit:
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            ctx.__exit__(*exc)
-            return False
-
-    return _Exit()
 
 
 def _micro_row(ev, cfg, states, k, rec, emask, rk, rmask, ref) -> dict:
