@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -63,6 +64,16 @@ class OperatingPoint(NamedTuple):
     precision: float
 
 
+# Figures and traces are built without plotly's per-property validation: that validation costs
+# ~4x the construction itself on every slider move. Properties are therefore always given in
+# their full form (titles as {"text": ...}); the chart tests check the resulting figures.
+_Figure = partial(go.Figure, _validate=False)
+_Scatter = partial(go.Scatter, _validate=False)
+_Bar = partial(go.Bar, _validate=False)
+_Heatmap = partial(go.Heatmap, _validate=False)
+_Box = partial(go.Box, _validate=False)
+
+
 def operating_point(label: str, confusion) -> OperatingPoint:
     """The point of a :class:`metrics_core.classification.Confusion` (undefined -> NaN)."""
     return OperatingPoint(label, float(confusion.threshold), float(confusion.fpr),
@@ -70,7 +81,8 @@ def operating_point(label: str, confusion) -> OperatingPoint:
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, **kwargs) -> go.Figure:
-    fig.update_layout(title={"text": title}, xaxis_title=x, yaxis_title=y, height=520,
+    fig.update_layout(title={"text": title}, xaxis={"title": {"text": x}},
+                      yaxis={"title": {"text": y}}, height=520,
                       margin={"l": 60, "r": 20, "t": 60, "b": 150},
                       legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
                       **kwargs)
@@ -91,16 +103,16 @@ def roc_figure(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
     """ROC curve (downsampled for display) with the chance diagonal and operating points."""
     shown = downsample(roc, max_points=max_points)
     name = "ROC" if auroc is None or not _finite(auroc) else f"ROC (AUROC {auroc:.3f})"
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance",
+    fig = _Figure()
+    fig.add_trace(_Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance",
                              line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=shown.fpr, y=shown.tpr, mode="lines", name=name,
+    fig.add_trace(_Scatter(x=shown.fpr, y=shown.tpr, mode="lines", name=name,
                              line={"shape": "linear"}, text=_threshold_text(shown.thresholds),
                              hovertemplate="FPR %{x:.4f}<br>TPR %{y:.4f}<br>%{text}"))
     for i, pt in enumerate(points):
         if not (_finite(pt.fpr) and _finite(pt.tpr)):
             continue
-        fig.add_trace(go.Scatter(
+        fig.add_trace(go.Scatter(_validate=False,
             x=[pt.fpr], y=[pt.tpr], mode="markers", name=f"{pt.label} (p ≥ {pt.threshold:g})",
             marker={"size": 12, "symbol": _POINT_SYMBOLS[i % len(_POINT_SYMBOLS)],
                     "line": {"width": 1, "color": "black"}},
@@ -121,18 +133,18 @@ def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] 
     """
     shown = downsample(pr, max_points=max_points)
     name = "PR" if auprc is None or not _finite(auprc) else f"PR (AUPRC {auprc:.3f})"
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, 1], y=[baseline, baseline], mode="lines",
+    fig = _Figure()
+    fig.add_trace(_Scatter(x=[0, 1], y=[baseline, baseline], mode="lines",
                              name=f"positive rate {baseline:.3f} (random)",
                              line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
     thresholds = np.r_[shown.thresholds, np.inf][: shown.recall.size]
-    fig.add_trace(go.Scatter(x=shown.recall, y=shown.precision, mode="lines", name=name,
+    fig.add_trace(_Scatter(x=shown.recall, y=shown.precision, mode="lines", name=name,
                              line={"shape": "vh"}, text=_threshold_text(thresholds),
                              hovertemplate="recall %{x:.4f}<br>precision %{y:.4f}<br>%{text}"))
     for i, pt in enumerate(points):
         if not (_finite(pt.tpr) and _finite(pt.precision)):
             continue
-        fig.add_trace(go.Scatter(
+        fig.add_trace(go.Scatter(_validate=False,
             x=[pt.tpr], y=[pt.precision], mode="markers",
             name=f"{pt.label} (p ≥ {pt.threshold:g})",
             marker={"size": 12, "symbol": _POINT_SYMBOLS[i % len(_POINT_SYMBOLS)],
@@ -157,16 +169,16 @@ def reliability_figure(table, *, title: str = "Reliability diagram",
     """
     frame = _reliability_frame(table)
     filled = frame[frame["count"] > 0]
-    fig = go.Figure()
-    fig.add_trace(go.Bar(x=(frame["lo"] + frame["hi"]) / 2, y=frame["count"],
+    fig = _Figure()
+    fig.add_trace(_Bar(x=(frame["lo"] + frame["hi"]) / 2, y=frame["count"],
                          width=(frame["hi"] - frame["lo"]) * 0.95, name="queries in bin",
                          marker={"color": "rgba(128,128,128,0.25)"}, yaxis="y2",
                          customdata=np.c_[frame["lo"], frame["hi"]],
                          hovertemplate="bin [%{customdata[0]:.3f}, %{customdata[1]:.3f}]"
                                        "<br>n = %{y}<extra></extra>"))
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+    fig.add_trace(_Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
                              line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
-    fig.add_trace(go.Scatter(
+    fig.add_trace(go.Scatter(_validate=False,
         x=filled["mean_confidence"], y=filled["observed_frequency"], mode="lines+markers",
         name="observed (Wilson 95% CI)",
         error_y={"type": "data", "symmetric": False,
@@ -202,14 +214,14 @@ def gate_grid_heatmap(grid: pd.DataFrame, current: tuple[float, float], *,
     table = grid.pivot_table(index="tau_pos", columns="tau_neg", values=metric,
                              aggfunc="first", dropna=False)
     title = GRID_METRICS.get(metric, metric)
-    fig = go.Figure()
-    fig.add_trace(go.Heatmap(
+    fig = _Figure()
+    fig.add_trace(go.Heatmap(_validate=False,
         x=table.columns.to_numpy(dtype=float), y=table.index.to_numpy(dtype=float),
         z=table.to_numpy(dtype=float), colorscale="Viridis", name=title,
         colorbar={"title": {"text": title.split(" (")[0]}},
         hovertemplate="τ_neg %{x:.3g}<br>τ_pos %{y:.3g}<br>" + title.split(" (")[0]
                       + " %{z:.4f}<extra></extra>"))
-    fig.add_trace(go.Scatter(
+    fig.add_trace(go.Scatter(_validate=False,
         x=[float(current[0])], y=[float(current[1])], mode="markers",
         name=f"current (τ_neg {current[0]:g}, τ_pos {current[1]:g})",
         marker={"symbol": "x", "size": 14, "color": "white",
@@ -224,11 +236,11 @@ def k_histogram(k: np.ndarray, states: np.ndarray) -> go.Figure:
     k = np.asarray(k, dtype=np.int64)
     states = np.asarray(states)
     width = int(k.max(initial=0)) + 1
-    fig = go.Figure()
+    fig = _Figure()
     values = np.arange(width)
     for code, name in enumerate(STATE_NAMES):
         counts = np.bincount(k[states == code], minlength=width)
-        fig.add_trace(go.Bar(x=values, y=counts, name=name,
+        fig.add_trace(_Bar(x=values, y=counts, name=name,
                              marker={"color": _STATE_COLOURS[name]},
                              hovertemplate=f"{name}<br>K = %{{x}}<br>%{{y}} queries"
                                            "<extra></extra>"))
@@ -244,8 +256,8 @@ def gamma_sweep_figure(sweep: pd.DataFrame) -> go.Figure:
     ``sweep`` comes from :meth:`metrics_core.report.Evaluator.gamma_sweep`.
     """
     sweep = sweep.sort_values("gamma")
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(
+    fig = _Figure()
+    fig.add_trace(go.Scatter(_validate=False,
         x=sweep["workload_per_1000"], y=sweep["evidence_recall"], mode="lines+markers+text",
         name="γ sweep", text=[f"γ={g:g}" for g in sweep["gamma"]], textposition="top left",
         customdata=np.c_[sweep["gamma"], sweep["mean_k"]],
@@ -254,7 +266,7 @@ def gamma_sweep_figure(sweep: pd.DataFrame) -> go.Figure:
                       "<extra></extra>"))
     current = sweep[sweep["current"].astype(bool)]
     if not current.empty:
-        fig.add_trace(go.Scatter(
+        fig.add_trace(go.Scatter(_validate=False,
             x=current["workload_per_1000"], y=current["evidence_recall"], mode="markers",
             name=f"current γ = {float(current['gamma'].iloc[0]):g}",
             marker={"size": 14, "symbol": "star", "line": {"width": 1, "color": "black"}}))
@@ -282,8 +294,8 @@ def per_criterion_figure(table: pd.DataFrame, metric: str, *, label: str | None 
         hi = body[hi_col].to_numpy(dtype=float)
         error = {"type": "data", "symmetric": False, "array": hi - values,
                  "arrayminus": values - lo}
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=names, y=values, mode="markers", name=label, error_y=error,
+    fig = _Figure()
+    fig.add_trace(_Scatter(x=names, y=values, mode="markers", name=label, error_y=error,
                              marker={"size": 11},
                              customdata=body["n"].to_numpy() if "n" in body.columns else None,
                              hovertemplate="%{x}<br>" + label + " %{y:.4f}<br>n = %{customdata}"
@@ -291,7 +303,7 @@ def per_criterion_figure(table: pd.DataFrame, metric: str, *, label: str | None 
     for row, dash in (("micro", "dash"), ("macro", "dot")):
         if row in table.index and _finite(table.loc[row, metric]):
             value = float(table.loc[row, metric])
-            fig.add_trace(go.Scatter(x=[names[0], names[-1]] if names else [], y=[value, value],
+            fig.add_trace(_Scatter(x=[names[0], names[-1]] if names else [], y=[value, value],
                                      mode="lines", name=f"{row} {value:.4f}",
                                      line={"dash": dash, "color": "grey"}))
     return _layout(fig, f"{label} by criterion", "Criterion", label)
@@ -304,14 +316,14 @@ def distribution_figure(values: Mapping[str, np.ndarray], *,
 
     ``values`` maps a metric name to its per-query values (NaN = undefined, left out).
     """
-    fig = go.Figure()
+    fig = _Figure()
     for name, v in values.items():
         v = np.asarray(v, dtype=float)
         v = v[np.isfinite(v)]
         if v.size == 0:
             continue
         q1, median, q3 = np.percentile(v, [25, 50, 75])
-        fig.add_trace(go.Box(name=name, x=[name], q1=[q1], median=[median], q3=[q3],
+        fig.add_trace(_Box(name=name, x=[name], q1=[q1], median=[median], q3=[q3],
                              lowerfence=[v.min()], upperfence=[v.max()], mean=[v.mean()],
                              boxpoints=False))
     return _layout(fig, title, "Metric", y_title, showlegend=False)
