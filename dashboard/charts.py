@@ -72,6 +72,7 @@ _Scatter = partial(go.Scatter, _validate=False)
 _Bar = partial(go.Bar, _validate=False)
 _Heatmap = partial(go.Heatmap, _validate=False)
 _Box = partial(go.Box, _validate=False)
+_UNIT_RANGE = {"range": [-0.01, 1.01]}
 
 
 def operating_point(label: str, confusion) -> OperatingPoint:
@@ -80,13 +81,14 @@ def operating_point(label: str, confusion) -> OperatingPoint:
                           float(confusion.sensitivity), float(confusion.precision))
 
 
-def _layout(fig: go.Figure, title: str, x: str, y: str, **kwargs) -> go.Figure:
-    fig.update_layout(title={"text": title}, xaxis={"title": {"text": x}},
-                      yaxis={"title": {"text": y}}, height=520,
-                      margin={"l": 60, "r": 20, "t": 60, "b": 150},
-                      legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
-                      **kwargs)
-    return fig
+def _layout(fig: go.Figure, title: str, x: str, y: str, *, xaxis: dict | None = None,
+            yaxis: dict | None = None, **kwargs) -> go.Figure:
+    """The figure's traces with the common layout, given whole (no incremental updates)."""
+    layout = {"title": {"text": title}, "xaxis": {"title": {"text": x}, **(xaxis or {})},
+              "yaxis": {"title": {"text": y}, **(yaxis or {})}, "height": 520,
+              "margin": {"l": 60, "r": 20, "t": 60, "b": 150},
+              "legend": {"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0}, **kwargs}
+    return _Figure(data=fig.data, layout=layout)
 
 
 def _finite(value) -> bool:
@@ -112,16 +114,13 @@ def roc_figure(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
     for i, pt in enumerate(points):
         if not (_finite(pt.fpr) and _finite(pt.tpr)):
             continue
-        fig.add_trace(go.Scatter(_validate=False,
+        fig.add_trace(_Scatter(
             x=[pt.fpr], y=[pt.tpr], mode="markers", name=f"{pt.label} (p ≥ {pt.threshold:g})",
             marker={"size": 12, "symbol": _POINT_SYMBOLS[i % len(_POINT_SYMBOLS)],
                     "line": {"width": 1, "color": "black"}},
             hovertemplate=f"{pt.label}<br>FPR %{{x:.4f}}<br>TPR %{{y:.4f}}<extra></extra>"))
-    _layout(fig, "ROC curve (all queries)", "False positive rate (1 − specificity)",
-            "True positive rate (sensitivity)")
-    fig.update_xaxes(range=[-0.01, 1.01])
-    fig.update_yaxes(range=[-0.01, 1.01])
-    return fig
+    return _layout(fig, "ROC curve (all queries)", "False positive rate (1 − specificity)",
+                   "True positive rate (sensitivity)", xaxis=_UNIT_RANGE, yaxis=_UNIT_RANGE)
 
 
 def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] = (),
@@ -144,18 +143,15 @@ def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] 
     for i, pt in enumerate(points):
         if not (_finite(pt.tpr) and _finite(pt.precision)):
             continue
-        fig.add_trace(go.Scatter(_validate=False,
+        fig.add_trace(_Scatter(
             x=[pt.tpr], y=[pt.precision], mode="markers",
             name=f"{pt.label} (p ≥ {pt.threshold:g})",
             marker={"size": 12, "symbol": _POINT_SYMBOLS[i % len(_POINT_SYMBOLS)],
                     "line": {"width": 1, "color": "black"}},
             hovertemplate=f"{pt.label}<br>recall %{{x:.4f}}<br>precision %{{y:.4f}}"
                           "<extra></extra>"))
-    _layout(fig, "Precision-recall curve (all queries)", "Recall (sensitivity)",
-            "Precision (PPV)")
-    fig.update_xaxes(range=[-0.01, 1.01])
-    fig.update_yaxes(range=[-0.01, 1.01])
-    return fig
+    return _layout(fig, "Precision-recall curve (all queries)", "Recall (sensitivity)",
+                   "Precision (PPV)", xaxis=_UNIT_RANGE, yaxis=_UNIT_RANGE)
 
 
 # ------------------------------------------------------------------------- calibration
@@ -178,7 +174,7 @@ def reliability_figure(table, *, title: str = "Reliability diagram",
                                        "<br>n = %{y}<extra></extra>"))
     fig.add_trace(_Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
                              line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
-    fig.add_trace(go.Scatter(_validate=False,
+    fig.add_trace(_Scatter(
         x=filled["mean_confidence"], y=filled["observed_frequency"], mode="lines+markers",
         name="observed (Wilson 95% CI)",
         error_y={"type": "data", "symmetric": False,
@@ -187,12 +183,9 @@ def reliability_figure(table, *, title: str = "Reliability diagram",
         customdata=filled["count"],
         hovertemplate="confidence %{x:.3f}<br>observed %{y:.3f}<br>n = %{customdata}"
                       "<extra></extra>"))
-    _layout(fig, title, x_title, y_title)
-    fig.update_layout(yaxis2={"title": {"text": "Queries in bin"}, "overlaying": "y",
-                              "side": "right", "showgrid": False, "rangemode": "tozero"})
-    fig.update_xaxes(range=[-0.01, 1.01])
-    fig.update_yaxes(range=[-0.01, 1.01], selector={"anchor": "x"})
-    return fig
+    return _layout(fig, title, x_title, y_title, xaxis=_UNIT_RANGE, yaxis=_UNIT_RANGE,
+                   yaxis2={"title": {"text": "Queries in bin"}, "overlaying": "y",
+                           "side": "right", "showgrid": False, "rangemode": "tozero"})
 
 
 def _reliability_frame(table) -> pd.DataFrame:
@@ -215,13 +208,13 @@ def gate_grid_heatmap(grid: pd.DataFrame, current: tuple[float, float], *,
                              aggfunc="first", dropna=False)
     title = GRID_METRICS.get(metric, metric)
     fig = _Figure()
-    fig.add_trace(go.Heatmap(_validate=False,
+    fig.add_trace(_Heatmap(
         x=table.columns.to_numpy(dtype=float), y=table.index.to_numpy(dtype=float),
         z=table.to_numpy(dtype=float), colorscale="Viridis", name=title,
         colorbar={"title": {"text": title.split(" (")[0]}},
         hovertemplate="τ_neg %{x:.3g}<br>τ_pos %{y:.3g}<br>" + title.split(" (")[0]
                       + " %{z:.4f}<extra></extra>"))
-    fig.add_trace(go.Scatter(_validate=False,
+    fig.add_trace(_Scatter(
         x=[float(current[0])], y=[float(current[1])], mode="markers",
         name=f"current (τ_neg {current[0]:g}, τ_pos {current[1]:g})",
         marker={"symbol": "x", "size": 14, "color": "white",
@@ -244,10 +237,8 @@ def k_histogram(k: np.ndarray, states: np.ndarray) -> go.Figure:
                              marker={"color": _STATE_COLOURS[name]},
                              hovertemplate=f"{name}<br>K = %{{x}}<br>%{{y}} queries"
                                            "<extra></extra>"))
-    _layout(fig, "Selected K by gate state", "Selected K (sentences extracted)",
-            "Queries", barmode="stack")
-    fig.update_xaxes(dtick=1)
-    return fig
+    return _layout(fig, "Selected K by gate state", "Selected K (sentences extracted)",
+                   "Queries", barmode="stack", xaxis={"dtick": 1})
 
 
 def gamma_sweep_figure(sweep: pd.DataFrame) -> go.Figure:
@@ -257,7 +248,7 @@ def gamma_sweep_figure(sweep: pd.DataFrame) -> go.Figure:
     """
     sweep = sweep.sort_values("gamma")
     fig = _Figure()
-    fig.add_trace(go.Scatter(_validate=False,
+    fig.add_trace(_Scatter(
         x=sweep["workload_per_1000"], y=sweep["evidence_recall"], mode="lines+markers+text",
         name="γ sweep", text=[f"γ={g:g}" for g in sweep["gamma"]], textposition="top left",
         customdata=np.c_[sweep["gamma"], sweep["mean_k"]],
@@ -266,7 +257,7 @@ def gamma_sweep_figure(sweep: pd.DataFrame) -> go.Figure:
                       "<extra></extra>"))
     current = sweep[sweep["current"].astype(bool)]
     if not current.empty:
-        fig.add_trace(go.Scatter(_validate=False,
+        fig.add_trace(_Scatter(
             x=current["workload_per_1000"], y=current["evidence_recall"], mode="markers",
             name=f"current γ = {float(current['gamma'].iloc[0]):g}",
             marker={"size": 14, "symbol": "star", "line": {"width": 1, "color": "black"}}))

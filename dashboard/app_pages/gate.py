@@ -38,11 +38,13 @@ st.subheader("Threshold grid")
 st.caption("Every valid (τ_neg ≤ τ_pos) pair on a 0.05 grid plus the current values; "
            "the × marks the current choice.")
 grid = v.gate_grid()
-tabs = st.tabs(["Screening sensitivity", "Alert precision", "Workload"])
-for tab, metric in zip(tabs, ("screening_sensitivity", "alert_precision", "review_rate"),
-                       strict=True):
-    with tab:
-        display.plot(charts.gate_grid_heatmap(grid, (v.config.tau_neg, v.config.tau_pos),
-                                              metric=metric), key=f"grid_{metric}")
+# One heatmap at a time: each drawn chart costs the browser a redraw on every slider move.
+grid_metrics = {"screening_sensitivity": "Screening sensitivity",
+                "alert_precision": "Alert precision", "review_rate": "Workload"}
+metric = st.segmented_control("Colour the grid by", list(grid_metrics),
+                              format_func=grid_metrics.get, default="screening_sensitivity",
+                              key="grid_metric", required=True)
+display.plot(charts.gate_grid_heatmap(grid, (v.config.tau_neg, v.config.tau_pos),
+                                      metric=metric), key="grid_chart")
 with st.expander("Grid as a table"):
     display.show_table(grid, key="grid_table")
