@@ -679,8 +679,8 @@ def _summary(ds: Dataset, cfg: EvalConfig) -> dict:
         "positive_rate": ds.n_positive / ds.n_queries if ds.n_queries else None,
         "n_posts": int(ds.posts.size), "n_candidates": ds.n_candidates,
         "criteria": list(ds.criteria),
-        "folds": None if ds.fold is None else sorted(int(f) for f in np.unique(ds.fold)),
-        "splits": None if ds.split is None else sorted(str(s) for s in np.unique(ds.split)),
+        "folds": None if ds.fold is None else sorted(int(f) for f in pd.unique(ds.fold)),
+        "splits": None if ds.split is None else sorted(str(s) for s in pd.unique(ds.split)),
         "ranked_by": ds.ranked_by,
         "n_gold_given": ds.n_gold_given is not None,
         **{k: v for k, v in meta.items() if isinstance(v, str | int | float | bool | list)},
@@ -1025,9 +1025,11 @@ def _disjoint_checks(ds: Dataset) -> list[Check]:
             out.append(Check(f"{label} post-disjoint", None, f"no {column} column"))
             continue
         codes = pd.factorize(values)[0]
-        pairs = np.unique(np.stack([ds.post_code, codes]), axis=1)
-        per_post = np.bincount(pairs[0], minlength=ds.posts.size)
-        bad = np.flatnonzero(per_post > 1)
+        # Queries are stored post by post (canonical order): compare each post's min and max.
+        starts = np.flatnonzero(np.r_[True, np.diff(ds.post_code) != 0])
+        lo = np.minimum.reduceat(codes, starts) if codes.size else codes
+        hi = np.maximum.reduceat(codes, starts) if codes.size else codes
+        bad = ds.post_code[starts[lo != hi]]
         examples = ", ".join(str(ds.posts[i]) for i in bad[:5])
         out.append(Check(f"{label} post-disjoint", bad.size == 0,
                          f"no post in more than one {column}" if bad.size == 0
