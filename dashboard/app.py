@@ -17,6 +17,7 @@ _ROOT = Path(__file__).resolve().parents[1]
 if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts only dashboard/ on it
     sys.path.insert(0, str(_ROOT))
 
+import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 
 from dashboard import data, state  # noqa: E402
@@ -245,9 +246,11 @@ def _widget(s: Setting, *, options: tuple = (), disabled: bool = False) -> None:
 
 def _filter_options(source: data.Source) -> dict[str, tuple]:
     ds = source.dataset
+    # pd.unique is hash-based and vectorised: cheap even at a million queries.
     folds = () if ds is None or ds.fold is None else tuple(
-        str(f) for f in sorted({int(v) for v in ds.fold.tolist()}))
-    splits = () if ds is None or ds.split is None else tuple(sorted({str(v) for v in ds.split}))
+        str(f) for f in sorted(int(v) for v in pd.unique(ds.fold)))
+    splits = () if ds is None or ds.split is None else tuple(
+        sorted(str(v) for v in pd.unique(ds.split)))
     criteria = () if ds is None else tuple(ds.criteria)
     return {"fold": (ALL, *folds), "split": (ALL, *splits), "criterion": criteria}
 

@@ -278,6 +278,10 @@ def init_defaults() -> None:
     for s in SETTINGS:
         if s.key not in st.session_state:
             st.session_state[s.key] = list(s.default) if s.kind == "multi" else s.default
+        else:
+            # Re-assign on every run: a widget not drawn on a run (e.g. a click on the sidebar
+            # before the browser has drawn it) would otherwise fall back to its own minimum.
+            st.session_state[s.key] = st.session_state[s.key]
 
 
 def load_from_url() -> list[str]:

@@ -804,7 +804,7 @@ def _group_table(ev, cfg, states, k, rec, emask, rk, rmask, boot, *, label):
             extra = pd.DataFrame([dict(zip(metric_cols, np.nanmean(body, axis=0), strict=True)),
                                   dict(zip(metric_cols, np.nanstd(body, axis=0), strict=True))],
                                  index=["mean", "std"])
-            extra["n"] = [int(n.sum()), np.nan]
+            extra["n"] = [float(n.mean()), float(n.std())]  # fold size, mean and std
     extra.index.name = label
     return pd.concat([table, extra.astype({c: table[c].dtype for c in ("auroc_defined",)
                                            if c in extra})], axis=0)

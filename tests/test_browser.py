@@ -1,0 +1,398 @@
+"""The real dashboard in headless Chromium (Playwright): what a user sees and clicks.
+
+The app runs as ``streamlit run dashboard/app.py`` from the repository root (so
+``.streamlit/config.toml`` applies) on a free localhost port. The expected numbers come from
+``metrics_core`` here (``Evaluator(io.load(...).dataset).evaluate(EvalConfig(...))``),
+independently of the app, and are formatted the way the app formats them. Screenshots go to
+``tests/artifacts/`` (not committed).
+
+Selectors: Streamlit 1.67 renders a slider thumb as a visually hidden ``input[type=range]``
+whose ``aria-label`` is the slider's label (a range slider: ``"<label> — start"`` / ``"— end"``);
+a widget or a keyed container carries the CSS class ``st-key-<key>``; the page's
+``[data-testid=stApp]`` says ``data-test-script-state="notRunning"`` when a rerun is done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from dashboard import display
+from metrics_core import io as mio
+from metrics_core.config import EvalConfig
+from metrics_core.demo import DEMO_LABEL, demo_paths, make_synthetic
+from metrics_core.report import Evaluator
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+#: Milliseconds to wait for the app (a cold page load on the demo takes ~5-10 s on 2 cores).
+TIMEOUT_MS = 90_000
+#: Milliseconds an expectation on the page may take to come true (a rerun on the demo: ~1-3 s).
+EXPECT_TIMEOUT_MS = 30_000
+VIEWPORT = {"width": 1400, "height": 1000}
+#: The gate range slider (setting ``gate`` in dashboard/state.py) and its two thumbs.
+GATE_LABEL = "Gate thresholds (τ_neg, τ_pos)"
+TAU_NEG_THUMB = f'input[type="range"][aria-label="{GATE_LABEL} — start"]'
+TAU_POS_THUMB = f'input[type="range"][aria-label="{GATE_LABEL} — end"]'
+#: Sidebar link text -> page title (st.title) of every page on evidence data with triage.
+PAGES = {
+    "Overview": "Overview",
+    "Gate & thresholds": "Gate & thresholds",
+    "Dynamic-K": "Dynamic-K",
+    "Ranking": "Ranking",
+    "Calibration": "Calibration",
+    "Per criterion": "Per criterion",
+    "Per post": "Per post",
+    "Folds": "Folds",
+    "Case review": "Case review",
+    "Triage (seed 004)": "Triage",
+    "Data & audit": "Data & audit",
+}
+#: Text that means the app failed: a traceback, a Python exception name, the app's own
+#: failure messages (dashboard/app.py) and a Streamlit script error.
+FAILURE_TEXT = re.compile(r"Traceback|\b[A-Z]\w*(Error|Exception)\b|Something went wrong")
+IDLE_JS = ('() => document.querySelector(\'[data-testid="stApp"]\')'
+           '?.getAttribute("data-test-script-state") === "notRunning"')
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(),
+                       reason="needs Debian's chromium at /usr/bin/chromium "
+                              "(./dev test installs it; CI does)"),
+]
+
+
+# ------------------------------------------------------------------------------ the app
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_app(script: str, log: Path):
+    """``streamlit run script`` on a free port; yields its base URL; always stops it."""
+    port = _free_port()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
+             "--server.headless", "true"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    with urllib.request.urlopen(
+                            f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"streamlit did not start; see {log}")
+                time.sleep(0.2)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    with running_app("dashboard/app.py", ARTIFACTS / "streamlit.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def new_page(browser):
+    """Open a page in a fresh browser context (a new Streamlit session); closed afterwards."""
+    contexts = []
+
+    def open_page(url: str):
+        context = browser.new_context(viewport=VIEWPORT)
+        context.set_default_timeout(TIMEOUT_MS)
+        contexts.append(context)
+        page = context.new_page()
+        page.goto(url)
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
+
+
+# ------------------------------------------------------------------------------ helpers
+def expect(target):
+    from playwright.sync_api import expect as pw_expect
+
+    pw_expect.set_options(timeout=EXPECT_TIMEOUT_MS)
+    return pw_expect(target)
+
+
+def wait_idle(page) -> None:
+    """Wait until Streamlit reports the script run finished."""
+    page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS)
+
+
+def wait_page(page, title: str) -> None:
+    """Wait for the page titled ``title``, the end of its run and the sidebar settings drawn
+    (the browser draws them a moment after the title; a user waits for them too)."""
+    expect(page.locator("h1").filter(has_text=re.compile(f"^{re.escape(title)}$"))
+           ).to_be_visible(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    expect(page.locator(TAU_NEG_THUMB)).to_be_attached(timeout=TIMEOUT_MS)
+
+
+def metric(page, label: str):
+    """The value element of the ``st.metric`` labelled ``label``."""
+    tile = page.get_by_test_id("stMetric").filter(
+        has=page.get_by_test_id("stMetricLabel").filter(has_text=re.compile(
+            f"^{re.escape(label)}$")))
+    return tile.get_by_test_id("stMetricValue")
+
+
+def nav_link(page, link: str):
+    """The sidebar link of a page (its text sits in a ``span[label]``; the icon is text too)."""
+    return page.get_by_test_id("stSidebarNavLink").filter(
+        has=page.locator(f'span[label="{link}"]'))
+
+
+def go_to(page, link: str, title: str) -> None:
+    """Open a page through the sidebar navigation (same session, so an upload is kept)."""
+    nav_link(page, link).click()
+    wait_page(page, title)
+
+
+def assert_no_failure(page) -> None:
+    assert page.get_by_test_id("stException").count() == 0
+    shown = page.get_by_test_id("stMain").inner_text()
+    found = FAILURE_TEXT.search(shown)
+    assert found is None, f"failure text on the page: {found.group(0)!r}"
+
+
+def screenshot(page, name: str) -> Path:
+    """Screenshot of the whole page (Streamlit scrolls inside its main area, so the viewport
+    is stretched to the content height, up to 4,000 px, for the shot)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    height = page.evaluate(
+        "() => document.querySelector('[data-testid=\"stMain\"]')?.scrollHeight ?? 0")
+    page.set_viewport_size({"width": VIEWPORT["width"],
+                            "height": int(min(max(height, VIEWPORT["height"]), 4000))})
+    page.wait_for_timeout(500)  # plotly and the tables redraw at the new size
+    page.screenshot(path=path)
+    page.set_viewport_size(VIEWPORT)
+    return path
+
+
+def query(page) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(page.url).query)
+
+
+def gate_expected(evaluator, tau_neg: float, tau_pos: float):
+    return evaluator.evaluate(EvalConfig(tau_neg=tau_neg, tau_pos=tau_pos, bootstrap=0)).gate
+
+
+@pytest.fixture(scope="module")
+def demo_evaluator():
+    paths = demo_paths()
+    return Evaluator(mio.load(paths.queries, paths.candidates).dataset)
+
+
+# -------------------------------------------------------------------------------- tests
+def test_demo_overview(new_page, app_url, demo_evaluator):
+    """The demo opens on the Overview, labelled synthetic, with the demo's counts."""
+    page = new_page(app_url)
+    wait_page(page, "Overview")
+    expect(page.get_by_text(DEMO_LABEL).first).to_be_visible()
+    s = demo_evaluator.evaluate(EvalConfig(bootstrap=0)).summary
+    expect(metric(page, "Queries (post × criterion)")).to_have_text(f"{s['n_queries']:,}")
+    expect(metric(page, "With evidence")).to_have_text(f"{s['n_positive']:,}")
+    expect(metric(page, "Candidate sentences")).to_have_text(f"{s['n_candidates']:,}")
+    assert_no_failure(page)
+    screenshot(page, "01_overview_demo")
+
+
+def test_upload_shows_the_uploaded_numbers(new_page, app_url, demo_evaluator, tmp_path):
+    """Files loaded through the uploader replace the demo: counts, gate card and AUROC are
+    those metrics_core computes on the uploaded files."""
+    queries, candidates = make_synthetic(50, seed=1)
+    q_path, c_path = tmp_path / "queries.csv", tmp_path / "candidates.csv"
+    queries.to_csv(q_path, index=False)
+    candidates.to_csv(c_path, index=False)
+    ev = Evaluator(mio.load(q_path, c_path).dataset).evaluate(EvalConfig(bootstrap=0))
+    demo = demo_evaluator.evaluate(EvalConfig(bootstrap=0))
+    # Every number checked below differs between the upload and the demo.
+    assert ev.summary["n_queries"] != demo.summary["n_queries"]
+    assert display.fmt(ev.gate.screening_sensitivity) != display.fmt(
+        demo.gate.screening_sensitivity)
+    assert ev.gate.count_neg != demo.gate.count_neg
+    assert f"{ev.record('auroc').value:.3f}" != f"{demo.record('auroc').value:.3f}"
+
+    page = new_page(app_url)
+    wait_page(page, "Overview")
+    page.get_by_test_id("stExpander").filter(has_text="Upload your data").locator(
+        "summary").click()
+    for key, path in (("upload_queries", q_path), ("upload_candidates", c_path)):
+        page.locator(f".st-key-{key} input[type=file]").set_input_files(path)
+        # The file chip's button reads "Remove <name>" once the upload is complete.
+        expect(page.locator(f'.st-key-{key} [aria-label="Remove {path.name}"]')).to_be_visible()
+        wait_idle(page)
+    load = page.locator(".st-key-load_upload button")
+    expect(load).to_be_enabled()
+    load.click()
+    expect(page.get_by_text("Data: Uploaded data: queries.csv, candidates.csv")
+           ).to_be_visible(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    expect(page.get_by_text(DEMO_LABEL)).to_have_count(0)
+    s = ev.summary
+    expect(metric(page, "Queries (post × criterion)")).to_have_text(f"{s['n_queries']:,}")
+    expect(metric(page, "With evidence")).to_have_text(f"{s['n_positive']:,}")
+    expect(metric(page, "Candidate sentences")).to_have_text(f"{s['n_candidates']:,}")
+    expect(metric(page, "Screening sensitivity")).to_have_text(
+        display.fmt(ev.gate.screening_sensitivity))
+    assert_no_failure(page)
+    screenshot(page, "02_overview_upload")
+
+    go_to(page, "Gate & thresholds", "Gate & thresholds")
+    expect(metric(page, "NEG (auto-cleared)")).to_have_text(f"{ev.gate.count_neg:,}")
+    expect(page.locator(".st-key-roc_chart .legendtext").filter(
+        has_text=f"ROC (AUROC {ev.record('auroc').value:.3f})")).to_have_count(1)
+    assert_no_failure(page)
+
+
+def test_gate_slider_moves_numbers_and_link(new_page, app_url, demo_evaluator):
+    """Keyboard moves of τ_neg change the gate card to metrics_core's values at the new
+    threshold and write it into the URL; the link restores the view in a new session."""
+    page = new_page(f"{app_url}/gate")
+    wait_page(page, "Gate & thresholds")
+    default = EvalConfig()
+    before = gate_expected(demo_evaluator, default.tau_neg, default.tau_pos)
+    expect(metric(page, "NEG (auto-cleared)")).to_have_text(f"{before.count_neg:,}")
+
+    thumb = page.locator(TAU_NEG_THUMB)
+    thumb.focus()
+    for _ in range(5):  # 0.10 -> 0.15 in steps of 0.01
+        page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowLeft")  # -> 0.14
+    tau_neg = round(default.tau_neg + 0.04, 2)
+    after = gate_expected(demo_evaluator, tau_neg, default.tau_pos)
+    assert after.count_neg != before.count_neg
+    expect(thumb).to_have_attribute("aria-valuetext", f"{tau_neg:.2f}")
+    expect(metric(page, "NEG (auto-cleared)")).to_have_text(f"{after.count_neg:,}")
+    expect(metric(page, "Screening sensitivity")).to_have_text(
+        display.fmt(after.screening_sensitivity))
+    wait_idle(page)
+    assert query(page) == {"gate": [f"{tau_neg:g},{default.tau_pos:g}"]}
+    assert urlsplit(page.url).path == "/gate"
+
+    # The same link in a new browser context: a new session with the same view.
+    shared = new_page(page.url)
+    wait_page(shared, "Gate & thresholds")
+    expect(shared.locator(TAU_NEG_THUMB)).to_have_attribute("aria-valuetext", f"{tau_neg:.2f}")
+    expect(metric(shared, "NEG (auto-cleared)")).to_have_text(f"{after.count_neg:,}")
+    expect(metric(shared, "Screening sensitivity")).to_have_text(
+        display.fmt(after.screening_sensitivity))
+
+
+def test_shared_link_restores_the_gate(new_page, app_url, demo_evaluator):
+    """A hand-written link (dashboard/state.py: key ``gate`` = "τ_neg,τ_pos", page path
+    ``gate``) opens the Gate page at those thresholds with metrics_core's numbers."""
+    tau_neg, tau_pos = 0.05, 0.7
+    page = new_page(f"{app_url}/gate?gate={tau_neg},{tau_pos}")
+    wait_page(page, "Gate & thresholds")
+    g = gate_expected(demo_evaluator, tau_neg, tau_pos)
+    expect(page.locator(TAU_NEG_THUMB)).to_have_attribute("aria-valuetext", "0.05")
+    expect(page.locator(TAU_POS_THUMB)).to_have_attribute("aria-valuetext", "0.70")
+    expect(page.get_by_text(f"NEG if p < τ_neg = {tau_neg:g}; UNCERTAIN if τ_neg ≤ p < τ_pos = "
+                            f"{tau_pos:g}")).to_be_visible()
+    expect(metric(page, "NEG (auto-cleared)")).to_have_text(f"{g.count_neg:,}")
+    expect(metric(page, "POS (alert)")).to_have_text(f"{g.count_pos:,}")
+    expect(metric(page, "Screening sensitivity")).to_have_text(
+        display.fmt(g.screening_sensitivity))
+    expect(metric(page, "Alert precision")).to_have_text(display.fmt(g.alert_precision))
+    assert query(page) == {"gate": [f"{tau_neg:g},{tau_pos:g}"]}
+    assert_no_failure(page)
+    screenshot(page, "03_gate_shared_link")
+
+
+def assert_default_gate(page) -> None:
+    """The gate slider shows the default thresholds and the URL holds no setting (called on a
+    drawn page, so a short wait suffices)."""
+    default = EvalConfig()
+    for thumb, tau in ((TAU_NEG_THUMB, default.tau_neg), (TAU_POS_THUMB, default.tau_pos)):
+        expect(page.locator(thumb)).to_have_attribute("aria-valuetext", f"{tau:.2f}",
+                                                      timeout=5_000)
+    assert query(page) == {}
+
+
+def test_every_page_through_the_sidebar(new_page, app_url):
+    """Every page opens from the sidebar with its title, without a failure, and the settings
+    stay where they were."""
+    page = new_page(app_url)
+    wait_page(page, "Overview")
+    links = page.locator('[data-testid="stSidebarNavLink"] span[label]')
+    assert [links.nth(i).get_attribute("label") for i in range(links.count())] == list(PAGES)
+    for i, (link, title) in enumerate(PAGES.items(), start=1):
+        go_to(page, link, title)
+        page.wait_for_timeout(300)  # let the last elements of the run draw
+        assert_no_failure(page)
+        assert_default_gate(page)
+        if title == "Data & audit":
+            # The demo holds planted data problems (assets/README.md): the audit must run.
+            expect(page.locator(".st-key-audit_checks_table")).to_be_visible()
+        screenshot(page, f"page_{i:02d}_{re.sub(r'[^a-z0-9]+', '_', title.lower()).strip('_')}")
+
+
+def test_navigating_right_after_loading_keeps_the_settings(browser, app_url):
+    """A sidebar click made before the browser has drawn the settings widgets (as soon as the
+    title shows, on a 4x slowed CPU) must not change any setting.
+
+    Streamlit sends a keyed widget's value to the browser only on a run where the session
+    state was assigned; a widget the browser draws after a later run starts falls back to its
+    own default (the slider's minimum) and sends that back. Two attempts, as it is a race.
+    """
+    for _ in range(2):
+        context = browser.new_context(viewport=VIEWPORT)
+        context.set_default_timeout(TIMEOUT_MS)
+        try:
+            page = context.new_page()
+            context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": 4})
+            page.goto(app_url)
+            expect(page.locator("h1").filter(has_text="Overview")).to_be_visible()
+            nav_link(page, "Overview").click()
+            wait_page(page, "Overview")
+            nav_link(page, "Gate & thresholds").click()
+            wait_page(page, "Gate & thresholds")
+            assert_default_gate(page)
+        finally:
+            context.close()
