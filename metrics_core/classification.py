@@ -23,7 +23,6 @@ moves a threshold slider only pays for a binary search.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -182,30 +181,42 @@ def _check_weights(weights, n: int) -> np.ndarray:
 class _Sorted:
     """Everything about ``(y, p)`` that does not depend on a threshold or a weight vector.
 
-    Sorted by ``p`` descending; ``tps``/``fps`` are the cumulative positives / negatives at
-    each distinct score (the points of scikit-learn's ``roc_curve``), and the block ids map
-    every row to the aggregates the weighted AUROC / AP kernels need.
+    ``thresholds`` are the distinct scores, descending; ``tps``/``fps`` are the positives /
+    negatives scoring at least each threshold (the points of scikit-learn's ``roc_curve``).
+    They come from sorting the scores of each class once (value sorts, not an argsort of all
+    rows) and counting by binary search. The block ids that map every row to the aggregates of
+    the weighted AUROC / AP kernels are built on first use (bootstrap only).
     """
 
     def __init__(self, y: np.ndarray, p: np.ndarray):
         self.n = int(y.size)
-        order = np.argsort(-p, kind="stable")
-        ys = y[order].astype(np.float64)
-        ps = p[order]
-        last = np.flatnonzero(np.diff(ps) != 0)  # last index of each tie group but the final
-        ends = np.append(last, self.n - 1) if self.n else last
-        cum_pos = np.cumsum(ys)
-        self.thresholds = ps[ends]  # descending distinct scores
-        self.tps = cum_pos[ends]
-        self.fps = (ends + 1) - self.tps
-        self.n_pos = int(y.sum())
+        positive = y == 1
+        self.pos_sorted = np.sort(p[positive])  # ascending, for threshold sweeps
+        self.neg_sorted = np.sort(p[~positive])
+        self.n_pos = int(self.pos_sorted.size)
         self.n_neg = self.n - self.n_pos
-        self.pos_sorted = np.sort(p[y == 1])  # ascending, for threshold sweeps
-        self.neg_sorted = np.sort(p[y == 0])
+        both = np.sort(p)
+        first = np.flatnonzero(np.r_[both[:1] == both[:1], both[1:] != both[:-1]])
+        distinct = both[first]  # ascending distinct scores
+        # Rows scoring >= t: n minus the rows before t's first position; positives likewise
+        # by binary search in the sorted positive scores (ascending needles).
+        at_least = self.n - first
+        tps = self.n_pos - np.searchsorted(self.pos_sorted, distinct, side="left")
+        self.thresholds = distinct[::-1].copy()  # descending distinct scores
+        self.tps = tps[::-1].astype(np.float64)
+        self.fps = (at_least - tps)[::-1].astype(np.float64)
+        self._y = np.array(y, dtype=np.int8)  # own copies: the blocks are built later
+        self._p = np.array(p, dtype=np.float64)
+        self._keys: tuple[int, np.ndarray] | None = None
 
-        # Blocks for the weighted kernels. u_0 > u_1 > ... > u_{m-1}: distinct positive
-        # scores. Positive row -> its group g in [0, m). Negative row -> h = #{u > p} in
-        # [0, m] and t = (p == u_h); block m + 2 h + t.
+    @cached_property
+    def _blocks(self) -> tuple[int, int, np.ndarray]:
+        """``(m, n_blocks, block id of every row)`` for the weighted kernels.
+
+        u_0 > u_1 > ... > u_{m-1}: distinct positive scores. Positive row -> its group g in
+        [0, m). Negative row -> h = #{u > p} in [0, m] and t = (p == u_h); block m + 2 h + t.
+        """
+        y, p = self._y, self._p
         u_desc = self.pos_sorted[::-1]
         u_desc = u_desc[np.r_[True, u_desc[1:] != u_desc[:-1]]] if u_desc.size else u_desc
         m = int(u_desc.size)
@@ -214,23 +225,45 @@ class _Sorted:
         tied = (h < m) & (u_desc[np.minimum(h, max(m - 1, 0))] == p) if m else np.zeros(
             self.n, dtype=bool)
         block = np.where(y == 1, h, m + 2 * h + tied)
-        self.m = m
-        self.n_blocks = 3 * m + 2
-        self.block = block.astype(np.int64)
-        self._keys: tuple[int, np.ndarray] | None = None
+        return m, 3 * m + 2, block.astype(np.int64)
+
+    @property
+    def m(self) -> int:
+        return self._blocks[0]
+
+    @property
+    def n_blocks(self) -> int:
+        return self._blocks[1]
+
+    @property
+    def block(self) -> np.ndarray:
+        return self._blocks[2]
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.thresholds, self.tps, self.fps, self.pos_sorted, self.neg_sorted,
-                  self.block)
+        arrays = [self.thresholds, self.tps, self.fps, self.pos_sorted, self.neg_sorted,
+                  self._y, self._p]
+        if "_blocks" in self.__dict__:
+            arrays.append(self.block)
         keys = 0 if self._keys is None else self._keys[1].nbytes
         return sum(a.nbytes for a in arrays) + keys
 
     @cached_property
     def unweighted(self) -> tuple[float, float]:
-        """(AUROC, AP) of the sample itself (``nan`` with one class)."""
-        auc, ap = self.auc_ap(np.ones((1, self.n)))
-        return float(auc[0]), float(ap[0])
+        """(AUROC, AP) of the sample itself (``nan`` with one class), from the ROC points.
+
+        AUROC is the trapezoidal area, summed in integer counts (exact below 2^53) and divided
+        once by ``P N``; AP is ``sum_i (tps_i - tps_{i-1}) precision_i / P``, the step-wise sum
+        of scikit-learn's ``average_precision_score``.
+        """
+        if self.n_pos == 0 or self.n_neg == 0:
+            return float("nan"), float("nan")
+        tps = np.r_[0.0, self.tps]
+        fps = np.r_[0.0, self.fps]
+        twice_pairs = float(np.dot(np.diff(fps), tps[1:] + tps[:-1]))
+        auc = twice_pairs / (2.0 * self.n_pos * self.n_neg)
+        ap = float(np.dot(np.diff(tps), self.tps / (self.tps + self.fps))) / self.n_pos
+        return auc, ap
 
     def keys(self, rows: int) -> np.ndarray:
         """Flat bincount keys for a ``(rows, n)`` weight chunk (cached for the last size)."""
@@ -270,10 +303,11 @@ _CACHE_LOCK = threading.Lock()
 
 
 def _sorted(y: np.ndarray, p: np.ndarray) -> _Sorted:
-    """The cached :class:`_Sorted` of ``(y, p)`` (keyed by a digest of their bytes)."""
-    digest = hashlib.blake2b(np.ascontiguousarray(y, dtype=np.int8).tobytes(), digest_size=16)
-    digest.update(np.ascontiguousarray(p, dtype=np.float64).tobytes())
-    key = (y.size, digest.hexdigest())
+    """The cached :class:`_Sorted` of ``(y, p)`` (keyed by a hash of their bytes)."""
+    # Python's keyed 64-bit SipHash of each array's bytes: several times faster than a
+    # cryptographic digest; an accidental collision has probability ~2^-64 per pair.
+    key = (y.size, hash(np.ascontiguousarray(y, dtype=np.int8).tobytes()),
+           hash(np.ascontiguousarray(p, dtype=np.float64).tobytes()))
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None:

@@ -16,6 +16,8 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["CANDIDATE_COLUMNS", "QUERY_COLUMNS", "Dataset"]
 
@@ -27,6 +29,55 @@ CANDIDATE_COLUMNS = ("post_id", "criterion", "sent_uid", "score", "is_gold", "ra
                      "relevance")
 
 
+class _LazyStrings:
+    """Strings kept in Arrow until first read: ``values`` taken in ``order``.
+
+    The metric kernels never read candidate ids or texts, so :meth:`Dataset.from_frames` leaves
+    them as Arrow strings; the object array is built on first access (case review, naive loops).
+    """
+
+    __slots__ = ("order", "values")
+
+    def __init__(self, values, order: np.ndarray):
+        self.values = values
+        self.order = order
+
+    def materialise(self) -> np.ndarray:
+        values = self.values.to_numpy(zero_copy_only=False) if isinstance(
+            self.values, pa.Array) else self.values.to_numpy()
+        return np.asarray(values, dtype=object)[self.order]
+
+
+class _StringField:
+    """Descriptor of a Dataset string column: reads always return an object ndarray (or None).
+
+    Assigning a :class:`_LazyStrings` defers building the Python strings to the first read; the
+    result is then stored, so later reads cost nothing. Anything else is stored as given.
+    """
+
+    _NO_DEFAULT = object()
+
+    def __init__(self, *, default=_NO_DEFAULT):
+        self.default = default
+
+    def __set_name__(self, owner, name):
+        self.slot = f"_{name}_values"
+
+    def __get__(self, obj, owner=None):
+        if obj is None:  # class access: the dataclass default, if any
+            if self.default is _StringField._NO_DEFAULT:
+                raise AttributeError(self.slot)
+            return self.default
+        value = obj.__dict__[self.slot]
+        if isinstance(value, _LazyStrings):
+            value = value.materialise()
+            obj.__dict__[self.slot] = value
+        return value
+
+    def __set__(self, obj, value):
+        obj.__dict__[self.slot] = value
+
+
 @dataclass(frozen=True, eq=False)
 class Dataset:
     """Queries and their ranked candidates as flat numpy arrays.
@@ -36,7 +87,9 @@ class Dataset:
     order (position 1 first).
 
     Build one with :meth:`from_frames`; the loader in :mod:`metrics_core.io` does that after
-    validation.
+    validation. ``sent_uid`` and ``sentence`` read as object arrays like every other string
+    field, but :meth:`from_frames` keeps them as Arrow strings until their first read: no
+    metric kernel needs them, and building millions of Python strings dominates the cost.
     """
 
     # --- queries ---
@@ -55,8 +108,8 @@ class Dataset:
     offsets: np.ndarray  # int64, length n_queries + 1
     score: np.ndarray  # float64
     is_gold: np.ndarray  # bool
-    sent_uid: np.ndarray  # object (str)
-    sentence: np.ndarray | None = None  # object (str) or None
+    sent_uid: np.ndarray = _StringField()  # object (str)
+    sentence: np.ndarray | None = _StringField(default=None)  # object (str) or None
     relevance: np.ndarray | None = None  # int64 graded labels, or None
     ranked_by: str = "score"  # "rank" or "score"
     meta: dict = field(default_factory=dict)  # source file names etc.
@@ -83,21 +136,26 @@ class Dataset:
     @cached_property
     def position(self) -> np.ndarray:
         """1-based position of every candidate within its query's ranking (int64)."""
-        return np.arange(self.n_candidates, dtype=np.int64) - np.repeat(
-            self.offsets[:-1], self.n_cand) + 1
+        position = np.arange(1, self.n_candidates + 1, dtype=np.int64)
+        position -= np.repeat(self.offsets[:-1], self.n_cand)
+        return position
 
     @cached_property
     def cum_gold(self) -> np.ndarray:
         """Number of gold candidates at positions 1..i of the same query (int64, inclusive)."""
-        total = np.cumsum(self.is_gold, dtype=np.int64)
-        before = np.concatenate(([0], total))[self.offsets[:-1]]
-        return total - np.repeat(before, self.n_cand)
+        # One cumulative sum that restarts at every query: at a query's first candidate,
+        # subtract the gold of the preceding rows since the previous restart.
+        counts = self.is_gold.astype(np.int64)
+        starts = self.offsets[:-1][self.n_cand > 0]
+        before = np.searchsorted(np.flatnonzero(self.is_gold), starts, side="left")
+        counts[starts] -= np.diff(before, prepend=0)
+        return np.cumsum(counts, out=counts)
 
     @cached_property
     def n_gold_found(self) -> np.ndarray:
         """Gold sentences among the candidates, per query (int64)."""
-        total = np.concatenate(([0], np.cumsum(self.is_gold, dtype=np.int64)))
-        return total[self.offsets[1:]] - total[self.offsets[:-1]]
+        before = np.searchsorted(np.flatnonzero(self.is_gold), self.offsets, side="left")
+        return np.diff(before).astype(np.int64)
 
     @cached_property
     def n_gold(self) -> np.ndarray:
@@ -163,21 +221,25 @@ class Dataset:
         candidates are kept with zero candidates. Validation with row-level messages is the
         loader's job; this raises a plain ``ValueError`` if the invariants do not hold.
         """
-        q_post = queries["post_id"].astype(str).to_numpy(dtype=object)
-        q_crit = queries["criterion"].astype(str).to_numpy(dtype=object)
-        criteria = tuple(sorted(pd.unique(q_crit), key=_natural_key))
-        crit_code_q = pd.Categorical(q_crit, categories=list(criteria)).codes.astype(np.int32)
-        posts = np.array(sorted(pd.unique(q_post)), dtype=object)
-        post_code_q = pd.Categorical(q_post, categories=posts).codes.astype(np.int64)
+        q_post = _arrow_strings(queries["post_id"])
+        q_crit = _arrow_strings(queries["criterion"])
+        criteria = tuple(sorted(pc.unique(q_crit).to_pylist(), key=_natural_key))
+        posts = np.array(sorted(pc.unique(q_post).to_pylist()), dtype=object)
+        crit_code_q = _codes(q_crit, criteria).astype(np.int32)
+        post_code_q = _codes(q_post, posts)
 
-        # Canonical query order: by post then criterion.
-        order = np.lexsort((crit_code_q, post_code_q))
-        post_code_q, crit_code_q = post_code_q[order], crit_code_q[order]
-        key_q = post_code_q * len(criteria) + crit_code_q
-        if np.any(np.diff(key_q) == 0):
+        # Canonical query order: by post then criterion (a counting sort of the unique keys).
+        n_crit = len(criteria)
+        key_q = post_code_q * n_crit + crit_code_q
+        lookup = np.full(len(posts) * max(n_crit, 1), -1, dtype=np.int64)
+        if key_q.size and np.bincount(key_q, minlength=lookup.size).max() > 1:
             raise ValueError("duplicate (post_id, criterion) in queries")
-        lookup = np.full(len(posts) * max(len(criteria), 1), -1, dtype=np.int64)
-        lookup[key_q] = np.arange(len(key_q), dtype=np.int64)
+        lookup[key_q] = np.arange(key_q.size, dtype=np.int64)
+        present = lookup >= 0
+        order = lookup[present]
+        lookup[present] = np.arange(order.size, dtype=np.int64)
+        post_code_q, crit_code_q = post_code_q[order], crit_code_q[order]
+        n_queries = int(order.size)
 
         def qcol(name, dtype=None):
             if name not in queries.columns or queries[name].isna().all():
@@ -185,31 +247,26 @@ class Dataset:
             values = queries[name].to_numpy()[order]
             return values.astype(dtype) if dtype is not None else values
 
-        # Candidates -> query index.
-        c_post = pd.Categorical(candidates["post_id"].astype(str), categories=posts).codes
-        c_crit = pd.Categorical(candidates["criterion"].astype(str),
-                                categories=list(criteria)).codes
-        bad = (c_post < 0) | (c_crit < 0)
-        qidx = np.where(bad, -1, lookup[np.where(bad, 0, c_post.astype(np.int64) * len(criteria)
-                                                 + c_crit)])
-        if np.any(qidx < 0):
-            raise ValueError("candidates reference queries that do not exist")
-
+        # Candidates -> query index, then ranking order within each query.
+        qidx = _query_index(_arrow_strings(candidates["post_id"]),
+                            _arrow_strings(candidates["criterion"]), posts, criteria, lookup)
         score = candidates["score"].to_numpy(dtype=np.float64)
-        sent_uid = candidates["sent_uid"].astype(str).to_numpy(dtype=object)
+        uid = _arrow_strings(candidates["sent_uid"])
         has_rank = "rank" in candidates.columns and not candidates["rank"].isna().all()
         if has_rank:
             rank = candidates["rank"].to_numpy(dtype=np.float64)
-            c_order = np.lexsort((rank, qidx))
+            c_order, n_cand = _grouped_order(qidx, n_queries, rank)
         else:
-            c_order = _score_order(qidx, score, sent_uid)
-        qidx_sorted = qidx[c_order]
-        n_cand = np.bincount(qidx_sorted, minlength=len(key_q)).astype(np.int64)
+            c_order, n_cand = _grouped_order(qidx, n_queries, -score)
         offsets = np.concatenate(([0], np.cumsum(n_cand)))
-        s_uid = sent_uid[c_order]
-        dup = (np.diff(qidx_sorted) == 0) & (s_uid[1:] == s_uid[:-1]) if not has_rank else None
-        if dup is not None and dup.any():
-            raise ValueError("duplicate sent_uid within a query")
+        if not has_rank:
+            c_order = _break_ties(c_order, offsets, score[c_order], uid)
+            if _adjacent_equal(uid, c_order, offsets):
+                raise ValueError("duplicate sent_uid within a query")
+        if uid.null_count:  # keep pandas' missing-value object (nan) in the object array
+            sent_uid = candidates["sent_uid"].astype(str).to_numpy(dtype=object)[c_order]
+        else:
+            sent_uid = _LazyStrings(uid, c_order)
 
         def ccol(name, dtype=None):
             if name not in candidates.columns or candidates[name].isna().all():
@@ -232,10 +289,22 @@ class Dataset:
             fold = pd.to_numeric(pd.Series(fold)).to_numpy(dtype=np.int64)
         split = qcol("split")
         if split is not None:
-            split = split.astype(str).astype(object)
-        sentence = ccol("sentence")
-        if sentence is not None:
-            sentence = sentence.astype(str).astype(object)
+            if isinstance(queries["split"].dtype, pd.StringDtype):
+                # Few distinct values: convert those, and share one str object per value
+                # (less memory; sorting and hashing compare identical objects quickly).
+                codes, uniques = pd.factorize(split, use_na_sentinel=False)
+                split = np.asarray(uniques, dtype=object).astype(str).astype(object)[codes]
+            else:
+                split = split.astype(str).astype(object)
+        sentence = None
+        if "sentence" in candidates.columns:
+            text = candidates["sentence"]
+            if isinstance(text.dtype, pd.StringDtype) and len(text) and not text.isna().any():
+                sentence = _LazyStrings(_arrow_strings(text), c_order)
+            else:
+                sentence = ccol("sentence")
+                if sentence is not None:
+                    sentence = sentence.astype(str).astype(object)
         relevance = ccol("relevance")
         if relevance is not None:
             relevance = relevance.astype(np.int64)
@@ -247,7 +316,7 @@ class Dataset:
             p=queries["p_has_evidence"].to_numpy()[order].astype(np.float64),
             fold=fold, split=split, n_gold_given=n_gold_given, offsets=offsets,
             score=score[c_order], is_gold=is_gold,
-            sent_uid=s_uid, sentence=sentence, relevance=relevance,
+            sent_uid=sent_uid, sentence=sentence, relevance=relevance,
             ranked_by="rank" if has_rank else "score", meta=dict(meta or {}),
         )
 
@@ -270,29 +339,131 @@ def _natural_key(name: str):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(name))]
 
 
-def _score_order(qidx: np.ndarray, score: np.ndarray, sent_uid: np.ndarray) -> np.ndarray:
-    """Candidate order: query, then score descending, then ``sent_uid`` descending (trec_eval).
+#: Up to this many tied candidates, the tie-break sorts with Python's ``sorted``.
+_PYTHON_SORT_MAX = 10_000
 
-    Sorts numerically first; only runs of equal (query, score) are re-sorted by their string
-    ids, so the common case of distinct scores never compares strings.
+
+def _arrow_strings(values: pd.Series):
+    """The column as Arrow strings, value by value what ``values.astype(str)`` holds.
+
+    pandas' ``str`` columns are Arrow-backed already (no copy); other columns go through
+    ``astype(str)`` first, so numbers and objects become the same text as before.
     """
-    order = np.lexsort((-score, qidx))
-    if len(order) < 2:
-        return order
-    q_s, s_s = qidx[order], score[order]
-    same = (q_s[1:] == q_s[:-1]) & (s_s[1:] == s_s[:-1])
-    if not same.any():
-        return order
-    # Tie runs: mark members, label runs, re-sort members by (run, sent_uid desc).
-    member = np.zeros(len(order), dtype=bool)
-    member[1:] |= same
-    member[:-1] |= same
-    starts = np.ones(len(order), dtype=bool)
-    starts[1:] = ~same
-    run_id = np.cumsum(starts)
+    text = values if isinstance(values.dtype, pd.StringDtype) else values.astype(str)
+    if hasattr(text.array, "__arrow_array__"):
+        return pa.array(text.array)
+    return pa.array(text.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
+
+
+def _codes(values, categories) -> np.ndarray:
+    """int64 position of every Arrow string of ``values`` in ``categories`` (-1 if absent)."""
+    found = pc.index_in(values, value_set=pa.array(list(categories), type=values.type))
+    return np.asarray(found.fill_null(-1)).astype(np.int64)
+
+
+def _query_index(post, crit, posts, criteria, lookup: np.ndarray) -> np.ndarray:
+    """Query index of every candidate row from its ``post_id`` and ``criterion`` strings.
+
+    Candidate tables usually list the rows of a query together, so the hash lookups run once
+    per run of equal consecutive (post, criterion) pairs and the result is repeated over the
+    run; with unordered rows every row is looked up.
+    """
+    n = len(post)
+    heads = None
+    if n > 1:
+        change = pc.or_(pc.not_equal(post[1:], post[:-1]), pc.not_equal(crit[1:], crit[:-1]))
+        heads = np.flatnonzero(np.concatenate(([True], np.asarray(change.fill_null(True)))))
+        if heads.size > n // 2:
+            heads = None
+    if heads is not None:
+        post, crit = post.take(heads), crit.take(heads)
+    c_post, c_crit = _codes(post, posts), _codes(crit, criteria)
+    if c_post.size and (c_post.min() < 0 or c_crit.min() < 0):
+        raise ValueError("candidates reference queries that do not exist")
+    qidx = lookup[c_post * len(criteria) + c_crit]
+    if qidx.size and qidx.min() < 0:
+        raise ValueError("candidates reference queries that do not exist")
+    return qidx if heads is None else np.repeat(qidx, np.diff(np.append(heads, n)))
+
+
+def _grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray):
+    """Stable order of the rows by (query, ``key`` ascending), and the rows per query.
+
+    Equivalent to ``np.lexsort((key, qidx))`` without sorting all rows at once: the rows are
+    grouped by query (a no-op when they already are; else one integer sort of ``qidx`` with
+    the row number packed into the low bits), then each query's rows are sorted by ``key``,
+    one 2-D ``argsort`` per distinct number of rows per query.
+    """
+    n = qidx.size
+    if n > 1 and np.any(qidx[1:] < qidx[:-1]):
+        bits = int(n - 1).bit_length()
+        if int(n_queries).bit_length() + bits <= 62:
+            packed = (qidx << bits) | np.arange(n, dtype=np.int64)
+            packed.sort()
+            grouped = packed & ((1 << bits) - 1)
+        else:
+            grouped = np.argsort(qidx, kind="stable")
+        key = key[grouped]
+    else:
+        grouped = None
+    n_cand = np.bincount(qidx, minlength=n_queries).astype(np.int64)
+    start = np.cumsum(n_cand) - n_cand
+    order = np.arange(n, dtype=np.int64)
+    multi = np.flatnonzero(n_cand > 1)
+    if multi.size:
+        multi = multi[np.argsort(n_cand[multi], kind="stable")]
+        lengths, first = np.unique(n_cand[multi], return_index=True)
+        bounds = np.append(first, multi.size)
+        for i, length in enumerate(lengths.tolist()):  # loop over distinct list lengths
+            head = start[multi[bounds[i]:bounds[i + 1]]][:, None]
+            rows = head + np.arange(length)
+            order[rows] = head + np.argsort(key[rows], axis=1, kind="stable")
+    return (order if grouped is None else grouped[order]), n_cand
+
+
+def _within_query(same: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Clear the entries of a consecutive-pair mask (i, i + 1) that straddle two queries."""
+    inner = offsets[1:-1]
+    same[inner[(inner > 0) & (inner <= same.size)] - 1] = False
+    return same
+
+
+def _break_ties(c_order: np.ndarray, offsets: np.ndarray, score_sorted: np.ndarray,
+                uid) -> np.ndarray:
+    """Re-sort each run of equal scores within a query by ``sent_uid`` descending (trec_eval).
+
+    Only the tied rows' ids are read, so data with distinct scores never compares strings.
+    """
+    if c_order.size < 2:
+        return c_order
+    same = _within_query(score_sorted[1:] == score_sorted[:-1], offsets)
+    pairs = np.flatnonzero(same)
+    if pairs.size == 0:
+        return c_order
+    member = np.zeros(c_order.size, dtype=bool)
+    member[pairs] = True
+    member[pairs + 1] = True
     idx = np.flatnonzero(member)
-    ties = pd.DataFrame({"run": run_id[idx], "uid": sent_uid[order[idx]], "src": order[idx]})
-    ties = ties.sort_values(["run", "uid"], ascending=[True, False], kind="mergesort")
-    order = order.copy()
-    order[idx] = ties["src"].to_numpy()
-    return order
+    new_run = np.ones(idx.size, dtype=bool)
+    new_run[1:] = ~same[idx[1:] - 1]
+    runs = np.cumsum(new_run)
+    uids = uid.take(c_order[idx]).to_pylist()
+    if idx.size <= _PYTHON_SORT_MAX:  # few ties (the common case): plain stable sorts
+        by_uid = sorted(range(idx.size), key=uids.__getitem__, reverse=True)
+        ranked = np.array(sorted(by_uid, key=runs.__getitem__), dtype=np.int64)
+    else:
+        ties = pd.DataFrame({"run": runs, "uid": pd.Series(uids, dtype=object)})
+        ties = ties.sort_values(["run", "uid"], ascending=[True, False], kind="mergesort")
+        ranked = ties.index.to_numpy()
+    out = c_order.copy()
+    out[idx] = c_order[idx[ranked]]
+    return out
+
+
+def _adjacent_equal(uid, c_order: np.ndarray, offsets: np.ndarray) -> bool:
+    """Whether two consecutive candidates of a query (in ``c_order``) share a ``sent_uid``."""
+    if c_order.size < 2:
+        return False
+    ranked = (uid.combine_chunks() if isinstance(uid, pa.ChunkedArray) else uid).take(c_order)
+    same = np.array(pc.equal(ranked[1:], ranked[:-1]).fill_null(False), dtype=bool)
+    return bool(_within_query(same, offsets).any())

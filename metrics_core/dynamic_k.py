@@ -33,6 +33,7 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
+from numpy.lib.stride_tricks import sliding_window_view
 
 from metrics_core.dataset import Dataset
 
@@ -170,13 +171,16 @@ class MassProfile:
         if cached is not None:
             return cached
         n_cand = self.n_cand
-        starts = self.offsets[:-1]
-        out = np.full((width, self.n_queries), np.inf)
-        last = max(self.cum_mass.shape[0] - 1, 0)
-        for j in range(width):  # loop over positions (<= hard_cap), not over queries
-            has = n_cand > j
-            if self.cum_mass.shape[0]:
-                out[j] = np.where(has, self.cum_mass[np.minimum(starts + j, last)], np.inf)
+        out = np.empty((width, self.n_queries))
+        if self.cum_mass.shape[0] == 0:
+            out.fill(np.inf)
+        else:
+            last = self.cum_mass.shape[0] - 1
+            index = self.offsets[:-1].copy()
+            for j in range(width):  # loop over positions (<= hard_cap), not over queries
+                np.take(self.cum_mass, np.minimum(index, last), out=out[j])
+                np.copyto(out[j], np.inf, where=n_cand <= j)
+                index += 1
         self._heads[width] = out
         return out
 
@@ -194,19 +198,31 @@ def _cumulative_mass(score: np.ndarray, offsets: np.ndarray, *, mass: str,
     """
     n_cand = np.diff(offsets)
     cum = np.empty(score.shape[0], dtype=np.float64)
-    for length in np.unique(n_cand):  # loop over distinct lengths, not over queries
+    # Queries grouped by candidate count once (a stable sort), then sliced per count; a
+    # query's candidates are one window of the flat arrays, so rows are read and written
+    # through window views, without an index matrix.
+    by_length = np.argsort(n_cand, kind="stable")
+    lengths, first = np.unique(n_cand[by_length], return_index=True)
+    bounds = np.append(first, by_length.size)
+    for i, length in enumerate(lengths.tolist()):  # loop over distinct lengths, not queries
         if length == 0:
             continue
-        queries = np.flatnonzero(n_cand == length)
-        idx = offsets[queries][:, None] + np.arange(length)
-        block = score[idx]
+        starts = offsets[by_length[bounds[i]:bounds[i + 1]]]
+        block = sliding_window_view(score, length)[starts]  # (queries, length), a copy
         if mass == "softmax":
-            block = block / temperature
-            block = np.exp(block - block.max(axis=1, keepdims=True))
-        c = np.cumsum(block, axis=1)
-        total = c[:, -1:]
+            if temperature != 1.0:  # x / 1.0 == x: skip the pass
+                block /= temperature
+            block -= block.max(axis=1, keepdims=True)
+            np.exp(block, out=block)
+        np.cumsum(block, axis=1, out=block)
+        total = block[:, -1:].copy()
+        rows = sliding_window_view(cum, length, writeable=True)
+        if mass == "softmax":  # the top candidate contributes exp(0) = 1: total >= 1
+            block /= total
+            rows[starts] = block
+            continue
         with np.errstate(invalid="ignore", divide="ignore"):
-            cum[idx] = np.where(total > 0, c / np.where(total > 0, total, 1.0), np.nan)
+            rows[starts] = np.where(total > 0, block / np.where(total > 0, total, 1.0), np.nan)
     return cum
 
 
@@ -405,9 +421,7 @@ def evidence_per_query(ds: Dataset, k, *,
     k = _check_k(ds, k)
     n_gold = np.asarray(ds.n_gold, dtype=np.int64)
     selected = k > 0
-    idx = ds.offsets[:-1] + np.maximum(k, 1) - 1
-    hits = np.zeros(ds.n_queries, dtype=np.int64)
-    hits[selected] = ds.cum_gold[idx[selected]]
+    hits = _hits_within(ds, k)
     has_gold = n_gold > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         recall = np.where(has_gold, hits / np.where(has_gold, n_gold, 1), np.nan)
@@ -419,6 +433,23 @@ def evidence_per_query(ds: Dataset, k, *,
         recall[~has_gold] = np.where(selected[~has_gold], 0.0, 1.0)
         precision[~selected] = np.where(has_gold[~selected], 0.0, 1.0)
     return recall, precision
+
+
+def _hits_within(ds: Dataset, k: np.ndarray) -> np.ndarray:
+    """Gold candidates among the first ``k[q]`` of every query (int64, exact).
+
+    Reads ``ds.cum_gold`` when the Dataset has computed it already; otherwise counts the gold
+    candidates by position, which touches the gold rows only instead of building the
+    per-candidate cumulative array.
+    """
+    if "cum_gold" in vars(ds):  # cached_property already computed: one gather per query
+        idx = ds.offsets[:-1] + np.maximum(k, 1) - 1
+        return np.where(k > 0, ds.cum_gold[np.minimum(idx, max(ds.n_candidates - 1, 0))]
+                        if ds.n_candidates else 0, 0).astype(np.int64)
+    gold = np.flatnonzero(ds.is_gold)
+    query = np.searchsorted(ds.offsets, gold, side="right") - 1
+    within = gold - ds.offsets[query] < k[query]
+    return np.bincount(query[within], minlength=ds.n_queries).astype(np.int64)
 
 
 def naive_evidence_per_query(ds: Dataset, k, *,
