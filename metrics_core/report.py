@@ -172,18 +172,8 @@ class Evaluation:
                              "wilson_lo": t.wilson_lo, "wilson_hi": t.wilson_hi, "gap": t.gap})
 
     def k_summary_frame(self) -> pd.DataFrame:
-        return dynamic_k_frame(self.k_summary)
-
-
-def dynamic_k_frame(summary) -> pd.DataFrame:
-    """The K summary (overall, by state, by has_evidence) as one table."""
-    table = getattr(summary, "table", None)
-    if callable(table):
-        return table()
-    if isinstance(table, pd.DataFrame):
-        return table
-    return pd.DataFrame([{"group": "overall", "mean": summary.mean, "median": summary.median,
-                          "p90": summary.p90}])
+        """Selected-K statistics overall, by gate state and by has_evidence (§7)."""
+        return self.k_summary.table()
 
 
 # ----------------------------------------------------------------------------------- wording
