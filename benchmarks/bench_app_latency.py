@@ -32,7 +32,6 @@ Writes ``benchmarks/results/app_latency.md`` and ``.json`` and prints the table.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import io
 import json
@@ -40,12 +39,10 @@ import logging
 import os
 import platform
 import pstats
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -55,6 +52,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run from a checkout without installing the package
     sys.path.insert(0, str(ROOT))
+
+from tests.app_server import running_app  # noqa: E402  (one way to start the app)
 
 DATA_DIR = ROOT / "benchmarks" / "data"  # gitignored
 RESULTS_DIR = ROOT / "benchmarks" / "results"
@@ -195,45 +194,9 @@ def open_gate(page, timeout_ms: int) -> None:
 
 
 # ------------------------------------------------------------------------------ running
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def serve(script: str, log: Path):
-    """``streamlit run script`` on a free localhost port; yields the URL; always stops it."""
-    port = _free_port()
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
-             "--server.headless", "true"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    with urllib.request.urlopen(
-                            f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
-                        break
-                except OSError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(f"streamlit did not start; see {log}") from None
-                    time.sleep(0.2)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
 def run_scenario(browser, sc: Scenario, *, timeout_ms: int) -> None:
     """Open the app, then time ``warmup + moves`` one-step moves of the slider."""
-    with serve(sc.script, LOG_DIR / f"app_latency_{sc.name}.log") as url:
+    with running_app(sc.script, LOG_DIR / f"app_latency_{sc.name}.log") as url:
         context = browser.new_context(viewport=VIEWPORT)
         context.set_default_timeout(timeout_ms)
         try:

@@ -14,13 +14,7 @@ a widget or a keyed container carries the CSS class ``st-key-<key>``; the page's
 
 from __future__ import annotations
 
-import contextlib
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -31,6 +25,7 @@ from metrics_core import io as mio
 from metrics_core.config import EvalConfig
 from metrics_core.demo import DEMO_LABEL, demo_paths, make_synthetic
 from metrics_core.report import Evaluator
+from tests.app_server import running_app
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
@@ -76,44 +71,6 @@ pytestmark = [
 
 
 # ------------------------------------------------------------------------------ the app
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def running_app(script: str, log: Path):
-    """``streamlit run script`` on a free port; yields its base URL; always stops it."""
-    port = _free_port()
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
-             "--server.headless", "true"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    with urllib.request.urlopen(
-                            f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"streamlit did not start; see {log}")
-                time.sleep(0.2)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
 @pytest.fixture(scope="module")
 def app_url():
     with running_app("dashboard/app.py", ARTIFACTS / "streamlit.log") as url:
