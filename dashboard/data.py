@@ -17,7 +17,7 @@ import hashlib
 import logging
 import traceback
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -28,13 +28,12 @@ from metrics_core import io as mio
 from metrics_core import triage as mtriage
 from metrics_core.audit import audit as run_audit
 from metrics_core.classification import confusion_sweep
-from metrics_core.config import EvalConfig
+from metrics_core.config import EvalConfig, Filters
 from metrics_core.demo import DEMO_LABEL, demo_paths
 from metrics_core.errors import InputError
 from metrics_core.report import Evaluation, Evaluator
 
 __all__ = [
-    "GAMMA_SWEEP",
     "Filters",
     "Source",
     "Upload",
@@ -46,14 +45,8 @@ __all__ = [
     "view",
 ]
 
-#: γ values of the sweep (seed 003 §8.2); the current γ is added.
-GAMMA_SWEEP = (0.7, 0.8, 0.9, 0.95)
-#: Grid of the (τ_neg, τ_pos) heatmap.
-GRID_STEPS = np.round(np.arange(0.0, 1.0001, 0.05), 2)
 #: Evaluations kept per session (the last few settings, for instant back-and-forth).
 _EVALUATIONS_KEPT = 3
-#: Filtered evaluators kept per uploaded source.
-_EVALUATORS_KEPT = 8
 
 _LOG = logging.getLogger("dashboard")
 _SOURCE_KEY = "_source"
@@ -61,50 +54,13 @@ _VIEW_KEY = "_view"
 _EVAL_KEY = "_evaluations"
 
 
-# ------------------------------------------------------------------------------- filters
-@dataclass(frozen=True)
-class Filters:
-    """Which queries are evaluated: one fold, one split, some criteria (``None`` / () = all)."""
-
-    fold: str | None = None
-    split: str | None = None
-    criteria: tuple[str, ...] = ()
-
-    @property
-    def active(self) -> bool:
-        return self.fold is not None or self.split is not None or bool(self.criteria)
-
-    def describe(self) -> str:
-        parts = []
-        if self.fold is not None:
-            parts.append(f"fold {self.fold}")
-        if self.split is not None:
-            parts.append(f"split {self.split}")
-        if self.criteria:
-            parts.append("criteria " + ", ".join(self.criteria))
-        return "; ".join(parts) if parts else "all queries"
-
-    def mask(self, ds) -> np.ndarray | None:
-        """Query mask of the filter on ``ds`` (None when nothing is filtered)."""
-        if not self.active:
-            return None
-        keep = np.ones(ds.n_queries, dtype=bool)
-        if self.fold is not None and ds.fold is not None:
-            keep &= ds.fold == int(self.fold)
-        if self.split is not None and ds.split is not None:
-            keep &= ds.split == self.split
-        if self.criteria:
-            keep &= np.isin(ds.criterion, np.array(self.criteria, dtype=object))
-        return keep
-
-
 # ------------------------------------------------------------------------------- sources
 @dataclass(eq=False)
 class Source:
     """A data source: the demo or an upload (evidence data and / or a triage file).
 
-    ``token`` identifies the source in memo keys. For an upload, ``evaluators`` caches the
-    filtered evaluators of this session (never shared).
+    ``token`` identifies the source in memo keys. For an upload, ``base`` is the session's
+    evaluator of the whole data set (never shared); it keeps its filtered evaluators itself.
     """
 
     kind: str  # "demo" | "upload"
@@ -116,7 +72,7 @@ class Source:
     triage: mtriage.TriageData | None = None
     triage_label: str = ""
     files: tuple[str, ...] = ()
-    evaluators: OrderedDict = field(default_factory=OrderedDict)
+    base: Evaluator | None = None
 
     @property
     def is_triage(self) -> bool:
@@ -127,28 +83,12 @@ class Source:
     def dataset(self):
         return None if self.loaded is None else self.loaded.dataset
 
-    def evaluator(self, filters: Filters) -> Evaluator:
-        """The (cached) evaluator of the filtered data set."""
+    def evaluator(self, filters: Filters | None = None) -> Evaluator:
+        """The evaluator of the filtered data set (the whole one's caches it)."""
         if self.loaded is None:
             raise InputError("this source has no evidence data (queries / candidates)")
-        if self.kind == "demo":
-            return _demo_evaluator(filters)
-        if filters not in self.evaluators:
-            self.evaluators[filters] = _make_evaluator(self.loaded, self.audit, filters)
-            while len(self.evaluators) > _EVALUATORS_KEPT:
-                self.evaluators.popitem(last=False)
-        return self.evaluators[filters]
-
-
-def _make_evaluator(loaded: mio.Loaded, audit, filters: Filters) -> Evaluator:
-    ds = loaded.dataset
-    mask = filters.mask(ds)
-    if mask is None:
-        return Evaluator(ds, audit=audit)
-    if not mask.any():
-        raise InputError(f"no queries match the filter ({filters.describe()})",
-                         hint="choose another fold, split or criteria")
-    return Evaluator(ds.subset(mask))
+        base = _demo_evaluator() if self.kind == "demo" else self.base
+        return base if filters is None else base.for_filters(filters)
 
 
 def _audit(dataset, loaded):
@@ -172,10 +112,10 @@ def _demo_parts() -> tuple[mio.Loaded, object, mtriage.TriageData]:
     return loaded, _audit(loaded.dataset, loaded), triage
 
 
-@st.cache_resource(max_entries=32, show_spinner="Preparing the demo data…")
-def _demo_evaluator(filters: Filters) -> Evaluator:
+@st.cache_resource(show_spinner="Preparing the demo data…")
+def _demo_evaluator() -> Evaluator:
     loaded, audit, _ = _demo_parts()
-    return _make_evaluator(loaded, audit, filters)
+    return Evaluator(loaded.dataset, audit=audit)
 
 
 def demo_source() -> Source:
@@ -245,9 +185,14 @@ def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
         loaded = mio.load(upload.queries, upload.candidates, queries_name=upload.queries_name,
                           candidates_name=upload.candidates_name, mapping=mapping or None)
     files = tuple(n for n in (upload.queries_name, upload.candidates_name) if n)
+    report = _audit(loaded.dataset, loaded)
+    inputs = [{"file": n, "sha256": hashlib.sha256(b).hexdigest(), "bytes": len(b)}
+              for n, b in ((upload.queries_name, upload.queries),
+                           (upload.candidates_name, upload.candidates)) if b is not None]
     return Source(kind="upload", label=f"Uploaded data: {name}", synthetic=False,
                   token=upload.digest + _mapping_digest(mapping), loaded=loaded,
-                  audit=_audit(loaded.dataset, loaded), files=files)
+                  audit=report, files=files,
+                  base=Evaluator(loaded.dataset, audit=report, inputs=inputs))
 
 
 def _mapping_digest(mapping) -> str:
@@ -283,11 +228,13 @@ class View:
         Bootstrap CIs are computed only when asked for (they take seconds, not milliseconds);
         otherwise the run is ``bootstrap = 0`` and the JSON records exactly that.
         """
-        config = self.config if self.show_bootstrap else self.config.replace(bootstrap=0)
-        key = (self.source.token, self.filters, config)
+        config = self.config.replace(filters=self.filters)
+        if not self.show_bootstrap:
+            config = config.replace(bootstrap=0)
+        key = (self.source.token, config)
         memo = st.session_state.setdefault(_EVAL_KEY, OrderedDict())
         if key not in memo:
-            memo[key] = self.evaluator.evaluate(config)
+            memo[key] = self.source.evaluator().evaluate(config)
             while len(memo) > _EVALUATIONS_KEPT:
                 memo.popitem(last=False)
         else:
@@ -310,12 +257,10 @@ class View:
         return {name: per_query[name][mask] for name in names if name in per_query}
 
     def gamma_sweep(self) -> pd.DataFrame:
-        gammas = sorted({*GAMMA_SWEEP, self.config.gamma})
-        return self.evaluator.gamma_sweep(self.config, gammas)
+        return self.evaluation.gamma_sweep
 
     def gate_grid(self) -> pd.DataFrame:
-        steps = sorted({*GRID_STEPS.tolist(), self.config.tau_neg, self.config.tau_pos})
-        return self.evaluator.gate_grid(self.config, steps, steps)
+        return self.evaluation.gate_grid
 
     def case_review(self) -> dict[str, pd.DataFrame]:
         return self.evaluator.case_review(self.config, self.evaluation)

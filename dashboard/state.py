@@ -19,7 +19,7 @@ from typing import Any
 
 import streamlit as st
 
-from metrics_core.config import VARIANT_LABELS, VARIANTS, EvalConfig
+from metrics_core.config import VARIANT_LABELS, VARIANTS, EvalConfig, Filters, option, options
 
 __all__ = [
     "ALL",
@@ -28,6 +28,7 @@ __all__ = [
     "Setting",
     "build_config",
     "current_settings",
+    "filters_of",
     "init_defaults",
     "load_from_url",
     "setting",
@@ -138,76 +139,51 @@ def _num(value) -> str:
     return f"{value:g}" if abs(value) < 1e15 else str(value)
 
 
-def _variant(name: str, label: str, section: str, help_: str = "") -> Setting:
-    return Setting(name, label, "choice", getattr(_DEFAULT, name), (name,),
-                   options=VARIANTS[name], option_labels=VARIANT_LABELS[name],
-                   section=section, help=help_)
+def _from_field(name: str) -> Setting:
+    """The setting of one :class:`EvalConfig` field, from the field's own metadata."""
+    opt = option(name)
+    default = getattr(_DEFAULT, name)
+    if name in VARIANTS:
+        return Setting(name, opt.label, "choice", default, (name,), options=VARIANTS[name],
+                       option_labels=VARIANT_LABELS[name], section=opt.section, help=opt.help)
+    kind = "bool" if isinstance(default, bool) else type(default).__name__
+    return Setting(name, opt.label, kind, default, (name,), opt.low, opt.high, opt.step,
+                   help=opt.help, section=opt.section,
+                   control="number" if opt.widget == "number" else "slider")
 
 
-#: The registry: every setting of the dashboard, in sidebar order.
+def _section(section: str) -> tuple[Setting, ...]:
+    return tuple(_from_field(name) for name, opt in options().items()
+                 if opt.section == section and opt.widget is not None)
+
+
+_TAU = option("tau_neg")
+
+#: The registry: every setting of the dashboard, in sidebar order. Settings of one config
+#: field come from that field's metadata (metrics_core.config); the gate range, the filters and
+#: the bootstrap switch are composed here.
 SETTINGS: tuple[Setting, ...] = (
-    # --- gate and thresholds (contract §4, §6)
     Setting("gate", "Gate thresholds (τ_neg, τ_pos)", "range",
-            (_DEFAULT.tau_neg, _DEFAULT.tau_pos), ("tau_neg", "tau_pos"), 0.0, 1.0, 0.01,
-            help="NEG if p < τ_neg, UNCERTAIN if τ_neg ≤ p < τ_pos, POS if p ≥ τ_pos "
-                 "(contract §6).", section="gate"),
-    Setting("threshold", "Fixed threshold τ (confusion metrics)", "float", _DEFAULT.threshold,
-            ("threshold",), 0.0, 1.0, 0.01,
-            help="Predicted positive iff p ≥ τ (contract §4).", section="gate"),
-    # --- dynamic-K (contract §7)
-    Setting("gamma", "γ (cumulative mass, POS)", "float", _DEFAULT.gamma, ("gamma",),
-            0.05, 1.0, 0.01, help="K is the smallest K whose cumulative mass reaches γ.",
-            section="dynamic_k"),
-    Setting("gamma_uncertain", "γ_uncertain (UNCERTAIN)", "float", _DEFAULT.gamma_uncertain,
-            ("gamma_uncertain",), 0.05, 1.0, 0.01,
-            help="γ used for UNCERTAIN queries under the gate-aware policy.",
-            section="dynamic_k"),
-    Setting("k_min", "k_min", "int", _DEFAULT.k_min, ("k_min",), 0, 100, 1,
-            help="Fewest sentences selected (capped by the candidate count).",
-            section="dynamic_k"),
-    Setting("hard_cap", "Hard cap", "int", _DEFAULT.hard_cap, ("hard_cap",), 1, 200, 1,
-            help="k_max = min(hard cap, ⌊n × k_max ratio⌋).", section="dynamic_k"),
-    Setting("k_max_ratio", "k_max ratio", "float", _DEFAULT.k_max_ratio, ("k_max_ratio",),
-            0.05, 1.0, 0.05, help="Share of the candidates that may be selected at most.",
-            section="dynamic_k"),
-    Setting("gate_aware", "Gate-aware policy (NEG → K = 0)", "bool", _DEFAULT.gate_aware,
-            ("gate_aware",), help="NEG selects nothing, UNCERTAIN uses γ_uncertain, POS uses γ.",
-            section="dynamic_k"),
-    _variant("mass", "Candidate mass", "dynamic_k"),
-    Setting("temperature", "Softmax temperature T", "float", _DEFAULT.temperature,
-            ("temperature",), 0.01, 100.0, 0.1, section="dynamic_k", control="number"),
-    _variant("evidence_protocol", "Evidence metrics on", "dynamic_k"),
-    # --- data filters
-    Setting("fold", "Fold", "text", ALL, section="filters",
+            (_DEFAULT.tau_neg, _DEFAULT.tau_pos), ("tau_neg", "tau_pos"), _TAU.low, _TAU.high,
+            _TAU.step, help="NEG if p < τ_neg, UNCERTAIN if τ_neg ≤ p < τ_pos, POS if p ≥ τ_pos "
+                            "(contract §6).", section="gate"),
+    *_section("gate"),
+    *_section("dynamic_k"),
+    Setting("fold", "Fold", "text", ALL, ("filters",), section="filters",
             help="Evaluate one cross-validation fold only."),
-    Setting("split", "Split", "text", ALL, section="filters",
+    Setting("split", "Split", "text", ALL, ("filters",), section="filters",
             help="Evaluate one split only (e.g. TUNE / TEST)."),
-    Setting("criterion", "Criteria", "multi", (), section="filters",
+    Setting("criterion", "Criteria", "multi", (), ("filters",), section="filters",
             help="Evaluate these criteria only (empty = all)."),
-    # --- ranking variants (contract §3)
-    _variant("ranking_protocol", "Ranking metrics on", "ranking"),
-    _variant("precision_denominator", "Precision@K denominator", "ranking"),
-    _variant("map_denominator", "MAP@K denominator", "ranking"),
-    _variant("gain", "nDCG gain", "ranking"),
-    # --- calibration (contract §5)
-    _variant("calibration_view", "Calibration view", "calibration"),
-    _variant("binning", "Binning", "calibration"),
-    Setting("n_bins", "Number of bins", "int", _DEFAULT.n_bins, ("n_bins",), 2, 50, 1,
-            section="calibration"),
-    # --- per-post multi-label (contract §8)
-    _variant("multilabel_rule", "Per-post decision rule", "multilabel"),
-    # --- uncertainty (contract §9)
-    Setting("bootstrap", "Bootstrap resamples (0 = off)", "int", _DEFAULT.bootstrap,
-            ("bootstrap",), 0, 100_000, 500,
-            help="Percentile 95% CIs for AUROC, AUPRC, ECE, Brier and the ranking means; "
-                 "proportions always carry Wilson intervals.", section="uncertainty"),
-    _variant("bootstrap_unit", "Bootstrap unit", "uncertainty"),
+    *_section("ranking"),
+    *_section("calibration"),
+    *_section("multilabel"),
+    *(s for s in _section("uncertainty") if s.key != "seed"),
     Setting("ci", "Compute bootstrap CIs (slow: seconds per change)", "bool", False,
             help="Off: proportions carry Wilson intervals and the run records bootstrap = 0. "
                  "On: percentile CIs with the resamples above, recomputed at every change.",
             section="uncertainty"),
-    Setting("seed", "Bootstrap seed", "int", _DEFAULT.seed, ("seed",), 0, 2**31 - 1, 1,
-            section="uncertainty"),
+    _from_field("seed"),
 )
 
 _BY_KEY = {s.key: s for s in SETTINGS}
@@ -255,8 +231,9 @@ def settings_from_params(params: Mapping[str, str | list[str]]) -> tuple[dict, l
 def build_config(values: Mapping[str, Any]) -> EvalConfig:
     """The :class:`EvalConfig` of the settings in ``values`` (missing ones take defaults)."""
     changes: dict[str, Any] = {}
+    changes["filters"] = filters_of(values)
     for s in SETTINGS:
-        if not s.fields or s.key not in values:
+        if not s.fields or s.key not in values or s.fields == ("filters",):
             continue
         value = values[s.key]
         if s.kind == "range":
@@ -270,6 +247,14 @@ def build_config(values: Mapping[str, Any]) -> EvalConfig:
         else:
             changes[s.fields[0]] = value
     return EvalConfig(**changes)
+
+
+def filters_of(values: Mapping[str, Any]) -> Filters:
+    """The data filters chosen in ``values`` (``all`` / empty keep everything)."""
+    fold, split = values.get("fold", ALL), values.get("split", ALL)
+    return Filters(fold=None if fold in (ALL, None) else str(fold),
+                   split=None if split in (ALL, None) else str(split),
+                   criteria=tuple(values.get("criterion", ()) or ()))
 
 
 # ------------------------------------------------------------------ session and the URL

@@ -1,18 +1,37 @@
-"""Run configuration: thresholds, dynamic-K parameters, metric variants, bootstrap (contract §3-§9).
+"""Run configuration: thresholds, dynamic-K parameters, metric variants, bootstrap, filters.
 
-One frozen :class:`EvalConfig` describes a run. The CLI builds it from flags, the dashboard from
-its sidebar (and the URL query string), and ``metrics_master.json`` records it, so a number can
-always be traced to the settings that produced it.
+One frozen :class:`EvalConfig` describes a run (contract §3-§9, docs/CONTRACT.md). The CLI builds
+it from flags, the dashboard from its sidebar (and the URL query string), and
+``metrics_master.json`` records it, so a number can always be traced to the settings that
+produced it.
+
+Every field carries its own metadata (:class:`Option`: section, label, help, bounds, whether
+the CLI and the dashboard offer it); the CLI flags (:mod:`metrics_core.cli`) and the dashboard
+settings (``dashboard/state.py``) are generated from it, so a new setting is one field here.
+The fields are grouped into frozen sub-configurations (:attr:`EvalConfig.ranking`,
+:attr:`~EvalConfig.gate`, :attr:`~EvalConfig.dynamic_k`, :attr:`~EvalConfig.calibration`,
+:attr:`~EvalConfig.bootstrap_config`, :attr:`~EvalConfig.filters`) that are the cache keys of
+the computations depending on them: a part is recomputed only when its own settings change.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, make_dataclass, replace
+from types import MappingProxyType
 
-__all__ = ["VARIANTS", "EvalConfig"]
+__all__ = [
+    "SECTIONS",
+    "VARIANTS",
+    "VARIANT_LABELS",
+    "EvalConfig",
+    "Filters",
+    "Option",
+    "option",
+    "options",
+]
 
 #: Every named variant of the contract and its allowed values (the first is the default).
-VARIANTS: dict[str, tuple[str, ...]] = {
+VARIANTS = MappingProxyType({
     # §3 ranking
     "precision_denominator": ("k", "min_k_n"),
     "map_denominator": ("n_gold", "min_gold_k", "hits"),
@@ -28,10 +47,10 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "multilabel_rule": ("threshold", "screen_in", "alert"),
     # §9 bootstrap unit
     "bootstrap_unit": ("query", "post"),
-}
+})
 
 #: Human-readable descriptions of the variant values, for the CLI help and the dashboard.
-VARIANT_LABELS: dict[str, dict[str, str]] = {
+VARIANT_LABELS = MappingProxyType({
     "precision_denominator": {"k": "|TopK ∩ Gold| / K",
                               "min_k_n": "|TopK ∩ Gold| / min(K, n candidates) (seed 002)"},
     "map_denominator": {"n_gold": "÷ |Gold| (trec_eval map_cut)",
@@ -48,7 +67,79 @@ VARIANT_LABELS: dict[str, dict[str, str]] = {
     "multilabel_rule": {"threshold": "p ≥ τ", "screen_in": "state ≠ NEG",
                         "alert": "state = POS"},
     "bootstrap_unit": {"query": "resample queries", "post": "resample posts (cluster)"},
-}
+})
+
+#: Sections of the settings, in the order the dashboard and the CLI help show them.
+SECTIONS = MappingProxyType({
+    "gate": "Gate & thresholds",
+    "dynamic_k": "Dynamic-K",
+    "filters": "Filters",
+    "ranking": "Ranking variants",
+    "classification": "Classification",
+    "calibration": "Calibration",
+    "multilabel": "Per-post decision rule",
+    "uncertainty": "Uncertainty",
+})
+
+#: Most bootstrap resamples a run may ask for (memory and time grow with it).
+MAX_BOOTSTRAP = 100_000
+
+
+@dataclass(frozen=True)
+class Option:
+    """Metadata of one configuration field: where it is shown and which values it takes.
+
+    ``widget`` is how the dashboard shows it (``slider``, ``number``, ``toggle``, ``select``),
+    or ``None`` when the dashboard shows it another way (the gate range) or not at all.
+    ``cli`` is False for fields the CLI does not offer as a flag of their own.
+    """
+
+    section: str
+    label: str
+    help: str = ""
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    widget: str | None = None
+    cli: bool = True
+
+
+def _field(default, section, label, help="", *, low=None, high=None, step=None, widget=None,
+           cli=True):
+    opt = Option(section, label, help, low, high, step, widget, cli)
+    return field(default=default, metadata={"option": opt})
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which queries a run evaluates: one fold, one split, some criteria (None / () = all)."""
+
+    fold: str | None = None
+    split: str | None = None
+    criteria: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "fold", None if self.fold is None else str(self.fold))
+        object.__setattr__(self, "split", None if self.split is None else str(self.split))
+        object.__setattr__(self, "criteria", tuple(str(c) for c in self.criteria))
+
+    @property
+    def active(self) -> bool:
+        return self.fold is not None or self.split is not None or bool(self.criteria)
+
+    def describe(self) -> str:
+        """Plain words, e.g. ``fold 2; criteria A.1, A.3`` (``all queries`` when inactive)."""
+        parts = []
+        if self.fold is not None:
+            parts.append(f"fold {self.fold}")
+        if self.split is not None:
+            parts.append(f"split {self.split}")
+        if self.criteria:
+            parts.append("criteria " + ", ".join(self.criteria))
+        return "; ".join(parts) if parts else "all queries"
+
+    def to_dict(self) -> dict:
+        return {"fold": self.fold, "split": self.split, "criteria": list(self.criteria)}
 
 
 @dataclass(frozen=True)
@@ -59,34 +150,71 @@ class EvalConfig:
     metrics, §4). Dynamic-K (§7): ``gamma``, ``gamma_uncertain``, ``k_min``, ``hard_cap``,
     ``k_max_ratio``, ``gate_aware``, ``mass``, ``temperature``. Ranking (§3): ``ks`` and the
     variants. Calibration (§5): ``n_bins``, ``binning``, ``calibration_view``. Bootstrap (§9):
-    ``bootstrap`` resamples (0 turns CIs off), ``bootstrap_unit``, ``seed``.
+    ``bootstrap`` resamples (0 turns CIs off), ``bootstrap_unit``, ``seed``. ``filters``
+    restricts the run to a fold, a split or some criteria.
+
+    >>> cfg = EvalConfig(tau_neg=0.05, gamma=0.8)
+    >>> cfg.gate, cfg.dynamic_k.gamma
+    (GateConfig(tau_neg=0.05, tau_pos=0.6, threshold=0.5), 0.8)
     """
 
-    tau_neg: float = 0.1
-    tau_pos: float = 0.6
-    threshold: float = 0.5
-    gamma: float = 0.9
-    gamma_uncertain: float = 0.95
-    k_min: int = 2
-    hard_cap: int = 10
-    k_max_ratio: float = 0.5
-    gate_aware: bool = True
-    mass: str = "softmax"
-    temperature: float = 1.0
-    ks: tuple[int, ...] = (1, 3, 5, 10, 20)
-    tpr_fprs: tuple[float, ...] = (0.01, 0.03, 0.05, 0.10)
-    precision_denominator: str = "k"
-    map_denominator: str = "n_gold"
-    gain: str = "binary"
-    ranking_protocol: str = "positives_only"
-    evidence_protocol: str = "positives_only"
-    n_bins: int = 10
-    binning: str = "uniform"
-    calibration_view: str = "positive"
-    multilabel_rule: str = "threshold"
-    bootstrap: int = 10_000
-    bootstrap_unit: str = "query"
-    seed: int = 0
+    tau_neg: float = _field(0.1, "gate", "τ_neg", "NEG if p < τ_neg (contract §6).",
+                            low=0.0, high=1.0, step=0.01)
+    tau_pos: float = _field(0.6, "gate", "τ_pos", "POS if p ≥ τ_pos (contract §6).",
+                            low=0.0, high=1.0, step=0.01)
+    threshold: float = _field(0.5, "gate", "Fixed threshold τ (confusion metrics)",
+                              "Predicted positive iff p ≥ τ (contract §4).",
+                              low=0.0, high=1.0, step=0.01, widget="slider")
+    gamma: float = _field(0.9, "dynamic_k", "γ (cumulative mass, POS)",
+                          "K is the smallest K whose cumulative mass reaches γ.",
+                          low=0.05, high=1.0, step=0.01, widget="slider")
+    gamma_uncertain: float = _field(0.95, "dynamic_k", "γ_uncertain (UNCERTAIN)",
+                                    "γ used for UNCERTAIN queries under the gate-aware policy.",
+                                    low=0.05, high=1.0, step=0.01, widget="slider")
+    k_min: int = _field(2, "dynamic_k", "k_min",
+                        "Fewest sentences selected (capped by the candidate count).",
+                        low=0, high=100, step=1, widget="number")
+    hard_cap: int = _field(10, "dynamic_k", "Hard cap",
+                           "k_max = min(hard cap, ⌊n × k_max ratio⌋).",
+                           low=1, high=200, step=1, widget="number")
+    k_max_ratio: float = _field(0.5, "dynamic_k", "k_max ratio",
+                                "Share of the candidates that may be selected at most.",
+                                low=0.05, high=1.0, step=0.05, widget="slider")
+    gate_aware: bool = _field(True, "dynamic_k", "Gate-aware policy (NEG → K = 0)",
+                              "NEG selects nothing, UNCERTAIN uses γ_uncertain, POS uses γ.",
+                              widget="toggle")
+    mass: str = _field("softmax", "dynamic_k", "Candidate mass", widget="select")
+    temperature: float = _field(1.0, "dynamic_k", "Softmax temperature T",
+                                "Masses are softmax(score / T).",
+                                low=0.01, high=100.0, step=0.1, widget="number")
+    evidence_protocol: str = _field("positives_only", "dynamic_k", "Evidence metrics on",
+                                    widget="select")
+    ks: tuple[int, ...] = _field((1, 3, 5, 10, 20), "ranking", "Cut-offs K",
+                                 "Ranking cut-offs, e.g. 1,3,5,10,20.")
+    ranking_protocol: str = _field("positives_only", "ranking", "Ranking metrics on",
+                                   widget="select")
+    precision_denominator: str = _field("k", "ranking", "Precision@K denominator",
+                                        widget="select")
+    map_denominator: str = _field("n_gold", "ranking", "MAP@K denominator", widget="select")
+    gain: str = _field("binary", "ranking", "nDCG gain", widget="select")
+    tpr_fprs: tuple[float, ...] = _field((0.01, 0.03, 0.05, 0.10), "classification",
+                                         "FPR targets", "TPR is reported at these FPRs.")
+    calibration_view: str = _field("positive", "calibration", "Calibration view",
+                                   widget="select")
+    binning: str = _field("uniform", "calibration", "Binning", widget="select")
+    n_bins: int = _field(10, "calibration", "Number of bins", low=2, high=50, step=1,
+                         widget="number")
+    multilabel_rule: str = _field("threshold", "multilabel", "Per-post decision rule",
+                                  widget="select")
+    bootstrap: int = _field(10_000, "uncertainty", "Bootstrap resamples (0 = off)",
+                            "Percentile 95% CIs for AUROC, AUPRC, ECE, Brier and the means; "
+                            "proportions always carry Wilson intervals.",
+                            low=0, high=MAX_BOOTSTRAP, step=500, widget="number")
+    bootstrap_unit: str = _field("query", "uncertainty", "Bootstrap unit", widget="select")
+    seed: int = _field(0, "uncertainty", "Bootstrap seed", low=0, high=2**31 - 1, step=1,
+                       widget="number")
+    filters: Filters = _field(Filters(), "filters", "Filters",  # noqa: RUF009 (frozen value)
+                              "Evaluate one fold, one split or some criteria only.", cli=False)
 
     def __post_init__(self) -> None:
         for name, allowed in VARIANTS.items():
@@ -122,14 +250,44 @@ class EvalConfig:
             raise ValueError(f"n_bins must be >= 1; got {self.n_bins}")
         if self.bootstrap < 0:
             raise ValueError(f"bootstrap must be >= 0 (0 turns CIs off); got {self.bootstrap}")
+        if self.bootstrap > MAX_BOOTSTRAP:
+            raise ValueError(f"bootstrap must be at most {MAX_BOOTSTRAP:,} resamples; "
+                             f"got {self.bootstrap:,}")
+        if isinstance(self.filters, dict):
+            object.__setattr__(self, "filters", Filters(**self.filters))
+        elif not isinstance(self.filters, Filters):
+            raise ValueError(f"filters must be a Filters; got {type(self.filters).__name__}")
+
+    # ---- sub-configurations: the cache keys of the computations that depend on them ----
+    @property
+    def gate(self) -> GateConfig:
+        return _sub(GateConfig, self)
+
+    @property
+    def dynamic_k(self) -> DynamicKConfig:
+        return _sub(DynamicKConfig, self)
+
+    @property
+    def ranking(self) -> RankingConfig:
+        return _sub(RankingConfig, self)
+
+    @property
+    def calibration(self) -> CalibrationConfig:
+        return _sub(CalibrationConfig, self)
+
+    @property
+    def bootstrap_config(self) -> BootstrapConfig:
+        return _sub(BootstrapConfig, self)
 
     def replace(self, **changes) -> EvalConfig:
         """A copy with some settings changed (validated again)."""
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
-        """Plain JSON-ready dict (tuples become lists)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        """Plain JSON-ready dict (tuples become lists, filters a dict)."""
+        out = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        out["filters"] = self.filters.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: dict) -> EvalConfig:
@@ -139,4 +297,36 @@ class EvalConfig:
         if unknown:
             raise ValueError(f"unknown configuration keys: {', '.join(unknown)}")
         kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        if isinstance(kwargs.get("filters"), dict):
+            kwargs["filters"] = Filters(**kwargs["filters"])
         return cls(**kwargs)
+
+
+def _group(name: str, names: tuple[str, ...]):
+    return make_dataclass(name, [(n, object) for n in names], frozen=True,
+                          namespace={"__module__": __name__})
+
+
+#: Frozen sub-configurations: the fields each computation depends on.
+GateConfig = _group("GateConfig", ("tau_neg", "tau_pos", "threshold"))
+DynamicKConfig = _group("DynamicKConfig", (
+    "gamma", "gamma_uncertain", "k_min", "hard_cap", "k_max_ratio", "gate_aware", "mass",
+    "temperature", "evidence_protocol"))
+RankingConfig = _group("RankingConfig", (
+    "ks", "ranking_protocol", "precision_denominator", "map_denominator", "gain"))
+CalibrationConfig = _group("CalibrationConfig", ("calibration_view", "binning", "n_bins"))
+BootstrapConfig = _group("BootstrapConfig", ("bootstrap", "bootstrap_unit", "seed"))
+
+
+def _sub(kind, cfg: EvalConfig):
+    return kind(**{f.name: getattr(cfg, f.name) for f in fields(kind)})
+
+
+def options() -> dict[str, Option]:
+    """Every configuration field's :class:`Option`, in declaration order."""
+    return {f.name: f.metadata["option"] for f in fields(EvalConfig)}
+
+
+def option(name: str) -> Option:
+    """The :class:`Option` of the field ``name``."""
+    return options()[name]

@@ -36,6 +36,7 @@ import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
 from metrics_core.dataset import Dataset
+from metrics_core.registry import GATE_STATES
 
 __all__ = [
     "EVIDENCE_PROTOCOLS",
@@ -44,6 +45,7 @@ __all__ = [
     "KSummary",
     "MassProfile",
     "evidence_per_query",
+    "hits_within",
     "k_max_per_query",
     "k_summary",
     "naive_evidence_per_query",
@@ -59,7 +61,7 @@ EVIDENCE_PROTOCOLS = ("positives_only", "all_queries")
 # Gate state codes (metrics_core.gate.GateState); repeated here to keep this module free of a
 # dependency on the gate's result types.
 _NEG, _UNCERTAIN, _POS = 0, 1, 2
-_STATE_NAMES = ("NEG", "UNCERTAIN", "POS")
+_STATE_NAMES = GATE_STATES
 
 
 # --------------------------------------------------------------------------- mass profile
@@ -421,7 +423,7 @@ def evidence_per_query(ds: Dataset, k, *,
     k = _check_k(ds, k)
     n_gold = np.asarray(ds.n_gold, dtype=np.int64)
     selected = k > 0
-    hits = _hits_within(ds, k)
+    hits = hits_within(ds, k)
     has_gold = n_gold > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         recall = np.where(has_gold, hits / np.where(has_gold, n_gold, 1), np.nan)
@@ -435,7 +437,7 @@ def evidence_per_query(ds: Dataset, k, *,
     return recall, precision
 
 
-def _hits_within(ds: Dataset, k: np.ndarray) -> np.ndarray:
+def hits_within(ds: Dataset, k: np.ndarray) -> np.ndarray:
     """Gold candidates among the first ``k[q]`` of every query (int64, exact).
 
     Reads ``ds.cum_gold`` when the Dataset has computed it already; otherwise counts the gold

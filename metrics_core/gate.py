@@ -26,8 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from metrics_core import calibration
-from metrics_core.classification import confusion_from_counts
+from metrics_core import calibration, outcomes
 from metrics_core.uncertainty import wilson_interval
 
 __all__ = [
@@ -158,8 +157,7 @@ def outcome_table(y, pred) -> np.ndarray:
                       or pred.min() < ABSTAIN or pred.max() > PREDICT_POS):
         raise ValueError("pred must hold 1 (positive), 0 (negative) or -1 (abstain)")
     y = _check_labels(y, pred.shape[0])
-    codes = (pred.astype(np.int64) + 1) * 2 + y
-    return np.bincount(codes, minlength=6).reshape(3, 2)
+    return outcomes.outcome_counts(y, pred)[0]
 
 
 def _wilson_all(fractions: dict[str, tuple[int, int, float]]) -> dict:
@@ -319,25 +317,19 @@ def gate_summary(y, states) -> GateOutcome:
     table = outcome_table(y, pred)
     # rows of the outcome table -> gate states: abstain = UNCERTAIN, 0 = NEG, 1 = POS
     by_state = table[[1, 0, 2]]
-    n = int(table.sum())
-    n_pos = int(table[:, 1].sum())
-    neg, unc, pos = (int(c) for c in by_state.sum(axis=1))
-    missed = int(by_state[GateState.NEG, 1])
-    alert_tp = int(by_state[GateState.POS, 1])
-    fractions = {
-        "neg_rate": (neg, n, 1.0),
-        "uncertain_rate": (unc, n, 1.0),
-        "pos_rate": (pos, n, 1.0),
-        "alert_rate_per_1000": (pos, n, 1000.0),
-        "screening_sensitivity": (n_pos - missed, n_pos, 1.0),
-        "screening_fn_per_1000": (missed, n, 1000.0),
-        "alert_precision": (alert_tp, pos, 1.0),
-    }
+    fractions = {name: _scalar(f) for name, f in outcomes.gate_fractions(table[None]).items()
+                 if name in GateOutcome.METRICS}
     values = {name: _ratio(*f) for name, f in fractions.items()}
     return GateOutcome(
-        n=n, n_pos=n_pos, state_counts=(neg, unc, pos),
+        n=int(table.sum()), n_pos=int(table[:, 1].sum()),
+        state_counts=tuple(int(c) for c in by_state.sum(axis=1)),
         label_counts=tuple((int(a), int(b)) for a, b in by_state),
         fractions=fractions, intervals=_wilson_all(fractions), **values)
+
+
+def _scalar(fraction) -> tuple[int, int, float]:
+    k, n, scale = fraction
+    return int(k[0]), int(n[0]), scale
 
 
 @dataclass(frozen=True)
@@ -528,34 +520,14 @@ def abstention_metrics(y, pred, *, confidence=None, positive_name: str = "fake",
     """
     table = outcome_table(y, pred)
     (abstain_neg, abstain_pos), (tn, fn), (fp, tp) = (tuple(int(v) for v in row) for row in table)
-    n = int(table.sum())
-    n_pos, n_neg = tp + fn + abstain_pos, tn + fp + abstain_neg
-    answered = tp + fp + tn + fn
-    abstain = abstain_pos + abstain_neg
-    fractions = {
-        "coverage": (answered, n, 1.0),
-        "abstain_rate": (abstain, n, 1.0),
-        "abstain_rate_pos": (abstain_pos, n_pos, 1.0),
-        "abstain_rate_neg": (abstain_neg, n_neg, 1.0),
-        "coverage_pos": (tp + fn, n_pos, 1.0),
-        "coverage_neg": (tn + fp, n_neg, 1.0),
-        "accuracy": (tp + tn, n, 1.0),
-        "accuracy_answered": (tp + tn, answered, 1.0),
-        "precision_pos": (tp, tp + fp, 1.0),
-        "recall_pos": (tp, tp + fn, 1.0),
-        "precision_neg": (tn, tn + fn, 1.0),
-        "recall_neg": (tn, tn + fp, 1.0),
-        "slip_rate": (fn, n_pos, 1.0),
-        "false_flag_rate": (fp, n_neg, 1.0),
-        "catch_rate": (tp, n_pos, 1.0),
-        "pass_rate": (tn, n_neg, 1.0),
-    }
+    fractions = {name: _scalar(f)
+                 for name, f in outcomes.abstention_fractions(table[None]).items()}
     values = {name: _ratio(*f) for name, f in fractions.items()}
     # Ratios that are not proportions come from the shared confusion kernel (contract §4).
-    positive = confusion_from_counts(tp, fp, tn, fn)
-    negative = confusion_from_counts(tn, fn, tp, fp)  # the negative class as "positive"
-    values.update(f1_pos=positive.f1, f1_neg=negative.f1, mcc=positive.mcc,
-                  balanced_accuracy=positive.balanced_accuracy)
+    values.update({name: float(v[0])
+                   for name, v in outcomes.abstention_ratios(table[None]).items()})
+    n = int(table.sum())
+    n_pos, n_neg = tp + fn + abstain_pos, tn + fp + abstain_neg
     ece_value, brier_value = _calibration(y, pred, confidence)
     return AbstentionMetrics(
         n=n, n_pos=n_pos, n_neg=n_neg, tp=tp, fp=fp, tn=tn, fn=fn, abstain_pos=abstain_pos,

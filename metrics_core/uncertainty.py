@@ -35,6 +35,7 @@ __all__ = [
     "bootstrap_cis",
     "percentile_ci",
     "weighted_mean",
+    "weighted_means",
     "weighted_ratio",
     "wilson_interval",
 ]
@@ -245,9 +246,11 @@ def percentile_ci(values, *, level: float = 0.95, unit: str = "query") -> CI:
 
 def bootstrap_cis(statistics: Mapping[str, Statistic], n_units: int, *, unit_of_row=None,
                   n_resamples: int = 10_000, seed: int = 0, level: float = 0.95,
-                  batch_size: int | None = None, unit: str | None = None) -> dict[str, CI]:
+                  batch_size: int | None = None, unit: str | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> dict:
     """Percentile bootstrap intervals of several statistics over the same resamples (§9).
 
+    The one bootstrap of the project: the report, the dashboard and the benchmarks call it.
     Each batch of count matrices is drawn once and passed (as float64 row weights) to every
     statistic, so the statistics see identical resamples and the result of each equals
     :func:`bootstrap_ci` with the same seed.
@@ -257,12 +260,17 @@ def bootstrap_cis(statistics: Mapping[str, Statistic], n_units: int, *, unit_of_
     statistics : mapping of name -> callable
         ``statistic(weights)`` with ``weights`` float64 of shape ``(b, n_rows)`` returns an
         array of shape ``(b,)``; ``nan`` marks a resample where the statistic is undefined.
+        A statistic with a ``names`` attribute (:func:`weighted_means`) returns ``(b, m)``,
+        one column per name, and gives one interval per name; any other statistic returning
+        ``(b, m)`` gives a tuple of ``m`` intervals (e.g. one per criterion).
     n_units : int
         Resampling units. Without ``unit_of_row`` the units are the rows.
     unit_of_row : array-like of int, optional
         Unit index of every row (e.g. the post of every query): the cluster bootstrap.
     unit : str, optional
         Label stored in the :class:`CI`; default ``"query"``, or ``"post"`` with ``unit_of_row``.
+    progress : callable, optional
+        ``progress(done, total)`` after every batch; an exception it raises cancels the run.
     """
     if unit is None:
         unit = "query" if unit_of_row is None else "post"
@@ -277,18 +285,33 @@ def bootstrap_cis(statistics: Mapping[str, Statistic], n_units: int, *, unit_of_
         batch_size = max(1, _BATCH_ELEMENTS // n_rows)
     boot = Bootstrap(n_units, n_resamples=n_resamples, seed=seed, batch_size=batch_size)
     collected: dict[str, list[np.ndarray]] = {name: [] for name in statistics}
+    done = 0
     for counts in boot.count_batches():
         weights = counts.astype(np.float64)
         if unit_of_row is not None:
             weights = Bootstrap.expand(weights, unit_of_row)
         for name, statistic in statistics.items():
             values = np.asarray(statistic(weights), dtype=np.float64)
-            if values.shape != (weights.shape[0],):
-                raise ValueError(f"statistic {name!r} must return shape ({weights.shape[0]},), "
-                                 f"got {values.shape}")
+            if values.shape[:1] != (weights.shape[0],) or values.ndim > 2:
+                raise ValueError(f"statistic {name!r} must return shape ({weights.shape[0]},) "
+                                 f"or ({weights.shape[0]}, m), got {values.shape}")
             collected[name].append(values)
-    return {name: percentile_ci(np.concatenate(parts), level=level, unit=unit)
-            for name, parts in collected.items()}
+        done += counts.shape[0]
+        if progress is not None:
+            progress(done, n_resamples)
+    out: dict = {}
+    for name, parts in collected.items():
+        values = np.concatenate(parts)
+        names = getattr(statistics[name], "names", None)
+        if values.ndim == 1:
+            out[name] = percentile_ci(values, level=level, unit=unit)
+        elif names is not None:
+            for j, sub in enumerate(names):
+                out[sub] = percentile_ci(values[:, j], level=level, unit=unit)
+        else:
+            out[name] = tuple(percentile_ci(values[:, j], level=level, unit=unit)
+                              for j in range(values.shape[1]))
+    return out
 
 
 def bootstrap_ci(statistic: Statistic, n_units: int, *, unit_of_row=None,
@@ -339,6 +362,30 @@ def weighted_mean(values, mask=None) -> Statistic:
     def statistic(weights: np.ndarray) -> np.ndarray:
         return _ratio(weights @ v, weights @ m)
 
+    return statistic
+
+
+def weighted_means(columns: Mapping[str, tuple]) -> Statistic:
+    """Statistic of several weighted means at once (one matrix product per batch).
+
+    ``columns`` maps a name to ``(values, mask)`` (mask ``None`` = every row); the statistic
+    returns ``(b, m)`` and carries ``names``, so :func:`bootstrap_cis` gives one interval per
+    name, equal to :func:`weighted_mean` of each column.
+    """
+    names = tuple(columns)
+    first = np.asarray(next(iter(columns.values()))[0]) if names else np.empty(0)
+    num = np.zeros((first.size, len(names)))
+    den = np.zeros((first.size, len(names)))
+    for j, name in enumerate(names):
+        values, mask = columns[name]
+        keep = np.ones(first.size, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        num[:, j] = np.where(keep, np.nan_to_num(np.asarray(values, dtype=np.float64)), 0.0)
+        den[:, j] = keep
+
+    def statistic(weights: np.ndarray) -> np.ndarray:
+        return _ratio(weights @ num, weights @ den)
+
+    statistic.names = names
     return statistic
 
 

@@ -1,0 +1,92 @@
+"""Bootstrap intervals of a run's records, through the one bootstrap of :mod:`uncertainty` (§9).
+
+Two sets of statistics share the seeded resamples: the data-only ones (AUROC, AUPRC, ECE,
+Brier, the ranking means, AUROC per criterion), cached per bootstrap / ranking / calibration
+settings, and the setting-dependent means (evidence recall / precision, mean K). Every interval
+keeps the number of resamples on which its statistic was defined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from metrics_core import calibration, classification
+from metrics_core.uncertainty import CI, bootstrap_cis, weighted_means
+
+__all__ = ["Intervals", "data_intervals", "operating_intervals"]
+
+
+class Intervals(dict):
+    """Metric name -> :class:`~metrics_core.uncertainty.CI`, plus the method that made them."""
+
+    def __init__(self, method: str | None = None):
+        super().__init__()
+        self.method = method
+
+    def pair(self, name: str) -> tuple[tuple[float, float] | None, int | None]:
+        """``((lo, hi), n_valid)`` of ``name``; ``(None, n_valid)`` when no resample was valid."""
+        ci = self.get(name)
+        if not isinstance(ci, CI):
+            return None, None
+        return ((float(ci.lo), float(ci.hi)) if ci.defined else None), ci.n_valid
+
+
+def _run(ev, cfg, statistics: dict, progress) -> dict:
+    ds = ev.ds
+    unit_of_row = ds.post_code if cfg.bootstrap_unit == "post" else None
+    n_units = int(ds.posts.size) if unit_of_row is not None else ds.n_queries
+    return bootstrap_cis(statistics, n_units, unit_of_row=unit_of_row,
+                         n_resamples=cfg.bootstrap, seed=cfg.seed, unit=cfg.bootstrap_unit,
+                         progress=progress)
+
+
+def _method(cfg) -> str:
+    return f"bootstrap ({cfg.bootstrap_unit}, {cfg.bootstrap} resamples, seed {cfg.seed})"
+
+
+def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
+    """Percentile CIs of the data-only metrics (cached per bootstrap settings and variants)."""
+    if cfg.bootstrap == 0 or ev.ds.n_queries == 0:
+        return Intervals(None)
+
+    def compute():
+        ds = ev.ds
+        y, p = ds.y, ds.p
+        rk, rmask = ev.ranking(cfg), ev.ranking_mask(cfg)
+        columns = {name: (values, rmask) for name, values in rk.items()
+                   if not name.startswith("hit@")}
+        columns["brier"] = ((p - y) ** 2, None)
+        conf, outcome = ev.calibration_inputs(cfg)
+        crit = ds.criterion_code
+        members = [crit == c for c in range(len(ds.criteria))]
+
+        def discrimination(w):
+            return np.stack(classification.auroc_auprc_weighted(y, p, w), axis=1)
+
+        discrimination.names = ("auroc", "auprc")
+        statistics = {
+            "means": weighted_means(columns),
+            "discrimination": discrimination,
+            "ece": lambda w: calibration.ece_weighted(outcome, conf, w, n_bins=cfg.n_bins,
+                                                      strategy=cfg.binning),
+            "auroc_by_criterion": lambda w: np.stack(
+                [classification.roc_auc_weighted(y[m], p[m], w[:, m]) for m in members],
+                axis=1),
+        }
+        out = Intervals(_method(cfg))
+        out.update(_run(ev, cfg, statistics, progress))
+        return out
+
+    key = ("bootstrap", cfg.bootstrap_config, cfg.ranking, cfg.calibration)
+    return ev._memo(key, compute)
+
+
+def operating_intervals(ev, cfg, columns: dict, progress: Callable | None = None) -> Intervals:
+    """Percentile CIs of the setting-dependent means (evidence recall / precision, mean K)."""
+    if cfg.bootstrap == 0 or ev.ds.n_queries == 0:
+        return Intervals(None)
+    out = Intervals(_method(cfg))
+    out.update(_run(ev, cfg, {"means": weighted_means(columns)}, progress))
+    return out

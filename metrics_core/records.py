@@ -1,0 +1,232 @@
+"""What a run reports: metric records, consistency checks and the :class:`Evaluation` (§11).
+
+``Evaluation.to_dict()`` is ``metrics_master.json``: the configuration (filters included), the
+data summary, the run fingerprint, every :class:`MetricRecord`, the per-criterion and per-fold
+tables, the fold summary, the γ sweep, the gate grid, the ranking distributions, the reliability
+bins, the selected-K table and the consistency checks. The CLI, the dashboard and the exports
+all read the same object.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from metrics_core import registry
+
+__all__ = ["Check", "Evaluation", "MetricRecord", "clean", "frame_records"]
+
+SCHEMA = "metrics_master/1"
+
+
+@dataclass(frozen=True)
+class MetricRecord:
+    """One reported number (contract §11): what it is, on which subset, how sure we are.
+
+    ``value`` is ``None`` when the metric is undefined and no convention applies; where a seed
+    fixes a convention (one-class AUROC = 0.5) the value is that convention and ``defined`` is
+    false. ``ci95`` is ``(lo, hi)`` or ``None``; ``ci_method`` says how it was computed and, for
+    a bootstrap interval, ``ci_valid`` how many resamples gave a defined value.
+    """
+
+    name: str
+    value: float | None
+    subset: str
+    n: int
+    ci95: tuple[float, float] | None = None
+    defined: bool = True
+    interpretation: str = ""
+    group: str = ""
+    ci_method: str | None = None
+    variant: str | None = None
+    ci_valid: int | None = None
+
+    @property
+    def label(self) -> str:
+        return registry.label(self.name)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "value": clean(self.value), "subset": self.subset,
+                "n": int(self.n),
+                "ci95": None if self.ci95 is None else [clean(self.ci95[0]),
+                                                         clean(self.ci95[1])],
+                "defined": bool(self.defined), "interpretation": self.interpretation,
+                "group": self.group, "ci_method": self.ci_method,
+                "ci_valid_resamples": self.ci_valid, "variant": self.variant}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One consistency check (contract §10): ``passed`` is ``None`` when it does not apply."""
+
+    name: str
+    passed: bool | None
+    detail: str
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "passed": self.passed, "detail": self.detail}
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluation:
+    """Everything one run reports; build it with :meth:`Evaluator.evaluate`."""
+
+    config: object
+    summary: dict
+    records: tuple[MetricRecord, ...]
+    checks: tuple[Check, ...]
+    gate: object
+    abstention: object
+    confusion: object
+    tpr_at_fpr: tuple
+    roc: object
+    pr: object
+    reliability: object
+    k: np.ndarray
+    states: np.ndarray
+    k_summary: object
+    multilabel: dict
+    ranking_summary: dict
+    audit: object | None = None
+    run: dict = field(default_factory=dict)
+    _index: dict = field(default_factory=dict, repr=False)
+    _tables: dict = field(default_factory=dict, repr=False)
+
+    # The tables are built on first use: a slider move that shows one page pays for one table.
+    def _table(self, name: str):
+        value = self._tables[name]
+        if callable(value):
+            value = self._tables[name] = value()
+        return value
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        """One row per query: labels, p, gate state, selected K, evidence hits, ranking values."""
+        return self._table("per_query")
+
+    @property
+    def per_criterion(self) -> pd.DataFrame:
+        """Every per-group metric per criterion, then ``micro`` (pooled) and ``macro`` rows.
+
+        Undefined values are NaN and left out of the macro mean; ``attrs["n_groups"]`` says
+        over how many criteria each macro value averages.
+        """
+        return self._table("per_criterion")
+
+    @property
+    def per_fold(self) -> pd.DataFrame | None:
+        """Every per-group metric per fold, then ``mean``, ``std`` (ddof 0) and ``pooled``."""
+        return self._table("per_fold")
+
+    @property
+    def fold_summary(self) -> pd.DataFrame | None:
+        """Per metric: mean ± std over folds beside the pooled value and its 95 % CI."""
+        return self._table("fold_summary")
+
+    @property
+    def gamma_sweep(self) -> pd.DataFrame:
+        """Mean K, evidence recall / precision and workload over γ (seed 003 §8.2)."""
+        return self._table("gamma_sweep")
+
+    @property
+    def gate_grid(self) -> pd.DataFrame:
+        """Screening, alert and workload metrics over the (τ_neg, τ_pos) grid (§6)."""
+        return self._table("gate_grid")
+
+    def record(self, name: str) -> MetricRecord:
+        """The record called ``name`` (KeyError listing the names if there is none)."""
+        if not self._index:
+            self._index.update({r.name: r for r in self.records})
+        try:
+            return self._index[name]
+        except KeyError:
+            raise KeyError(f"no metric record {name!r}; have: "
+                           f"{', '.join(r.name for r in self.records)}") from None
+
+    def records_frame(self) -> pd.DataFrame:
+        """The records as a table: name, value, ci_lo, ci_hi, subset, n, defined, ..."""
+        rows = []
+        for r in self.records:
+            lo, hi = r.ci95 if r.ci95 is not None else (np.nan, np.nan)
+            rows.append({"group": r.group, "name": r.name,
+                         "value": np.nan if r.value is None else r.value,
+                         "ci_lo": lo, "ci_hi": hi, "ci_method": r.ci_method,
+                         "subset": r.subset, "n": r.n, "defined": r.defined,
+                         "variant": r.variant, "interpretation": r.interpretation})
+        return pd.DataFrame(rows)
+
+    def reliability_frame(self) -> pd.DataFrame:
+        t = self.reliability
+        return pd.DataFrame({"lo": t.lo, "hi": t.hi, "count": t.count,
+                             "mean_confidence": t.mean_confidence,
+                             "observed_frequency": t.observed_frequency,
+                             "wilson_lo": t.wilson_lo, "wilson_hi": t.wilson_hi, "gap": t.gap})
+
+    def k_summary_frame(self) -> pd.DataFrame:
+        """Selected-K statistics overall, by gate state and by has_evidence (§7)."""
+        return self.k_summary.table()
+
+    def ranking_frame(self) -> pd.DataFrame:
+        """Mean, std, median, P25, P75 and n of every ranking metric (§3)."""
+        return pd.DataFrame([{"name": name, "mean": s.mean, "std": s.std, "median": s.median,
+                              "p25": s.p25, "p75": s.p75, "n": s.n}
+                             for name, s in self.ranking_summary.items()])
+
+    def to_dict(self) -> dict:
+        """``metrics_master.json``: configuration, data summary, records, tables, checks."""
+        per_fold = self.per_fold
+        out = {
+            "schema": SCHEMA,
+            "generated_by": self.run.get("generated_by"),
+            "run": self.run,
+            "config": self.config.to_dict(),
+            "dataset": self.summary,
+            "metrics": [r.to_dict() for r in self.records],
+            "tpr_at_fpr": [{"target_fpr": t.target, "tpr": t.tpr, "fpr": t.fpr,
+                            "threshold": t.threshold} for t in self.tpr_at_fpr],
+            "ranking_distribution": frame_records(self.ranking_frame()),
+            "reliability": frame_records(self.reliability_frame()),
+            "k_by_state": frame_records(self.k_summary_frame()),
+            "gamma_sweep": frame_records(self.gamma_sweep),
+            "gate_grid": frame_records(self.gate_grid),
+            "per_criterion": frame_records(self.per_criterion.reset_index()),
+            "per_criterion_macro_over": self.per_criterion.attrs.get("n_groups"),
+            "per_fold": None if per_fold is None else frame_records(per_fold.reset_index()),
+            "per_fold_mean_over": None if per_fold is None else per_fold.attrs.get("n_groups"),
+            "fold_summary": None if self.fold_summary is None
+            else frame_records(self.fold_summary),
+            "consistency_checks": [c.to_dict() for c in self.checks],
+        }
+        if self.audit is not None and hasattr(self.audit, "to_dict"):
+            out["audit"] = self.audit.to_dict()
+        return clean(out)
+
+    def to_json(self, **kwargs) -> str:
+        kwargs.setdefault("indent", 2)
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+
+def clean(obj):
+    """JSON-safe: NaN / inf -> None, numpy scalars -> Python, tuples -> lists."""
+    if isinstance(obj, dict):
+        return {str(k): clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [clean(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [clean(v) for v in obj.tolist()]
+    if isinstance(obj, np.bool_ | bool):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        value = float(obj)
+        return value if math.isfinite(value) else None
+    return obj
+
+
+def frame_records(frame: pd.DataFrame) -> list[dict]:
+    return [clean(row) for row in frame.to_dict(orient="records")]

@@ -1,0 +1,295 @@
+"""What the project knows about each metric, in one place (contract §3-§8, docs/CONTRACT.md).
+
+One :class:`MetricSpec` per metric: its name, label, plain-language description, contract
+section and record group, range, direction, unit, and whether it is a headline number or part
+of the per-criterion / per-fold tables. The records' interpretation, the consistency check on
+ranges, the invariance tests, the dashboard labels and the CLI summary all read it. Families
+parameterised by a cut-off or a target (``recall@10``, ``tpr@fpr=0.05``) have one spec whose
+``name`` ends in ``@`` or ``=``.
+
+Adding a metric is one spec here and one kernel that computes it (docs/ARCHITECTURE.md).
+
+>>> spec("ndcg@10").label, spec("ndcg@10").section, describe("recall@5")
+('nDCG@10', 3, 'share of a query's gold sentences in the top 5, averaged')
+>>> in_range("mcc", -0.4), in_range("sensitivity", 1.2), in_range("workload", 1e6)
+(True, False, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+__all__ = [
+    "GATE_STATES",
+    "SPECS",
+    "MetricSpec",
+    "describe",
+    "headline",
+    "in_range",
+    "label",
+    "spec",
+]
+
+#: Gate state names in code order (0, 1, 2), contract §6.
+GATE_STATES = ("NEG", "UNCERTAIN", "POS")
+
+PROPORTION = (0.0, 1.0)
+CORRELATION = (-1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric of the contract.
+
+    ``bounds`` is the closed range of a valid value (``None``: unbounded, e.g. a count);
+    ``higher_is_better`` is ``None`` where neither direction is better (a rate of a state);
+    ``per_group`` says whether the per-criterion / per-fold tables carry it; ``headline``
+    whether the overview and the CLI summary show it. ``unit`` is one of ``proportion``,
+    ``count``, ``per_1000``, ``sentences``, ``probability``, ``correlation``.
+    """
+
+    name: str
+    label: str
+    description: str
+    section: int
+    group: str
+    bounds: tuple[float, float] | None = PROPORTION
+    higher_is_better: bool | None = True
+    unit: str = "proportion"
+    headline: bool = False
+    per_group: bool = True
+
+    @property
+    def family(self) -> bool:
+        """True for a parameterised family (``recall@`` covers ``recall@10``)."""
+        return self.name.endswith(("@", "="))
+
+
+def _s(name, label, description, section, group, **kw) -> MetricSpec:
+    return MetricSpec(name, label, description, section, group, **kw)
+
+
+_CLS, _CONF, _CAL = "classification", "confusion", "calibration"
+_GATE, _ABST, _RANK, _DK, _ML = ("gate", "gate (abstention view)", "ranking", "dynamic_k",
+                                 "multilabel")
+_COUNT = {"bounds": None, "higher_is_better": None, "unit": "count"}
+
+#: Every metric, in report order.
+SPECS: tuple[MetricSpec, ...] = (
+    # §4 classification
+    _s("auroc", "AUROC", "chance that a random query with evidence scores above one without "
+       "(0.5 = chance)", 4, _CLS, headline=True),
+    _s("auprc", "AUPRC", "average precision over all recall levels; compare with the positive "
+       "rate, not 0.5", 4, _CLS, headline=True),
+    _s("tpr@fpr=", "TPR at FPR ≤ {t:.0%}", "share of evidence queries caught when at most "
+       "{t:.0%} of no-evidence queries alarm", 4, _CLS, per_group=False),
+    _s("threshold@fpr=", "threshold at FPR ≤ {t:.0%}", "probability threshold that operates "
+       "at FPR ≤ {t:.0%}", 4, _CLS, higher_is_better=None, unit="probability",
+       per_group=False),
+    # §4 confusion at τ
+    _s("tp", "TP", "evidence queries predicted positive at τ", 4, _CONF, **_COUNT),
+    _s("fp", "FP", "no-evidence queries predicted positive at τ", 4, _CONF, **_COUNT),
+    _s("tn", "TN", "no-evidence queries predicted negative at τ", 4, _CONF, **_COUNT),
+    _s("fn", "FN", "evidence queries predicted negative at τ (missed)", 4, _CONF, **_COUNT),
+    _s("sensitivity", "Sensitivity", "share of evidence queries predicted positive at τ", 4,
+       _CONF, headline=True),
+    _s("specificity", "Specificity", "share of no-evidence queries predicted negative at τ", 4,
+       _CONF, headline=True),
+    _s("fpr", "FPR", "share of no-evidence queries wrongly predicted positive at τ", 4, _CONF,
+       higher_is_better=False),
+    _s("precision", "Precision (PPV)", "share of positive predictions at τ that have evidence",
+       4, _CONF, headline=True),
+    _s("npv", "NPV", "share of negative predictions at τ that truly have no evidence", 4,
+       _CONF),
+    _s("f1", "F1", "harmonic mean of precision and sensitivity at τ", 4, _CONF, headline=True),
+    _s("mcc", "MCC", "correlation of predictions at τ with the truth (−1 … 1, 0 = chance)", 4,
+       _CONF, bounds=CORRELATION, unit="correlation", headline=True),
+    _s("balanced_accuracy", "Balanced accuracy", "mean of sensitivity and specificity at τ", 4,
+       _CONF),
+    # §5 calibration
+    _s("ece", "ECE", "average gap between predicted probability and observed frequency "
+       "(0 = calibrated)", 5, _CAL, higher_is_better=False, headline=True),
+    _s("mce", "MCE", "largest gap between predicted probability and observed frequency in any "
+       "bin", 5, _CAL, higher_is_better=False),
+    _s("brier", "Brier score", "mean squared error of the probabilities (0 = perfect; lower is "
+       "better)", 5, _CAL, higher_is_better=False, headline=True),
+    # §6 gate
+    _s("neg_rate", "NEG rate (auto-cleared)", "share of queries the gate screens out (NEG, "
+       "skipped)", 6, _GATE, higher_is_better=None),
+    _s("uncertain_rate", "UNCERTAIN rate (review)", "share of queries sent to conservative "
+       "review (UNCERTAIN)", 6, _GATE, higher_is_better=None),
+    _s("pos_rate", "POS rate (alert)", "share of queries flagged as high-confidence alerts "
+       "(POS)", 6, _GATE, higher_is_better=None),
+    _s("review_rate", "Workload (share sent to review: UNCERTAIN + POS)", "share of queries a "
+       "person reads (UNCERTAIN or POS)", 6, _GATE, higher_is_better=None),
+    _s("alert_rate_per_1000", "Alerts per 1,000", "high-confidence alerts per 1,000 queries", 6,
+       _GATE, bounds=(0.0, 1000.0), higher_is_better=None, unit="per_1000", headline=True),
+    _s("screening_sensitivity", "Screening sensitivity", "share of evidence queries the gate "
+       "does not screen out (target ≥ 0.995)", 6, _GATE, headline=True),
+    _s("screening_fn_per_1000", "Missed positives (FN) per 1,000", "evidence queries screened "
+       "out (missed) per 1,000 queries (target ≤ 5)", 6, _GATE, bounds=(0.0, 1000.0),
+       higher_is_better=False, unit="per_1000", headline=True),
+    _s("alert_precision", "Alert precision", "share of POS alerts that truly have evidence "
+       "(target ≥ 0.90)", 6, _GATE, headline=True),
+    # §6 abstention view (seed 004): POS answers positive, NEG negative, UNCERTAIN abstains
+    _s("coverage", "Coverage", "share of queries the gate answers (NEG or POS), abstention "
+       "view", 6, _ABST, higher_is_better=None),
+    _s("abstain_rate", "Abstain rate", "share of queries the gate abstains on (UNCERTAIN)", 6,
+       _ABST, higher_is_better=None),
+    _s("abstain_rate_pos", "Abstain rate (evidence)", "share of evidence queries the gate "
+       "abstains on", 6, _ABST, higher_is_better=None),
+    _s("abstain_rate_neg", "Abstain rate (no evidence)", "share of no-evidence queries the "
+       "gate abstains on", 6, _ABST, higher_is_better=None),
+    _s("accuracy", "Accuracy (abstain = wrong)", "share answered correctly, abstentions "
+       "counted as wrong", 6, _ABST),
+    _s("accuracy_answered", "Accuracy (answered)", "share correct among answered queries", 6,
+       _ABST),
+    _s("precision_pos", "Precision (POS answers)", "share of POS answers that have evidence",
+       6, _ABST),
+    _s("recall_pos", "Recall (evidence, answered)", "share of answered evidence queries "
+       "answered POS", 6, _ABST),
+    _s("f1_pos", "F1 (evidence)", "F1 of the POS answers over answered queries", 6, _ABST),
+    _s("precision_neg", "Precision (NEG answers)", "share of NEG answers that truly have no "
+       "evidence", 6, _ABST),
+    _s("recall_neg", "Recall (no evidence, answered)", "share of answered no-evidence queries "
+       "answered NEG", 6, _ABST),
+    _s("f1_neg", "F1 (no evidence)", "F1 of the NEG answers over answered queries", 6, _ABST),
+    _s("balanced_accuracy_answered", "Balanced accuracy (answered)", "mean of the two "
+       "recalls over answered queries", 6, _ABST),
+    _s("mcc_answered", "MCC (answered)", "correlation of the answers with the truth over "
+       "answered queries (−1 … 1)", 6, _ABST, bounds=CORRELATION, unit="correlation"),
+    _s("slip_rate", "Slip rate", "share of evidence queries answered NEG (slipped through)", 6,
+       _ABST, higher_is_better=False),
+    _s("false_flag_rate", "False-flag rate", "share of no-evidence queries answered POS (false "
+       "flags)", 6, _ABST, higher_is_better=False),
+    _s("catch_rate", "Catch rate", "share of evidence queries answered POS", 6, _ABST),
+    _s("pass_rate", "Pass rate", "share of no-evidence queries answered NEG", 6, _ABST),
+    # §3 ranking
+    _s("recall@", "Recall@{k}", "share of a query's gold sentences in the top {k}, averaged",
+       3, _RANK),
+    _s("precision@", "Precision@{k}", "share of the top {k} sentences that are gold, averaged",
+       3, _RANK),
+    _s("hit@", "Hit@{k}", "share of queries with at least one gold sentence in the top {k}", 3,
+       _RANK),
+    _s("map@", "MAP@{k}", "average precision at the gold hits within the top {k}, averaged", 3,
+       _RANK),
+    _s("ndcg@", "nDCG@{k}", "rank-discounted gain of gold in the top {k} relative to the ideal "
+       "(1 = perfect)", 3, _RANK),
+    _s("mrr@", "MRR@{k}", "1 / rank of the first gold sentence if within the top {k}, "
+       "averaged", 3, _RANK),
+    _s("mrr", "MRR", "1 / rank of the first gold sentence, averaged (1/MRR ≈ typical first gold "
+       "rank)", 3, _RANK, headline=True),
+    # §7 dynamic-K
+    _s("evidence_recall", "Evidence recall", "share of gold sentences inside the dynamically "
+       "selected K, averaged", 7, _DK, headline=True),
+    _s("evidence_precision", "Evidence precision", "share of selected sentences that are gold, "
+       "averaged", 7, _DK, headline=True),
+    _s("mean_k", "Mean K", "sentences selected per query on average", 7, _DK, bounds=None,
+       higher_is_better=None, unit="sentences", headline=True),
+    _s("median_k", "Median K", "median sentences selected per query", 7, _DK, bounds=None,
+       higher_is_better=None, unit="sentences", per_group=False),
+    _s("p90_k", "P90 K", "90th percentile of sentences selected per query (workload planning)",
+       7, _DK, bounds=None, higher_is_better=None, unit="sentences", per_group=False),
+    _s("workload", "Workload", "sentences extracted in total", 7, _DK, **_COUNT),
+    _s("workload_per_1000", "Sentences per 1,000 queries", "sentences to read per 1,000 "
+       "queries", 7, _DK, bounds=None, higher_is_better=False, unit="per_1000",
+       headline=True),
+    # §8 per-post multi-label
+    _s("exact_match", "Exact match", "share of posts whose every criterion prediction is "
+       "right", 8, _ML, headline=True),
+    _s("hamming_score", "Hamming score", "share of (post, criterion) predictions that are "
+       "right", 8, _ML),
+    _s("hamming_loss", "Hamming loss", "share of (post, criterion) predictions that are wrong",
+       8, _ML, higher_is_better=False),
+    _s("micro_f1", "Micro F1", "F1 pooled over all (post, criterion) pairs", 8, _ML,
+       headline=True),
+    _s("samples_f1", "Samples F1", "mean of per-post F1 (seed 003 calls it “Macro F1”)", 8, _ML,
+       headline=True),
+    _s("macro_f1", "Macro F1", "mean of per-criterion F1", 8, _ML),
+    _s("weighted_f1", "Weighted F1", "per-criterion F1 weighted by gold positives", 8, _ML),
+)
+
+_BY_NAME = MappingProxyType({s.name: s for s in SPECS})
+#: Headline cut-offs and targets of the families (the overview and the CLI summary).
+_HEADLINE_FAMILY = ("tpr@fpr=0.01", "tpr@fpr=0.05", "recall@10", "ndcg@10", "map@10")
+
+
+def _split(name: str) -> tuple[str, str | None]:
+    """``recall@10`` -> (``recall@``, ``10``); ``tpr@fpr=0.05`` -> (``tpr@fpr=``, ``0.05``)."""
+    if name in _BY_NAME:
+        return name, None
+    for sep in ("=", "@"):
+        head, mark, tail = name.rpartition(sep)
+        if mark and head + sep in _BY_NAME:
+            return head + sep, tail
+    raise KeyError(f"no metric spec for {name!r}")
+
+
+def spec(name: str) -> MetricSpec:
+    """The spec of ``name`` (a family member resolves to its family; KeyError if unknown)."""
+    return _BY_NAME[_split(name)[0]]
+
+
+def _format(template: str, name: str) -> str:
+    family, param = _split(name)
+    if param is None:
+        return template
+    if family.endswith("="):
+        return template.format(t=float(param))
+    return template.format(k=param)
+
+
+def label(name: str) -> str:
+    """Display label, e.g. ``Recall@10``; the name itself when no spec knows it."""
+    try:
+        return _format(spec(name).label, name)
+    except (KeyError, ValueError):
+        return name
+
+
+def describe(name: str) -> str:
+    """Plain-language meaning of a metric name (seed 003 §10.2); '' when unknown."""
+    try:
+        return _format(spec(name).description, name)
+    except (KeyError, ValueError):
+        return ""
+
+
+def in_range(name: str, value: float) -> bool:
+    """True when ``value`` lies within the metric's bounds (always true when unbounded)."""
+    try:
+        bounds = spec(name).bounds
+    except KeyError:
+        return True
+    return bounds is None or bounds[0] <= value <= bounds[1]
+
+
+def headline(names) -> list[str]:
+    """The headline metrics among ``names`` (report order), e.g. for the CLI summary."""
+    names = list(names)
+    present = set(names)
+    out = []
+    for s in SPECS:
+        if s.family:
+            out.extend(n for n in _HEADLINE_FAMILY if n in present and spec(n) is s)
+        elif s.headline and s.name in present:
+            out.append(s.name)
+    return out
+
+
+def group_columns(ks: tuple[int, ...], reference_k: int) -> list[str]:
+    """Metric columns of the per-group tables: every ``per_group`` spec, families at K.
+
+    The ranking families appear at ``reference_k`` (10 by default), as in the overview.
+    """
+    out = []
+    for s in SPECS:
+        if not s.per_group:
+            continue
+        if s.family:
+            if s.group == _RANK and reference_k in ks:
+                out.append(f"{s.name}{reference_k}")
+        else:
+            out.append(s.name)
+    return out

@@ -1,0 +1,190 @@
+"""The records of a run, one function per contract section (§3-§8).
+
+Each function takes the evaluator (data-only parts), the run's :class:`Intermediate` and the
+bootstrap intervals, and appends :class:`MetricRecord` s to a :class:`RecordList`, which takes
+each record's group and interpretation from the registry. Undefined values become ``None``
+with ``defined: false``; a seed convention (one-class AUROC = 0.5) keeps its value, flagged.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from metrics_core import dynamic_k, gate, multilabel, outcomes, registry
+from metrics_core.classification import confusion_from_counts, confusion_rates
+from metrics_core.config import VARIANT_LABELS
+from metrics_core.intervals import Intervals
+from metrics_core.records import MetricRecord
+from metrics_core.uncertainty import wilson_interval
+
+__all__ = ["RecordList", "calibration_records", "classification_records", "dynamic_k_records",
+           "gate_records", "multilabel_records", "ranking_records"]
+
+ALL = "all_queries"
+
+#: Abstention-view record name -> attribute of :class:`~metrics_core.gate.AbstentionMetrics`.
+ABSTENTION_ATTRIBUTES = {
+    "coverage": "coverage", "abstain_rate": "abstain_rate",
+    "abstain_rate_pos": "abstain_rate_pos", "abstain_rate_neg": "abstain_rate_neg",
+    "accuracy": "accuracy", "accuracy_answered": "accuracy_answered",
+    "precision_pos": "precision_pos", "recall_pos": "recall_pos", "f1_pos": "f1_pos",
+    "precision_neg": "precision_neg", "recall_neg": "recall_neg", "f1_neg": "f1_neg",
+    "balanced_accuracy_answered": "balanced_accuracy", "mcc_answered": "mcc",
+    "slip_rate": "slip_rate", "false_flag_rate": "false_flag_rate",
+    "catch_rate": "catch_rate", "pass_rate": "pass_rate",
+}
+
+
+class RecordList(list):
+    """Records in report order; :meth:`add` fills group and interpretation from the registry."""
+
+    def add(self, name, value, subset, n, *, ci=None, ci_method=None, defined=None,
+            variant=None, ci_valid=None) -> None:
+        value = None if value is None else float(value)
+        if defined is None:
+            defined = value is not None and math.isfinite(value)
+        if value is not None and not math.isfinite(value):
+            value = None
+        if ci is not None and not all(v is not None and math.isfinite(v) for v in ci):
+            ci = None
+        self.append(MetricRecord(
+            name=name, value=value, subset=subset, n=int(n), ci95=ci, defined=bool(defined),
+            interpretation=registry.describe(name), group=registry.spec(name).group,
+            ci_method=ci_method if ci is not None else None, variant=variant,
+            ci_valid=ci_valid if ci is not None else None))
+
+    def add_boot(self, name, value, subset, n, boot: Intervals, key=None, **kw) -> None:
+        ci, valid = boot.pair(key or name)
+        self.add(name, value, subset, n, ci=ci, ci_method=boot.method, ci_valid=valid, **kw)
+
+
+def wilson(k, n) -> tuple[float, float] | None:
+    if n <= 0:
+        return None
+    lo, hi = wilson_interval(int(k), int(n))
+    return float(lo), float(hi)
+
+
+def fmt_t(t: float) -> str:
+    return f"{t:.2f}" if round(t, 2) == t else f"{t:g}"
+
+
+# ---------------------------------------------------------------------------------- §4
+def classification_records(out: RecordList, ev, inter, boot: Intervals):
+    """AUROC, AUPRC, TPR at FPR targets, and the confusion metrics at τ (§4).
+
+    Returns the :class:`~metrics_core.classification.Confusion` at τ.
+    """
+    ds, cfg = ev.ds, inter.cfg
+    n, n_pos = ds.n_queries, ds.n_positive
+    cls = ev.classification()
+    for name in ("auroc", "auprc"):
+        out.add_boot(name, cls[name].value, ALL, n, boot, defined=cls[name].defined)
+    for t in ev.tpr_at_fpr(cfg):
+        out.add(f"tpr@fpr={fmt_t(t.target)}", t.tpr, ALL, n,
+                ci=wilson(round(t.tpr * n_pos), n_pos) if math.isfinite(t.tpr) else None,
+                ci_method="wilson")
+        out.add(f"threshold@fpr={fmt_t(t.target)}", t.threshold, ALL, n,
+                defined=math.isfinite(t.threshold))
+    tp, fp, tn, fn = (int(c[0]) for c in outcomes.confusion_cells(
+        outcomes.outcome_counts(ds.y, inter.pred)))
+    subset = f"{ALL} @ τ={cfg.threshold:g}"
+    for name, value in (("tp", tp), ("fp", fp), ("tn", tn), ("fn", fn)):
+        out.add(name, value, subset, n)
+    proportions = {"sensitivity": (tp, tp + fn), "specificity": (tn, tn + fp),
+                   "fpr": (fp, tn + fp), "precision": (tp, tp + fp), "npv": (tn, tn + fn)}
+    rates = confusion_rates(tp, fp, tn, fn)
+    for name in ("sensitivity", "specificity", "fpr", "precision", "npv", "f1", "mcc",
+                 "balanced_accuracy"):
+        k, m = proportions.get(name, (0, 0))
+        out.add(name, rates[name], subset, n, ci=wilson(k, m) if name in proportions else None,
+                ci_method="wilson")
+    return confusion_from_counts(tp, fp, tn, fn, threshold=cfg.threshold)
+
+
+# ---------------------------------------------------------------------------------- §5
+def calibration_records(out: RecordList, ev, inter, boot: Intervals) -> None:
+    """ECE, MCE (of the calibration view and binning) and Brier (§5)."""
+    cfg, n = inter.cfg, ev.ds.n_queries
+    rel = ev.reliability(cfg)
+    view = VARIANT_LABELS["calibration_view"][cfg.calibration_view]
+    variant = f"{view}; {cfg.n_bins} {VARIANT_LABELS['binning'][cfg.binning]}"
+    out.add_boot("ece", rel.ece, ALL, n, boot, variant=variant)
+    out.add("mce", rel.mce, ALL, n, variant=variant)
+    out.add_boot("brier", ev.brier(), ALL, n, boot, variant="positive class p")
+
+
+# ---------------------------------------------------------------------------------- §6
+def gate_records(out: RecordList, ev, inter, abstention) -> None:
+    """Workload, screening and alert metrics of the gate, then its abstention view (§6)."""
+    ds, cfg = ev.ds, inter.cfg
+    subset = f"{ALL} @ τ_neg={cfg.tau_neg:g}, τ_pos={cfg.tau_pos:g}"
+    table = outcomes.outcome_counts(ds.y, gate.states_to_prediction(inter.states))
+    for name, (value, lo, hi) in outcomes.with_intervals(outcomes.gate_fractions(table)).items():
+        ci = None if math.isnan(lo[0]) else (float(lo[0]), float(hi[0]))
+        out.add(name, value[0], subset, ds.n_queries, ci=ci, ci_method="wilson")
+    for name, attribute in ABSTENTION_ATTRIBUTES.items():
+        out.add(name, getattr(abstention, attribute), subset, ds.n_queries,
+                ci=abstention.intervals.get(attribute), ci_method="wilson")
+
+
+# ---------------------------------------------------------------------------------- §3
+def ranking_records(out: RecordList, ev, inter, boot: Intervals, summary: dict) -> None:
+    """Mean of every ranking metric on the ranking protocol's queries (§3)."""
+    cfg = inter.cfg
+    variant = (f"precision {VARIANT_LABELS['precision_denominator'][cfg.precision_denominator]}"
+               f"; map {VARIANT_LABELS['map_denominator'][cfg.map_denominator]}"
+               f"; {VARIANT_LABELS['gain'][cfg.gain]}")
+    for name, s in summary.items():
+        if name.startswith("hit@"):
+            ci = wilson(round(s.mean * s.n), s.n) if s.n and math.isfinite(s.mean) else None
+            out.add(name, s.mean, cfg.ranking_protocol, s.n, ci=ci, ci_method="wilson",
+                    variant=variant)
+        else:
+            out.add_boot(name, s.mean, cfg.ranking_protocol, s.n, boot, variant=variant)
+
+
+# ---------------------------------------------------------------------------------- §7
+def dynamic_k_records(out: RecordList, ev, inter, boot: Intervals, k_summary) -> None:
+    """Evidence recall / precision of the selected K, K statistics and workload (§7)."""
+    cfg, n = inter.cfg, ev.ds.n_queries
+    variant = (f"γ={cfg.gamma:g}, γ_uncertain={cfg.gamma_uncertain:g}, k_min={cfg.k_min}, "
+               f"hard_cap={cfg.hard_cap}, k_max_ratio={cfg.k_max_ratio:g}, "
+               f"{'gate-aware' if cfg.gate_aware else 'gate-blind'}, "
+               f"{VARIANT_LABELS['mass'][cfg.mass]}")
+    n_e = int(inter.emask.sum())
+    for name, values in (("evidence_recall", inter.rec), ("evidence_precision", inter.prec)):
+        out.add_boot(name, np.mean(values[inter.emask]) if n_e else None,
+                     cfg.evidence_protocol, n_e, boot, variant=variant)
+    out.add_boot("mean_k", k_summary.mean, ALL, n, boot, variant=variant)
+    out.add("median_k", k_summary.median, ALL, n, variant=variant)
+    out.add("p90_k", k_summary.p90, ALL, n, variant=variant)
+    out.add("workload", k_summary.total, ALL, n, variant=variant)
+    out.add("workload_per_1000", k_summary.workload_per_1000, ALL, n, variant=variant)
+
+
+def k_summary(inter, y) -> dynamic_k.KSummary:
+    return dynamic_k.k_summary(inter.k, states=inter.states, y=y)
+
+
+# ---------------------------------------------------------------------------------- §8
+def multilabel_values(ds, cfg, states) -> tuple[dict, int]:
+    """Per-post multi-label metrics of a data set under the decision rule, and the posts."""
+    labels = multilabel.decision_labels(ds, rule=cfg.multilabel_rule, threshold=cfg.threshold,
+                                        states=states)
+    matrix, predicted, mask = multilabel.post_matrix(ds, labels)
+    return multilabel.multilabel_metrics(matrix, predicted, mask), int(matrix.shape[0])
+
+
+def multilabel_records(out: RecordList, ml: dict, n_posts: int, cfg) -> None:
+    """Exact match, Hamming and the F1 family over posts (§8)."""
+    variant = VARIANT_LABELS["multilabel_rule"][cfg.multilabel_rule]
+    for name in ("exact_match", "hamming_score", "hamming_loss", "micro_f1", "samples_f1",
+                 "macro_f1", "weighted_f1"):
+        ci = None
+        if name == "exact_match" and math.isfinite(ml[name]):
+            ci = wilson(round(ml[name] * n_posts), n_posts)
+        out.add(name, ml[name], f"{ALL} (per post)", n_posts, ci=ci, ci_method="wilson",
+                variant=variant)
