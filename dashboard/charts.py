@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from metrics_core import registry
 from metrics_core.classification import PrCurve, RocCurve, downsample
 
 __all__ = [
@@ -40,18 +41,13 @@ __all__ = [
 #: Points kept when a curve is drawn (the operating points are always exact).
 MAX_CURVE_POINTS = 2000
 #: Gate state codes (0, 1, 2) and their names (contract §6).
-STATE_NAMES = ("NEG", "UNCERTAIN", "POS")
+STATE_NAMES = registry.GATE_STATES
 _STATE_COLOURS = {"NEG": "#4c78a8", "UNCERTAIN": "#f58518", "POS": "#e45756"}
 _POINT_SYMBOLS = ("circle", "diamond", "square", "triangle-up", "x")
 
-GRID_METRICS = {
-    "screening_sensitivity": "Screening sensitivity",
-    "alert_precision": "Alert precision",
-    "review_rate": "Workload (share sent to review: UNCERTAIN + POS)",
-    "screening_fn_per_1000": "Missed positives per 1,000",
-    "pos_rate": "Alert rate (POS share)",
-    "neg_rate": "Auto-cleared (NEG share)",
-}
+GRID_METRICS = {name: registry.label(name) for name in (
+    "screening_sensitivity", "alert_precision", "review_rate", "screening_fn_per_1000",
+    "pos_rate", "neg_rate")}
 
 
 class OperatingPoint(NamedTuple):

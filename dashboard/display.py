@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import export
+from metrics_core import registry
 
 __all__ = [
     "GATE_LABELS",
@@ -54,21 +55,15 @@ RECORD_COLUMN_CONFIG = {
     "interpretation": st.column_config.TextColumn("interpretation", width="large"),
 }
 
-GATE_LABELS = {
-    "screening_sensitivity": "Screening sensitivity",
-    "screening_fn_per_1000": "Missed positives (FN) per 1,000",
-    "alert_precision": "Alert precision",
-    "alert_rate_per_1000": "Alerts per 1,000",
-    "neg_rate": "NEG rate (auto-cleared)",
-    "uncertain_rate": "UNCERTAIN rate (review)",
-    "pos_rate": "POS rate (alert)",
-}
+#: The gate card's metrics and their labels (from the metric registry).
+GATE_LABELS = {name: registry.label(name) for name in (
+    "screening_sensitivity", "screening_fn_per_1000", "alert_precision", "alert_rate_per_1000",
+    "neg_rate", "uncertain_rate", "pos_rate")}
 
-HEADLINE = ("auroc", "auprc", "tpr@fpr=0.01", "tpr@fpr=0.05", "sensitivity", "specificity",
-            "precision", "f1", "mcc", "ece", "brier", "screening_sensitivity",
-            "screening_fn_per_1000", "alert_precision", "alert_rate_per_1000", "recall@10",
-            "ndcg@10", "mrr", "map@10", "evidence_recall", "evidence_precision", "mean_k",
-            "workload_per_1000", "exact_match", "samples_f1", "micro_f1")
+#: The overview's headline metrics (the registry's headline flags, at K = 10 and FPR targets).
+HEADLINE = tuple(registry.headline(
+    [s.name for s in registry.SPECS if not s.family]
+    + ["tpr@fpr=0.01", "tpr@fpr=0.05", "recall@10", "ndcg@10", "map@10"]))
 
 
 def fmt(value, digits: int = 4) -> str:

@@ -1,22 +1,30 @@
 """Command line: ``metrics-core evaluate`` / ``triage`` (also ``python -m metrics_core``).
 
-Bad input exits with status 2 and a message naming file, column, rule and rows; never a
-traceback.
+The ``evaluate`` flags are generated from the metadata of the :class:`EvalConfig` fields, so a
+new setting is one field in :mod:`metrics_core.config`. Bad input exits with status 2 and a
+message naming file, column, rule and rows; never a traceback. All outputs of a run are written
+to temporary files beside their targets and renamed into place together: a failed run leaves
+the previous files as they were.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 import sys
+import tempfile
+from dataclasses import fields
 from pathlib import Path
 
-from metrics_core.config import VARIANT_LABELS, VARIANTS, EvalConfig
+from metrics_core.config import SECTIONS, VARIANT_LABELS, VARIANTS, EvalConfig, Filters, options
 from metrics_core.errors import InputError
 
-__all__ = ["main"]
+__all__ = ["main", "write_atomically"]
 
 EXIT_OK = 0
 EXIT_INPUT = 2
+EXIT_CANCELLED = 130
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -44,11 +52,44 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _type_of(default):
+    if isinstance(default, bool):
+        return _bool
+    if isinstance(default, tuple):
+        return _ints if all(isinstance(v, int) for v in default) else _floats
+    return type(default)
+
+
+def _config_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per :class:`EvalConfig` field, grouped by section, from the field metadata."""
     d = EvalConfig()
+    groups = {key: parser.add_argument_group(title) for key, title in SECTIONS.items()}
+    for name, opt in options().items():
+        if not opt.cli:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        default = getattr(d, name)
+        if name in VARIANTS:
+            help_ = "; ".join(f"{v}: {VARIANT_LABELS[name][v]}" for v in VARIANTS[name])
+            groups[opt.section].add_argument(flag, choices=VARIANTS[name], default=default,
+                                             help=f"{opt.label}. {help_}")
+            continue
+        shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+        help_ = f"{opt.label}. {opt.help} (default {shown})".replace("%", "%%")
+        groups[opt.section].add_argument(flag, type=_type_of(default), default=default,
+                                         help=help_)
+    filters = groups["filters"]
+    filters.add_argument("--fold", default=None, help="evaluate this fold only")
+    filters.add_argument("--split", default=None, help="evaluate this split only")
+    filters.add_argument("--criterion", action="append", default=[],
+                         help="evaluate this criterion only (repeat for several)")
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="metrics-core",
-        description="Evidence-retrieval and no-evidence-detection metrics (see CONTRACT.md).")
+        description="Evidence-retrieval and no-evidence-detection metrics "
+                    "(definitions: docs/CONTRACT.md).")
     sub = parser.add_subparsers(dest="command", required=True)
 
     ev = sub.add_parser("evaluate", help="all metrics of a queries (+ candidates) file",
@@ -57,31 +98,12 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("queries", type=Path, help="queries table, or one long table")
     ev.add_argument("candidates", type=Path, nargs="?", help="candidates table")
     ev.add_argument("--out", type=Path, default=Path("metrics_master.json"))
-    ev.add_argument("--tau-neg", type=float, default=d.tau_neg)
-    ev.add_argument("--tau-pos", type=float, default=d.tau_pos)
-    ev.add_argument("--threshold", type=float, default=d.threshold,
-                    help="τ for the confusion metrics (positive iff p ≥ τ)")
-    ev.add_argument("--gamma", type=float, default=d.gamma)
-    ev.add_argument("--gamma-uncertain", type=float, default=d.gamma_uncertain)
-    ev.add_argument("--k-min", type=int, default=d.k_min)
-    ev.add_argument("--hard-cap", type=int, default=d.hard_cap)
-    ev.add_argument("--k-max-ratio", type=float, default=d.k_max_ratio)
-    ev.add_argument("--gate-aware", type=_bool, default=d.gate_aware)
-    ev.add_argument("--temperature", type=float, default=d.temperature)
-    ev.add_argument("--ks", type=_ints, default=d.ks, help="cut-offs, e.g. 1,3,5,10,20")
-    ev.add_argument("--tpr-fprs", type=_floats, default=d.tpr_fprs)
-    ev.add_argument("--n-bins", type=int, default=d.n_bins)
-    ev.add_argument("--bootstrap", type=int, default=d.bootstrap,
-                    help="resamples for percentile CIs (0 turns them off)")
-    ev.add_argument("--seed", type=int, default=d.seed)
-    for name, allowed in VARIANTS.items():
-        labels = "; ".join(f"{v}: {VARIANT_LABELS[name][v]}" for v in allowed)
-        ev.add_argument(f"--{name.replace('_', '-')}", choices=allowed,
-                        default=getattr(d, name), help=labels)
+    ev.add_argument("--per-query", type=Path, help="also write the per-query table (CSV) here")
     ev.add_argument("--exclusions", type=Path, help="write excluded rows (CSV) here")
     ev.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    _config_flags(ev)
 
-    tr = sub.add_parser("triage", help="seed 004 metrics of a triage file")
+    tr = sub.add_parser("triage", help="triage classifier with abstention (seed 004)")
     tr.add_argument("file", type=Path)
     tr.add_argument("--out", type=Path, default=Path("triage.json"))
     tr.add_argument("--label-column", default=None)
@@ -95,58 +117,117 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _config(args) -> EvalConfig:
+    values = {f.name: getattr(args, f.name) for f in fields(EvalConfig)
+              if options()[f.name].cli}
+    values["filters"] = Filters(fold=args.fold, split=args.split,
+                                criteria=tuple(args.criterion))
+    return EvalConfig(**values)
+
+
+def _sha256(path: Path) -> dict:
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return {"file": path.name, "sha256": h.hexdigest(), "bytes": size}
+
+
+def write_atomically(outputs: dict[Path, bytes]) -> None:
+    """Write every ``path -> bytes`` or none: temporary files beside each target, then renames.
+
+    A failure while writing removes the temporary files and leaves the targets untouched; an
+    :class:`OSError` names the path it concerns.
+    """
+    for path in outputs:
+        if path.is_dir():
+            raise IsADirectoryError(21, "is a directory", str(path))
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, data in outputs.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            staged.append((tmp, path))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except OSError as err:
+        for tmp, _ in staged:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        target = next((p for t, p in staged if t == err.filename), None)
+        if target is None and staged:
+            target = staged[-1][1]
+        raise OSError(err.errno, err.strerror, str(target or err.filename)) from None
+
+
+def _csv_bytes(frame) -> bytes:
+    from metrics_core.export import csv_bytes
+
+    return csv_bytes(frame)
+
+
 def _evaluate(args) -> int:
     from metrics_core import io
     from metrics_core.audit import audit
-    from metrics_core.report import Evaluator
+    from metrics_core.evaluator import Evaluator
 
-    fields = {f: getattr(args, f) for f in (
-        "tau_neg", "tau_pos", "threshold", "gamma", "gamma_uncertain", "k_min", "hard_cap",
-        "k_max_ratio", "gate_aware", "temperature", "ks", "tpr_fprs", "n_bins", "bootstrap",
-        "seed", *VARIANTS)}
     try:
-        config = EvalConfig(**fields)
+        config = _config(args)
     except ValueError as err:
         print(f"metrics-core: invalid option: {err}", file=sys.stderr)
         return EXIT_INPUT
     loaded = io.load(args.queries, args.candidates)
+    inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
     report = audit(loaded.dataset, loaded=loaded)
-    evaluation = Evaluator(loaded.dataset, audit=report).evaluate(config)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(evaluation.to_json(), encoding="utf-8")
+    evaluation = Evaluator(loaded.dataset, audit=report, inputs=inputs).evaluate(config)
+    outputs = {args.out: evaluation.to_json().encode("utf-8")}
+    if args.per_query is not None:
+        outputs[args.per_query] = _csv_bytes(evaluation.per_query)
     if args.exclusions is not None:
-        loaded.exclusions.to_csv(args.exclusions, index=False)
+        outputs[args.exclusions] = _csv_bytes(loaded.exclusions)
+    write_atomically(outputs)
     if not args.quiet:
-        _print_summary(evaluation, loaded, report, args.out)
+        _print_summary(evaluation, loaded, report, list(outputs))
     return EXIT_OK
 
 
-def _print_summary(evaluation, loaded, report, out: Path) -> None:
+def _printable(text) -> str:
+    """Text safe for a terminal: control characters (escape codes) shown escaped."""
+    return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in str(text))
+
+
+def _print_summary(evaluation, loaded, report, written: list[Path]) -> None:
+    from metrics_core import registry
+
     s = evaluation.summary
     print(f"{s['n_queries']} queries ({s['n_positive']} with evidence), "
           f"{s['n_candidates']} candidates, {len(s['criteria'])} criteria")
+    if evaluation.config.filters.active:
+        print(f"filtered: {_printable(evaluation.config.filters.describe())}")
     if len(loaded.exclusions):
         print(f"excluded rows: {len(loaded.exclusions)} "
-              f"({', '.join(sorted(set(loaded.exclusions['reason'])))})")
+              f"({_printable(', '.join(sorted(set(loaded.exclusions['reason']))))})")
     for warning in loaded.warnings:
-        print(f"warning: {warning}")
+        print(f"warning: {_printable(warning)}")
     for finding in getattr(report, "findings", ()):
         if finding.level != "info":
-            print(f"audit {finding.level}: {finding.message}")
-    headline = ("auroc", "auprc", "ece", "screening_sensitivity", "alert_precision",
-                "recall@10", "ndcg@10", "mrr", "evidence_recall", "mean_k")
-    for name in headline:
-        try:
-            r = evaluation.record(name)
-        except KeyError:
-            continue
+            print(f"audit {finding.level}: {_printable(finding.message)}")
+    for name in registry.headline(r.name for r in evaluation.records):
+        r = evaluation.record(name)
         value = "undefined" if not r.defined else f"{r.value:.4f}"
         ci = "" if r.ci95 is None else f"  [{r.ci95[0]:.4f}, {r.ci95[1]:.4f}]"
         print(f"  {name:<24}{value}{ci}  ({r.subset}, n={r.n})")
     failed = [c.name for c in evaluation.checks if c.passed is False]
     print("consistency checks: " + ("all passed" if not failed
                                     else f"FAILED: {', '.join(failed)}"))
-    print(f"wrote {out}")
+    for path in written:
+        print(f"wrote {_printable(path)}")
 
 
 def _triage(args) -> int:
@@ -162,11 +243,10 @@ def _triage(args) -> int:
     config = triage.TriageConfig(**overrides)
     data = triage.load_triage(args.file, config=config)
     result = triage.triage_metrics(data)
-    payload = result.to_dict()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2, allow_nan=False), encoding="utf-8")
+    text = json.dumps(result.to_dict(), indent=2, allow_nan=False)
+    write_atomically({args.out: text.encode("utf-8")})
     if not args.quiet:
-        print(f"wrote {args.out}")
+        print(f"wrote {_printable(args.out)}")
     return EXIT_OK
 
 
@@ -178,15 +258,22 @@ def main(argv: list[str] | None = None) -> int:
             return _evaluate(args)
         return _triage(args)
     except InputError as err:
-        print(f"metrics-core: {err.render()}", file=sys.stderr)
+        print(f"metrics-core: {_printable(err.render())}", file=sys.stderr)
         return EXIT_INPUT
-    except OSError as err:
-        print(f"metrics-core: cannot read or write {err.filename}: {err.strerror}",
+    except IsADirectoryError as err:
+        print(f"metrics-core: {_printable(err.filename)} is a directory, not a file",
               file=sys.stderr)
         return EXIT_INPUT
-    except ValueError as err:
-        print(f"metrics-core: {err}", file=sys.stderr)
+    except OSError as err:
+        print(f"metrics-core: cannot read or write {_printable(err.filename)}: "
+              f"{err.strerror}", file=sys.stderr)
         return EXIT_INPUT
+    except ValueError as err:
+        print(f"metrics-core: {_printable(err)}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("metrics-core: cancelled; no output was written", file=sys.stderr)
+        return EXIT_CANCELLED
 
 
 if __name__ == "__main__":

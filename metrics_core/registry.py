@@ -83,10 +83,9 @@ SPECS: tuple[MetricSpec, ...] = (
     _s("auprc", "AUPRC", "average precision over all recall levels; compare with the positive "
        "rate, not 0.5", 4, _CLS, headline=True),
     _s("tpr@fpr=", "TPR at FPR ≤ {t:.0%}", "share of evidence queries caught when at most "
-       "{t:.0%} of no-evidence queries alarm", 4, _CLS, per_group=False),
+       "{t:.0%} of no-evidence queries alarm", 4, _CLS),
     _s("threshold@fpr=", "threshold at FPR ≤ {t:.0%}", "probability threshold that operates "
-       "at FPR ≤ {t:.0%}", 4, _CLS, higher_is_better=None, unit="probability",
-       per_group=False),
+       "at FPR ≤ {t:.0%}", 4, _CLS, higher_is_better=None, unit="probability"),
     # §4 confusion at τ
     _s("tp", "TP", "evidence queries predicted positive at τ", 4, _CONF, **_COUNT),
     _s("fp", "FP", "no-evidence queries predicted positive at τ", 4, _CONF, **_COUNT),
@@ -188,9 +187,9 @@ SPECS: tuple[MetricSpec, ...] = (
     _s("mean_k", "Mean K", "sentences selected per query on average", 7, _DK, bounds=None,
        higher_is_better=None, unit="sentences", headline=True),
     _s("median_k", "Median K", "median sentences selected per query", 7, _DK, bounds=None,
-       higher_is_better=None, unit="sentences", per_group=False),
+       higher_is_better=None, unit="sentences"),
     _s("p90_k", "P90 K", "90th percentile of sentences selected per query (workload planning)",
-       7, _DK, bounds=None, higher_is_better=None, unit="sentences", per_group=False),
+       7, _DK, bounds=None, higher_is_better=None, unit="sentences"),
     _s("workload", "Workload", "sentences extracted in total", 7, _DK, **_COUNT),
     _s("workload_per_1000", "Sentences per 1,000 queries", "sentences to read per 1,000 "
        "queries", 7, _DK, bounds=None, higher_is_better=False, unit="per_1000",

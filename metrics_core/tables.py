@@ -208,7 +208,7 @@ def group_table(ev, inter, *, label: str, boot=None) -> pd.DataFrame:
         extra = pd.concat([summary, pooled_row[[*_DESCRIPTIVE, *metrics]]])
     extra.index.name = label
     extra["auroc_defined"] = extra["auroc_defined"].astype(object)
-    table = pd.concat([body.astype({"auroc_defined": object}), extra], axis=0)
+    table = pd.concat([body.astype({"auroc_defined": object}), extra], axis=0).copy()
     table.attrs["n_groups"] = counts
     return table
 

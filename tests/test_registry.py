@@ -1,0 +1,63 @@
+"""The metric registry drives records, labels, checks and the CLI summary (one spec per metric)."""
+
+from __future__ import annotations
+
+import pytest
+
+from metrics_core import registry
+from metrics_core.config import EvalConfig
+from metrics_core.dataset import Dataset
+from metrics_core.report import Evaluator
+from tests.conftest import random_frames
+
+
+@pytest.fixture(scope="module")
+def evaluation():
+    q, c = random_frames(n_posts=40, seed=12)
+    return Evaluator(Dataset.from_frames(q, c)).evaluate(EvalConfig(bootstrap=0))
+
+
+def test_every_record_has_a_spec_and_takes_group_and_wording_from_it(evaluation):
+    for r in evaluation.records:
+        s = registry.spec(r.name)
+        assert r.group == s.group, r.name
+        assert r.interpretation == registry.describe(r.name) != "", r.name
+    assert registry.describe("tpr@fpr=0.05") == (
+        "share of evidence queries caught when at most 5% of no-evidence queries alarm")
+    assert registry.label("map@5") == "MAP@5"
+
+
+def test_spec_names_are_unique_and_families_resolve():
+    names = [s.name for s in registry.SPECS]
+    assert len(names) == len(set(names))
+    assert registry.spec("recall@10").name == "recall@"
+    assert registry.spec("mrr").name == "mrr" and registry.spec("mrr@5").name == "mrr@"
+    assert registry.spec("threshold@fpr=0.1").name == "threshold@fpr="
+    with pytest.raises(KeyError, match="no metric spec"):
+        registry.spec("accuracy@")
+
+
+def test_bounds_come_from_the_registry():
+    assert registry.in_range("mcc", -1.0) and not registry.in_range("mcc", -1.01)
+    assert registry.in_range("screening_fn_per_1000", 999.0)
+    assert not registry.in_range("alert_precision", 1.0000001)
+    assert registry.in_range("tp", 10**9)
+
+
+def test_headline_order_follows_the_registry(evaluation):
+    names = registry.headline(r.name for r in evaluation.records)
+    assert names[:2] == ["auroc", "auprc"]
+    assert "recall@10" in names and "recall@5" not in names
+    assert "tp" not in names and "workload" not in names
+
+
+def test_the_range_check_fails_on_a_value_outside_its_bounds(evaluation):
+    from dataclasses import replace
+
+    from metrics_core.checks import range_check
+
+    assert range_check(evaluation.records).passed is True
+    broken = [replace(r, value=1.5) if r.name == "alert_precision" else r
+              for r in evaluation.records]
+    check = range_check(broken)
+    assert check.passed is False and "alert_precision" in check.detail

@@ -1,0 +1,248 @@
+"""The redesigned report: per-group tables over the registry, undefined values left out of
+means, filters in the configuration, the bounded memo, the JSON additions and the checks."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import recall_score, roc_auc_score
+
+from metrics_core import evaluator as evaluator_mod
+from metrics_core import registry
+from metrics_core.checks import consistency_checks
+from metrics_core.cli import main
+from metrics_core.config import EvalConfig, Filters
+from metrics_core.dataset import Dataset
+from metrics_core.report import Evaluator
+from tests.conftest import random_frames
+
+
+@pytest.fixture(scope="module")
+def frames():
+    q, c = random_frames(n_posts=50, criteria=("C1", "C2", "C3", "C4"), seed=21)
+    # C4 has no positive query: its AUROC is undefined (one class).
+    c4 = q["criterion"] == "C4"
+    q.loc[c4, "has_evidence"] = 0
+    q.loc[c4, "n_gold"] = 0
+    c.loc[c["criterion"] == "C4", "is_gold"] = 0
+    return q, c
+
+
+@pytest.fixture(scope="module")
+def dataset(frames):
+    return Dataset.from_frames(*frames)
+
+
+@pytest.fixture(scope="module")
+def evaluation(dataset):
+    return Evaluator(dataset).evaluate(EvalConfig(bootstrap=200, seed=3))
+
+
+def test_undefined_auroc_is_null_and_left_out_of_the_macro_mean(evaluation, dataset):
+    table = evaluation.per_criterion
+    assert math.isnan(table.loc["C4", "auroc"]) and table.loc["C4", "auroc_defined"] == False  # noqa: E712
+    defined = []
+    for c in ("C1", "C2", "C3"):
+        m = dataset.criterion == c
+        defined.append(roc_auc_score(dataset.y[m], dataset.p[m]))
+        assert table.loc[c, "auroc"] == pytest.approx(defined[-1], abs=1e-12)
+    assert table.loc["macro", "auroc"] == pytest.approx(np.mean(defined), abs=1e-12)
+    assert table.attrs["n_groups"]["auroc"] == 3
+    assert table.attrs["n_groups"]["neg_rate"] == 4
+    data = evaluation.to_dict()
+    assert data["per_criterion_macro_over"]["auroc"] == 3
+    c4 = next(r for r in data["per_criterion"] if r["criterion"] == "C4")
+    assert c4["auroc"] is None and c4["sensitivity"] is None
+
+
+def test_per_criterion_covers_every_per_group_metric(evaluation):
+    table = evaluation.per_criterion
+    wanted = [s for s in registry.SPECS if s.per_group and s.group != "multilabel"]
+    for s in wanted:
+        if s.family:
+            assert any(registry.spec(c) is s for c in table.columns
+                       if c not in ("n", "n_positive", "positive_rate", "auroc_defined")
+                       and "_ci_" not in c), s.name
+        else:
+            assert s.name in table.columns, s.name
+    for s in registry.SPECS:
+        if s.group == "multilabel":
+            assert s.name in evaluation.per_fold.columns
+
+
+def test_micro_and_pooled_rows_equal_the_overall_records(evaluation):
+    for table, row in ((evaluation.per_criterion, "micro"), (evaluation.per_fold, "pooled")):
+        for name in ("auroc", "sensitivity", "specificity", "screening_sensitivity",
+                     "alert_precision", "ece", "brier", "recall@10", "evidence_recall",
+                     "mean_k", "coverage", "mcc_answered", "tpr@fpr=0.05", "workload"):
+            value = evaluation.record(name).value
+            assert table.loc[row, name] == pytest.approx(value, abs=1e-12), (row, name)
+    assert evaluation.per_fold.loc["pooled", "exact_match"] == pytest.approx(
+        evaluation.record("exact_match").value)
+
+
+def test_per_group_sensitivity_equals_sklearn(evaluation, dataset):
+    cfg = evaluation.config
+    for c in ("C1", "C2"):
+        m = dataset.criterion == c
+        want = recall_score(dataset.y[m], dataset.p[m] >= cfg.threshold)
+        assert evaluation.per_criterion.loc[c, "sensitivity"] == pytest.approx(want)
+
+
+def test_fold_summary_line(evaluation):
+    summary = evaluation.fold_summary.set_index("metric")
+    row = summary.loc["auroc"]
+    assert row["n_folds"] == 5
+    assert row["mean"] == pytest.approx(evaluation.per_fold.loc["mean", "auroc"])
+    lo, hi = evaluation.record("auroc").ci95
+    assert row["text"] == (f"{row['mean']:.3f} ± {row['std']:.3f} (pooled "
+                           f"{evaluation.record('auroc').value:.3f}, 95% CI {lo:.3f}–{hi:.3f})")
+
+
+def test_bootstrap_records_say_how_many_resamples_were_valid(evaluation):
+    auroc = evaluation.record("auroc")
+    assert auroc.ci_valid == 200 and auroc.to_dict()["ci_valid_resamples"] == 200
+    assert evaluation.record("sensitivity").ci_valid is None  # Wilson
+
+
+def test_everything_the_app_shows_is_in_the_json(evaluation, dataset):
+    data = json.loads(evaluation.to_json())
+    ev = Evaluator(dataset)
+    sweep = ev.gamma_sweep(evaluation.config)
+    assert [r["gamma"] for r in data["gamma_sweep"]] == sweep["gamma"].tolist()
+    grid = pd.DataFrame(data["gate_grid"])
+    current = grid[grid["current"]].iloc[0]
+    assert current["screening_sensitivity"] == pytest.approx(
+        evaluation.record("screening_sensitivity").value)
+    ranking = {r["name"]: r for r in data["ranking_distribution"]}
+    s = evaluation.ranking_summary["ndcg@10"]
+    assert ranking["ndcg@10"]["median"] == pytest.approx(s.median)
+    assert ranking["ndcg@10"]["p75"] == pytest.approx(s.p75)
+    names = {m["name"] for m in data["metrics"]}
+    assert {"precision_pos", "recall_neg", "f1_pos", "balanced_accuracy_answered",
+            "mcc_answered", "catch_rate", "pass_rate", "abstain_rate_pos"} <= names
+    assert data["run"]["version"] and data["run"]["created"]
+
+
+def test_filters_are_part_of_the_configuration(dataset):
+    ev = Evaluator(dataset, audit={"note": "audit"})
+    cfg = EvalConfig(bootstrap=0, filters=Filters(fold="2", criteria=("C1",)))
+    filtered = ev.evaluate(cfg)
+    keep = (dataset.fold == 2) & (dataset.criterion == "C1")
+    assert filtered.summary["n_queries"] == int(keep.sum())
+    assert filtered.record("auroc").value == pytest.approx(
+        roc_auc_score(dataset.y[keep], dataset.p[keep]))
+    assert filtered.audit == {"note": "audit"}  # the audit of the loaded files is kept
+    assert filtered.config.to_dict()["filters"] == {"fold": "2", "split": None,
+                                                    "criteria": ["C1"]}
+    assert EvalConfig.from_dict(filtered.config.to_dict()) == cfg
+    assert ev.for_filters(cfg.filters) is ev.for_filters(Filters(fold=2, criteria=["C1"]))
+
+
+def test_sub_configurations_are_cache_keys():
+    a, b = EvalConfig(), EvalConfig(tau_neg=0.2, gamma=0.8)
+    assert a.ranking == b.ranking and a.calibration == b.calibration
+    assert a.gate != b.gate and a.dynamic_k != b.dynamic_k
+    assert hash(a.bootstrap_config) == hash(b.bootstrap_config)
+
+
+def test_memo_is_bounded(dataset, monkeypatch):
+    monkeypatch.setattr(evaluator_mod, "MEMO_ENTRIES", 3)
+    ev = Evaluator(dataset)
+    for t in (0.5, 1.0, 2.0, 4.0, 8.0):
+        ev.mass_profile(EvalConfig(temperature=t))
+    assert len(ev._cache) == 3
+    assert ("mass", "softmax", 8.0) in ev._cache and ("mass", "softmax", 0.5) not in ev._cache
+
+
+def test_recall_check_fails_when_the_two_code_paths_disagree(dataset):
+    ev = Evaluator(dataset)
+    cfg = EvalConfig(bootstrap=0)
+    good = ev.evaluate(cfg)
+    check = next(c for c in good.checks if c.name.startswith("recall@10 vs"))
+    assert check.passed is True
+    inter = ev.intermediate(cfg)
+    rk = dict(inter.rk)
+    rk["recall@10"] = rk["recall@10"] * 0.5
+    broken = consistency_checks(dataset, cfg, good.records, replace(inter, rk=rk),
+                                dataset.criterion_code.astype(np.int64), good.gate.state_counts)
+    check = next(c for c in broken if c.name.startswith("recall@10 vs"))
+    assert check.passed is False and "DIFFERS" in check.detail
+
+
+def test_specificity_identity_is_checked(evaluation):
+    check = next(c for c in evaluation.checks if c.name == "specificity = TN / (TN + FP)")
+    assert check.passed is True
+    from metrics_core.checks import confusion_checks
+
+    values = {r.name: r.value for r in evaluation.records}
+    values["specificity"] += 0.01
+    bad = next(c for c in confusion_checks(values, 200, int(values["tp"] + values["fn"]))
+               if c.name.startswith("specificity"))
+    assert bad.passed is False
+
+
+# ---------------------------------------------------------------------------- the CLI
+@pytest.fixture
+def files(tmp_path, frames):
+    q, c = frames
+    qp, cp = tmp_path / "queries.csv", tmp_path / "candidates.parquet"
+    q.to_csv(qp, index=False)
+    c.to_parquet(cp)
+    return qp, cp
+
+
+def test_cli_flags_are_generated_for_every_config_field(capsys):
+    from metrics_core.config import options
+
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    text = capsys.readouterr().out
+    for name, opt in options().items():
+        if opt.cli:
+            assert f"--{name.replace('_', '-')}" in text, name
+    assert "--fold" in text and "--per-query" in text
+
+
+def test_cli_records_filters_fingerprint_and_writes_per_query(files, tmp_path):
+    qp, cp = files
+    out, pq = tmp_path / "m.json", tmp_path / "pq.csv"
+    assert main(["evaluate", str(qp), str(cp), "--out", str(out), "--per-query", str(pq),
+                 "--bootstrap", "0", "--fold", "1", "--criterion", "C1", "--criterion", "C2",
+                 "--quiet"]) == 0
+    data = json.loads(out.read_text())
+    assert data["config"]["filters"] == {"fold": "1", "split": None, "criteria": ["C1", "C2"]}
+    assert "audit" in data
+    inputs = {i["file"]: i["sha256"] for i in data["run"]["inputs"]}
+    assert inputs["queries.csv"] == hashlib.sha256(qp.read_bytes()).hexdigest()
+    per_query = pd.read_csv(pq)
+    assert len(per_query) == data["dataset"]["n_queries"]
+    assert set(per_query["criterion"]) == {"C1", "C2"} and set(per_query["fold"]) == {1}
+
+
+def test_cli_outputs_land_together_or_not_at_all(files, tmp_path, capsys):
+    qp, cp = files
+    out = tmp_path / "m.json"
+    out.write_text("previous good file")
+    blocked = tmp_path / "a_directory"
+    blocked.mkdir()
+    code = main(["evaluate", str(qp), str(cp), "--out", str(out), "--bootstrap", "0",
+                 "--exclusions", str(blocked)])
+    assert code == 2
+    assert out.read_text() == "previous good file"
+    err = capsys.readouterr().err
+    assert str(blocked) in err and "None" not in err
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_cli_caps_bootstrap_resamples(files, tmp_path, capsys):
+    qp, cp = files
+    assert main(["evaluate", str(qp), str(cp), "--out", str(tmp_path / "m.json"),
+                 "--bootstrap", "1000000000"]) == 2
+    assert "at most 100,000" in capsys.readouterr().err
