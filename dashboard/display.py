@@ -27,7 +27,6 @@ __all__ = [
     "group_frame",
     "headline_frame",
     "latency_frame",
-    "mean_std_frame",
     "metric_tile",
     "operating_points_frame",
     "page_header",
@@ -241,18 +240,6 @@ def ranking_frame(evaluation) -> pd.DataFrame:
                      "std": s.std, "n": s.n})
     frame = pd.DataFrame(rows)
     return frame.astype({"K": "Int64"})
-
-
-def mean_std_frame(per_fold: pd.DataFrame, names) -> pd.DataFrame:
-    """``metric | mean | std | mean ± std`` from the per-fold table's mean and std rows."""
-    rows = []
-    for name in names:
-        if name not in per_fold.columns:
-            continue
-        mean, std = per_fold.loc["mean", name], per_fold.loc["std", name]
-        rows.append({"metric": name, "mean": mean, "std": std,
-                     "mean ± std": f"{fmt(mean)} ± {fmt(std)}"})
-    return pd.DataFrame(rows)
 
 
 def metric_tile(column, evaluation, name: str, label: str) -> None:

@@ -9,8 +9,8 @@ parameterised by a cut-off or a target (``recall@10``, ``tpr@fpr=0.05``) have on
 
 Adding a metric is one spec here and one kernel that computes it (docs/ARCHITECTURE.md).
 
->>> spec("ndcg@10").label, spec("ndcg@10").section, describe("recall@5")
-('nDCG@10', 3, 'share of a query's gold sentences in the top 5, averaged')
+>>> label("ndcg@10"), spec("ndcg@10").section, describe("recall@5")
+('nDCG@10', 3, "share of a query's gold sentences in the top 5, averaged")
 >>> in_range("mcc", -0.4), in_range("sensitivity", 1.2), in_range("workload", 1e6)
 (True, False, True)
 """

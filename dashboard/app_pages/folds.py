@@ -1,4 +1,5 @@
-"""Folds: every headline metric per fold, with mean ± std over folds (ddof = 0, seed 000)."""
+"""Folds: every per-group metric per fold, mean ± std over folds (ddof = 0, seed 000) beside the
+pooled value and its 95% interval."""
 
 import streamlit as st
 
@@ -11,10 +12,12 @@ per_fold = ev.per_fold
 if per_fold is None:
     st.info("This data set has no fold column, so there is nothing to break down by fold.")
 else:
-    names = [c for c in per_fold.columns if c not in ("n", "n_positive", "auroc_defined")
-             and "_ci_" not in c]
-    st.subheader("Mean ± std over folds")
-    st.caption("Standard deviation with ddof = 0 (seed 000).")
-    display.show_table(display.mean_std_frame(per_fold, names), key="fold_summary_table")
+    st.subheader("Mean ± std over folds (pooled value, 95% CI)")
+    st.caption("Standard deviation with ddof = 0 (seed 000). A fold where a metric is undefined "
+               "(e.g. AUROC with one class) is left out of its mean: n_folds says how many "
+               "folds each mean averages. The pooled value is the metric on all folds' "
+               "queries together.")
+    display.show_table(ev.fold_summary[["metric", "text", "mean", "std", "n_folds", "pooled",
+                                        "ci_lo", "ci_hi"]], key="fold_summary_table")
     st.subheader("Per fold")
     display.show_table(per_fold.reset_index(), key="per_fold_table")
