@@ -234,7 +234,7 @@ class View:
         key = (self.source.token, config)
         memo = st.session_state.setdefault(_EVAL_KEY, OrderedDict())
         if key not in memo:
-            memo[key] = self.source.evaluator().evaluate(config)
+            memo[key] = self.source.evaluator().evaluate(config, progress=_progress_bar(config))
             while len(memo) > _EVALUATIONS_KEPT:
                 memo.popitem(last=False)
         else:
@@ -267,6 +267,24 @@ class View:
 
     def sentences(self, post_id: str, criterion: str) -> pd.DataFrame:
         return self.evaluator.sentences(self.config, post_id, criterion)
+
+
+def _progress_bar(config: EvalConfig):
+    """A progress callback for a bootstrap run (None without one).
+
+    Updating the bar is a Streamlit call: when the user moves a slider meanwhile, Streamlit
+    stops this run there and starts the new one, so a long bootstrap is cancelled.
+    """
+    if config.bootstrap == 0:
+        return None
+    bar = st.progress(0.0, text="Bootstrap intervals…")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"Bootstrap intervals: {done:,} of {total:,} resamples")
+        if done >= total:
+            bar.empty()
+
+    return progress
 
 
 def set_view(v: View) -> None:
