@@ -164,8 +164,7 @@ def gate_card_frame(gate) -> pd.DataFrame:
     """The gate's metrics with Wilson intervals and the seed 003 targets (pass / fail)."""
     targets = {t.metric: t for t in gate.targets()}
     rows = []
-    for name in ("screening_sensitivity", "screening_fn_per_1000", "alert_precision",
-                 "alert_rate_per_1000", "neg_rate", "uncertain_rate", "pos_rate"):
+    for name in GATE_LABELS:
         lo, hi = gate.ci(name) or (math.nan, math.nan)
         t = targets.get(name)
         rows.append({

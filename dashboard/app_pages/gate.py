@@ -39,8 +39,8 @@ st.caption("Every valid (τ_neg ≤ τ_pos) pair on a 0.05 grid plus the current
            "the × marks the current choice.")
 grid = v.gate_grid()
 # One heatmap at a time: each drawn chart costs the browser a redraw on every slider move.
-grid_metrics = {"screening_sensitivity": "Screening sensitivity",
-                "alert_precision": "Alert precision", "review_rate": "Workload"}
+grid_metrics = {name: charts.GRID_METRICS[name]
+                for name in ("screening_sensitivity", "alert_precision", "review_rate")}
 metric = st.segmented_control("Colour the grid by", list(grid_metrics),
                               format_func=grid_metrics.get, default="screening_sensitivity",
                               key="grid_metric", required=True)
