@@ -19,6 +19,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, make_dataclass, replace
 from types import MappingProxyType
 
+from metrics_core import calibration, dynamic_k, multilabel, ranking
+
+#: The two protocols of the contract (§1): ranking / extraction on positives, the rest on all.
+PROTOCOLS = ("positives_only", "all_queries")
+
 __all__ = [
     "SECTIONS",
     "VARIANTS",
@@ -30,21 +35,22 @@ __all__ = [
     "options",
 ]
 
-#: Every named variant of the contract and its allowed values (the first is the default).
+#: Every named variant of the contract and its allowed values (the first is the default): the
+#: kernels' own option tuples, so a kernel and the configuration cannot disagree.
 VARIANTS = MappingProxyType({
     # §3 ranking
-    "precision_denominator": ("k", "min_k_n"),
-    "map_denominator": ("n_gold", "min_gold_k", "hits"),
-    "gain": ("binary", "graded"),
-    "ranking_protocol": ("positives_only", "all_queries"),
+    "precision_denominator": ranking.PRECISION_DENOMINATORS,
+    "map_denominator": ranking.MAP_DENOMINATORS,
+    "gain": ranking.GAINS,
+    "ranking_protocol": PROTOCOLS,
     # §5 calibration
-    "binning": ("uniform", "quantile"),
+    "binning": calibration.STRATEGIES,
     "calibration_view": ("positive", "top_label"),
     # §7 dynamic-K
-    "mass": ("softmax", "probability"),
-    "evidence_protocol": ("positives_only", "all_queries"),
+    "mass": dynamic_k.MASS_RULES,
+    "evidence_protocol": dynamic_k.EVIDENCE_PROTOCOLS,
     # §8 multi-label decision rule
-    "multilabel_rule": ("threshold", "screen_in", "alert"),
+    "multilabel_rule": multilabel.DECISION_RULES,
     # §9 bootstrap unit
     "bootstrap_unit": ("query", "post"),
 })
