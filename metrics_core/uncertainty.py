@@ -22,11 +22,11 @@ were valid.
 from __future__ import annotations
 
 import functools
+from statistics import NormalDist
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
-from scipy.stats import norm
 
 __all__ = [
     "CI",
@@ -50,10 +50,10 @@ _BATCH_ELEMENTS = 1 << 20
 # --------------------------------------------------------------------------------- Wilson
 @functools.lru_cache(maxsize=16)
 def _z(level: float) -> float:
-    """Two-sided normal quantile (cached: scipy's ppf costs far more than the interval)."""
+    """Two-sided normal quantile (the standard library's; importing scipy.stats costs ~0.4 s)."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
-    return float(norm.ppf(0.5 + level / 2.0))
+    return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 
 def wilson_interval(k, n, *, level: float = 0.95):
@@ -64,7 +64,7 @@ def wilson_interval(k, n, *, level: float = 0.95):
         \\frac{k + z^2/2}{n + z^2}
         \\pm \\frac{z}{n + z^2}\\sqrt{\\frac{k (n - k)}{n} + \\frac{z^2}{4}}
 
-    with ``z = norm.ppf(1 - (1 - level) / 2)`` (1.959964 for 95 %).
+    with ``z`` the normal quantile at ``1 - (1 - level) / 2`` (1.959964 for 95 %).
 
     Parameters
     ----------
