@@ -61,6 +61,7 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
         "fold_summary": fold_summary,
         "gamma_sweep": lambda: ev.gamma_sweep(cfg),
         "gate_grid": lambda: ev.gate_grid(cfg),
+        "decision_curve": lambda: ev.decision_curve(cfg),
     }
     cls = ev.classification()
     evaluation = Evaluation(

@@ -3,6 +3,8 @@
 - :func:`reliability_bins`: the reliability-diagram table (per bin: count, mean confidence,
   observed frequency with its Wilson 95 % interval, gap) with ECE and MCE.
 - :func:`ece`, :func:`mce`, :func:`brier` (= ``sklearn.metrics.brier_score_loss``).
+- :func:`logistic_calibration`: calibration-in-the-large (observed / expected), calibration
+  intercept (slope fixed at 1) and slope, with their intervals.
 - :func:`top_label`: the top-label view of seed 004, (confidence ``max(p, 1 - p)``,
   correctness); every binning function also takes ``top_label=True`` to use it.
 - :func:`ece_weighted`, :func:`mce_weighted`, :func:`brier_weighted`: one value per row-weight
@@ -33,12 +35,14 @@ from metrics_core.classification import check_binary_inputs
 from metrics_core.uncertainty import wilson_interval
 
 __all__ = [
+    "LogisticCalibration",
     "ReliabilityTable",
     "bin_edges",
     "brier",
     "brier_weighted",
     "ece",
     "ece_weighted",
+    "logistic_calibration",
     "mce",
     "mce_weighted",
     "reliability_bins",
@@ -290,3 +294,103 @@ def brier_weighted(y, p, weights) -> np.ndarray:
     y, p, _ = check_binary_inputs(y, p, probability=True)
     w = _weights(weights, y.size)
     return _ratio(w @ ((p - y) ** 2), w.sum(axis=1))
+
+
+# ------------------------------------------------------------- logistic recalibration
+#: Probabilities are clipped to [EPS, 1 - EPS] before the logit (p = 0 or 1 has no logit).
+LOGIT_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class LogisticCalibration:
+    """Calibration in the large, intercept and slope (contract §5, for clinicians).
+
+    ``in_the_large`` = observed / expected events = Σy / Σp (1 = calibrated on average), with
+    a Poisson interval ``exp(ln(O/E) ± z / √O)``. ``intercept`` is ``a`` of
+    ``logit P(y=1) = a + logit(p)`` (slope fixed at 1; 0 = calibrated in the large), ``slope``
+    is ``b`` of ``logit P(y=1) = a + b · logit(p)`` (1 = well spread; below 1 = too extreme);
+    both are maximum-likelihood fits (Newton-Raphson) with Wald 95 % intervals. A value is NaN
+    where it is undefined (one class, or a fit that does not converge, e.g. separation);
+    ``reason`` says why.
+    """
+
+    in_the_large: float
+    in_the_large_ci: tuple[float, float] | None
+    intercept: float
+    intercept_ci: tuple[float, float] | None
+    slope: float
+    slope_ci: tuple[float, float] | None
+    reason: str = ""
+
+
+def _newton(X: np.ndarray, y: np.ndarray, offset: np.ndarray, *, max_iter: int = 100,
+            tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray] | None:
+    """Logistic maximum likelihood with an offset; (coefficients, covariance) or None."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _newton_steps(X, y, offset, max_iter, tol)
+
+
+def _newton_steps(X, y, offset, max_iter, tol):
+    beta = np.zeros(X.shape[1])
+    for _ in range(max_iter):
+        eta = X @ beta + offset
+        mu = 1.0 / (1.0 + np.exp(-eta))
+        w = mu * (1.0 - mu)
+        hessian = (X * w[:, None]).T @ X
+        gradient = X.T @ (y - mu)
+        try:
+            step = np.linalg.solve(hessian, gradient)
+        except np.linalg.LinAlgError:
+            return None
+        beta = beta + step
+        if not np.all(np.isfinite(beta)) or np.abs(beta).max() > 1e6:
+            return None
+        if np.abs(step).max() < tol:
+            eta = X @ beta + offset
+            mu = 1.0 / (1.0 + np.exp(-eta))
+            hessian = (X * (mu * (1.0 - mu))[:, None]).T @ X
+            try:
+                return beta, np.linalg.inv(hessian)
+            except np.linalg.LinAlgError:
+                return None
+    return None
+
+
+def logistic_calibration(y, p, *, level: float = 0.95) -> LogisticCalibration:
+    """Calibration-in-the-large, intercept and slope of ``p`` against ``y`` (all queries).
+
+    >>> c = logistic_calibration([0, 1, 1, 0, 1, 0, 1, 0],
+    ...                          [0.2, 0.7, 0.4, 0.6, 0.9, 0.3, 0.5, 0.1])
+    >>> round(c.in_the_large, 4), round(c.intercept, 4), round(c.slope, 4)
+    (1.0811, 0.2004, 1.8176)
+    """
+    from metrics_core.uncertainty import _z
+
+    y, p, _ = check_binary_inputs(y, p, probability=True)
+    y = y.astype(np.float64)
+    z = _z(level)
+    observed, expected = float(y.sum()), float(p.sum())
+    oe = observed / expected if expected > 0 else float("nan")
+    oe_ci = None
+    if observed > 0 and expected > 0:
+        half = z / np.sqrt(observed)
+        oe_ci = (float(oe * np.exp(-half)), float(oe * np.exp(half)))
+    nan = float("nan")
+    if y.size == 0 or observed in (0.0, float(y.size)):
+        return LogisticCalibration(oe, oe_ci, nan, None, nan, None, "one class present")
+    lp = np.clip(p, LOGIT_EPS, 1.0 - LOGIT_EPS)
+    logit = np.log(lp) - np.log1p(-lp)
+    ones = np.ones((y.size, 1))
+    fit_a = _newton(ones, y, logit)
+    fit_b = _newton(np.column_stack([ones, logit]), y, np.zeros(y.size))
+
+    def estimate(fit, j):
+        if fit is None:
+            return nan, None
+        value, se = float(fit[0][j]), float(np.sqrt(fit[1][j, j]))
+        return value, (value - z * se, value + z * se)
+
+    a, a_ci = estimate(fit_a, 0)
+    b, b_ci = estimate(fit_b, 1)
+    reason = "" if fit_a is not None and fit_b is not None else "the fit did not converge"
+    return LogisticCalibration(oe, oe_ci, a, a_ci, b, b_ci, reason)

@@ -103,6 +103,24 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--quiet", action="store_true", help="print nothing but errors")
     _config_flags(ev)
 
+    tu = sub.add_parser("tune", help="thresholds that meet targets, overall or per criterion",
+                        description="Find the thresholds that meet each target exactly "
+                                    "(candidates: the observed probabilities, 0 and 1).")
+    tu.add_argument("queries", type=Path, help="queries table, or one long table")
+    tu.add_argument("candidates", type=Path, nargs="?", help="candidates table")
+    tu.add_argument("--target", action="append", required=True,
+                    help='e.g. "screening_sensitivity>=0.995" (repeat for several)')
+    tu.add_argument("--by", choices=("criterion",), default=None,
+                    help="also find the thresholds of each criterion")
+    tu.add_argument("--nested", choices=("folds", "split"), default=None,
+                    help="choose on the other folds (or TUNE) and evaluate on the held-out "
+                         "fold (or TEST)")
+    tu.add_argument("--bootstrap", type=int, default=0,
+                    help="resamples for an interval that re-selects the threshold each time")
+    tu.add_argument("--seed", type=int, default=0)
+    tu.add_argument("--out", type=Path, default=Path("tune.json"))
+    tu.add_argument("--quiet", action="store_true")
+
     tr = sub.add_parser("triage", help="triage classifier with abstention (seed 004)")
     tr.add_argument("file", type=Path)
     tr.add_argument("--out", type=Path, default=Path("triage.json"))
@@ -230,6 +248,31 @@ def _print_summary(evaluation, loaded, report, written: list[Path]) -> None:
         print(f"wrote {_printable(path)}")
 
 
+def _tune(args) -> int:
+    import json
+
+    from metrics_core import decision, io
+    from metrics_core.config import MAX_BOOTSTRAP
+
+    targets = [decision.Target.parse(t) for t in args.target]
+    if not 0 <= args.bootstrap <= MAX_BOOTSTRAP:
+        raise ValueError(f"bootstrap must be within 0..{MAX_BOOTSTRAP:,}; got {args.bootstrap:,}")
+    loaded = io.load(args.queries, args.candidates)
+    results = decision.tune(loaded.dataset, targets, by=args.by, nested=args.nested,
+                            bootstrap=args.bootstrap, seed=args.seed)
+    inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
+    payload = {"inputs": inputs, "nested": args.nested, "bootstrap": args.bootstrap,
+               "seed": args.seed, "results": [r.to_dict() for r in results]}
+    write_atomically({args.out: json.dumps(payload, indent=2, allow_nan=False).encode()})
+    if not args.quiet:
+        for r in results:
+            value = "infeasible" if r.value is None else f"{r.parameter} = {r.value:.6g}"
+            where = f" -> {r.evaluated_on}" if r.evaluated_on else ""
+            print(f"  {r.target:<32}{_printable(r.subset)}{where}: {value}")
+        print(f"wrote {_printable(args.out)}")
+    return EXIT_OK
+
+
 def _triage(args) -> int:
     import json
 
@@ -256,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "evaluate":
             return _evaluate(args)
+        if args.command == "tune":
+            return _tune(args)
         return _triage(args)
     except InputError as err:
         print(f"metrics-core: {_printable(err.render())}", file=sys.stderr)

@@ -174,6 +174,30 @@ class Evaluator:
                                                 strategy=cfg.binning)
         return self._memo(("reliability", cfg.n_bins, cfg.binning, cfg.calibration_view), compute)
 
+    def logistic_calibration(self):
+        """Calibration in the large, intercept and slope of p (data-only, cached)."""
+        return self._memo(("logistic_calibration",), lambda: calibration.logistic_calibration(
+            self.ds.y, self.ds.p))
+
+    def decision_curve(self, cfg: EvalConfig) -> pd.DataFrame:
+        """Net benefit over threshold probability, with bootstrap bands when the run has
+        resamples (data-only per bootstrap settings, cached)."""
+        from metrics_core import decision
+
+        def compute():
+            ds = self.ds
+            frame = decision.decision_curve(ds.y, ds.p)
+            if cfg.bootstrap and ds.n_queries:
+                post = cfg.bootstrap_unit == "post"
+                lo, hi = decision.decision_curve_bands(
+                    ds.y, ds.p, n_resamples=cfg.bootstrap, seed=cfg.seed,
+                    unit_of_row=ds.post_code if post else None,
+                    n_units=int(ds.posts.size) if post else None)
+                frame["net_benefit_ci_lo"], frame["net_benefit_ci_hi"] = lo, hi
+            return frame
+
+        return self._memo(("decision_curve", cfg.bootstrap_config), compute)
+
     def brier(self) -> float:
         return self._memo(("brier",), lambda: calibration.brier(self.ds.y, self.ds.p))
 

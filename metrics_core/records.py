@@ -133,6 +133,11 @@ class Evaluation:
         return self._table("gamma_sweep")
 
     @property
+    def decision_curve(self) -> pd.DataFrame:
+        """Net benefit of the model, treat-all and treat-none on a 0.01 grid (with bands)."""
+        return self._table("decision_curve")
+
+    @property
     def gate_grid(self) -> pd.DataFrame:
         """Screening, alert and workload metrics over the (τ_neg, τ_pos) grid (§6)."""
         return self._table("gate_grid")
@@ -193,6 +198,7 @@ class Evaluation:
             "k_by_state": frame_records(self.k_summary_frame()),
             "gamma_sweep": frame_records(self.gamma_sweep),
             "gate_grid": frame_records(self.gate_grid),
+            "decision_curve": frame_records(self.decision_curve),
             "per_criterion": frame_records(self.per_criterion.reset_index()),
             "per_criterion_macro_over": self.per_criterion.attrs.get("n_groups"),
             "per_fold": None if per_fold is None else frame_records(per_fold.reset_index()),

@@ -46,7 +46,8 @@ class MetricSpec:
     ``higher_is_better`` is ``None`` where neither direction is better (a rate of a state);
     ``per_group`` says whether the per-criterion / per-fold tables carry it; ``headline``
     whether the overview and the CLI summary show it. ``unit`` is one of ``proportion``,
-    ``count``, ``per_1000``, ``sentences``, ``probability``, ``correlation``.
+    ``count``, ``per_1000``, ``sentences``, ``probability``, ``correlation``, ``ratio``,
+    ``log-odds``.
     """
 
     name: str
@@ -113,6 +114,14 @@ SPECS: tuple[MetricSpec, ...] = (
        "bin", 5, _CAL, higher_is_better=False),
     _s("brier", "Brier score", "mean squared error of the probabilities (0 = perfect; lower is "
        "better)", 5, _CAL, higher_is_better=False, headline=True),
+    _s("calibration_in_the_large", "Calibration in the large (O/E)", "observed over expected "
+       "events, Σy / Σp (1 = right on average)", 5, _CAL, bounds=None, higher_is_better=None,
+       unit="ratio"),
+    _s("calibration_intercept", "Calibration intercept", "a of logit P(y=1) = a + logit(p) "
+       "(0 = right on average; > 0 = under-predicts)", 5, _CAL, bounds=None,
+       higher_is_better=None, unit="log-odds"),
+    _s("calibration_slope", "Calibration slope", "b of logit P(y=1) = a + b·logit(p) (1 = well "
+       "spread; < 1 = too extreme)", 5, _CAL, bounds=None, higher_is_better=None, unit="ratio"),
     # §6 gate
     _s("neg_rate", "NEG rate (auto-cleared)", "share of queries the gate screens out (NEG, "
        "skipped)", 6, _GATE, higher_is_better=None),

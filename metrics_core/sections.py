@@ -114,6 +114,13 @@ def calibration_records(out: RecordList, ev, inter, boot: Intervals) -> None:
     out.add_boot("ece", rel.ece, ALL, n, boot, variant=variant)
     out.add("mce", rel.mce, ALL, n, variant=variant)
     out.add_boot("brier", ev.brier(), ALL, n, boot, variant="positive class p")
+    lc = ev.logistic_calibration()
+    out.add("calibration_in_the_large", lc.in_the_large, ALL, n, ci=lc.in_the_large_ci,
+            ci_method="poisson", variant="positive class p")
+    out.add("calibration_intercept", lc.intercept, ALL, n, ci=lc.intercept_ci,
+            ci_method="wald", variant="logit P(y=1) = a + logit(p)")
+    out.add("calibration_slope", lc.slope, ALL, n, ci=lc.slope_ci, ci_method="wald",
+            variant="logit P(y=1) = a + b·logit(p)")
 
 
 # ---------------------------------------------------------------------------------- §6

@@ -87,9 +87,14 @@ def _calibration(ev, label, cfg) -> dict[str, np.ndarray]:
         rel = _per_group(codes, len(names), lambda m: calibration.reliability_bins(
             outcome[m], conf[m], n_bins=cfg.n_bins, strategy=cfg.binning) if m.any() else None)
         sq = (ev.ds.p - ev.ds.y) ** 2
+        fits = _per_group(codes, len(names), lambda m: calibration.logistic_calibration(
+            ev.ds.y[m], ev.ds.p[m]))
         return {"ece": np.array([np.nan if r is None else r.ece for r in rel]),
                 "mce": np.array([np.nan if r is None else r.mce for r in rel]),
-                "brier": _grouped_mean(codes, len(names), sq)}
+                "brier": _grouped_mean(codes, len(names), sq),
+                "calibration_in_the_large": np.array([f.in_the_large for f in fits]),
+                "calibration_intercept": np.array([f.intercept for f in fits]),
+                "calibration_slope": np.array([f.slope for f in fits])}
 
     return ev._memo(("group_calibration", label, cfg.calibration), compute)
 

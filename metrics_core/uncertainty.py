@@ -22,9 +22,9 @@ were valid.
 from __future__ import annotations
 
 import functools
-from statistics import NormalDist
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass
+from statistics import NormalDist
 
 import numpy as np
 

@@ -1,0 +1,281 @@
+"""Decision support: thresholds found under a constraint, without leakage, and decision curves.
+
+- :func:`find_threshold` answers "largest τ_neg with screening sensitivity ≥ 0.995", "smallest
+  τ_pos with alert precision ≥ 0.90", "smallest τ with FPR ≤ 5 %" (the largest TPR there) or
+  "largest τ_neg with missed positives per 1,000 ≤ 5" (the fewest reviews). The candidate
+  thresholds are the observed probabilities and 0 and 1; the answer is exact: every candidate is
+  evaluated from counts below it in the sorted probabilities (one binary search each).
+- :func:`tune` applies targets overall or per criterion, optionally nested (thresholds chosen on
+  the other folds and evaluated on the held-out one, or chosen on TUNE and reported on TEST), and
+  gives each threshold a bootstrap interval that re-selects it inside every replicate, so the
+  optimism of picking a threshold on the data it is reported on shows.
+- :func:`decision_curve`: net benefit ``TP/N − FP/N · t / (1 − t)`` (positive iff p ≥ t) of the
+  model, treat-all and treat-none, and the interventions avoided per 100 (TRIPOD+AI, §4).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from metrics_core.uncertainty import bootstrap_cis
+
+__all__ = ["FINDERS", "Target", "TuneResult", "decision_curve", "find_threshold", "tune"]
+
+#: What each target sets and which end of the feasible thresholds it prefers:
+#: metric -> {operator: (parameter, prefer)}.
+FINDERS = {
+    "screening_sensitivity": {">=": ("tau_neg", "largest")},
+    "screening_fn_per_1000": {"<=": ("tau_neg", "largest")},
+    "alert_precision": {">=": ("tau_pos", "smallest")},
+    "sensitivity": {">=": ("threshold", "largest")},
+    "specificity": {">=": ("threshold", "smallest")},
+    "fpr": {"<=": ("threshold", "smallest")},
+}
+_TARGET = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=)\s*([-+0-9.eE]+)\s*$")
+DECISION_THRESHOLDS = tuple(np.round(np.arange(0.01, 0.995, 0.01), 2).tolist())
+
+
+@dataclass(frozen=True)
+class Target:
+    """A constraint such as ``screening_sensitivity>=0.995`` and what it sets."""
+
+    metric: str
+    op: str
+    value: float
+
+    @classmethod
+    def parse(cls, text: str) -> Target:
+        """``"alert_precision>=0.9"`` -> Target (ValueError naming the known forms)."""
+        m = _TARGET.match(text)
+        if not m or m.group(1) not in FINDERS or m.group(2) not in FINDERS[m.group(1)]:
+            known = ", ".join(f"{k}{op}x" for k, ops in FINDERS.items() for op in ops)
+            raise ValueError(f"target {text!r} is not understood; known forms: {known}")
+        return cls(m.group(1), m.group(2), float(m.group(3)))
+
+    @property
+    def parameter(self) -> str:
+        return FINDERS[self.metric][self.op][0]
+
+    def __str__(self) -> str:
+        return f"{self.metric}{self.op}{self.value:g}"
+
+
+def _candidates(p: np.ndarray) -> np.ndarray:
+    return np.union1d(np.unique(p), [0.0, 1.0])
+
+
+def _metric_at(metric: str, y, p_sorted_all, w_all, w_pos, cand) -> np.ndarray:
+    """The metric at every candidate threshold from weighted counts below it.
+
+    ``w_all`` / ``w_pos``: cumulative weights of all / positive queries in sorted-p order,
+    shape (..., n + 1) with a leading 0.
+    """
+    below = np.searchsorted(p_sorted_all, cand, side="left")  # p < τ
+    n, pos = w_all[..., -1:], w_pos[..., -1:]
+    n_below, pos_below = w_all[..., below], w_pos[..., below]
+    neg, neg_below = n - pos, n_below - pos_below
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {
+            "screening_sensitivity": (pos - pos_below) / pos,
+            "screening_fn_per_1000": pos_below / n * 1000.0,
+            "alert_precision": (pos - pos_below) / (n - n_below),
+            "sensitivity": (pos - pos_below) / pos,
+            "specificity": neg_below / neg,
+            "fpr": (neg - neg_below) / neg,
+        }[metric]
+
+
+def _choose(values: np.ndarray, cand: np.ndarray, target: Target) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``values`` (one row per replicate): the chosen threshold and its value."""
+    ok = values >= target.value - 1e-12 if target.op == ">=" else values <= target.value + 1e-12
+    ok &= ~np.isnan(values)
+    prefer = FINDERS[target.metric][target.op][1]
+    idx = (cand.size - 1 - np.argmax(ok[..., ::-1], axis=-1)) if prefer == "largest" \
+        else np.argmax(ok, axis=-1)
+    feasible = ok.any(axis=-1)
+    chosen = np.where(feasible, cand[idx], np.nan)
+    achieved = np.where(feasible, np.take_along_axis(values, idx[..., None], -1)[..., 0], np.nan)
+    return chosen, achieved
+
+
+def _sorted(y, p):
+    order = np.argsort(p, kind="stable")
+    return order, p[order], y[order]
+
+
+def find_threshold(y, p, target: Target | str) -> tuple[float | None, float | None]:
+    """The exact threshold meeting ``target`` and the value it achieves (None if infeasible).
+
+    >>> find_threshold([0, 0, 1, 1, 1], [0.1, 0.4, 0.35, 0.8, 0.9], "screening_sensitivity>=1")
+    (0.35, 1.0)
+    >>> find_threshold([0, 0, 1, 1, 1], [0.1, 0.4, 0.35, 0.8, 0.9], "alert_precision>=1")
+    (0.8, 1.0)
+    """
+    target = Target.parse(target) if isinstance(target, str) else target
+    y = np.asarray(y, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    _, ps, ys = _sorted(y, p)
+    cum_all = np.concatenate([[0.0], np.cumsum(np.ones_like(ys))])
+    cum_pos = np.concatenate([[0.0], np.cumsum(ys)])
+    cand = _candidates(p)
+    chosen, achieved = _choose(_metric_at(target.metric, ys, ps, cum_all, cum_pos, cand),
+                               cand, target)
+    return (None, None) if np.isnan(chosen) else (float(chosen), float(achieved))
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """One target's threshold on one subset, with its re-selected bootstrap interval."""
+
+    target: str
+    parameter: str
+    value: float | None
+    achieved: float | None
+    subset: str
+    n: int
+    ci95: tuple[float, float] | None = None
+    evaluated_on: str | None = None
+
+    def to_dict(self) -> dict:
+        def clean(v):
+            return None if v is None or not math.isfinite(v) else float(v)
+
+        return {"target": self.target, "parameter": self.parameter, "value": clean(self.value),
+                "achieved": clean(self.achieved), "feasible": self.value is not None,
+                "ci95": None if self.ci95 is None else [clean(v) for v in self.ci95],
+                "subset": self.subset, "n": int(self.n), "evaluated_on": self.evaluated_on}
+
+
+def _reselected_ci(y, p, target, n_resamples, seed) -> tuple[float, float] | None:
+    """Percentile interval of the threshold chosen inside every bootstrap replicate."""
+    order, ps, ys = _sorted(y, p)
+    cand = _candidates(p)
+
+    def statistic(w):
+        ws = w[:, order]
+        cum_all = np.concatenate([np.zeros((w.shape[0], 1)), np.cumsum(ws, axis=1)], axis=1)
+        cum_pos = np.concatenate([np.zeros((w.shape[0], 1)), np.cumsum(ws * ys, axis=1)], axis=1)
+        return _choose(_metric_at(target.metric, ys, ps, cum_all, cum_pos, cand), cand,
+                       target)[0]
+
+    ci = bootstrap_cis({"t": statistic}, y.size, n_resamples=n_resamples, seed=seed)["t"]
+    return (ci.lo, ci.hi) if ci.defined else None
+
+
+def _evaluate_at(y, p, target: Target, threshold: float) -> float:
+    _, ps, ys = _sorted(y, p)
+    cum_all = np.concatenate([[0.0], np.cumsum(np.ones_like(ys))])
+    cum_pos = np.concatenate([[0.0], np.cumsum(ys)])
+    return float(_metric_at(target.metric, ys, ps, cum_all, cum_pos, np.array([threshold]))[0])
+
+
+def tune(ds, targets, *, by: str | None = None, nested: str | None = None,
+         bootstrap: int = 0, seed: int = 0) -> list[TuneResult]:
+    """Thresholds for ``targets`` on a :class:`Dataset`, overall or ``by="criterion"``.
+
+    ``nested="folds"``: for each fold, choose on the other folds and evaluate on it (one result
+    per fold, ``evaluated_on`` names it); ``nested="split"``: choose on the TUNE split, report
+    the value achieved on TEST. ``bootstrap`` resamples give each chosen threshold an interval
+    that re-selects it in every replicate (not with ``nested``).
+    """
+    targets = [Target.parse(t) if isinstance(t, str) else t for t in targets]
+    y, p = ds.y.astype(np.float64), ds.p.astype(np.float64)
+    groups = [("all_queries", np.ones(ds.n_queries, dtype=bool))]
+    if by == "criterion":
+        groups += [(f"criterion {c}", ds.criterion == c) for c in ds.criteria]
+    elif by is not None:
+        raise ValueError(f"by must be 'criterion' or None; got {by!r}")
+    out: list[TuneResult] = []
+    for subset, m in groups:
+        for t in targets:
+            if nested is None:
+                value, achieved = find_threshold(y[m], p[m], t)
+                ci = (_reselected_ci(y[m], p[m], t, bootstrap, seed)
+                      if bootstrap and value is not None else None)
+                out.append(TuneResult(str(t), t.parameter, value, achieved, subset,
+                                      int(m.sum()), ci))
+            else:
+                out.extend(_nested(ds, y, p, m, t, subset, nested))
+    return out
+
+
+def _nested(ds, y, p, m, t, subset, nested) -> list[TuneResult]:
+    if nested == "folds":
+        if ds.fold is None:
+            raise ValueError("nested='folds' needs a fold column")
+        pairs = [(f"fold {f}", m & (ds.fold != f), m & (ds.fold == f))
+                 for f in np.unique(ds.fold[m])]
+    elif nested == "split":
+        if ds.split is None:
+            raise ValueError("nested='split' needs a split column (TUNE / TEST)")
+        split = np.char.upper(ds.split.astype(str))
+        pairs = [("split TEST", m & (split == "TUNE"), m & (split == "TEST"))]
+        if not pairs[0][1].any() or not pairs[0][2].any():
+            raise ValueError("nested='split' needs both TUNE and TEST rows")
+    else:
+        raise ValueError(f"nested must be 'folds', 'split' or None; got {nested!r}")
+    out = []
+    for name, train, test in pairs:
+        value, _ = find_threshold(y[train], p[train], t)
+        achieved = None if value is None else _evaluate_at(y[test], p[test], t, value)
+        out.append(TuneResult(str(t), t.parameter, value, achieved, subset, int(test.sum()),
+                              None, evaluated_on=name))
+    return out
+
+
+def decision_curve(y, p, thresholds=DECISION_THRESHOLDS) -> pd.DataFrame:
+    """Net benefit of the model, treat-all and treat-none at each threshold probability.
+
+    ``net_benefit = TP/N − FP/N · t / (1 − t)`` with positive iff ``p ≥ t``;
+    ``interventions_avoided_per_100 = (NB_model − NB_all) / (t / (1 − t)) × 100``.
+
+    >>> dc = decision_curve([1, 0, 1, 0], [0.9, 0.2, 0.6, 0.7], [0.5])
+    >>> float(dc["net_benefit"][0]), float(dc["net_benefit_treat_all"][0])
+    (0.25, 0.0)
+    """
+    y = np.asarray(y, dtype=np.float64)
+    t = np.asarray(thresholds, dtype=np.float64)
+    nb, prevalence = _net_benefit(y, np.asarray(p, dtype=np.float64), t, np.ones((1, y.size)))
+    odds = t / (1.0 - t)
+    treat_all = prevalence - (1.0 - prevalence) * odds
+    return pd.DataFrame({"threshold": t, "net_benefit": nb[0], "net_benefit_treat_all": treat_all,
+                         "net_benefit_treat_none": 0.0,
+                         "interventions_avoided_per_100": (nb[0] - treat_all) / odds * 100.0})
+
+
+def _net_benefit(y, p, t, w) -> tuple[np.ndarray, float]:
+    """Net benefit at thresholds ``t`` for each row of weights ``w`` (replicates x queries)."""
+    order = np.argsort(p, kind="stable")
+    ps, ys = p[order], y[order]
+    ws = w[:, order]
+    # weights of queries with p >= t: suffix sums in sorted order
+    tail_all = np.concatenate([np.cumsum(ws[:, ::-1], axis=1)[:, ::-1],
+                               np.zeros((w.shape[0], 1))], axis=1)
+    tail_pos = np.concatenate([np.cumsum((ws * ys)[:, ::-1], axis=1)[:, ::-1],
+                               np.zeros((w.shape[0], 1))], axis=1)
+    start = np.searchsorted(ps, t, side="left")
+    n = tail_all[:, :1]
+    tp, pred = tail_pos[:, start], tail_all[:, start]
+    fp = pred - tp
+    with np.errstate(invalid="ignore", divide="ignore"):
+        nb = tp / n - fp / n * (t / (1.0 - t))
+    prevalence = float(tail_pos[0, 0] / tail_all[0, 0]) if w.shape[0] == 1 and n[0, 0] else 0.0
+    return nb, prevalence
+
+
+def decision_curve_bands(y, p, *, n_resamples: int, seed: int, unit_of_row=None,
+                         n_units: int | None = None,
+                         thresholds=DECISION_THRESHOLDS) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap band (lo, hi) of the model's net benefit at each threshold."""
+    y = np.asarray(y, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    t = np.asarray(thresholds, dtype=np.float64)
+    cis = bootstrap_cis({"nb": lambda w: _net_benefit(y, p, t, w)[0]},
+                        n_units or y.size, unit_of_row=unit_of_row, n_resamples=n_resamples,
+                        seed=seed)["nb"]
+    return np.array([c.lo for c in cis]), np.array([c.hi for c in cis])

@@ -1,0 +1,175 @@
+"""Decision support: exact constrained thresholds (against brute force), nested evaluation
+(against a hand-written fold loop), decision curves (the net-benefit formula) and logistic
+calibration (against statsmodels GLM)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metrics_core import decision
+from metrics_core.calibration import LOGIT_EPS, logistic_calibration
+from metrics_core.cli import main
+from metrics_core.config import EvalConfig
+from metrics_core.dataset import Dataset
+from metrics_core.report import Evaluator
+from tests.conftest import random_frames
+
+TARGETS = ("screening_sensitivity>=0.9", "screening_fn_per_1000<=40", "alert_precision>=0.7",
+           "sensitivity>=0.8", "specificity>=0.6", "fpr<=0.05")
+
+
+def brute_force(y, p, text):
+    """Every candidate threshold evaluated literally with masks; the preferred feasible one."""
+    t = decision.Target.parse(text)
+    best = None
+    for c in np.union1d(np.unique(p), [0.0, 1.0]):
+        pos, neg = y == 1, y == 0
+        above = p >= c
+        n = y.size
+        values = {
+            "screening_sensitivity": (above & pos).sum() / pos.sum() if pos.any() else math.nan,
+            "screening_fn_per_1000": (~above & pos).sum() / n * 1000,
+            "alert_precision": (above & pos).sum() / above.sum() if above.any() else math.nan,
+            "sensitivity": (above & pos).sum() / pos.sum() if pos.any() else math.nan,
+            "specificity": (~above & neg).sum() / neg.sum() if neg.any() else math.nan,
+            "fpr": (above & neg).sum() / neg.sum() if neg.any() else math.nan,
+        }
+        v = values[t.metric]
+        ok = (v >= t.value - 1e-12) if t.op == ">=" else (v <= t.value + 1e-12)
+        if not ok or math.isnan(v):
+            continue
+        prefer = decision.FINDERS[t.metric][t.op][1]
+        if best is None or (prefer == "largest" and c > best[0]) or (
+                prefer == "smallest" and c < best[0]):
+            best = (float(c), float(v))
+    return best or (None, None)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), target=st.sampled_from(TARGETS),
+       n=st.integers(1, 60))
+def test_finder_equals_brute_force_with_ties(seed, target, n):
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.4).astype(int)
+    p = np.round(np.clip(rng.normal(0.3 + 0.4 * y, 0.2), 0, 1), 1)  # many ties
+    got = decision.find_threshold(y, p, target)
+    want = brute_force(y, p, target)
+    assert got[0] == want[0]
+    if want[1] is not None:
+        assert got[1] == pytest.approx(want[1], abs=1e-12)
+
+
+def test_tune_per_criterion_equals_the_finder_on_each_criterion():
+    q, c = random_frames(n_posts=60, seed=4)
+    ds = Dataset.from_frames(q, c)
+    results = decision.tune(ds, ["alert_precision>=0.6"], by="criterion")
+    assert [r.subset for r in results] == ["all_queries", "criterion C1", "criterion C2",
+                                          "criterion C3"]
+    for r in results[1:]:
+        m = ds.criterion == r.subset.split()[-1]
+        assert (r.value, r.achieved) == brute_force(ds.y[m], ds.p[m], "alert_precision>=0.6")
+        assert r.n == int(m.sum())
+
+
+def test_nested_folds_equal_a_hand_written_loop():
+    q, c = random_frames(n_posts=80, seed=7)
+    ds = Dataset.from_frames(q, c)
+    results = decision.tune(ds, ["screening_sensitivity>=0.9"], nested="folds")
+    assert len(results) == 5
+    for r, f in zip(results, sorted(set(ds.fold)), strict=True):
+        train, test = ds.fold != f, ds.fold == f
+        value, _ = brute_force(ds.y[train], ds.p[train], "screening_sensitivity>=0.9")
+        pos = ds.y[test] == 1
+        achieved = (ds.p[test][pos] >= value).mean()
+        assert r.evaluated_on == f"fold {f}" and r.value == value
+        assert r.achieved == pytest.approx(achieved)
+
+
+def test_reselected_interval_brackets_the_threshold():
+    q, c = random_frames(n_posts=80, seed=8)
+    ds = Dataset.from_frames(q, c)
+    (r,) = decision.tune(ds, ["screening_sensitivity>=0.9"], bootstrap=300, seed=1)
+    lo, hi = r.ci95
+    assert lo <= r.value <= hi and lo < hi
+
+
+def test_unknown_target_is_a_clear_error():
+    with pytest.raises(ValueError, match="known forms"):
+        decision.Target.parse("auroc>=0.9")
+
+
+def test_decision_curve_equals_the_formula():
+    rng = np.random.default_rng(3)
+    y = (rng.random(300) < 0.3).astype(int)
+    p = np.round(rng.random(300), 2)
+    dc = decision.decision_curve(y, p)
+    assert dc["threshold"].iloc[0] == 0.01 and dc["threshold"].iloc[-1] == 0.99
+    for t, nb, nb_all in dc[["threshold", "net_benefit", "net_benefit_treat_all"]].itertuples(
+            index=False):
+        pred = p >= t
+        tp, fp = (pred & (y == 1)).sum(), (pred & (y == 0)).sum()
+        assert nb == pytest.approx(tp / 300 - fp / 300 * t / (1 - t), abs=1e-12)
+        prev = y.mean()
+        assert nb_all == pytest.approx(prev - (1 - prev) * t / (1 - t), abs=1e-12)
+
+
+def test_logistic_calibration_equals_statsmodels():
+    rng = np.random.default_rng(11)
+    p = rng.beta(2, 5, 500)
+    y = (rng.random(500) < np.clip(p * 1.3, 0, 1)).astype(int)
+    got = logistic_calibration(y, p)
+    lp = np.clip(p, LOGIT_EPS, 1 - LOGIT_EPS)
+    logit = np.log(lp / (1 - lp))
+    fit_a = sm.GLM(y, np.ones((500, 1)), family=sm.families.Binomial(), offset=logit).fit(
+        tol=1e-12)
+    fit_b = sm.GLM(y, sm.add_constant(logit), family=sm.families.Binomial()).fit(tol=1e-12)
+    assert got.intercept == pytest.approx(fit_a.params[0], abs=1e-8)
+    assert got.slope == pytest.approx(fit_b.params[1], abs=1e-8)
+    assert got.intercept_ci == pytest.approx(tuple(fit_a.conf_int()[0]), abs=1e-6)
+    assert got.slope_ci == pytest.approx(tuple(fit_b.conf_int()[1]), abs=1e-6)
+    assert got.in_the_large == pytest.approx(y.sum() / p.sum())
+
+
+def test_one_class_calibration_is_undefined():
+    got = logistic_calibration([0, 0, 0], [0.1, 0.2, 0.3])
+    assert math.isnan(got.intercept) and math.isnan(got.slope)
+    assert got.reason == "one class present"
+
+
+def test_report_carries_calibration_records_and_the_decision_curve():
+    q, c = random_frames(n_posts=40, seed=2)
+    ds = Dataset.from_frames(q, c)
+    ev = Evaluator(ds).evaluate(EvalConfig(bootstrap=200, seed=2))
+    assert ev.record("calibration_slope").value == pytest.approx(
+        logistic_calibration(ds.y, ds.p).slope)
+    assert ev.record("calibration_intercept").ci_method == "wald"
+    data = json.loads(ev.to_json())
+    curve = data["decision_curve"]
+    assert len(curve) == 99
+    mid = curve[49]
+    assert mid["net_benefit_ci_lo"] <= mid["net_benefit"] <= mid["net_benefit_ci_hi"]
+
+
+def test_tune_command_writes_results(tmp_path, capsys):
+    q, c = random_frames(n_posts=40, seed=5)
+    qp, cp = tmp_path / "q.csv", tmp_path / "c.csv"
+    q.to_csv(qp, index=False)
+    c.to_csv(cp, index=False)
+    out = tmp_path / "tune.json"
+    assert main(["tune", str(qp), str(cp), "--target", "screening_sensitivity>=0.95",
+                 "--target", "alert_precision>=0.8", "--by", "criterion", "--out",
+                 str(out)]) == 0
+    data = json.loads(out.read_text())
+    first = data["results"][0]
+    assert set(first) >= {"target", "parameter", "value", "achieved", "ci95", "subset"}
+    assert first["parameter"] == "tau_neg" and first["subset"] == "all_queries"
+    assert len(data["results"]) == 2 * 4
+    assert main(["tune", str(qp), str(cp), "--target", "auroc>=0.9"]) == 2
+    assert "known forms" in capsys.readouterr().err
