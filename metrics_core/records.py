@@ -142,6 +142,13 @@ class Evaluation:
         """Screening, alert and workload metrics over the (τ_neg, τ_pos) grid (§6)."""
         return self._table("gate_grid")
 
+    @property
+    def targets(self) -> pd.DataFrame:
+        """The seed 003 targets: met only when the whole interval clears them."""
+        from metrics_core.targets import target_table
+
+        return target_table(self.records)
+
     def record(self, name: str) -> MetricRecord:
         """The record called ``name`` (KeyError listing the names if there is none)."""
         if not self._index:
@@ -205,6 +212,7 @@ class Evaluation:
             "per_fold_mean_over": None if per_fold is None else per_fold.attrs.get("n_groups"),
             "fold_summary": None if self.fold_summary is None
             else frame_records(self.fold_summary),
+            "targets": frame_records(self.targets),
             "consistency_checks": [c.to_dict() for c in self.checks],
         }
         if self.audit is not None and hasattr(self.audit, "to_dict"):

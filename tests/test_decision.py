@@ -173,3 +173,21 @@ def test_tune_command_writes_results(tmp_path, capsys):
     assert len(data["results"]) == 2 * 4
     assert main(["tune", str(qp), str(cp), "--target", "auroc>=0.9"]) == 2
     assert "known forms" in capsys.readouterr().err
+
+
+def test_targets_are_met_only_when_the_whole_interval_clears_them():
+    from metrics_core.records import MetricRecord
+    from metrics_core.targets import target_table
+
+    records = [MetricRecord("auroc", 0.9, "all_queries", 10, (0.86, 0.93)),
+               MetricRecord("auprc", 0.6, "all_queries", 10, (0.5, 0.7)),
+               MetricRecord("ece", 0.07, "all_queries", 10, (0.05, 0.09)),
+               MetricRecord("brier", 0.05, "all_queries", 10, None),
+               MetricRecord("alert_precision", None, "all_queries", 10, None, defined=False)]
+    table = target_table(records).set_index("metric")["status"]
+    assert table["auroc"] == "met (whole interval)"
+    assert table["auprc"] == "met by the point estimate, not by the whole interval"
+    assert table["ece"] == "not met"
+    assert table["brier"] == "met by the point estimate (no interval)"
+    assert table["alert_precision"] == "undefined"
+    assert table["evidence_recall"] == "not computed"

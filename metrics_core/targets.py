@@ -1,0 +1,59 @@
+"""Targets of a screening tool, and whether a run meets them with its interval (seed 003).
+
+A target is ``metric op value`` (``>=``, ``>``, ``<=``, ``<``). A run *meets* a target only
+when the whole 95 % interval clears it; a point estimate that clears it with an interval that
+does not is reported as such, and a metric without an interval says so.
+
+>>> parse_target("ece<0.05")
+('ece', '<', 0.05)
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+
+import pandas as pd
+
+__all__ = ["DEFAULT_TARGETS", "parse_target", "target_table"]
+
+#: The targets of seed 003: discrimination, calibration, evidence and the gate.
+DEFAULT_TARGETS = ("auroc>=0.85", "auprc>=0.55", "ece<0.05", "brier<0.1",
+                   "evidence_recall>=0.70", "screening_sensitivity>=0.995",
+                   "screening_fn_per_1000<=5", "alert_precision>=0.90")
+_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+_FORM = re.compile(r"^\s*([a-z_0-9@=.]+?)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*$")
+
+
+def parse_target(text: str) -> tuple[str, str, float]:
+    """``"auroc>=0.85"`` -> ``("auroc", ">=", 0.85)`` (ValueError naming the form)."""
+    m = _FORM.match(text)
+    if not m:
+        raise ValueError(f"target {text!r} is not of the form metric>=value (or >, <=, <)")
+    return m.group(1), m.group(2), float(m.group(3))
+
+
+def target_table(records, targets=DEFAULT_TARGETS) -> pd.DataFrame:
+    """One row per target: value, interval and status (met / not met / undefined, said so)."""
+    by_name = {r.name: r for r in records}
+    rows = []
+    for text in targets:
+        name, op, bound = parse_target(text)
+        r = by_name.get(name)
+        value = None if r is None else r.value
+        ci = None if r is None else r.ci95
+        holds = _OPS[op]
+        if value is None:
+            status = "undefined" if r is not None else "not computed"
+        elif not holds(value, bound):
+            status = "not met"
+        elif ci is None:
+            status = "met by the point estimate (no interval)"
+        elif holds(ci[0], bound) and holds(ci[1], bound):
+            status = "met (whole interval)"
+        else:
+            status = "met by the point estimate, not by the whole interval"
+        rows.append({"metric": name, "target": f"{op} {bound:g}", "value": value,
+                     "ci_lo": None if ci is None else ci[0],
+                     "ci_hi": None if ci is None else ci[1], "status": status})
+    return pd.DataFrame(rows)
