@@ -63,6 +63,7 @@ def _pages(source: data.Source) -> list:
         _page("per_post.py", "Per post", "per-post", ":material/article:"),
         _page("folds.py", "Folds", "folds", ":material/splitscreen:"),
         _page("case_review.py", "Case review", "case-review", ":material/search:"),
+        _page("decision.py", "Decision support", "decision", ":material/balance:"),
     ]
     if source.triage is not None:
         pages.append(_page("triage.py", "Triage (seed 004)", "triage", ":material/rule:"))

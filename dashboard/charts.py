@@ -27,6 +27,7 @@ __all__ = [
     "MAX_CURVE_POINTS",
     "STATE_NAMES",
     "OperatingPoint",
+    "decision_curve_figure",
     "distribution_figure",
     "gamma_sweep_figure",
     "gate_grid_heatmap",
@@ -314,3 +315,38 @@ def distribution_figure(values: Mapping[str, np.ndarray], *,
                              lowerfence=[v.min()], upperfence=[v.max()], mean=[v.mean()],
                              boxpoints=False))
     return _layout(fig, title, "Metric", y_title, showlegend=False)
+
+
+# ---------------------------------------------------------------------- decision curve
+def decision_curve_figure(curve: pd.DataFrame, *, tau_pos: float | None = None) -> go.Figure:
+    """Net benefit of the model, treat-all and treat-none against the threshold probability.
+
+    ``curve`` is ``Evaluation.decision_curve``; its band columns (``net_benefit_ci_lo`` /
+    ``_hi``) are drawn when present; ``tau_pos`` is marked with a vertical line.
+    """
+    fig = _Figure()
+    t = curve["threshold"]
+    if "net_benefit_ci_lo" in curve:
+        fig.add_trace(_Scatter(x=np.r_[t, t[::-1]],
+                               y=np.r_[curve["net_benefit_ci_hi"],
+                                       curve["net_benefit_ci_lo"][::-1]],
+                               fill="toself", mode="lines", line={"width": 0},
+                               fillcolor="rgba(76,120,168,0.2)", name="model 95% band",
+                               hoverinfo="skip"))
+    fig.add_trace(_Scatter(x=t, y=curve["net_benefit"], mode="lines", name="model",
+                           line={"color": "#4c78a8", "width": 2},
+                           hovertemplate="threshold %{x:.2f}<br>net benefit %{y:.4f}"
+                                         "<extra></extra>"))
+    fig.add_trace(_Scatter(x=t, y=curve["net_benefit_treat_all"], mode="lines",
+                           name="treat all", line={"color": "#f58518", "dash": "dash"}))
+    fig.add_trace(_Scatter(x=t, y=curve["net_benefit_treat_none"], mode="lines",
+                           name="treat none", line={"color": "grey", "dash": "dot"}))
+    finite = curve["net_benefit"].to_numpy(dtype=float)
+    top = float(np.nanmax(finite)) if np.isfinite(finite).any() else 0.0
+    fig = _layout(fig, "Decision curve", "Threshold probability", "Net benefit",
+                  xaxis={"range": [0, 1]},
+                  yaxis={"range": [min(-0.05, -abs(top) * 0.2), max(top * 1.1, 0.05)]})
+    if tau_pos is not None:
+        fig.add_vline(x=tau_pos, line={"color": "#e45756", "dash": "dash"},
+                      annotation={"text": f"τ_pos = {tau_pos:g}"})
+    return fig

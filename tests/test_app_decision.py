@@ -1,0 +1,39 @@
+"""The Decision support page: targets, the threshold finder (which moves the sliders) and the
+decision curve, all equal to what metrics_core computes."""
+
+from __future__ import annotations
+
+import pytest
+
+from metrics_core import decision
+from metrics_core.config import EvalConfig
+from tests.test_app import assert_clean, open_app, table
+
+
+@pytest.fixture(scope="module")
+def demo():
+    from metrics_core import io as mio
+    from metrics_core.demo import demo_paths
+    from metrics_core.report import Evaluator
+
+    paths = demo_paths()
+    return Evaluator(mio.load(paths.queries, paths.candidates).dataset)
+
+
+def test_decision_page_shows_targets_and_curve(demo):
+    at = open_app(page="decision")
+    assert_clean(at)
+    want = demo.evaluate(EvalConfig(bootstrap=0))
+    shown = table(at, "targets_table")
+    assert list(shown["metric"]) == list(want.targets["metric"])
+    assert list(shown["status"]) == list(want.targets["status"])
+
+
+def test_finder_result_moves_the_gate_slider(demo):
+    at = open_app(page="decision")
+    at.selectbox(key="finder_target").set_value(("screening_sensitivity", ">=")).run()
+    at.number_input(key="finder_value").set_value(0.99).run()
+    value, _ = decision.find_threshold(demo.ds.y, demo.ds.p, "screening_sensitivity>=0.99")
+    at.button(key="finder_apply").click().run()
+    assert_clean(at)
+    assert at.session_state["gate"][0] == pytest.approx(value)
