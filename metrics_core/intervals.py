@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from metrics_core import calibration, classification
-from metrics_core.uncertainty import CI, bootstrap_cis, weighted_means
+from metrics_core.uncertainty import CI, Bootstrap, bootstrap_cis, weighted_means
 
 __all__ = ["Intervals", "data_intervals", "operating_intervals"]
 
@@ -33,13 +33,23 @@ class Intervals(dict):
         return ((float(ci.lo), float(ci.hi)) if ci.defined else None), ci.n_valid
 
 
+#: Count matrices up to this many cells are drawn once and kept (uint8: one byte a cell), so
+#: a setting change re-weights instead of resampling.
+KEEP_COUNTS_CELLS = 256 << 20
+
+
 def _run(ev, cfg, statistics: dict, progress) -> dict:
     ds = ev.ds
     unit_of_row = ds.post_code if cfg.bootstrap_unit == "post" else None
     n_units = int(ds.posts.size) if unit_of_row is not None else ds.n_queries
+    counts = None
+    if n_units * cfg.bootstrap <= KEEP_COUNTS_CELLS:
+        counts = ev._memo(("bootstrap_counts", n_units, cfg.bootstrap, cfg.seed),
+                          lambda: Bootstrap(n_units, n_resamples=cfg.bootstrap,
+                                            seed=cfg.seed).compact_counts())
     return bootstrap_cis(statistics, n_units, unit_of_row=unit_of_row,
                          n_resamples=cfg.bootstrap, seed=cfg.seed, unit=cfg.bootstrap_unit,
-                         progress=progress)
+                         progress=progress, counts=counts)
 
 
 def _method(cfg) -> str:

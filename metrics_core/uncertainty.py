@@ -182,6 +182,19 @@ class Bootstrap:
         """All count matrices stacked, ``(n_resamples, n_units)`` int32 (small problems only)."""
         return np.concatenate(list(self.count_batches()), axis=0)
 
+    def compact_counts(self) -> np.ndarray:
+        """All counts in the smallest unsigned type that holds them (uint8 almost always).
+
+        Drawn once and kept, they let a setting change re-weight per-query arrays without
+        drawing again: :func:`bootstrap_cis` takes them as ``counts``.
+        """
+        parts = []
+        for batch in self.count_batches():
+            kind = np.uint8 if batch.max(initial=0) <= np.iinfo(np.uint8).max else np.uint16
+            parts.append(batch.astype(kind))
+        kind = np.result_type(*parts)
+        return np.concatenate([part.astype(kind, copy=False) for part in parts], axis=0)
+
     @staticmethod
     def expand(counts: np.ndarray, unit_of_row) -> np.ndarray:
         """Row weights of the cluster bootstrap: ``counts[:, unit_of_row]``.
@@ -247,7 +260,8 @@ def percentile_ci(values, *, level: float = 0.95, unit: str = "query") -> CI:
 def bootstrap_cis(statistics: Mapping[str, Statistic], n_units: int, *, unit_of_row=None,
                   n_resamples: int = 10_000, seed: int = 0, level: float = 0.95,
                   batch_size: int | None = None, unit: str | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> dict:
+                  progress: Callable[[int, int], None] | None = None,
+                  counts: np.ndarray | None = None) -> dict:
     """Percentile bootstrap intervals of several statistics over the same resamples (§9).
 
     The one bootstrap of the project: the report, the dashboard and the benchmarks call it.
@@ -271,6 +285,9 @@ def bootstrap_cis(statistics: Mapping[str, Statistic], n_units: int, *, unit_of_
         Label stored in the :class:`CI`; default ``"query"``, or ``"post"`` with ``unit_of_row``.
     progress : callable, optional
         ``progress(done, total)`` after every batch; an exception it raises cancels the run.
+    counts : array, optional
+        The count matrix drawn before (:meth:`Bootstrap.compact_counts` with the same
+        ``n_units``, ``n_resamples`` and ``seed``): the same intervals without drawing again.
     """
     if unit is None:
         unit = "query" if unit_of_row is None else "post"
@@ -284,10 +301,15 @@ def bootstrap_cis(statistics: Mapping[str, Statistic], n_units: int, *, unit_of_
     if batch_size is None:  # size batches by the weight matrix the statistics receive
         batch_size = max(1, _BATCH_ELEMENTS // n_rows)
     boot = Bootstrap(n_units, n_resamples=n_resamples, seed=seed, batch_size=batch_size)
+    if counts is not None and counts.shape != (n_resamples, n_units):
+        raise ValueError(f"counts must have shape ({n_resamples}, {n_units}), "
+                         f"got {counts.shape}")
+    batches = boot.count_batches() if counts is None else (
+        counts[i:i + batch_size] for i in range(0, n_resamples, batch_size))
     collected: dict[str, list[np.ndarray]] = {name: [] for name in statistics}
     done = 0
-    for counts in boot.count_batches():
-        weights = counts.astype(np.float64)
+    for batch in batches:
+        weights = batch.astype(np.float64)
         if unit_of_row is not None:
             weights = Bootstrap.expand(weights, unit_of_row)
         for name, statistic in statistics.items():
@@ -296,7 +318,7 @@ def bootstrap_cis(statistics: Mapping[str, Statistic], n_units: int, *, unit_of_
                 raise ValueError(f"statistic {name!r} must return shape ({weights.shape[0]},) "
                                  f"or ({weights.shape[0]}, m), got {values.shape}")
             collected[name].append(values)
-        done += counts.shape[0]
+        done += batch.shape[0]
         if progress is not None:
             progress(done, n_resamples)
     out: dict = {}
