@@ -488,8 +488,9 @@ def task_rank_ranx(name: str, opts: dict) -> dict:
 def task_rank_naive(name: str, opts: dict) -> dict:
     """The seeds' per-query loop (naive_ranking_per_query) on the Dataset, checked against the
     vectorised kernel on the same data."""
+    from metrics_core._reference import naive_ranking_per_query
     from metrics_core.dataset import Dataset
-    from metrics_core.ranking import naive_ranking_per_query, ranking_per_query
+    from metrics_core.ranking import ranking_per_query
 
     queries, candidates = read_frames(name)
     ds, t_build = measure(lambda: Dataset.from_frames(queries, candidates), repeats=1)
@@ -507,7 +508,7 @@ def task_dynamic_k(name: str, opts: dict) -> dict:
     """Dynamic-K extraction (§7) with the default gate: MassProfile + select_k +
     evidence_per_query against the seeds' per-query loops (naive_select_k,
     naive_evidence_per_query), on the same built Dataset."""
-    from metrics_core import dynamic_k, gate
+    from metrics_core import _reference, dynamic_k, gate
     from metrics_core.dataset import Dataset
 
     queries, candidates = read_frames(name)
@@ -524,8 +525,8 @@ def task_dynamic_k(name: str, opts: dict) -> dict:
            "timings": {"metrics_core": t_ours}, "checks": []}
     if opts.get("naive"):
         def naive(d):
-            k = dynamic_k.naive_select_k(d, states)
-            return (k, *dynamic_k.naive_evidence_per_query(d, k))
+            k = _reference.naive_select_k(d, states)
+            return (k, *_reference.naive_evidence_per_query(d, k))
 
         (nk, nrec, nprec), t_naive = measure(naive, repeats=1, setup=lambda: fresh(ds))
         out["timings"]["naive loop"] = t_naive

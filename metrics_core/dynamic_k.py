@@ -21,8 +21,9 @@ Two stages, so that moving a slider is cheap:
   profile caches those positions as a (positions x queries) matrix, so a slider move is a few
   vector comparisons over the queries.
 
-:func:`naive_select_k` is the literal per-query loop of the contract text, the reference for the
-tests and the baseline of the benchmark.
+The literal per-query loops of the contract text, the references for the tests and the baselines
+of the benchmark, are private: ``metrics_core._reference.naive_select_k`` and
+``naive_evidence_per_query``.
 """
 
 from __future__ import annotations
@@ -46,8 +47,6 @@ __all__ = [
     "evidence_per_query",
     "k_max_per_query",
     "k_summary",
-    "naive_evidence_per_query",
-    "naive_select_k",
     "select_k",
 ]
 
@@ -343,44 +342,6 @@ def _count_below_flat(profile: MassProfile, gamma_q: np.ndarray) -> np.ndarray:
     return total[profile.offsets[1:]] - total[profile.offsets[:-1]]
 
 
-def naive_select_k(ds: Dataset, states=None, *, mass: str = "softmax", temperature: float = 1.0,
-                   gamma: float = 0.9, gamma_uncertain: float = 0.95, k_min: int = 2,
-                   hard_cap: int = 10, k_max_ratio: float = 0.5,
-                   gate_aware: bool = True) -> np.ndarray:
-    """Reference per-query loop for :func:`select_k`, following the contract text (§7).
-
-    For each query: masses in rank order (softmax of ``score / T`` after subtracting the
-    largest, or ``score``), their running sum normalised by the query's own total (the last
-    running sum), ``K_γ`` = first position whose cumulative mass is ``≥ γ``, then the caps and
-    the gate-aware policy. Slow by design; used by the tests and the benchmark.
-    """
-    if mass not in MASS_RULES:
-        raise ValueError(f"mass must be one of {MASS_RULES}, got {mass!r}")
-    _check_k_options(gamma, gamma_uncertain, k_min, hard_cap, k_max_ratio)
-    out = np.zeros(ds.n_queries, dtype=np.int64)
-    for q in range(ds.n_queries):
-        n = int(ds.offsets[q + 1] - ds.offsets[q])
-        state = None if states is None else int(states[q])
-        if n == 0 or (gate_aware and state == _NEG):
-            out[q] = 0
-            continue
-        target = gamma_uncertain if (gate_aware and state == _UNCERTAIN) else gamma
-        s = np.asarray(ds.score[ds.offsets[q]:ds.offsets[q + 1]], dtype=np.float64)
-        if mass == "softmax":
-            s = s / temperature
-            s = np.exp(s - s.max())
-        running = np.cumsum(s)
-        cum = running / running[-1]
-        k_gamma = n
-        for i in range(n):
-            if cum[i] >= target:
-                k_gamma = i + 1
-                break
-        k_max = min(hard_cap, math.floor(n * k_max_ratio))
-        out[q] = min(n, max(k_min, min(k_gamma, k_max)))
-    return out
-
-
 # --------------------------------------------------------------------------- evidence
 def _check_k(ds: Dataset, k) -> np.ndarray:
     k = np.asarray(k)
@@ -450,33 +411,6 @@ def _hits_within(ds: Dataset, k: np.ndarray) -> np.ndarray:
     query = np.searchsorted(ds.offsets, gold, side="right") - 1
     within = gold - ds.offsets[query] < k[query]
     return np.bincount(query[within], minlength=ds.n_queries).astype(np.int64)
-
-
-def naive_evidence_per_query(ds: Dataset, k, *,
-                             protocol: str = "positives_only") -> tuple[np.ndarray, np.ndarray]:
-    """Reference per-query loop for :func:`evidence_per_query` on sets of sentence ids (§7)."""
-    recall = np.full(ds.n_queries, np.nan)
-    precision = np.full(ds.n_queries, np.nan)
-    for q in range(ds.n_queries):
-        if protocol == "positives_only" and ds.y[q] != 1:
-            continue
-        sl = ds.candidate_slice(q)
-        uids = list(ds.sent_uid[sl])
-        gold_found = {u for u, g in zip(uids, ds.is_gold[sl], strict=True) if g}
-        n_gold = int(ds.n_gold[q])
-        selected = set(uids[: int(k[q])])
-        hits = len(gold_found & selected)
-        if n_gold > 0:
-            recall[q] = hits / n_gold
-        elif protocol == "all_queries":
-            recall[q] = 1.0 if not selected else 0.0
-        if selected:
-            precision[q] = hits / len(selected)
-        elif protocol == "all_queries":
-            precision[q] = 1.0 if n_gold == 0 else 0.0
-        else:
-            precision[q] = 0.0
-    return recall, precision
 
 
 # --------------------------------------------------------------------------- K summary

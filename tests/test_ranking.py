@@ -17,6 +17,7 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metrics_core._reference import naive_ranking_per_query
 from metrics_core.dataset import Dataset
 from metrics_core.ranking import (
     DEFAULT_KS,
@@ -25,7 +26,6 @@ from metrics_core.ranking import (
     PRECISION_DENOMINATORS,
     RankingSummary,
     metric_names,
-    naive_ranking_per_query,
     ranking_per_query,
     summarize,
     undefined_mask,
