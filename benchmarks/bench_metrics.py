@@ -106,12 +106,9 @@ def measure(fn, *, repeats: int, setup=None):
 
 
 def reset_caches() -> None:
-    """Forget metrics_core's content-keyed caches so that every timed call starts cold."""
-    from metrics_core import classification
-
-    cache = getattr(classification, "_CACHE", None)
-    if cache is not None:
-        cache.clear()
+    """Every timed call starts cold: metrics_core keeps no module-level cache (a caller reuses
+    work by holding objects such as ``classification.prepare(y, p)``), so there is nothing to
+    forget here; kept as the one place to clear one should a cache ever be added."""
 
 
 def fresh(ds):
@@ -266,10 +263,12 @@ def task_classification(name: str, opts: dict) -> dict:
     targets = np.asarray(FPR_TARGETS)
 
     def ours():
-        conf = cls.confusion_at(y, p, threshold=TAU)
-        return {"auroc": cls.roc_auc(y, p).value, "auprc": cls.average_precision(y, p).value,
-                "roc": cls.roc_points(y, p), "pr": cls.pr_points(y, p),
-                "tpr_at_fpr": cls.tpr_at_fpr(y, p, FPR_TARGETS), "confusion": conf,
+        prepared = cls.prepare(y, p)  # validated and sorted once for every metric below
+        conf = cls.confusion_at(prepared, threshold=TAU)
+        return {"auroc": cls.roc_auc(prepared).value,
+                "auprc": cls.average_precision(prepared).value,
+                "roc": cls.roc_points(prepared), "pr": cls.pr_points(prepared),
+                "tpr_at_fpr": cls.tpr_at_fpr(prepared, targets=FPR_TARGETS), "confusion": conf,
                 "rates": conf.rates(), "brier": calibration.brier(y, p)}
 
     def sklearn():
@@ -609,7 +608,7 @@ def task_bootstrap(name: str, opts: dict) -> dict:
     from scipy import stats
     from sklearn.metrics import roc_auc_score
 
-    from metrics_core.classification import roc_auc_weighted
+    from metrics_core.classification import prepare, roc_auc_weighted
     from metrics_core.uncertainty import Bootstrap, percentile_ci
 
     queries = pd.read_parquet(data_paths(name)["queries"])
@@ -618,7 +617,8 @@ def task_bootstrap(name: str, opts: dict) -> dict:
 
     def ours():
         boot = Bootstrap(y.size, n_resamples=N_RESAMPLES, seed=SEED)
-        draws = np.concatenate([roc_auc_weighted(y, p, counts)
+        prepared = prepare(y, p)  # sorted once for every batch
+        draws = np.concatenate([roc_auc_weighted(prepared, weights=counts)
                                 for counts in boot.count_batches()])
         return draws, percentile_ci(draws)
 
