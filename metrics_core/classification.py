@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 
 import numpy as np
 
@@ -599,7 +600,7 @@ def tpr_at_fpr(y, p=None, targets=FPR_TARGETS) -> list[TprAtFpr]:
 RATE_NAMES = ("sensitivity", "specificity", "fpr", "precision", "npv", "f1", "mcc",
               "balanced_accuracy")
 
-_UNDEFINED_REASON = {
+_UNDEFINED_REASON = MappingProxyType({
     "sensitivity": "no positives (0/0)",
     "specificity": "no negatives (0/0)",
     "fpr": "no negatives (0/0)",
@@ -608,7 +609,7 @@ _UNDEFINED_REASON = {
     "f1": "no positives and no predicted positives (0/0)",
     "mcc": "a class or a prediction is absent (0/0)",
     "balanced_accuracy": "one class (0/0)",
-}
+})
 
 
 def confusion_rates(tp, fp, tn, fn) -> dict[str, np.ndarray]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import IntEnum
+from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
@@ -373,8 +374,9 @@ def per_thousand(outcome: GateOutcome) -> PerThousand:
 
 
 # ------------------------------------------------------------------------ abstention view
-#: Abstention metrics: attribute name -> seed 004 key template ({pos} / {neg} = class names).
-ABSTENTION_KEYS = {
+#: Abstention metrics: attribute name -> seed 004 key template ({pos} / {neg} = class names);
+#: read-only.
+ABSTENTION_KEYS = MappingProxyType({
     "coverage": "coverage",
     "abstain_rate": "abstain_rate",
     "abstain_rate_pos": "abstain_rate_{pos}",
@@ -397,7 +399,7 @@ ABSTENTION_KEYS = {
     "pass_rate": "{neg}_pass_rate",
     "ece": "ece",
     "brier": "brier",
-}
+})
 
 
 @dataclass(frozen=True)
