@@ -128,6 +128,14 @@ class MassProfile:
         Examples
         --------
         Two candidates with scores 0 and 0 share the mass: cumulative masses 0.5, 1.0.
+
+        >>> import pandas as pd
+        >>> queries = pd.DataFrame({"post_id": ["p"], "criterion": ["A.1"],
+        ...                         "has_evidence": [1], "p_has_evidence": [0.9]})
+        >>> candidates = pd.DataFrame({"post_id": "p", "criterion": "A.1", "sent_uid": ["a", "b"],
+        ...                            "score": [0.0, 0.0], "is_gold": [1, 0]})
+        >>> MassProfile.from_dataset(Dataset.from_frames(queries, candidates)).cum_mass.tolist()
+        [0.5, 1.0]
         """
         if mass not in MASS_RULES:
             raise ValueError(f"mass must be one of {MASS_RULES}, got {mass!r}")
@@ -294,6 +302,17 @@ def select_k(profile: MassProfile, states=None, *, gamma: float = 0.9,
     --------
     Scores (2, 1, 0, -1, -5, -5) have softmax cumulative masses 0.6432, 0.8798, 0.9668, 0.9988,
     0.9994, 1.0; γ = 0.9 gives K_γ = 3, k_max = min(10, floor(6 × 0.5)) = 3, so K = 3.
+
+    >>> import pandas as pd
+    >>> queries = pd.DataFrame({"post_id": ["p"], "criterion": ["A.1"],
+    ...                         "has_evidence": [1], "p_has_evidence": [0.9]})
+    >>> candidates = pd.DataFrame({"post_id": "p", "criterion": "A.1", "sent_uid": list("abcdef"),
+    ...                            "score": [2, 1, 0, -1, -5, -5], "is_gold": [1, 0, 0, 0, 0, 0]})
+    >>> profile = MassProfile.from_dataset(Dataset.from_frames(queries, candidates))
+    >>> profile.cum_mass.round(4).tolist()
+    [0.6432, 0.8798, 0.9668, 0.9988, 0.9994, 1.0]
+    >>> select_k(profile, gamma=0.9).tolist(), select_k(profile, gamma=0.5).tolist()
+    ([3], [2])
     """
     _check_k_options(gamma, gamma_uncertain, k_min, hard_cap, k_max_ratio)
     n_queries = profile.n_queries
@@ -529,6 +548,10 @@ def k_summary(k, *, states=None, y=None) -> KSummary:
     Examples
     --------
     K = (0, 2, 3, 5): mean 2.5, median 2.5, P90 = 3 + 0.7 × 2 = 4.4, workload 10, 2,500 per 1,000.
+
+    >>> o = k_summary([0, 2, 3, 5]).overall
+    >>> o.mean, o.median, round(o.p90, 12), o.workload, o.workload_per_1000
+    (2.5, 2.5, 4.4, 10, 2500.0)
     """
     k = np.asarray(k)
     if k.ndim != 1:
