@@ -8,6 +8,8 @@ candidates all tie in score, a single class, and the rows the loader excluded.
 
 Every check is vectorised over queries (``np.unique`` / ``np.bincount`` on integer codes);
 only the handful of examples quoted per finding are built one by one.
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``.
 """
 
 from __future__ import annotations

@@ -28,6 +28,9 @@ that moves a threshold slider only pays for a binary search::
 
 Nothing is cached at module level: a :class:`PreparedScores` lives as long as its caller keeps
 it, and data never passes from one caller (or dashboard session) to another.
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 000" is
+``docs/seeds/000-metric-specification.txt``.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ Running ``python -m metrics_core.demo [--out DIR]`` rewrites the committed files
 
 :func:`make_synthetic` is the vectorised generator underneath; it scales to benchmark sizes
 (100,000 posts = 1,000,000 queries, ~20,000,000 candidate rows in seconds).
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 003" is
+``docs/seeds/003-evidence-pipeline-contract.txt``; "seed 004" is
+``docs/seeds/004-triage-abstention-metrics.txt``.
 """
 
 from __future__ import annotations

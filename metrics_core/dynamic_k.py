@@ -24,6 +24,10 @@ Two stages, so that moving a slider is cheap:
 The literal per-query loops of the contract text, the references for the tests and the baselines
 of the benchmark, are private: ``metrics_core._reference.naive_select_k`` and
 ``naive_evidence_per_query``.
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 000" is
+``docs/seeds/000-metric-specification.txt``; "seed 003" is
+``docs/seeds/003-evidence-pipeline-contract.txt``.
 """
 
 from __future__ import annotations

@@ -15,6 +15,10 @@ so e.g. ``alert_precision`` is ``precision_pos`` and ``screening_fn_per_1000`` i
 Every proportion carries a Wilson 95 % interval (contract §9); a per-1,000 value carries the
 Wilson interval of its proportion, scaled by 1,000. Undefined values (0 / 0) are NaN and their
 interval is ``None``.
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 003" is
+``docs/seeds/003-evidence-pipeline-contract.txt``; "seed 004" is
+``docs/seeds/004-triage-abstention-metrics.txt``.
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ cumulative sum over the bands, so every cut-off costs one pass for all queries.
 The reference loop that follows the seed code literally is the private
 ``metrics_core._reference.naive_ranking_per_query``; the two agree to 1e-12
 (tests/test_ranking.py).
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 000" is
+``docs/seeds/000-metric-specification.txt``; "seed 002" is
+``docs/seeds/002-rag-evaluation-spec.txt``.
 """
 
 from __future__ import annotations
