@@ -1,4 +1,8 @@
-"""Tests of metrics_core.classification (contract §4, protocol all_queries)."""
+"""Tests of metrics_core.classification (contract §4, protocol all_queries).
+
+Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 000" is
+docs/seeds/000-metric-specification.txt.
+"""
 
 from __future__ import annotations
 

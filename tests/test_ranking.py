@@ -3,6 +3,9 @@
 Hand-worked examples, agreement with trec_eval (pytrec_eval) and with the seeds' per-query loop on
 random data with ties, and hypothesis properties (bounds, perfect ranking, permutation
 invariance, monotonicity in K).
+
+Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 000" is
+docs/seeds/000-metric-specification.txt; "seed 002" is docs/seeds/002-rag-evaluation-spec.txt.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""The one computation (report.Evaluator): records, tables, checks and JSON (contract §9-§11)."""
+"""The one computation (report.Evaluator): records, tables, checks and JSON (contract §9-§11).
+
+Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 000" is
+docs/seeds/000-metric-specification.txt.
+"""
 
 from __future__ import annotations
 
