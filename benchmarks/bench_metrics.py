@@ -106,12 +106,9 @@ def measure(fn, *, repeats: int, setup=None):
 
 
 def reset_caches() -> None:
-    """Forget metrics_core's content-keyed caches so that every timed call starts cold."""
-    from metrics_core import classification
-
-    cache = getattr(classification, "_CACHE", None)
-    if cache is not None:
-        cache.clear()
+    """Every timed call starts cold: metrics_core keeps no module-level cache (a caller reuses
+    work by holding objects such as ``classification.prepare(y, p)``), so there is nothing to
+    forget here; kept as the one place to clear one should a cache ever be added."""
 
 
 def fresh(ds):
@@ -266,10 +263,12 @@ def task_classification(name: str, opts: dict) -> dict:
     targets = np.asarray(FPR_TARGETS)
 
     def ours():
-        conf = cls.confusion_at(y, p, threshold=TAU)
-        return {"auroc": cls.roc_auc(y, p).value, "auprc": cls.average_precision(y, p).value,
-                "roc": cls.roc_points(y, p), "pr": cls.pr_points(y, p),
-                "tpr_at_fpr": cls.tpr_at_fpr(y, p, FPR_TARGETS), "confusion": conf,
+        prepared = cls.prepare(y, p)  # validated and sorted once for every metric below
+        conf = cls.confusion_at(prepared, threshold=TAU)
+        return {"auroc": cls.roc_auc(prepared).value,
+                "auprc": cls.average_precision(prepared).value,
+                "roc": cls.roc_points(prepared), "pr": cls.pr_points(prepared),
+                "tpr_at_fpr": cls.tpr_at_fpr(prepared, targets=FPR_TARGETS), "confusion": conf,
                 "rates": conf.rates(), "brier": calibration.brier(y, p)}
 
     def sklearn():
@@ -488,8 +487,9 @@ def task_rank_ranx(name: str, opts: dict) -> dict:
 def task_rank_naive(name: str, opts: dict) -> dict:
     """The seeds' per-query loop (naive_ranking_per_query) on the Dataset, checked against the
     vectorised kernel on the same data."""
+    from metrics_core._reference import naive_ranking_per_query
     from metrics_core.dataset import Dataset
-    from metrics_core.ranking import naive_ranking_per_query, ranking_per_query
+    from metrics_core.ranking import ranking_per_query
 
     queries, candidates = read_frames(name)
     ds, t_build = measure(lambda: Dataset.from_frames(queries, candidates), repeats=1)
@@ -507,7 +507,7 @@ def task_dynamic_k(name: str, opts: dict) -> dict:
     """Dynamic-K extraction (§7) with the default gate: MassProfile + select_k +
     evidence_per_query against the seeds' per-query loops (naive_select_k,
     naive_evidence_per_query), on the same built Dataset."""
-    from metrics_core import dynamic_k, gate
+    from metrics_core import _reference, dynamic_k, gate
     from metrics_core.dataset import Dataset
 
     queries, candidates = read_frames(name)
@@ -524,8 +524,8 @@ def task_dynamic_k(name: str, opts: dict) -> dict:
            "timings": {"metrics_core": t_ours}, "checks": []}
     if opts.get("naive"):
         def naive(d):
-            k = dynamic_k.naive_select_k(d, states)
-            return (k, *dynamic_k.naive_evidence_per_query(d, k))
+            k = _reference.naive_select_k(d, states)
+            return (k, *_reference.naive_evidence_per_query(d, k))
 
         (nk, nrec, nprec), t_naive = measure(naive, repeats=1, setup=lambda: fresh(ds))
         out["timings"]["naive loop"] = t_naive
@@ -608,7 +608,7 @@ def task_bootstrap(name: str, opts: dict) -> dict:
     from scipy import stats
     from sklearn.metrics import roc_auc_score
 
-    from metrics_core.classification import roc_auc_weighted
+    from metrics_core.classification import prepare, roc_auc_weighted
     from metrics_core.uncertainty import Bootstrap, percentile_ci
 
     queries = pd.read_parquet(data_paths(name)["queries"])
@@ -617,7 +617,8 @@ def task_bootstrap(name: str, opts: dict) -> dict:
 
     def ours():
         boot = Bootstrap(y.size, n_resamples=N_RESAMPLES, seed=SEED)
-        draws = np.concatenate([roc_auc_weighted(y, p, counts)
+        prepared = prepare(y, p)  # sorted once for every batch
+        draws = np.concatenate([roc_auc_weighted(prepared, weights=counts)
                                 for counts in boot.count_batches()])
         return draws, percentile_ci(draws)
 

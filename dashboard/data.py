@@ -9,6 +9,9 @@ Two kinds of source: the bundled synthetic demo, and the user's upload. Their da
 
 Everything that depends only on the data (sorting, curves, ranking arrays, mass profiles) is
 cached inside the Evaluator; a settings change recomputes only the setting-dependent parts.
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 003" is
+``docs/seeds/003-evidence-pipeline-contract.txt``.
 """
 
 from __future__ import annotations
@@ -122,7 +125,7 @@ def demo_source() -> Source:
     """The bundled synthetic demo (cached for every session: it holds no real data)."""
     loaded, audit, triage = _demo_parts()
     return Source(kind="demo", label=DEMO_LABEL, synthetic=True, token="demo", loaded=loaded,
-                  audit=audit, triage=triage, triage_label=f"{DEMO_LABEL} (triage, seed 004)",
+                  audit=audit, triage=triage, triage_label=f"{DEMO_LABEL} (triage)",
                   files=tuple(p.name for p in (demo_paths().queries, demo_paths().candidates)))
 
 

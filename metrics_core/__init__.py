@@ -1,6 +1,8 @@
 """metrics_core: exact, vectorised metrics for evidence retrieval and no-evidence detection.
 
-Definitions live in the data and metric contract (CONTRACT.md); each function cites its section.
+Definitions live in the data and metric contract, ``docs/CONTRACT.md`` in the repository (also
+in the source distribution); each function cites its section as "contract §N". The source
+specifications it was written from, cited as "seed 000" .. "seed 004", are in ``docs/seeds/``.
 The usual entry points::
 
     from metrics_core import load, Evaluator, EvalConfig

@@ -8,11 +8,14 @@ candidates all tie in score, a single class, and the rows the loader excluded.
 
 Every check is vectorised over queries (``np.unique`` / ``np.bincount`` on integer codes);
 only the handful of examples quoted per finding are built one by one.
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,8 +31,8 @@ __all__ = ["CHECKS", "LEVELS", "AuditReport", "Finding", "audit"]
 #: Severity levels, most severe first. An ``error`` finding makes the audit fail.
 LEVELS = ("error", "warning", "info")
 
-#: Every audit check: name -> what passing it means.
-CHECKS: dict[str, str] = {
+#: Every audit check: name -> what passing it means (read-only).
+CHECKS: MappingProxyType[str, str] = MappingProxyType({
     "folds_post_disjoint": "every post's queries are in one fold (§10)",
     "splits_post_disjoint": "every post's queries are in one split (§10)",
     "positives_have_gold": "every has_evidence = 1 query has gold (among candidates or n_gold)",
@@ -42,7 +45,7 @@ CHECKS: dict[str, str] = {
                           "non-gold one",
     "both_classes": "both has_evidence classes are present",
     "no_exclusions": "the loader excluded no rows",
-}
+})
 
 #: Examples quoted per finding.
 MAX_EXAMPLES = 5

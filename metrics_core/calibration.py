@@ -23,6 +23,10 @@ count 0, ``nan`` statistics and are excluded from ECE and MCE.
 
 ECE is ``sum_b (n_b / N) |observed_b - confidence_b|`` over non-empty bins; MCE is the largest
 ``|observed_b - confidence_b|``. Both are ``nan`` without data.
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 000" is
+``docs/seeds/000-metric-specification.txt``; "seed 004" is
+``docs/seeds/004-triage-abstention-metrics.txt``.
 """
 
 from __future__ import annotations

@@ -17,16 +17,27 @@ of all queries as plain arrays, so the evidence pipeline and the triage files sh
   reported as undefined (one implementation of the ratios, reused by the gate and triage code).
 
 Everything that depends only on the data (the sort by score, cumulative counts at every
-distinct threshold) is computed once per ``(y, p)`` and cached by content, so a dashboard that
-moves a threshold slider only pays for a binary search.
+distinct threshold) is held by a :class:`PreparedScores` from :func:`prepare`. Every function
+here that takes ``(y, p)`` also takes a :class:`PreparedScores` in place of them (``p`` left
+out), so a caller that computes several metrics on the same data sorts once, and a dashboard
+that moves a threshold slider only pays for a binary search::
+
+    prepared = prepare(y, p)
+    auroc, auprc = roc_auc(prepared), average_precision(prepared)
+    roc, ops = roc_points(prepared), tpr_at_fpr(prepared, targets=(0.01, 0.05))
+
+Nothing is cached at module level: a :class:`PreparedScores` lives as long as its caller keeps
+it, and data never passes from one caller (or dashboard session) to another.
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 000" is
+``docs/seeds/000-metric-specification.txt``.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 
 import numpy as np
 
@@ -35,6 +46,7 @@ __all__ = [
     "Confusion",
     "ConfusionSweep",
     "PrCurve",
+    "PreparedScores",
     "RocCurve",
     "Score",
     "TprAtFpr",
@@ -48,6 +60,7 @@ __all__ = [
     "confusion_sweep",
     "downsample",
     "pr_points",
+    "prepare",
     "roc_auc",
     "roc_auc_weighted",
     "roc_points",
@@ -178,14 +191,21 @@ def _check_weights(weights, n: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ data-only structure
-class _Sorted:
+class PreparedScores:
     """Everything about ``(y, p)`` that does not depend on a threshold or a weight vector.
+
+    Build it with :func:`prepare` and pass it in place of ``(y, p)`` to :func:`roc_auc`,
+    :func:`average_precision`, :func:`roc_points`, :func:`pr_points`, :func:`tpr_at_fpr`,
+    :func:`confusion_sweep`, :func:`confusion_at` and the weighted kernels, so that the data
+    are validated and sorted once for all of them.
 
     ``thresholds`` are the distinct scores, descending; ``tps``/``fps`` are the positives /
     negatives scoring at least each threshold (the points of scikit-learn's ``roc_curve``).
     They come from sorting the scores of each class once (value sorts, not an argsort of all
     rows) and counting by binary search. The block ids that map every row to the aggregates of
-    the weighted AUROC / AP kernels are built on first use (bootstrap only).
+    the weighted AUROC / AP kernels are built on first use (bootstrap only). ``y`` and ``p``
+    are read-only copies of the inputs: changing the caller's arrays later does not change a
+    prepared object.
     """
 
     def __init__(self, y: np.ndarray, p: np.ndarray):
@@ -207,7 +227,22 @@ class _Sorted:
         self.fps = (at_least - tps)[::-1].astype(np.float64)
         self._y = np.array(y, dtype=np.int8)  # own copies: the blocks are built later
         self._p = np.array(p, dtype=np.float64)
+        _readonly(self._y, self._p, self.pos_sorted, self.neg_sorted, self.thresholds,
+                  self.tps, self.fps)
         self._keys: tuple[int, np.ndarray] | None = None
+
+    def __repr__(self) -> str:
+        return f"PreparedScores(n={self.n}, n_pos={self.n_pos}, n_neg={self.n_neg})"
+
+    @property
+    def y(self) -> np.ndarray:
+        """The labels (int8, read-only copy)."""
+        return self._y
+
+    @property
+    def p(self) -> np.ndarray:
+        """The scores (float64, read-only copy)."""
+        return self._p
 
     @cached_property
     def _blocks(self) -> tuple[int, int, np.ndarray]:
@@ -238,15 +273,6 @@ class _Sorted:
     @property
     def block(self) -> np.ndarray:
         return self._blocks[2]
-
-    @property
-    def nbytes(self) -> int:
-        arrays = [self.thresholds, self.tps, self.fps, self.pos_sorted, self.neg_sorted,
-                  self._y, self._p]
-        if "_blocks" in self.__dict__:
-            arrays.append(self.block)
-        keys = 0 if self._keys is None else self._keys[1].nbytes
-        return sum(a.nbytes for a in arrays) + keys
 
     @cached_property
     def unweighted(self) -> tuple[float, float]:
@@ -295,31 +321,43 @@ class _Sorted:
         return auc, ap
 
 
-_CACHE: OrderedDict[tuple, _Sorted] = OrderedDict()
-#: Entries kept (a data set, its per-criterion subsets, ...) and their memory budget.
-_CACHE_SIZE = 32
-_CACHE_BYTES = 256 << 20
-_CACHE_LOCK = threading.Lock()
+def prepare(y, p) -> PreparedScores:
+    """Validate ``(y, p)`` and sort them once, for several metrics on the same data (§4).
+
+    ``y`` are 0/1 labels and ``p`` finite scores of the same length (see
+    :func:`check_binary_inputs`). The result can be passed in place of ``(y, p)`` to every
+    function of this module that takes them; it holds copies, so it is unaffected by later
+    changes to ``y`` or ``p``.
+
+    Examples
+    --------
+    >>> prepared = prepare([1, 1, 0, 0, 1], [0.9, 0.7, 0.4, 0.2, 0.8])
+    >>> prepared
+    PreparedScores(n=5, n_pos=3, n_neg=2)
+    >>> roc_auc(prepared).value, confusion_at(prepared, threshold=0.75).tp
+    (1.0, 2)
+    """
+    y, p, _ = check_binary_inputs(y, p)
+    return PreparedScores(y, p)
 
 
-def _sorted(y: np.ndarray, p: np.ndarray) -> _Sorted:
-    """The cached :class:`_Sorted` of ``(y, p)`` (keyed by a hash of their bytes)."""
-    # Python's keyed 64-bit SipHash of each array's bytes: several times faster than a
-    # cryptographic digest; an accidental collision has probability ~2^-64 per pair.
-    key = (y.size, hash(np.ascontiguousarray(y, dtype=np.int8).tobytes()),
-           hash(np.ascontiguousarray(p, dtype=np.float64).tobytes()))
-    with _CACHE_LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None:
-            _CACHE.move_to_end(key)
-            return hit
-    prepared = _Sorted(y, p)
-    with _CACHE_LOCK:
-        _CACHE[key] = prepared
-        while len(_CACHE) > 1 and (len(_CACHE) > _CACHE_SIZE or sum(
-                entry.nbytes for entry in _CACHE.values()) > _CACHE_BYTES):
-            _CACHE.popitem(last=False)
-    return prepared
+def _prepared(y, p) -> PreparedScores:
+    """``y`` when it is already a :class:`PreparedScores` (``p`` must be ``None``), else
+    :func:`prepare` of ``(y, p)``."""
+    if isinstance(y, PreparedScores):
+        if p is not None:
+            raise ValueError("pass either y and p, or a PreparedScores (from prepare(y, p)) "
+                             "in place of y with p left out; got a PreparedScores and p")
+        return y
+    if p is None:
+        raise ValueError("p is required unless y is a PreparedScores from prepare(y, p)")
+    return prepare(y, p)
+
+
+def _readonly(*arrays):
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
 
 
 def _divide(num, den) -> np.ndarray:
@@ -333,7 +371,7 @@ def _divide(num, den) -> np.ndarray:
 
 # ------------------------------------------------------------------ AUROC / AP kernels
 def _auc_ap_from_blocks(a, c_strict, c_tie):
-    """AUROC and AP per resample from the block sums of :meth:`_Sorted.block_sums`.
+    """AUROC and AP per resample from the block sums of :meth:`PreparedScores.block_sums`.
 
     With ``A_h`` the positive weight strictly above block ``h`` (scores > u_h) and ``C`` the
     negative weight of a block, the Mann-Whitney form of the trapezoidal ROC area is
@@ -360,45 +398,53 @@ def _auc_ap_from_blocks(a, c_strict, c_tie):
     return auc, ap
 
 
-def auroc_auprc_weighted(y, p, weights) -> tuple[np.ndarray, np.ndarray]:
+def _weighted(y, p, weights) -> tuple[np.ndarray, np.ndarray]:
+    if weights is None:
+        raise ValueError("weights are required: a (b, n) matrix of row weights")
+    s = _prepared(y, p)
+    return s.auc_ap(_check_weights(weights, s.n))
+
+
+def auroc_auprc_weighted(y, p=None, weights=None) -> tuple[np.ndarray, np.ndarray]:
     """(AUROC, AP) per row-weight vector in one pass: :func:`roc_auc_weighted` and
     :func:`average_precision_weighted` share their block sums, so a bootstrap that needs both
-    should call this once per batch (contract §4, §9)."""
-    y, p, _ = check_binary_inputs(y, p)
-    w = _check_weights(weights, y.size)
-    return _sorted(y, p).auc_ap(w)
+    should call this once per batch, with the result of :func:`prepare` reused for every
+    batch: ``auroc_auprc_weighted(prepared, weights=w)`` (contract §4, §9)."""
+    return _weighted(y, p, weights)
 
 
-def roc_auc_weighted(y, p, weights) -> np.ndarray:
+def roc_auc_weighted(y, p=None, weights=None) -> np.ndarray:
     """AUROC per row-weight vector: one value per bootstrap resample (contract §4, §9).
 
     ``weights`` has shape ``(b, n)`` (e.g. bootstrap counts); row ``r`` equals
     ``roc_auc_score`` on the sample in which row ``i`` appears ``weights[r, i]`` times (or with
-    that sample weight). ``nan`` where the weighted sample has one class. The data are sorted
-    once (cached); each resample costs one weighted bincount over its row.
+    that sample weight). ``nan`` where the weighted sample has one class. Pass a
+    :class:`PreparedScores` in place of ``(y, p)`` (``roc_auc_weighted(prepared, weights=w)``)
+    to sort the data once for every batch; each resample then costs one weighted bincount over
+    its row.
     """
-    y, p, _ = check_binary_inputs(y, p)
-    w = _check_weights(weights, y.size)
-    auc, _ = _sorted(y, p).auc_ap(w)
+    auc, _ = _weighted(y, p, weights)
     return auc
 
 
-def average_precision_weighted(y, p, weights) -> np.ndarray:
+def average_precision_weighted(y, p=None, weights=None) -> np.ndarray:
     """Average precision per row-weight vector (contract §4, §9); see :func:`roc_auc_weighted`.
 
     Equals ``average_precision_score`` on each materialised resample; ``nan`` with one class.
     """
-    y, p, _ = check_binary_inputs(y, p)
-    w = _check_weights(weights, y.size)
-    _, ap = _sorted(y, p).auc_ap(w)
+    _, ap = _weighted(y, p, weights)
     return ap
 
 
-def _score(y, p, w, metric: str) -> Score:
+def _score(y, p, sample_weight, metric: str) -> Score:
     """AUROC or AP of one (optionally weighted) sample, with the one-class convention."""
-    if y.size == 0:
+    s = _prepared(y, p)
+    y = s.y
+    w = None
+    if sample_weight is not None:
+        _, _, w = check_binary_inputs(y, s.p, sample_weight=sample_weight)
+    if s.n == 0:
         return Score(float("nan"), False, "no samples")
-    s = _sorted(y, p)
     if w is None:
         pos, total = float(s.n_pos), float(s.n)
     else:
@@ -414,51 +460,45 @@ def _score(y, p, w, metric: str) -> Score:
     return Score(auc if metric == "auroc" else ap)
 
 
-def roc_auc(y, p, *, sample_weight=None) -> Score:
+def roc_auc(y, p=None, *, sample_weight=None) -> Score:
     """Area under the ROC curve, protocol ``all_queries`` (contract §4).
 
     Equals ``sklearn.metrics.roc_auc_score`` (ties count one half). With one class present the
     value is 0.5 (seed 000 §2.1) and ``defined`` is ``False`` with reason ``"one class"``.
+    ``y`` may be a :class:`PreparedScores` in place of ``(y, p)``.
 
     Examples
     --------
     >>> roc_auc([1, 1, 0, 0, 1], [0.9, 0.7, 0.4, 0.2, 0.8])  # seed 000 §8
     Score(value=1.0, defined=True, reason=None)
     """
-    y, p, w = check_binary_inputs(y, p, sample_weight=sample_weight)
-    return _score(y, p, w, "auroc")
+    return _score(y, p, sample_weight, "auroc")
 
 
-def average_precision(y, p, *, sample_weight=None) -> Score:
+def average_precision(y, p=None, *, sample_weight=None) -> Score:
     """Average precision (step-wise AUPRC), protocol ``all_queries`` (contract §4).
 
     Equals ``sklearn.metrics.average_precision_score``: ``sum_n (R_n - R_{n-1}) P_n`` over
     distinct thresholds. With one class present the value is the positive rate (seed 000
-    §2.2) and ``defined`` is ``False``.
+    §2.2) and ``defined`` is ``False``. ``y`` may be a :class:`PreparedScores` in place of
+    ``(y, p)``.
 
     Examples
     --------
     >>> average_precision([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1]).value  # (1/1 + 2/3) / 2
     0.8333333333333333
     """
-    y, p, w = check_binary_inputs(y, p, sample_weight=sample_weight)
-    return _score(y, p, w, "auprc")
+    return _score(y, p, sample_weight, "auprc")
 
 
 # ------------------------------------------------------------------------------- curves
-def _readonly(*arrays):
-    for a in arrays:
-        a.setflags(write=False)
-    return arrays
-
-
-def roc_points(y, p) -> RocCurve:
+def roc_points(y, p=None) -> RocCurve:
     """All ROC points: ``sklearn.metrics.roc_curve(y, p, drop_intermediate=False)`` (§4).
 
-    One point per distinct score plus the leading (0, 0) point at threshold ``inf``.
+    One point per distinct score plus the leading (0, 0) point at threshold ``inf``. ``y`` may
+    be a :class:`PreparedScores` in place of ``(y, p)``.
     """
-    y, p, _ = check_binary_inputs(y, p)
-    s = _sorted(y, p)
+    s = _prepared(y, p)
     tps = np.r_[0.0, s.tps]
     fps = np.r_[0.0, s.fps]
     fpr = fps / fps[-1] if fps[-1] > 0 else np.full(fps.shape, np.nan)
@@ -467,14 +507,14 @@ def roc_points(y, p) -> RocCurve:
     return RocCurve(*_readonly(fpr, tpr, thresholds))
 
 
-def pr_points(y, p) -> PrCurve:
+def pr_points(y, p=None) -> PrCurve:
     """All precision-recall points: ``sklearn.metrics.precision_recall_curve(y, p)`` (§4).
 
     Thresholds ascending; precision/recall end with the (recall 0, precision 1) point.
-    Without positives recall is ``nan`` (undefined) rather than scikit-learn's 1.
+    Without positives recall is ``nan`` (undefined) rather than scikit-learn's 1. ``y`` may be
+    a :class:`PreparedScores` in place of ``(y, p)``.
     """
-    y, p, _ = check_binary_inputs(y, p)
-    s = _sorted(y, p)
+    s = _prepared(y, p)
     precision = _divide(s.tps, s.tps + s.fps)
     recall = s.tps / s.n_pos if s.n_pos > 0 else np.full(s.tps.shape, np.nan)
     return PrCurve(*_readonly(np.r_[precision[::-1], 1.0], np.r_[recall[::-1], 0.0],
@@ -533,12 +573,14 @@ def downsample(curve, *, max_points: int = 2000):
                               curve.thresholds[with_threshold]))
 
 
-def tpr_at_fpr(y, p, targets=FPR_TARGETS) -> list[TprAtFpr]:
+def tpr_at_fpr(y, p=None, targets=FPR_TARGETS) -> list[TprAtFpr]:
     """TPR at fixed FPR targets (contract §4, seed 000 §2.3).
 
     For each target T: the largest index of ``roc_curve(..., drop_intermediate=False)`` with
     ``fpr <= T``, its TPR, FPR and threshold. The threshold may be ``inf`` (the (0, 0) point:
     nothing predicted positive). Without negatives no index qualifies: TPR 0.0, threshold 1.0.
+    ``y`` may be a :class:`PreparedScores` in place of ``(y, p)``
+    (``tpr_at_fpr(prepared, targets=(0.01, 0.05))``).
     """
     targets = np.atleast_1d(np.asarray(targets, dtype=np.float64))
     if targets.ndim != 1 or not np.all((targets >= 0) & (targets <= 1)):
@@ -561,7 +603,7 @@ def tpr_at_fpr(y, p, targets=FPR_TARGETS) -> list[TprAtFpr]:
 RATE_NAMES = ("sensitivity", "specificity", "fpr", "precision", "npv", "f1", "mcc",
               "balanced_accuracy")
 
-_UNDEFINED_REASON = {
+_UNDEFINED_REASON = MappingProxyType({
     "sensitivity": "no positives (0/0)",
     "specificity": "no negatives (0/0)",
     "fpr": "no negatives (0/0)",
@@ -570,7 +612,7 @@ _UNDEFINED_REASON = {
     "f1": "no positives and no predicted positives (0/0)",
     "mcc": "a class or a prediction is absent (0/0)",
     "balanced_accuracy": "one class (0/0)",
-}
+})
 
 
 def confusion_rates(tp, fp, tn, fn) -> dict[str, np.ndarray]:
@@ -717,17 +759,19 @@ class ConfusionSweep:
                          float(self.thresholds[i]))
 
 
-def confusion_sweep(y, p, thresholds) -> ConfusionSweep:
+def confusion_sweep(y, p=None, thresholds=None) -> ConfusionSweep:
     """Confusion counts at every threshold of ``thresholds`` (positive iff ``p >= t``) (§4).
 
-    The scores of each class are sorted once (cached per data set); each threshold is a
-    binary search, so a grid of thresholds for a dashboard costs almost nothing.
+    The scores of each class are sorted once (pass a :class:`PreparedScores` in place of
+    ``(y, p)`` to reuse that sort: ``confusion_sweep(prepared, thresholds=[0.1, 0.5])``); each
+    threshold is a binary search, so a grid of thresholds for a dashboard costs almost nothing.
     """
-    y, p, _ = check_binary_inputs(y, p)
+    if thresholds is None:
+        raise ValueError("thresholds are required: a 1-D array of numbers")
+    s = _prepared(y, p)
     t = np.atleast_1d(np.asarray(thresholds, dtype=np.float64))
     if t.ndim != 1 or np.isnan(t).any():
         raise ValueError("thresholds must be a 1-D array of numbers (no nan)")
-    s = _sorted(y, p)
     fn = np.searchsorted(s.pos_sorted, t, side="left").astype(np.int64)
     tn = np.searchsorted(s.neg_sorted, t, side="left").astype(np.int64)
     tp = s.n_pos - fn
@@ -735,8 +779,10 @@ def confusion_sweep(y, p, thresholds) -> ConfusionSweep:
     return ConfusionSweep(*_readonly(t.copy(), tp, fp, tn, fn))
 
 
-def confusion_at(y, p, *, threshold: float = 0.5) -> Confusion:
+def confusion_at(y, p=None, *, threshold: float = 0.5) -> Confusion:
     """Confusion counts and ratios at ``threshold``: positive iff ``p >= threshold`` (§4).
+
+    ``y`` may be a :class:`PreparedScores` in place of ``(y, p)``.
 
     Examples
     --------
@@ -746,4 +792,4 @@ def confusion_at(y, p, *, threshold: float = 0.5) -> Confusion:
     """
     if threshold is None or np.isnan(threshold):
         raise ValueError(f"threshold must be a number, got {threshold!r}")
-    return confusion_sweep(y, p, [threshold]).at(0)
+    return confusion_sweep(y, p, thresholds=[threshold]).at(0)

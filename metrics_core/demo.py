@@ -12,6 +12,10 @@ Running ``python -m metrics_core.demo [--out DIR]`` rewrites the committed files
 
 :func:`make_synthetic` is the vectorised generator underneath; it scales to benchmark sizes
 (100,000 posts = 1,000,000 queries, ~20,000,000 candidate rows in seconds).
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 003" is
+``docs/seeds/003-evidence-pipeline-contract.txt``; "seed 004" is
+``docs/seeds/004-triage-abstention-metrics.txt``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import argparse
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -54,7 +59,7 @@ DEMO_N_POSTS = 1477
 
 #: Descriptive labels of the ten criteria; the data name them only "A.1" .. "A.10".
 #: A.1-A.9 follow the nine DSM-5 depression criteria, A.10 is an extra functional criterion.
-CRITERIA: dict[str, str] = {
+CRITERIA: MappingProxyType[str, str] = MappingProxyType({
     "A.1": "Depressed mood",
     "A.2": "Loss of interest or pleasure",
     "A.3": "Appetite or weight change",
@@ -65,7 +70,7 @@ CRITERIA: dict[str, str] = {
     "A.8": "Poor concentration or indecision",
     "A.9": "Thoughts of death",
     "A.10": "Social withdrawal or impaired daily functioning",
-}
+})
 
 # Per-criterion profile (index c % 10 for criterion c). Positive rates sum to 0.934, so the demo
 # has round(rate x 1477) = 1,379 positives; gate AUROCs span ~0.7-0.95 (binormal separation
@@ -579,8 +584,9 @@ class DemoPaths:
     readme: Path
 
 
-_FILE_NAMES = {"queries": "demo_queries.parquet", "candidates": "demo_candidates.parquet",
-               "triage": "demo_triage.csv", "readme": "README.md"}
+_FILE_NAMES = MappingProxyType({
+    "queries": "demo_queries.parquet", "candidates": "demo_candidates.parquet",
+    "triage": "demo_triage.csv", "readme": "README.md"})
 
 
 def demo_paths(directory: str | Path | None = None) -> DemoPaths:

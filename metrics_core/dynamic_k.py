@@ -21,8 +21,13 @@ Two stages, so that moving a slider is cheap:
   profile caches those positions as a (positions x queries) matrix, so a slider move is a few
   vector comparisons over the queries.
 
-:func:`naive_select_k` is the literal per-query loop of the contract text, the reference for the
-tests and the baseline of the benchmark.
+The literal per-query loops of the contract text, the references for the tests and the baselines
+of the benchmark, are private: ``metrics_core._reference.naive_select_k`` and
+``naive_evidence_per_query``.
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 000" is
+``docs/seeds/000-metric-specification.txt``; "seed 003" is
+``docs/seeds/003-evidence-pipeline-contract.txt``.
 """
 
 from __future__ import annotations
@@ -48,8 +53,6 @@ __all__ = [
     "hits_within",
     "k_max_per_query",
     "k_summary",
-    "naive_evidence_per_query",
-    "naive_select_k",
     "select_k",
 ]
 
@@ -131,6 +134,14 @@ class MassProfile:
         Examples
         --------
         Two candidates with scores 0 and 0 share the mass: cumulative masses 0.5, 1.0.
+
+        >>> import pandas as pd
+        >>> queries = pd.DataFrame({"post_id": ["p"], "criterion": ["A.1"],
+        ...                         "has_evidence": [1], "p_has_evidence": [0.9]})
+        >>> candidates = pd.DataFrame({"post_id": "p", "criterion": "A.1", "sent_uid": ["a", "b"],
+        ...                            "score": [0.0, 0.0], "is_gold": [1, 0]})
+        >>> MassProfile.from_dataset(Dataset.from_frames(queries, candidates)).cum_mass.tolist()
+        [0.5, 1.0]
         """
         if mass not in MASS_RULES:
             raise ValueError(f"mass must be one of {MASS_RULES}, got {mass!r}")
@@ -297,6 +308,17 @@ def select_k(profile: MassProfile, states=None, *, gamma: float = 0.9,
     --------
     Scores (2, 1, 0, -1, -5, -5) have softmax cumulative masses 0.6432, 0.8798, 0.9668, 0.9988,
     0.9994, 1.0; γ = 0.9 gives K_γ = 3, k_max = min(10, floor(6 × 0.5)) = 3, so K = 3.
+
+    >>> import pandas as pd
+    >>> queries = pd.DataFrame({"post_id": ["p"], "criterion": ["A.1"],
+    ...                         "has_evidence": [1], "p_has_evidence": [0.9]})
+    >>> candidates = pd.DataFrame({"post_id": "p", "criterion": "A.1", "sent_uid": list("abcdef"),
+    ...                            "score": [2, 1, 0, -1, -5, -5], "is_gold": [1, 0, 0, 0, 0, 0]})
+    >>> profile = MassProfile.from_dataset(Dataset.from_frames(queries, candidates))
+    >>> profile.cum_mass.round(4).tolist()
+    [0.6432, 0.8798, 0.9668, 0.9988, 0.9994, 1.0]
+    >>> select_k(profile, gamma=0.9).tolist(), select_k(profile, gamma=0.5).tolist()
+    ([3], [2])
     """
     _check_k_options(gamma, gamma_uncertain, k_min, hard_cap, k_max_ratio)
     n_queries = profile.n_queries
@@ -343,44 +365,6 @@ def _count_below_flat(profile: MassProfile, gamma_q: np.ndarray) -> np.ndarray:
     below = profile.cum_mass < np.repeat(gamma_q, n_cand)
     total = np.concatenate(([0], np.cumsum(below, dtype=np.int64)))
     return total[profile.offsets[1:]] - total[profile.offsets[:-1]]
-
-
-def naive_select_k(ds: Dataset, states=None, *, mass: str = "softmax", temperature: float = 1.0,
-                   gamma: float = 0.9, gamma_uncertain: float = 0.95, k_min: int = 2,
-                   hard_cap: int = 10, k_max_ratio: float = 0.5,
-                   gate_aware: bool = True) -> np.ndarray:
-    """Reference per-query loop for :func:`select_k`, following the contract text (§7).
-
-    For each query: masses in rank order (softmax of ``score / T`` after subtracting the
-    largest, or ``score``), their running sum normalised by the query's own total (the last
-    running sum), ``K_γ`` = first position whose cumulative mass is ``≥ γ``, then the caps and
-    the gate-aware policy. Slow by design; used by the tests and the benchmark.
-    """
-    if mass not in MASS_RULES:
-        raise ValueError(f"mass must be one of {MASS_RULES}, got {mass!r}")
-    _check_k_options(gamma, gamma_uncertain, k_min, hard_cap, k_max_ratio)
-    out = np.zeros(ds.n_queries, dtype=np.int64)
-    for q in range(ds.n_queries):
-        n = int(ds.offsets[q + 1] - ds.offsets[q])
-        state = None if states is None else int(states[q])
-        if n == 0 or (gate_aware and state == _NEG):
-            out[q] = 0
-            continue
-        target = gamma_uncertain if (gate_aware and state == _UNCERTAIN) else gamma
-        s = np.asarray(ds.score[ds.offsets[q]:ds.offsets[q + 1]], dtype=np.float64)
-        if mass == "softmax":
-            s = s / temperature
-            s = np.exp(s - s.max())
-        running = np.cumsum(s)
-        cum = running / running[-1]
-        k_gamma = n
-        for i in range(n):
-            if cum[i] >= target:
-                k_gamma = i + 1
-                break
-        k_max = min(hard_cap, math.floor(n * k_max_ratio))
-        out[q] = min(n, max(k_min, min(k_gamma, k_max)))
-    return out
 
 
 # --------------------------------------------------------------------------- evidence
@@ -452,33 +436,6 @@ def hits_within(ds: Dataset, k: np.ndarray) -> np.ndarray:
     query = np.searchsorted(ds.offsets, gold, side="right") - 1
     within = gold - ds.offsets[query] < k[query]
     return np.bincount(query[within], minlength=ds.n_queries).astype(np.int64)
-
-
-def naive_evidence_per_query(ds: Dataset, k, *,
-                             protocol: str = "positives_only") -> tuple[np.ndarray, np.ndarray]:
-    """Reference per-query loop for :func:`evidence_per_query` on sets of sentence ids (§7)."""
-    recall = np.full(ds.n_queries, np.nan)
-    precision = np.full(ds.n_queries, np.nan)
-    for q in range(ds.n_queries):
-        if protocol == "positives_only" and ds.y[q] != 1:
-            continue
-        sl = ds.candidate_slice(q)
-        uids = list(ds.sent_uid[sl])
-        gold_found = {u for u, g in zip(uids, ds.is_gold[sl], strict=True) if g}
-        n_gold = int(ds.n_gold[q])
-        selected = set(uids[: int(k[q])])
-        hits = len(gold_found & selected)
-        if n_gold > 0:
-            recall[q] = hits / n_gold
-        elif protocol == "all_queries":
-            recall[q] = 1.0 if not selected else 0.0
-        if selected:
-            precision[q] = hits / len(selected)
-        elif protocol == "all_queries":
-            precision[q] = 1.0 if n_gold == 0 else 0.0
-        else:
-            precision[q] = 0.0
-    return recall, precision
 
 
 # --------------------------------------------------------------------------- K summary
@@ -597,6 +554,10 @@ def k_summary(k, *, states=None, y=None) -> KSummary:
     Examples
     --------
     K = (0, 2, 3, 5): mean 2.5, median 2.5, P90 = 3 + 0.7 × 2 = 4.4, workload 10, 2,500 per 1,000.
+
+    >>> o = k_summary([0, 2, 3, 5]).overall
+    >>> o.mean, o.median, round(o.p90, 12), o.workload, o.workload_per_1000
+    (2.5, 2.5, 4.4, 10, 2500.0)
     """
     k = np.asarray(k)
     if k.ndim != 1:

@@ -15,6 +15,10 @@ so e.g. ``alert_precision`` is ``precision_pos`` and ``screening_fn_per_1000`` i
 Every proportion carries a Wilson 95 % interval (contract §9); a per-1,000 value carries the
 Wilson interval of its proportion, scaled by 1,000. Undefined values (0 / 0) are NaN and their
 interval is ``None``.
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 003" is
+``docs/seeds/003-evidence-pipeline-contract.txt``; "seed 004" is
+``docs/seeds/004-triage-abstention-metrics.txt``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import IntEnum
+from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
@@ -365,8 +370,9 @@ def per_thousand(outcome: GateOutcome) -> PerThousand:
 
 
 # ------------------------------------------------------------------------ abstention view
-#: Abstention metrics: attribute name -> seed 004 key template ({pos} / {neg} = class names).
-ABSTENTION_KEYS = {
+#: Abstention metrics: attribute name -> seed 004 key template ({pos} / {neg} = class names);
+#: read-only.
+ABSTENTION_KEYS = MappingProxyType({
     "coverage": "coverage",
     "abstain_rate": "abstain_rate",
     "abstain_rate_pos": "abstain_rate_{pos}",
@@ -389,7 +395,7 @@ ABSTENTION_KEYS = {
     "pass_rate": "{neg}_pass_rate",
     "ece": "ece",
     "brier": "brier",
-}
+})
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,9 @@ cells agree, Hamming loss is the error rate over present cells (pooled), per-pos
 post's present cells, per-criterion F1 the criterion's present cells. Posts (criteria) without
 any present cell are left out of the averages over posts (criteria). With a complete matrix every
 value equals scikit-learn's.
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 003" is
+``docs/seeds/003-evidence-pipeline-contract.txt``.
 """
 
 from __future__ import annotations

@@ -14,13 +14,17 @@ reports. Those values are conventions, not measurements; a reducer that needs to
 The kernel is vectorised: it works on the gold (or positively graded) candidates only, sums
 their per-query contributions with one :func:`numpy.bincount` over (query, cut-off band) and a
 cumulative sum over the bands, so every cut-off costs one pass for all queries.
-:func:`naive_ranking_per_query` is the reference loop that follows the seed code literally; the
-two agree to 1e-12 (tests/test_ranking.py).
+The reference loop that follows the seed code literally is the private
+``metrics_core._reference.naive_ranking_per_query``; the two agree to 1e-12
+(tests/test_ranking.py).
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 000" is
+``docs/seeds/000-metric-specification.txt``; "seed 002" is
+``docs/seeds/002-rag-evaluation-spec.txt``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +38,6 @@ __all__ = [
     "PRECISION_DENOMINATORS",
     "RankingSummary",
     "metric_names",
-    "naive_ranking_per_query",
     "ranking_per_query",
     "summarize",
     "undefined_mask",
@@ -293,134 +296,6 @@ def summarize(values, mask=None) -> RankingSummary:
     return RankingSummary(mean=float(values.mean()), std=float(values.std()),
                           median=float(median), p25=float(p25), p75=float(p75),
                           n=int(values.size))
-
-
-def naive_ranking_per_query(
-    ds: Dataset,
-    *,
-    ks=DEFAULT_KS,
-    precision_denominator: str = "k",
-    map_denominator: str = "n_gold",
-    gain: str = "binary",
-) -> dict[str, np.ndarray]:
-    """Reference loop: the seeds' per-query functions applied to every query, one at a time.
-
-    Same signature, result and validation as :func:`ranking_per_query`, computed with a plain
-    Python loop that follows the seed code literally (seed 000 §1 ``recall_at_k``,
-    ``mrr_at_k``, ``map_at_k``, ``ndcg_at_k``; seed 003 §3 ``precision_at_k``,
-    ``mrr_single_query``, ``average_precision_at_k`` and the graded ``ndcg_at_k``; seed 002
-    for the ``min_k_n`` and ``hits`` denominators). The gold set holds the gold candidates
-    plus placeholders for the gold the list missed, so ``len(gold) == n_gold``. Slow by design:
-    used by the tests and as the benchmark baseline.
-    """
-    ks = _check_ks(ks)
-    _check_option("precision_denominator", precision_denominator, PRECISION_DENOMINATORS)
-    _check_option("map_denominator", map_denominator, MAP_DENOMINATORS)
-    _check_option("gain", gain, GAINS)
-    relevance = _check_relevance(ds) if gain == "graded" else None
-    n_gold_all = _check_n_gold(np.asarray(ds.n_gold, dtype=np.int64), ds.n_gold_found)
-
-    out = {name: np.zeros(ds.n_queries) for name in metric_names(ks)}
-    for q in range(ds.n_queries):
-        sl = ds.candidate_slice(q)
-        ranked = list(ds.sent_uid[sl])
-        gold = {uid for uid, g in zip(ranked, ds.is_gold[sl], strict=True) if g}
-        gold |= {("missed", i) for i in range(int(n_gold_all[q]) - len(gold))}
-        rel = None if relevance is None else [int(r) for r in relevance[sl]]
-        for k in ks:
-            out[f"recall@{k}"][q] = _seed_recall_at_k(gold, ranked, k)
-            out[f"precision@{k}"][q] = _seed_precision_at_k(gold, ranked, k,
-                                                            precision_denominator)
-            out[f"hit@{k}"][q] = _seed_hit_at_k(gold, ranked, k)
-            out[f"map@{k}"][q] = _seed_map_at_k(gold, ranked, k, map_denominator)
-            out[f"ndcg@{k}"][q] = (_seed_ndcg_at_k(gold, ranked, k) if rel is None
-                                   else _seed_graded_ndcg_at_k(gold, rel, k))
-            out[f"mrr@{k}"][q] = _seed_mrr_at_k(gold, ranked, k)
-        out["mrr"][q] = _seed_mrr(gold, ranked)
-    return out
-
-
-# ----------------------------------------------------------------- seed functions (reference)
-def _seed_recall_at_k(gold, ranked, k):
-    # seed 000 §1.1
-    if not gold:
-        return 0.0
-    hits = set(ranked[:k]) & gold
-    return len(hits) / len(gold)
-
-
-def _seed_precision_at_k(gold, ranked, k, denominator):
-    # seed 003 §3.2 (/ k); seed 002 §3.1.2 (/ min(k, |R|)), 0.0 for an empty list
-    retrieved_gold = gold & set(ranked[:k])
-    if denominator == "k":
-        return len(retrieved_gold) / k
-    n = min(k, len(ranked))
-    return len(retrieved_gold) / n if n else 0.0
-
-
-def _seed_hit_at_k(gold, ranked, k):
-    # seed 002 §3.1.3
-    return 1.0 if gold & set(ranked[:k]) else 0.0
-
-
-def _seed_mrr_at_k(gold, ranked, k):
-    # seed 000 §1.2
-    if not gold:
-        return 0.0
-    for idx, sent_id in enumerate(ranked[:k], start=1):
-        if sent_id in gold:
-            return 1.0 / idx
-    return 0.0
-
-
-def _seed_mrr(gold, ranked):
-    # seed 003 §3.4 mrr_single_query
-    for rank, sent_uid in enumerate(ranked, start=1):
-        if sent_uid in gold:
-            return 1.0 / rank
-    return 0.0
-
-
-def _seed_map_at_k(gold, ranked, k, denominator):
-    # seed 000 §1.3 / seed 003 §3.5, with the denominator of the chosen variant
-    if not gold:
-        return 0.0
-    hits = 0
-    precision_sum = 0.0
-    for idx, sent_id in enumerate(ranked[:k], start=1):
-        if sent_id in gold:
-            hits += 1
-            precision_sum += hits / idx
-    if denominator == "n_gold":
-        return precision_sum / len(gold)
-    if denominator == "min_gold_k":
-        return precision_sum / min(len(gold), k)
-    return precision_sum / hits if hits else 0.0
-
-
-def _seed_ndcg_at_k(gold, ranked, k):
-    # seed 000 §1.4
-    if not gold:
-        return 0.0
-    dcg = 0.0
-    for idx, sent_id in enumerate(ranked[:k], start=1):
-        rel = 1.0 if sent_id in gold else 0.0
-        dcg += rel / math.log2(idx + 1)
-    ideal_hits = min(len(gold), k)
-    idcg = sum(1.0 / math.log2(idx + 1) for idx in range(1, ideal_hits + 1))
-    return dcg / idcg if idcg > 0 else 0.0
-
-
-def _seed_graded_ndcg_at_k(gold, relevance, k):
-    # seed 003 §3.6 with graded labels: gain 2^rel - 1, ideal = labels sorted descending
-    if not gold:
-        return 0.0
-    dcg = sum((2**rel - 1) / math.log2(i + 2) for i, rel in enumerate(relevance[:k]))
-    ideal_relevance = sorted(relevance, reverse=True)[:k]
-    idcg = sum((2**rel - 1) / math.log2(i + 2) for i, rel in enumerate(ideal_relevance))
-    if idcg == 0:
-        return 0.0
-    return dcg / idcg
 
 
 # ------------------------------------------------------------------------------ validation

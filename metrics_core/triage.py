@@ -7,6 +7,9 @@ a trial id, timing columns (``*_seconds``) and tool usage columns (``tool_count`
 :func:`triage_metrics` computes the seed 004 report. The classification metrics are
 :func:`metrics_core.gate.abstention_metrics`: the gate's abstention view and triage files are
 one implementation.
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 004" is
+``docs/seeds/004-triage-abstention-metrics.txt``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Tests of metrics_core.calibration (contract §5)."""
+"""Tests of metrics_core.calibration (contract §5).
+
+Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 000" is
+docs/seeds/000-metric-specification.txt; "seed 004" is
+docs/seeds/004-triage-abstention-metrics.txt.
+"""
 
 from __future__ import annotations
 

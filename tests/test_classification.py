@@ -1,4 +1,8 @@
-"""Tests of metrics_core.classification (contract §4, protocol all_queries)."""
+"""Tests of metrics_core.classification (contract §4, protocol all_queries).
+
+Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 000" is
+docs/seeds/000-metric-specification.txt.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from metrics_core.classification import (
     RATE_NAMES,
     Confusion,
     PrCurve,
+    PreparedScores,
     RocCurve,
     Score,
     auroc_auprc_weighted,
@@ -27,6 +32,7 @@ from metrics_core.classification import (
     confusion_sweep,
     downsample,
     pr_points,
+    prepare,
     roc_auc,
     roc_auc_weighted,
     roc_points,
@@ -354,26 +360,65 @@ def test_probability_check_and_weights_shape():
         roc_auc_weighted([0, 1], [0.2, 0.3], np.ones((2, 3)))
 
 
-def test_cache_evicts_by_count_and_bytes(monkeypatch):
-    monkeypatch.setattr(classification, "_CACHE", type(classification._CACHE)())
-    monkeypatch.setattr(classification, "_CACHE_SIZE", 3)
-    for seed in range(5):
-        roc_auc(*random_data(seed))
-    assert len(classification._CACHE) == 3
-    monkeypatch.setattr(classification, "_CACHE_BYTES", 1)
-    roc_auc(*random_data(9))
-    assert len(classification._CACHE) == 1  # the newest entry is always kept
+def test_prepared_scores_give_the_same_values_as_arrays():
+    y, p = random_data(11)
+    prepared = prepare(y, p)
+    assert isinstance(prepared, PreparedScores)
+    assert (prepared.n, prepared.n_pos) == (y.size, int(y.sum()))
+    assert roc_auc(prepared) == roc_auc(y, p)
+    assert roc_auc(prepared).value == pytest.approx(skm.roc_auc_score(y, p), abs=1e-12)
+    assert average_precision(prepared) == average_precision(y, p)
+    w = np.random.default_rng(0).integers(0, 3, y.size).astype(np.float64)
+    assert roc_auc(prepared, sample_weight=w) == roc_auc(y, p, sample_weight=w)
+    for a, b in ((roc_points(prepared), roc_points(y, p)), (pr_points(prepared), pr_points(y, p))):
+        for name in a.__dataclass_fields__:
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert tpr_at_fpr(prepared, targets=(0.01, 0.1)) == tpr_at_fpr(y, p, (0.01, 0.1))
+    assert confusion_at(prepared, threshold=0.45) == confusion_at(y, p, threshold=0.45)
+    sweep_a = confusion_sweep(prepared, thresholds=[0.2, 0.5])
+    sweep_b = confusion_sweep(y, p, [0.2, 0.5])
+    np.testing.assert_array_equal(sweep_a.tp, sweep_b.tp)
+    np.testing.assert_array_equal(sweep_a.fn, sweep_b.fn)
+    counts = np.random.default_rng(1).integers(0, 3, (4, y.size))
+    for got, want in zip(auroc_auprc_weighted(prepared, weights=counts),
+                         auroc_auprc_weighted(y, p, counts), strict=True):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(roc_auc_weighted(prepared, weights=counts),
+                                  roc_auc_weighted(y, p, counts))
+    np.testing.assert_array_equal(average_precision_weighted(prepared, weights=counts),
+                                  average_precision_weighted(y, p, counts))
 
 
-def test_cache_is_keyed_by_content():
+def test_prepared_scores_hold_copies_and_nothing_is_cached_between_calls():
     y, p = random_data(5)
+    prepared = prepare(y, p)
     first = roc_auc(y, p).value
-    p[y == 1] = 1.0  # mutate in place: the cached sort must not be reused
+    p[y == 1] = 1.0  # mutate in place: no earlier sort may be reused
     assert roc_auc(y, p).value == pytest.approx(skm.roc_auc_score(y, p), abs=1e-12)
     assert roc_auc(y, p).value != first
+    assert roc_auc(prepared).value == first  # the prepared copy is unaffected
+    with pytest.raises(ValueError, match="read-only"):
+        prepared.p[0] = 0.5
     curve = roc_points(y, p)
     with pytest.raises(ValueError, match="read-only"):
         curve.fpr[0] = 1.0
+    assert not hasattr(classification, "_CACHE")
+
+
+def test_prepared_scores_argument_errors():
+    prepared = prepare([0, 1], [0.2, 0.3])
+    with pytest.raises(ValueError, match="either y and p, or a PreparedScores"):
+        roc_auc(prepared, [0.2, 0.3])
+    with pytest.raises(ValueError, match="p is required unless y is a PreparedScores"):
+        roc_points([0, 1])
+    with pytest.raises(ValueError, match="weights are required"):
+        roc_auc_weighted(prepared)
+    with pytest.raises(ValueError, match="thresholds are required"):
+        confusion_sweep(prepared)
+    with pytest.raises(ValueError, match="weights must have shape"):
+        auroc_auprc_weighted(prepared, weights=np.ones((2, 3)))
+    with pytest.raises(ValueError, match="y must be 0/1"):
+        prepare([0, 2], [0.1, 0.2])
 
 
 # ------------------------------------------------------------------------- properties

@@ -2,6 +2,10 @@
 
 Counts are taken directly with pandas from the frames, never from the generator's own bookkeeping,
 so a change in the generator that breaks the documented shape or a planted problem fails here.
+
+Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 003" is
+docs/seeds/003-evidence-pipeline-contract.txt; "seed 004" is
+docs/seeds/004-triage-abstention-metrics.txt.
 """
 
 from __future__ import annotations

@@ -10,13 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from metrics_core._reference import naive_evidence_per_query, naive_select_k
 from metrics_core.dataset import Dataset
 from metrics_core.dynamic_k import (
     MassProfile,
     evidence_per_query,
     k_summary,
-    naive_evidence_per_query,
-    naive_select_k,
     select_k,
 )
 from metrics_core.gate import GateState

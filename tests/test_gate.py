@@ -1,4 +1,9 @@
-"""Three-state gate and its abstention view (contract §6, seed 003 §5, seed 004)."""
+"""Three-state gate and its abstention view (contract §6, seed 003 §5, seed 004).
+
+Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 003" is
+docs/seeds/003-evidence-pipeline-contract.txt; "seed 004" is
+docs/seeds/004-triage-abstention-metrics.txt.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,9 @@
 Hand-worked examples, agreement with trec_eval (pytrec_eval) and with the seeds' per-query loop on
 random data with ties, and hypothesis properties (bounds, perfect ranking, permutation
 invariance, monotonicity in K).
+
+Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 000" is
+docs/seeds/000-metric-specification.txt; "seed 002" is docs/seeds/002-rag-evaluation-spec.txt.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metrics_core._reference import naive_ranking_per_query
 from metrics_core.dataset import Dataset
 from metrics_core.ranking import (
     DEFAULT_KS,
@@ -25,7 +29,6 @@ from metrics_core.ranking import (
     PRECISION_DENOMINATORS,
     RankingSummary,
     metric_names,
-    naive_ranking_per_query,
     ranking_per_query,
     summarize,
     undefined_mask,

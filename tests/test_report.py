@@ -1,4 +1,8 @@
-"""The one computation (report.Evaluator): records, tables, checks and JSON (contract §9-§11)."""
+"""The one computation (report.Evaluator): records, tables, checks and JSON (contract §9-§11).
+
+Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 000" is
+docs/seeds/000-metric-specification.txt.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, brier_score_loss, roc_auc_score
 
+from metrics_core._reference import naive_ranking_per_query
 from metrics_core.config import EvalConfig
 from metrics_core.dataset import Dataset
 from metrics_core.gate import assign_states, gate_summary
-from metrics_core.ranking import naive_ranking_per_query
 from metrics_core.report import Evaluator, evaluate
 from tests.conftest import random_frames
 

@@ -1,4 +1,8 @@
-"""Seed 004 triage files: loading, validation, metrics, trials (contract §6 abstention view)."""
+"""Seed 004 triage files: loading, validation, metrics, trials (contract §6 abstention view).
+
+Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 004" is
+docs/seeds/004-triage-abstention-metrics.txt.
+"""
 
 from __future__ import annotations
 

@@ -26,8 +26,8 @@ display.plot(charts.k_histogram(ev.k, ev.states), key="k_histogram")
 display.show_table(ev.k_summary_frame(), key="k_summary_table")
 
 st.subheader("γ sweep")
-st.caption("Seed 003 §8.2: mean K, evidence recall and workload for γ ∈ {0.7, 0.8, 0.9, 0.95} "
-           "and the current γ; other settings as in the sidebar.")
+st.caption("Mean K, evidence recall and workload for γ ∈ {0.7, 0.8, 0.9, 0.95} and the "
+           "current γ (contract §7); other settings as in the sidebar.")
 sweep = v.gamma_sweep()
 left, right = st.columns([2, 3])
 with left:

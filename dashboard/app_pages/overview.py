@@ -35,5 +35,5 @@ passed = int((checks["result"] == "pass").sum())
 failed = int((checks["result"] == "fail").sum())
 summary = f"{passed} of {len(checks)} checks pass"
 summary += f", {failed} fail" if failed else ""
-(st.error if failed else st.success)(summary + " (seed 003 §9, contract §10).")
+(st.error if failed else st.success)(summary + " (contract §10, docs/CONTRACT.md).")
 display.show_table(checks, key="checks_table")

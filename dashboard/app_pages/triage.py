@@ -1,5 +1,6 @@
-"""Triage (seed 004): coverage, accuracy, slip and false-flag rates, per-class metrics,
-abstention, latency, tool usage and calibration, with Wilson intervals."""
+"""Triage (contract §6, abstention view; seed 004, docs/seeds/004-triage-abstention-metrics.txt):
+coverage, accuracy, slip and false-flag rates, per-class metrics, abstention, latency, tool usage
+and calibration, with Wilson intervals."""
 
 import json
 
@@ -12,8 +13,8 @@ v = data.view()
 source = v.source
 st.title("Triage")
 if source.triage is None:
-    st.info("Upload a triage file (seed 004: label, prediction with an abstain class, optional "
-            "confidence, timings and tool usage) to see this view.")
+    st.info("Upload a triage file (one row per sample: label, prediction with an abstain "
+            "class, optional confidence, timings and tool usage; contract §6) to see this view.")
     st.stop()
 if source.synthetic:
     st.info(f"**{source.triage_label}**", icon=":material/science:")
