@@ -247,9 +247,9 @@ class View:
     @cached_property
     def operating_points(self) -> dict:
         """Confusion at τ_neg (screen-in), τ_pos (alert) and τ: the points on ROC / PR."""
-        ds = self.evaluator.ds
         c = self.config
-        sweep = confusion_sweep(ds.y, ds.p, [c.tau_neg, c.tau_pos, c.threshold])
+        sweep = confusion_sweep(self.evaluator.prepared(), thresholds=[c.tau_neg, c.tau_pos,
+                                                                      c.threshold])
         return {"τ_neg (screened in)": sweep.at(0), "τ_pos (alert)": sweep.at(1),
                 "τ (fixed threshold)": sweep.at(2)}
 

@@ -121,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     tu.add_argument("--out", type=Path, default=Path("tune.json"))
     tu.add_argument("--quiet", action="store_true")
 
-    tr = sub.add_parser("triage", help="triage classifier with abstention (seed 004)")
+    tr = sub.add_parser("triage", help="metrics of a triage classifier with abstention")
     tr.add_argument("file", type=Path)
     tr.add_argument("--out", type=Path, default=Path("triage.json"))
     tr.add_argument("--label-column", default=None)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -28,14 +29,14 @@ __all__ = ["FINDERS", "Target", "TuneResult", "decision_curve", "find_threshold"
 
 #: What each target sets and which end of the feasible thresholds it prefers:
 #: metric -> {operator: (parameter, prefer)}.
-FINDERS = {
+FINDERS = MappingProxyType({
     "screening_sensitivity": {">=": ("tau_neg", "largest")},
     "screening_fn_per_1000": {"<=": ("tau_neg", "largest")},
     "alert_precision": {">=": ("tau_pos", "smallest")},
     "sensitivity": {">=": ("threshold", "largest")},
     "specificity": {">=": ("threshold", "smallest")},
     "fpr": {"<=": ("threshold", "smallest")},
-}
+})
 _TARGET = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=)\s*([-+0-9.eE]+)\s*$")
 DECISION_THRESHOLDS = tuple(np.round(np.arange(0.01, 0.995, 0.01), 2).tolist())
 

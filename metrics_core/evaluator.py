@@ -33,8 +33,8 @@ GAMMA_SWEEP = (0.7, 0.8, 0.9, 0.95)
 #: τ values of the (τ_neg, τ_pos) grid.
 GRID_STEPS = tuple(np.round(np.arange(0.0, 1.0001, 0.05), 2).tolist())
 #: Bounds of the memo of one evaluator (entries, and bytes of the arrays it holds).
-MEMO_ENTRIES = 64
-MEMO_BYTES = 512 << 20
+KEPT_ENTRIES = 64
+KEPT_BYTES = 512 << 20
 
 
 def reference_k(ks: tuple[int, ...]) -> int:
@@ -96,7 +96,7 @@ class Evaluator:
         self._sizes: dict = {}
 
     def _memo(self, key, compute: Callable):
-        """Bounded LRU memo: at most :data:`MEMO_ENTRIES` values and about :data:`MEMO_BYTES`."""
+        """Bounded LRU memo: at most :data:`KEPT_ENTRIES` values and about :data:`KEPT_BYTES`."""
         cache = self._cache
         if key in cache:
             cache.move_to_end(key)
@@ -104,8 +104,8 @@ class Evaluator:
         value = compute()
         cache[key] = value
         self._sizes[key] = _nbytes(value)
-        while len(cache) > 1 and (len(cache) > MEMO_ENTRIES
-                                  or sum(self._sizes.values()) > MEMO_BYTES):
+        while len(cache) > 1 and (len(cache) > KEPT_ENTRIES
+                                  or sum(self._sizes.values()) > KEPT_BYTES):
             old, _ = cache.popitem(last=False)
             self._sizes.pop(old, None)
         return value
@@ -148,18 +148,21 @@ class Evaluator:
         return self._memo(("ranking_summary", cfg.ranking), lambda: {
             name: ranking_mod.summarize(values, rmask) for name, values in rk.items()})
 
+    def prepared(self):
+        """(y, p) validated and sorted once, for every classification kernel (cached)."""
+        return self._memo(("prepared",), lambda: classification.prepare(self.ds.y, self.ds.p))
+
     def classification(self) -> dict:
         def compute():
-            y, p = self.ds.y, self.ds.p
-            return {"auroc": classification.roc_auc(y, p),
-                    "auprc": classification.average_precision(y, p),
-                    "roc": classification.roc_points(y, p),
-                    "pr": classification.pr_points(y, p)}
+            s = self.prepared()
+            return {"auroc": classification.roc_auc(s),
+                    "auprc": classification.average_precision(s),
+                    "roc": classification.roc_points(s), "pr": classification.pr_points(s)}
         return self._memo(("classification",), compute)
 
     def tpr_at_fpr(self, cfg: EvalConfig):
         return self._memo(("tpr_at_fpr", cfg.tpr_fprs), lambda: tuple(
-            classification.tpr_at_fpr(self.ds.y, self.ds.p, cfg.tpr_fprs)))
+            classification.tpr_at_fpr(self.prepared(), targets=cfg.tpr_fprs)))
 
     def calibration_inputs(self, cfg: EvalConfig) -> tuple[np.ndarray, np.ndarray]:
         """(confidence, outcome) of the calibration view: positive-class p or top label."""

@@ -71,9 +71,11 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
         conf, outcome = ev.calibration_inputs(cfg)
         crit = ds.criterion_code
         members = [crit == c for c in range(len(ds.criteria))]
+        prepared = ev.prepared()
+        by_criterion = [classification.prepare(y[m], p[m]) for m in members]
 
         def discrimination(w):
-            return np.stack(classification.auroc_auprc_weighted(y, p, w), axis=1)
+            return np.stack(classification.auroc_auprc_weighted(prepared, weights=w), axis=1)
 
         discrimination.names = ("auroc", "auprc")
         statistics = {
@@ -82,7 +84,8 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
             "ece": lambda w: calibration.ece_weighted(outcome, conf, w, n_bins=cfg.n_bins,
                                                       strategy=cfg.binning),
             "auroc_by_criterion": lambda w: np.stack(
-                [classification.roc_auc_weighted(y[m], p[m], w[:, m]) for m in members],
+                [classification.roc_auc_weighted(s, weights=w[:, m])
+                 for s, m in zip(by_criterion, members, strict=True)],
                 axis=1),
         }
         out = Intervals(_method(cfg))

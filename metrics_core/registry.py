@@ -8,6 +8,7 @@ parameterised by a cut-off or a target (``recall@10``, ``tpr@fpr=0.05``) have on
 ``name`` ends in ``@`` or ``=``.
 
 Adding a metric is one spec here and one kernel that computes it (docs/ARCHITECTURE.md).
+Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 00N" is a file of docs/seeds/.
 
 >>> label("ndcg@10"), spec("ndcg@10").section, describe("recall@5")
 ('nDCG@10', 3, "share of a query's gold sentences in the top 5, averaged")
@@ -74,7 +75,7 @@ def _s(name, label, description, section, group, **kw) -> MetricSpec:
 _CLS, _CONF, _CAL = "classification", "confusion", "calibration"
 _GATE, _ABST, _RANK, _DK, _ML = ("gate", "gate (abstention view)", "ranking", "dynamic_k",
                                  "multilabel")
-_COUNT = {"bounds": None, "higher_is_better": None, "unit": "count"}
+_COUNT = MappingProxyType({"bounds": None, "higher_is_better": None, "unit": "count"})
 
 #: Every metric, in report order.
 SPECS: tuple[MetricSpec, ...] = (
@@ -212,7 +213,7 @@ SPECS: tuple[MetricSpec, ...] = (
        8, _ML, higher_is_better=False),
     _s("micro_f1", "Micro F1", "F1 pooled over all (post, criterion) pairs", 8, _ML,
        headline=True),
-    _s("samples_f1", "Samples F1", "mean of per-post F1 (seed 003 calls it “Macro F1”)", 8, _ML,
+    _s("samples_f1", "Samples F1", "mean of per-post F1 (called “Macro F1” in some reports)", 8, _ML,
        headline=True),
     _s("macro_f1", "Macro F1", "mean of per-criterion F1", 8, _ML),
     _s("weighted_f1", "Weighted F1", "per-criterion F1 weighted by gold positives", 8, _ML),

@@ -9,6 +9,7 @@ with ``defined: false``; a seed convention (one-class AUROC = 0.5) keeps its val
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import numpy as np
 
@@ -25,7 +26,7 @@ __all__ = ["RecordList", "calibration_records", "classification_records", "dynam
 ALL = "all_queries"
 
 #: Abstention-view record name -> attribute of :class:`~metrics_core.gate.AbstentionMetrics`.
-ABSTENTION_ATTRIBUTES = {
+ABSTENTION_ATTRIBUTES = MappingProxyType({
     "coverage": "coverage", "abstain_rate": "abstain_rate",
     "abstain_rate_pos": "abstain_rate_pos", "abstain_rate_neg": "abstain_rate_neg",
     "accuracy": "accuracy", "accuracy_answered": "accuracy_answered",
@@ -34,7 +35,7 @@ ABSTENTION_ATTRIBUTES = {
     "balanced_accuracy_answered": "balanced_accuracy", "mcc_answered": "mcc",
     "slip_rate": "slip_rate", "false_flag_rate": "false_flag_rate",
     "catch_rate": "catch_rate", "pass_rate": "pass_rate",
-}
+})
 
 
 class RecordList(list):

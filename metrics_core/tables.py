@@ -12,7 +12,7 @@ convention such as AUROC 0.5, and are left out of the macro / fold means; the ta
 from __future__ import annotations
 
 import warnings
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -25,7 +25,8 @@ __all__ = ["fold_summary", "group_codes", "group_table"]
 
 #: Proportions whose per-group Wilson interval is a column of the table.
 WILSON_COLUMNS = ("sensitivity", "precision", "screening_sensitivity", "alert_precision")
-_ABSTENTION_RENAME = {"balanced_accuracy": "balanced_accuracy_answered", "mcc": "mcc_answered"}
+_ABSTENTION_RENAME = MappingProxyType({"balanced_accuracy": "balanced_accuracy_answered",
+                                       "mcc": "mcc_answered"})
 _DESCRIPTIVE = ("n", "n_positive", "positive_rate", "auroc_defined")
 
 
@@ -63,13 +64,14 @@ def _discrimination(ev, label, cfg) -> dict[str, np.ndarray]:
         codes, names = group_codes(ev, label)
         out: dict[str, list] = {}
         for m in (codes == i for i in range(len(names))):
-            auroc = classification.roc_auc(ds.y[m], ds.p[m])
-            auprc = classification.average_precision(ds.y[m], ds.p[m])
+            prepared = classification.prepare(ds.y[m], ds.p[m])
+            auroc = classification.roc_auc(prepared)
+            auprc = classification.average_precision(prepared)
             out.setdefault("auroc_defined", []).append(auroc.defined)
             out.setdefault("auroc", []).append(auroc.value if auroc.defined else np.nan)
             out.setdefault("auprc", []).append(auprc.value if auprc.defined else np.nan)
             one_class = not auroc.defined
-            for t in classification.tpr_at_fpr(ds.y[m], ds.p[m], cfg.tpr_fprs):
+            for t in classification.tpr_at_fpr(prepared, targets=cfg.tpr_fprs):
                 out.setdefault(f"tpr@fpr={fmt_t(t.target)}", []).append(
                     np.nan if one_class else t.tpr)
                 out.setdefault(f"threshold@fpr={fmt_t(t.target)}", []).append(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 import re
+from types import MappingProxyType
 
 import pandas as pd
 
@@ -21,7 +22,8 @@ __all__ = ["DEFAULT_TARGETS", "parse_target", "target_table"]
 DEFAULT_TARGETS = ("auroc>=0.85", "auprc>=0.55", "ece<0.05", "brier<0.1",
                    "evidence_recall>=0.70", "screening_sensitivity>=0.995",
                    "screening_fn_per_1000<=5", "alert_precision>=0.90")
-_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+_OPS = MappingProxyType({">=": operator.ge, ">": operator.gt, "<=": operator.le,
+                         "<": operator.lt})
 _FORM = re.compile(r"^\s*([a-z_0-9@=.]+?)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*$")
 
 

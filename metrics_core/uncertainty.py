@@ -3,7 +3,7 @@
 Two tools:
 
 - :func:`wilson_interval` gives the Wilson score interval of a proportion ``k / n``; every
-  proportion the project reports carries one (contract §9, seed 004 "Wilson 95% CI").
+  proportion the project reports carries one (contract §9 of docs/CONTRACT.md).
 - :class:`Bootstrap` draws the resamples once per seed as integer *count matrices* (resample x
   unit: how often each unit is drawn). A statistic is then a function of a weight matrix
   (resample x row), so one draw serves every metric: a mean of a per-query array is

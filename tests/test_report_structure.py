@@ -153,7 +153,7 @@ def test_sub_configurations_are_cache_keys():
 
 
 def test_memo_is_bounded(dataset, monkeypatch):
-    monkeypatch.setattr(evaluator_mod, "MEMO_ENTRIES", 3)
+    monkeypatch.setattr(evaluator_mod, "KEPT_ENTRIES", 3)
     ev = Evaluator(dataset)
     for t in (0.5, 1.0, 2.0, 4.0, 8.0):
         ev.mass_profile(EvalConfig(temperature=t))
