@@ -213,8 +213,8 @@ SPECS: tuple[MetricSpec, ...] = (
        8, _ML, higher_is_better=False),
     _s("micro_f1", "Micro F1", "F1 pooled over all (post, criterion) pairs", 8, _ML,
        headline=True),
-    _s("samples_f1", "Samples F1", "mean of per-post F1 (called “Macro F1” in some reports)", 8, _ML,
-       headline=True),
+    _s("samples_f1", "Samples F1", "mean of per-post F1 (called “Macro F1” in some reports)", 8,
+       _ML, headline=True),
     _s("macro_f1", "Macro F1", "mean of per-criterion F1", 8, _ML),
     _s("weighted_f1", "Weighted F1", "per-criterion F1 weighted by gold positives", 8, _ML),
 )
