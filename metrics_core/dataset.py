@@ -228,16 +228,15 @@ class Dataset:
         crit_code_q = _codes(q_crit, criteria).astype(np.int32)
         post_code_q = _codes(q_post, posts)
 
-        # Canonical query order: by post then criterion (a counting sort of the unique keys).
-        n_crit = len(criteria)
+        # Canonical query order: by post then criterion. The (post, criterion) keys are sorted,
+        # never spread over a dense posts x criteria table: memory stays proportional to the
+        # number of queries however many distinct posts and criteria there are.
+        n_crit = max(len(criteria), 1)
         key_q = post_code_q * n_crit + crit_code_q
-        lookup = np.full(len(posts) * max(n_crit, 1), -1, dtype=np.int64)
-        if key_q.size and np.bincount(key_q, minlength=lookup.size).max() > 1:
+        order = np.argsort(key_q, kind="stable")
+        sorted_key = key_q[order]
+        if sorted_key.size > 1 and np.any(sorted_key[1:] == sorted_key[:-1]):
             raise ValueError("duplicate (post_id, criterion) in queries")
-        lookup[key_q] = np.arange(key_q.size, dtype=np.int64)
-        present = lookup >= 0
-        order = lookup[present]
-        lookup[present] = np.arange(order.size, dtype=np.int64)
         post_code_q, crit_code_q = post_code_q[order], crit_code_q[order]
         n_queries = int(order.size)
 
@@ -249,7 +248,8 @@ class Dataset:
 
         # Candidates -> query index, then ranking order within each query.
         qidx = _query_index(_arrow_strings(candidates["post_id"]),
-                            _arrow_strings(candidates["criterion"]), posts, criteria, lookup)
+                            _arrow_strings(candidates["criterion"]), posts, criteria,
+                            sorted_key)
         score = candidates["score"].to_numpy(dtype=np.float64)
         uid = _arrow_strings(candidates["sent_uid"])
         has_rank = "rank" in candidates.columns and not candidates["rank"].isna().all()
@@ -361,12 +361,14 @@ def _codes(values, categories) -> np.ndarray:
     return np.asarray(found.fill_null(-1)).astype(np.int64)
 
 
-def _query_index(post, crit, posts, criteria, lookup: np.ndarray) -> np.ndarray:
+def _query_index(post, crit, posts, criteria, query_key: np.ndarray) -> np.ndarray:
     """Query index of every candidate row from its ``post_id`` and ``criterion`` strings.
 
-    Candidate tables usually list the rows of a query together, so the hash lookups run once
-    per run of equal consecutive (post, criterion) pairs and the result is repeated over the
-    run; with unordered rows every row is looked up.
+    ``query_key`` holds every query's ``post code * n_criteria + criterion code`` in increasing
+    order (the canonical query order), so a binary search finds each candidate's query.
+    Candidate tables usually list the rows of a query together, so the lookups run once per
+    run of equal consecutive (post, criterion) pairs and the result is repeated over the run;
+    with unordered rows every row is looked up.
     """
     n = len(post)
     heads = None
@@ -380,8 +382,9 @@ def _query_index(post, crit, posts, criteria, lookup: np.ndarray) -> np.ndarray:
     c_post, c_crit = _codes(post, posts), _codes(crit, criteria)
     if c_post.size and (c_post.min() < 0 or c_crit.min() < 0):
         raise ValueError("candidates reference queries that do not exist")
-    qidx = lookup[c_post * len(criteria) + c_crit]
-    if qidx.size and qidx.min() < 0:
+    key = c_post * max(len(criteria), 1) + c_crit
+    qidx = np.searchsorted(query_key, key)
+    if qidx.size and (qidx.max() >= query_key.size or np.any(query_key[qidx] != key)):
         raise ValueError("candidates reference queries that do not exist")
     return qidx if heads is None else np.repeat(qidx, np.diff(np.append(heads, n)))
 

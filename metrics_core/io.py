@@ -20,6 +20,7 @@ import gzip
 import io
 import os
 import re
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,7 @@ import pyarrow.parquet as pa_parquet
 from metrics_core.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS, Dataset
 from metrics_core.errors import InputError, InputErrors
 
-__all__ = ["ALIASES", "EXCLUSION_COLUMNS", "REQUIRED", "Loaded", "load", "read_table",
+__all__ = ["ALIASES", "EXCLUSION_COLUMNS", "REQUIRED", "Limits", "Loaded", "load", "read_table",
            "resolve_columns"]
 
 #: Canonical column -> other names accepted for it (matched case-insensitively; spaces and
@@ -80,6 +81,62 @@ _TRUE_TOKENS = ("1", "1.0", "true")
 _FALSE_TOKENS = ("0", "0.0", "false")
 _GZIP_MAGIC = b"\x1f\x8b"
 _PARQUET_MAGIC = b"PAR1"
+_CHUNK = 1 << 20  # bytes read or decompressed at a time while scanning
+_MAX_BLOCK = (1 << 31) - 1  # largest block pyarrow's CSV reader takes
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on one input file, each checked before the memory it guards is committed.
+
+    The defaults are generous for real data (the reference set is a few MB) and stop hostile
+    or broken files (gzip bombs, a file of one endless line, a million columns) with a clear
+    :class:`~metrics_core.errors.InputError` instead of exhausting memory.
+
+    Attributes
+    ----------
+    max_decompressed_bytes : int, default 2 GiB
+        Content size after decompression (the file size for an uncompressed file). A gzip
+        stream is decompressed chunk by chunk and abandoned at the limit, before anything is
+        parsed; for Parquet the uncompressed size recorded in the file's metadata counts.
+    max_rows : int, default 50,000,000
+        Data rows. Delimited text and JSON Lines count lines while decompressing (a quoted
+        value with line breaks counts once per line); Parquet reads the count from its
+        metadata; the parsed table is checked again.
+    max_columns : int, default 200
+        Columns, from the header line (delimited text) or the metadata (Parquet), before the
+        rows are parsed.
+    max_cell_bytes : int, default 1 MiB
+        Bytes of one value (UTF-8 text). Delimited text is scanned for over-long lines before
+        parsing (a line longer than ``max_columns`` quoted cells of this size cannot be
+        valid); every text value is then checked, naming the column and the rows.
+
+    Examples
+    --------
+    >>> Limits(max_rows=1_000).max_rows
+    1000
+    """
+
+    max_decompressed_bytes: int = 2 << 30
+    max_rows: int = 50_000_000
+    max_columns: int = 200
+    max_cell_bytes: int = 1 << 20
+
+    def __post_init__(self) -> None:
+        for name in ("max_decompressed_bytes", "max_rows", "max_columns", "max_cell_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+    @property
+    def max_line_bytes(self) -> int:
+        """Longest line of delimited text that can still be valid: ``max_columns`` cells of
+        ``max_cell_bytes``, each quoted with every character escaped, plus delimiters."""
+        return self.max_columns * (2 * self.max_cell_bytes + 3)
+
+
+#: The limits :func:`load` and :func:`read_table` apply when given none.
+DEFAULT_LIMITS = Limits()
 
 
 def _norm(name) -> str:
@@ -91,7 +148,7 @@ _ALIAS_OWNER = {_norm(a): canon for canon, names in ALIASES.items() for a in (ca
 
 # ---------------------------------------------------------------------------------- reading
 def read_table(source, *, name: str | None = None,
-               string_columns=()) -> pd.DataFrame:
+               string_columns=(), limits: Limits | None = None) -> pd.DataFrame:
     """Read one input table from a path or from bytes (contract §2, formats).
 
     Parameters
@@ -104,6 +161,9 @@ def read_table(source, *, name: str | None = None,
         Further column names to read as text, on top of every column whose name is an id-like
         canonical name or alias (``post_id``, ``criterion``, ``sent_uid``, ``split``,
         ``sentence``): ids such as ``"007"`` stay strings.
+    limits : Limits, optional
+        Bounds on size, rows, columns and cell size (default :data:`DEFAULT_LIMITS`), each
+        checked before the memory it guards is committed.
 
     Returns
     -------
@@ -113,7 +173,9 @@ def read_table(source, *, name: str | None = None,
     Raises
     ------
     InputError
-        The file is missing, empty, has no data rows, or cannot be parsed.
+        The path is missing or is a directory; the file is empty, has no data rows, cannot be
+        parsed (bad compression, broken text, random bytes), has duplicate column names, or
+        exceeds one of the ``limits``. Never another exception for any file content.
 
     Notes
     -----
@@ -122,6 +184,9 @@ def read_table(source, *, name: str | None = None,
     content (Parquet and gzip magic bytes, JSON Lines if the text starts with ``{``, else
     delimited text with the delimiter sniffed from the header line).
     """
+    limits = DEFAULT_LIMITS if limits is None else limits
+    if not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a Limits, got {type(limits).__name__}")
     data, path, name = _source_bytes(source, name)
     head = _head(data, path, name)
     if not head.strip():
@@ -129,24 +194,68 @@ def read_table(source, *, name: str | None = None,
     fmt = _detect_format(name, head)
     try:
         if fmt == "parquet":
-            table = pa_parquet.read_table(path if data is None else pa.BufferReader(data))
+            parquet = pa_parquet.ParquetFile(path if data is None else pa.BufferReader(data))
+            _check_parquet_size(parquet.metadata, name, limits)
+            table = parquet.read()
+            _check_table(table, name, limits)
             frame = table.to_pandas()
-        elif fmt == "json":
-            frame = pd.read_json(io.BytesIO(_raw_text(data, path)), dtype=False)
-        elif fmt == "jsonl":
-            frame = _read_jsonl(data, path)
         else:
-            frame = _read_delimited(data, path, head, fmt, set(string_columns), name)
+            _check_text(head, name)
+            # old Mac files end lines with CR alone
+            newline = b"\r" if b"\n" not in head and b"\r" in head else b"\n"
+            scan = _scan(data, path, name, limits, count_lines=fmt != "json", newline=newline)
+            if fmt == "json":
+                frame = pd.read_json(io.BytesIO(_raw_text(data, path)), dtype=False)
+                _check_frame(frame, name, limits)
+            elif fmt == "jsonl":
+                frame = _read_jsonl(data, path, name, limits)
+            else:
+                frame = _read_delimited(data, path, head, fmt, set(string_columns), name,
+                                        limits, scan)
     except InputError:
         raise
-    except (pa.ArrowException, OSError, ValueError, UnicodeDecodeError, EOFError) as exc:
-        raise InputError(f"cannot read the file as {fmt.upper()}: {exc}".rstrip(),
+    except (pa.ArrowException, OSError, ValueError, UnicodeError, EOFError, csv.Error,
+            zlib.error, TypeError, KeyError, IndexError, OverflowError, RecursionError) as exc:
+        raise InputError(f"cannot read the file as {fmt.upper()}: {_brief(exc)}".rstrip(),
                          file=name) from exc
     if len(frame) == 0:
         raise InputError("file has no data rows", file=name,
                          hint=f"columns found: {_list(frame.columns)}")
     frame.columns = [str(c) for c in frame.columns]
+    if len(set(frame.columns)) < len(frame.columns):
+        cols = list(frame.columns)
+        dupes = sorted({c for c in cols if cols.count(c) > 1})
+        raise InputError(f"duplicate column names: {_list(dupes)}", file=name)
     return frame
+
+
+def _brief(exc: BaseException, limit: int = 200) -> str:
+    """A parser's message on one line, printable, at most ``limit`` characters (an Arrow
+    message may quote a whole line of random bytes)."""
+    text = " ".join(str(exc).split())
+    text = "".join(ch if ch.isprintable() and ch != "\ufffd" else "?" for ch in text)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _check_text(head: bytes, name) -> None:
+    """Text formats must be UTF-8: say so up front for UTF-16 files and binary data, instead of
+    a parser error quoting random bytes."""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise InputError("the file is UTF-16 text; text files must be UTF-8", file=name,
+                         hint="save it as UTF-8 (e.g. \"CSV UTF-8\" in a spreadsheet)")
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:  # not just a character cut at the end of the head
+            raise InputError(
+                "the file is not UTF-8 text", file=name,
+                hint=f"byte 0x{head[exc.start]:02x} at offset {exc.start} is not valid UTF-8; "
+                     f"binary data, or text in another encoding (save it as UTF-8)") from None
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        raise InputError("the file is not UTF-8 text", file=name,
+                         hint=f"it holds NUL bytes (offset {nul}): binary data, or UTF-16 "
+                              f"without a byte-order mark")
 
 
 def _source_bytes(source, name):
@@ -155,8 +264,13 @@ def _source_bytes(source, name):
         return bytes(source), None, name or "<upload>"
     if isinstance(source, str | os.PathLike):
         path = Path(source)
-        if not path.is_file():
+        if path.is_dir():
+            raise InputError("is a directory, not a file", file=name or str(source),
+                             hint="give the path of a CSV, TSV, Parquet or JSON Lines file")
+        if not path.exists():
             raise InputError("file not found", file=name or str(source))
+        if not path.is_file():
+            raise InputError("not a regular file", file=name or str(source))
         return None, path, name or path.name
     if hasattr(source, "getvalue"):
         return bytes(source.getvalue()), None, name or getattr(source, "name", None) or "<upload>"
@@ -181,8 +295,173 @@ def _head(data, path, name, size=1 << 16) -> bytes:
             with gzip.open(path, "rb") as fh:
                 return fh.read(size)
         return raw
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read the file: {exc}", file=name) from exc
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"cannot read the file: {_brief(exc)}", file=name) from exc
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """What a streaming pass over the (decompressed) content found."""
+
+    n_bytes: int
+    n_lines: int  # line breaks (a last line without one counts too)
+    longest_line: int  # bytes
+
+
+def _raw_chunks(data, path):
+    """The stored bytes, chunk by chunk."""
+    if data is not None:
+        view = memoryview(data)
+        for i in range(0, len(view), _CHUNK):
+            yield view[i:i + _CHUNK]
+        return
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            yield chunk
+
+
+def _content_chunks(data, path, name):
+    """The content, decompressed chunk by chunk when it is gzip (no chunk over _CHUNK bytes
+    of output, so a bomb never expands in memory); concatenated gzip members follow on."""
+    raw = _raw_chunks(data, path)
+    first = next(raw, b"")
+    if bytes(first[:2]) != _GZIP_MAGIC:
+        if first:
+            yield bytes(first)
+        for chunk in raw:
+            yield bytes(chunk)
+        return
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+    def pending(chunk):
+        nonlocal inflate
+        while chunk:
+            out = inflate.decompress(chunk, _CHUNK)
+            chunk = inflate.unconsumed_tail
+            if out:
+                yield out
+            if inflate.eof:
+                rest = inflate.unused_data
+                if rest[:2] != _GZIP_MAGIC:
+                    return  # trailing bytes after the last member are ignored, as gzip does
+                inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                chunk = rest
+
+    try:
+        for chunk in _chain(first, raw):
+            yield from pending(bytes(chunk))
+        if not inflate.eof:
+            raise InputError("the gzip data ends early (truncated file)", file=name)
+    except zlib.error as exc:
+        raise InputError(f"cannot decompress the file: {_brief(exc)}", file=name) from exc
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
+
+
+def _scan(data, path, name, limits: Limits, *, count_lines: bool = True,
+          newline: bytes = b"\n") -> _Scan:
+    """Stream over the content once, keeping nothing, and stop at the first limit exceeded:
+    decompressed size, rows (lines) and line length. Runs before any parsing.
+
+    ``longest_line`` is exact for lines that cross a chunk boundary; lines inside one chunk
+    are shorter than a chunk (1 MiB), which is all the callers need to know about them.
+    """
+    n_bytes = n_lines = longest = run = 0
+    max_lines = limits.max_rows + 1  # the header line
+    max_line = limits.max_line_bytes
+    last = newline
+    for chunk in _content_chunks(data, path, name):
+        n_bytes += len(chunk)
+        if n_bytes > limits.max_decompressed_bytes:
+            raise InputError(
+                f"content exceeds the size limit of {limits.max_decompressed_bytes:,} bytes "
+                f"(after decompression)", file=name,
+                hint="raise Limits.max_decompressed_bytes if the file is genuine")
+        if not count_lines:
+            continue
+        found = chunk.count(newline)
+        if found:
+            n_lines += found
+            longest = max(longest, run + chunk.find(newline))
+            run = len(chunk) - 1 - chunk.rfind(newline)
+        else:
+            run += len(chunk)
+        longest = max(longest, run)
+        last = chunk[-1:]
+        if n_lines > max_lines:
+            raise InputError(
+                f"more than {limits.max_rows:,} rows: the row limit", file=name,
+                hint="counted as lines while reading; raise Limits.max_rows if the file "
+                     "is genuine")
+        if longest > max_line:
+            raise InputError(
+                f"a line is longer than {max_line:,} bytes: no more than "
+                f"{limits.max_columns} cells of at most {limits.max_cell_bytes:,} bytes fit "
+                f"in a line", file=name,
+                hint="raise Limits.max_cell_bytes or Limits.max_columns if the file is "
+                     "genuine")
+    if count_lines and n_bytes and last != newline:
+        n_lines += 1
+    return _Scan(n_bytes, n_lines, longest)
+
+
+def _check_parquet_size(meta, name, limits: Limits) -> None:
+    """Rows, columns and uncompressed size of a Parquet file, from its metadata alone."""
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if size > limits.max_decompressed_bytes:
+        raise InputError(f"content exceeds the size limit of "
+                         f"{limits.max_decompressed_bytes:,} bytes (after decompression)",
+                         file=name, hint=f"the file's metadata records {size:,} bytes")
+    _check_shape(meta.num_rows, meta.num_columns, name, limits)
+
+
+def _check_shape(n_rows: int, n_columns: int, name, limits: Limits) -> None:
+    if n_columns > limits.max_columns:
+        raise InputError(f"{n_columns:,} columns: more than the limit of "
+                         f"{limits.max_columns}", file=name,
+                         hint="raise Limits.max_columns if the file is genuine")
+    if n_rows > limits.max_rows:
+        raise InputError(f"{n_rows:,} rows: more than the limit of {limits.max_rows:,}",
+                         file=name, hint="raise Limits.max_rows if the file is genuine")
+
+
+def _check_table(table: pa.Table, name, limits: Limits) -> None:
+    """Rows, columns and the byte length of every text value of a parsed Arrow table."""
+    _check_shape(table.num_rows, table.num_columns, name, limits)
+    for column_name, column in zip(table.column_names, table.columns, strict=True):
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+                or pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
+            continue
+        lengths = pc.binary_length(column)
+        longest = pc.max(lengths).as_py()
+        if longest is not None and longest > limits.max_cell_bytes:
+            too_long = np.asarray(pc.fill_null(pc.greater(lengths, limits.max_cell_bytes),
+                                               False).to_numpy(zero_copy_only=False))
+            raise InputError.from_mask(
+                too_long, f"values must be at most {limits.max_cell_bytes:,} bytes (the cell "
+                          f"size limit)", row_numbers=np.arange(1, len(too_long) + 1),
+                file=name, column=str(column_name),
+                hint=f"the longest has {longest:,} bytes; raise Limits.max_cell_bytes if "
+                     f"the file is genuine")
+
+
+def _check_frame(frame: pd.DataFrame, name, limits: Limits) -> None:
+    """:func:`_check_table` for a table pandas parsed (text columns only)."""
+    _check_shape(len(frame), len(frame.columns), name, limits)
+    text = {str(c): pa.array(frame.iloc[:, i].astype("str").array)
+            for i, c in enumerate(frame.columns)
+            if pd.api.types.is_object_dtype(frame.dtypes.iloc[i])
+            or isinstance(frame.dtypes.iloc[i], pd.StringDtype)}
+    if text:
+        _check_table(pa.table(text), name, Limits(
+            max_decompressed_bytes=limits.max_decompressed_bytes, max_rows=limits.max_rows,
+            max_columns=max(limits.max_columns, len(text)),
+            max_cell_bytes=limits.max_cell_bytes))
 
 
 def _detect_format(name: str, head: bytes) -> str:
@@ -219,7 +498,8 @@ def _raw_text(data, path) -> bytes:
 
 
 def _read_delimited(data, path, head: bytes, fmt: str, string_columns: set,
-                    name: str) -> pd.DataFrame:
+                    name: str, limits: Limits = DEFAULT_LIMITS,
+                    scan: _Scan | None = None) -> pd.DataFrame:
     text = head.decode("utf-8-sig", errors="replace")
     first_line = text.splitlines()[0] if text.splitlines() else ""
     if fmt == "tsv":
@@ -227,34 +507,56 @@ def _read_delimited(data, path, head: bytes, fmt: str, string_columns: set,
     else:
         counts = {d: first_line.count(d) for d in (",", "\t", ";")}
         delimiter = max(counts, key=lambda d: (counts[d], d == ","))
-    header = next(csv.reader(io.StringIO(text), delimiter=delimiter), [])
+    # newline=None: CR-only and CR LF line ends read like LF ones
+    header = next(csv.reader(io.StringIO(text, newline=None), delimiter=delimiter), [])
+    if len(header) > limits.max_columns:
+        _check_shape(0, len(header), name, limits)
     if len(set(header)) < len(header):
         dupes = sorted({h for h in header if header.count(h) > 1})
         raise InputError(f"duplicate column names: {_list(dupes)}", file=name)
     as_text = {h: pa.string() for h in header
                if h in string_columns or _ALIAS_OWNER.get(_norm(h)) in _TEXT_COLUMNS}
     convert = pa_csv.ConvertOptions(column_types=as_text, strings_can_be_null=False)
-    try:
+    # A block must hold the longest line (the default 1 MiB does not hold a long sentence).
+    longest = 0 if scan is None else scan.longest_line
+    block = int(min(max(1 << 20, 2 * longest + 1024), _MAX_BLOCK))
+
+    def parse(newlines_in_values: bool, block_size: int) -> pa.Table:
         with _input_stream(data, path) as stream:
-            table = pa_csv.read_csv(stream, convert_options=convert,
-                                    parse_options=pa_csv.ParseOptions(delimiter=delimiter))
+            return pa_csv.read_csv(
+                stream, convert_options=convert,
+                read_options=pa_csv.ReadOptions(block_size=block_size),
+                parse_options=pa_csv.ParseOptions(delimiter=delimiter,
+                                                  newlines_in_values=newlines_in_values))
+
+    try:
+        table = parse(False, block)
     except pa.ArrowInvalid:
         # Quoted values with line breaks (sentence text) need the slower parser setting.
-        with _input_stream(data, path) as stream:
-            table = pa_csv.read_csv(stream, convert_options=convert,
-                                    parse_options=pa_csv.ParseOptions(
-                                        delimiter=delimiter, newlines_in_values=True))
+        try:
+            table = parse(True, block)
+        except pa.ArrowInvalid as exc:
+            if "straddl" not in str(exc) or scan is None:
+                raise
+            # A record spanning many lines: one block holding the whole (bounded) content.
+            table = parse(True, int(min(scan.n_bytes + 1024, _MAX_BLOCK)))
+    _check_table(table, name, limits)
     return table.to_pandas()
 
 
-def _read_jsonl(data, path) -> pd.DataFrame:
+def _read_jsonl(data, path, name: str = "<upload>",
+                limits: Limits = DEFAULT_LIMITS) -> pd.DataFrame:
     try:
         with _input_stream(data, path) as stream:
-            return pa_json.read_json(stream).to_pandas()
+            table = pa_json.read_json(stream)
     except pa.ArrowInvalid:
         # Mixed value types in one field (e.g. ids written as both 7 and "007"): pandas
         # keeps every value as written.
-        return pd.read_json(io.BytesIO(_raw_text(data, path)), lines=True, dtype=False)
+        frame = pd.read_json(io.BytesIO(_raw_text(data, path)), lines=True, dtype=False)
+        _check_frame(frame, name, limits)
+        return frame
+    _check_table(table, name, limits)
+    return table.to_pandas()
 
 
 def _list(names, limit=20) -> str:
@@ -448,27 +750,54 @@ class _Checker:
     def flag(self, mask, rule: str, canon: str | None = None, *, hint: str | None = None,
              rows: np.ndarray | None = None) -> None:
         if mask.any():
-            self.errors.append(InputError.from_mask(
+            error = InputError.from_mask(
                 mask, rule, row_numbers=self.rows if rows is None else rows, file=self.file,
                 column=None if canon is None else self.column_map.get(canon, canon),
-                hint=hint))
+                hint=hint)
+            if all(str(e) != str(error) for e in self.errors):  # a long table: checked twice
+                self.errors.append(error)
+
+    def scalars(self, s: pd.Series, canon: str) -> np.ndarray:
+        """Flag records and lists (a JSON object, a Parquet struct or list) where one value
+        belongs; returns the mask of flagged rows."""
+        nested = _nested(s)
+        self.flag(nested, "values must be single values, not nested objects or lists", canon,
+                  hint="flatten the field into plain text or numbers")
+        return nested
+
+    def numeric_type(self, s: pd.Series, canon: str) -> bool:
+        """Flag a column stored as dates or times where numbers belong; True if flagged."""
+        if not _temporal(s.dtype):
+            return False
+        self.flag(np.ones(len(s), dtype=bool), "values must be numbers, not dates or times",
+                  canon, hint=f"the column is stored as {s.dtype}")
+        return True
 
     def ids(self, s: pd.Series, canon: str) -> pd.Series:
+        nested = self.scalars(s, canon)
         values, missing = _as_text(s)
+        if nested.any():
+            self.ids_ok = False
         if missing.any():
             self.ids_ok = False
             self.flag(missing, "values must not be empty", canon)
         return values
 
     def binary(self, s: pd.Series, canon: str) -> np.ndarray:
+        if self.numeric_type(s, canon):
+            return np.zeros(len(s), dtype=np.int8)
+        nested = self.scalars(s, canon)
         values, bad = _as_binary(s)
-        self.flag(bad, "values must be 0 or 1", canon)
+        self.flag(bad & ~nested, "values must be 0 or 1", canon)
         return values
 
     def number(self, s: pd.Series, canon: str, *, unit_interval: bool = False):
         """(float values, missing mask); missing values are for the caller to exclude."""
+        if self.numeric_type(s, canon):
+            return np.zeros(len(s)), np.zeros(len(s), dtype=bool)
+        nested = self.scalars(s, canon)
         values, missing, bad = _as_float(s)
-        self.flag(bad, "values must be numbers", canon)
+        self.flag(bad & ~nested, "values must be numbers", canon)
         if unit_interval:
             self.flag((values < 0) | (values > 1), "values must be within [0, 1]", canon)
         else:
@@ -476,21 +805,64 @@ class _Checker:
         return values, missing
 
     def integer(self, s: pd.Series, canon: str, *, minimum: int | None = None) -> np.ndarray:
-        """Whole numbers (``minimum``: 1 for positive, 0 for non-negative); invalid -> 0."""
+        """Whole numbers (``minimum``: 1 for positive, 0 for non-negative); invalid -> 0.
+
+        Magnitudes above 2^53 are rejected: they would not survive the float arithmetic
+        downstream (and text such as 99999999999999999999 would otherwise wrap around).
+        """
         rule = {None: "values must be integers", 0: "values must be non-negative integers",
                 1: "values must be positive integers"}[minimum]
-        if pd.api.types.is_integer_dtype(s.dtype) and not s.hasnans:  # the usual case: fast
+        if self.numeric_type(s, canon):
+            return np.zeros(len(s), dtype=np.int64)
+        nested = self.scalars(s, canon)
+        if (pd.api.types.is_integer_dtype(s.dtype) and not s.hasnans
+                and not (pd.api.types.is_unsigned_integer_dtype(s.dtype)
+                         and getattr(s.dtype, "itemsize", 8) >= 8)):  # the usual case: fast
             values = s.to_numpy(dtype=np.int64)
+            huge = (values > _MAX_INT) | (values < -_MAX_INT)
             if minimum is not None:
-                self.flag(values < minimum, rule, canon)
-            return values
+                self.flag((values < minimum) & ~huge, rule, canon)
+            self.flag(huge, _OVERFLOW_RULE, canon)
+            return np.where(huge, 0, values)
         values = _as_float(s)[0]
-        ok = np.isfinite(values)
+        huge = np.abs(values) > _MAX_INT  # infinite values too: not integers either way
+        ok = np.isfinite(values) & ~huge
         ok[ok] = values[ok] == np.round(values[ok])
         if minimum is not None:
             ok &= ~(values < minimum)
-        self.flag(~ok, rule, canon)
+        self.flag(~ok & ~huge & ~nested, rule, canon)
+        self.flag(huge & np.isfinite(values), _OVERFLOW_RULE, canon)
         return np.where(ok, values, 0).astype(np.int64)
+
+
+#: Largest integer magnitude accepted: every integer up to 2^53 is exact as a float64.
+_MAX_INT = 1 << 53
+_OVERFLOW_RULE = "values must be integers of magnitude at most 2^53 = 9007199254740992"
+#: ``pandas.api.types.infer_dtype`` kinds that cannot hold a record or list.
+_SCALAR_KINDS = frozenset({"string", "bytes", "integer", "floating", "mixed-integer-float",
+                           "decimal", "boolean", "empty", "datetime", "date", "time",
+                           "timedelta", "categorical"})
+
+
+def _nested(s: pd.Series) -> np.ndarray:
+    """Mask of the values that are records or lists (JSON objects, Parquet structs / lists)."""
+    dtype = s.dtype
+    if isinstance(dtype, pd.ArrowDtype) and pa.types.is_nested(dtype.pyarrow_dtype):
+        return s.notna().to_numpy(dtype=bool)
+    if (not pd.api.types.is_object_dtype(dtype)
+            or pd.api.types.infer_dtype(s, skipna=True) in _SCALAR_KINDS):
+        return np.zeros(len(s), dtype=bool)
+    return np.fromiter((isinstance(v, dict | list | tuple | set | np.ndarray) for v in s),
+                       dtype=bool, count=len(s))
+
+
+def _temporal(dtype) -> bool:
+    """Whether a column type holds dates, times or durations."""
+    if isinstance(dtype, pd.ArrowDtype):
+        return pa.types.is_temporal(dtype.pyarrow_dtype)
+    if isinstance(dtype, np.dtype):
+        return dtype.kind in "mM"
+    return isinstance(dtype, pd.DatetimeTZDtype | pd.PeriodDtype | pd.IntervalDtype)
 
 
 def _group_first(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -616,7 +988,8 @@ class _Parts:
 
 
 def load(queries, candidates=None, *, queries_name: str | None = None,
-         candidates_name: str | None = None, mapping: Mapping | None = None) -> Loaded:
+         candidates_name: str | None = None, mapping: Mapping | None = None,
+         limits: Limits | None = None) -> Loaded:
     """Read, map and validate the input, then build the :class:`Dataset` (contract §2).
 
     Parameters
@@ -633,6 +1006,10 @@ def load(queries, candidates=None, *, queries_name: str | None = None,
         ``{canonical: source_column}`` choices that win over :data:`ALIASES` in every table
         holding the source column (``None``: use no column for that name), or
         ``{"queries": {...}, "candidates": {...}}`` per table.
+    limits : Limits, optional
+        Bounds on every file read (decompressed size, rows, columns, cell size), each checked
+        before the memory it guards is committed; default :data:`DEFAULT_LIMITS`. Tables
+        given as DataFrames are already in memory and are not checked.
 
     Returns
     -------
@@ -648,7 +1025,10 @@ def load(queries, candidates=None, *, queries_name: str | None = None,
         non-negative integer not below the gold found; ``rank`` a positive integer, unique
         within a query; unique ``(post_id, criterion)`` and ``(post_id, criterion,
         sent_uid)``; every candidate has a query; in a long table, the per-query columns
-        constant within a query.
+        constant within a query; every value a single value (not a JSON object, a Parquet
+        struct or list); numeric columns not stored as dates or times; integers of
+        magnitude at most 2^53. Unreadable files (random bytes, not UTF-8, broken gzip) and
+        files over the ``limits`` raise it too (see :func:`read_table`).
 
     Notes
     -----
@@ -660,7 +1040,7 @@ def load(queries, candidates=None, *, queries_name: str | None = None,
     q_mapping, c_mapping = _split_mapping(mapping)
     if candidates is None and q_mapping is not c_mapping:  # one table: both mappings apply
         q_mapping = {**(c_mapping or {}), **(q_mapping or {})}
-    q_df, q_file = _frame_of(queries, queries_name, "queries", q_mapping)
+    q_df, q_file = _frame_of(queries, queries_name, "queries", q_mapping, limits)
     errors: list[InputError] = []
     warnings: list[str] = []
     if candidates is None:
@@ -686,7 +1066,7 @@ def load(queries, candidates=None, *, queries_name: str | None = None,
             q_map = _kept_columns(q_map, table)
             parts = _two_tables(table, rows, q_file, q_map, _no_candidates(), None, {}, errors)
     else:
-        c_df, c_file = _frame_of(candidates, candidates_name, "candidates", c_mapping)
+        c_df, c_file = _frame_of(candidates, candidates_name, "candidates", c_mapping, limits)
         tables = (("queries", q_df, q_file, q_mapping), ("candidates", c_df, c_file, c_mapping))
         _check_mapped_sources(tables, shared=q_mapping is c_mapping, errors=errors)
         q_map, q_err = _match_columns(q_df.columns, "queries", _present(q_mapping, q_df),
@@ -726,7 +1106,8 @@ def _split_mapping(mapping):
     return q, c
 
 
-def _frame_of(source, name, default_name, mapping) -> tuple[pd.DataFrame, str]:
+def _frame_of(source, name, default_name, mapping,
+              limits: Limits | None = None) -> tuple[pd.DataFrame, str]:
     """The table of one input argument, and its display name."""
     if isinstance(source, pd.DataFrame):
         if not all(isinstance(c, str) for c in source.columns):
@@ -738,7 +1119,8 @@ def _frame_of(source, name, default_name, mapping) -> tuple[pd.DataFrame, str]:
         name = getattr(source, "name", None) or default_name
     text_sources = [v for k, v in (mapping or {}).items()
                     if k in _TEXT_COLUMNS and v is not None]
-    return read_table(source, name=str(name), string_columns=text_sources), str(name)
+    return (read_table(source, name=str(name), string_columns=text_sources, limits=limits),
+            str(name))
 
 
 def _has_column(df: pd.DataFrame, src) -> bool:
@@ -802,6 +1184,7 @@ def _check_queries(table: dict, chk: _Checker) -> tuple[dict, np.ndarray]:
     if "n_gold" in table:
         q["n_gold"] = chk.integer(table["n_gold"], "n_gold", minimum=0)
     if "split" in table:
+        chk.scalars(table["split"], "split")
         split, missing = _as_text(table["split"])
         chk.flag(missing, "values must not be empty", "split")
         q["split"] = split
@@ -818,6 +1201,7 @@ def _check_candidates(table: dict, chk: _Checker) -> tuple[dict, np.ndarray]:
     if "relevance" in table:
         c["relevance"] = chk.integer(table["relevance"], "relevance", minimum=0)
     if "sentence" in table:
+        chk.scalars(table["sentence"], "sentence")
         c["sentence"] = _as_text(table["sentence"])[0].fillna("")
     return c, score_missing
 

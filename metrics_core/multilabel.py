@@ -2,7 +2,8 @@
 
 Each post is one multi-label instance: a vector with one 0/1 label per criterion (10 in the
 reference data). :func:`post_matrix` arranges the per-query gold labels and a per-query decision
-(:func:`decision_labels`: fixed threshold, screen-in or alert) into posts x criteria matrices, and
+(:func:`decision_labels`: fixed threshold, screen-in or alert) into posts x criteria matrices
+(:class:`PostLabels`: stored by present cell, so memory follows the number of queries), and
 :func:`multilabel_metrics` computes exact match, Hamming score / loss and the four F1 averages.
 
 Every F1 is ``2TP / (2TP + FP + FN)`` and 1.0 where that is 0 / 0 (no gold and no predicted
@@ -25,7 +26,8 @@ import numpy as np
 
 from metrics_core.dataset import Dataset
 
-__all__ = ["DECISION_RULES", "decision_labels", "multilabel_metrics", "post_matrix"]
+__all__ = ["DECISION_RULES", "PostLabels", "decision_labels", "multilabel_metrics",
+           "post_matrix"]
 
 #: Decision rules (contract §8): ``p ≥ τ``, screen-in (state ≠ NEG), alert (state = POS).
 DECISION_RULES = ("threshold", "screen_in", "alert")
@@ -70,7 +72,60 @@ def decision_labels(ds: Dataset, *, rule: str = "threshold", threshold: float = 
     return (states == _POS).astype(np.int8)
 
 
-def post_matrix(ds: Dataset, predicted) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+class PostLabels:
+    """A posts x criteria 0/1 matrix stored by present cell (one cell per query).
+
+    Real data sets have about ten criteria per post, but nothing stops a file from giving every
+    query its own post and its own criterion; a dense matrix would then need posts x criteria
+    cells. This one keeps only the present cells, so memory is proportional to the number of
+    queries. :func:`multilabel_metrics` reads it directly; ``toarray`` / ``tolist`` give the
+    dense form (missing cells 0) for small inspections, and ``np.asarray`` works too.
+
+    Attributes
+    ----------
+    row, col : ndarray of int64, shape (n_cells,)
+        Post and criterion index of every present cell; cells are unique.
+    data : ndarray, shape (n_cells,)
+        The cell values (int8 labels, or bool for a mask).
+    shape : (int, int)
+        ``(n_posts, n_criteria)``.
+    """
+
+    __slots__ = ("col", "data", "row", "shape")
+    ndim = 2
+
+    def __init__(self, row, col, data, shape) -> None:
+        self.row = np.asarray(row, dtype=np.int64)
+        self.col = np.asarray(col, dtype=np.int64)
+        self.data = np.asarray(data)
+        self.shape = (int(shape[0]), int(shape[1]))
+        if not self.row.shape == self.col.shape == self.data.shape:
+            raise ValueError("row, col and data must have the same length")
+
+    def same_cells(self, other: PostLabels) -> bool:
+        """Whether ``other`` stores exactly the same cells, in the same order."""
+        return self.shape == other.shape and (
+            (self.row is other.row and self.col is other.col)
+            or (np.array_equal(self.row, other.row) and np.array_equal(self.col, other.col)))
+
+    def toarray(self) -> np.ndarray:
+        """The dense ``shape`` matrix; cells not stored hold 0 (False)."""
+        out = np.zeros(self.shape, dtype=self.data.dtype)
+        out[self.row, self.col] = self.data
+        return out
+
+    def tolist(self) -> list:
+        return self.toarray().tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.toarray()
+        return out if dtype is None else out.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"PostLabels(shape={self.shape}, n_cells={self.data.size})"
+
+
+def post_matrix(ds: Dataset, predicted) -> tuple[PostLabels, PostLabels, PostLabels]:
     """Posts x criteria matrices of gold and predicted labels (contract §8).
 
     Parameters
@@ -81,10 +136,10 @@ def post_matrix(ds: Dataset, predicted) -> tuple[np.ndarray, np.ndarray, np.ndar
 
     Returns
     -------
-    Y, Yhat : ndarray of int8, shape (n_posts, n_criteria)
+    Y, Yhat : PostLabels of int8, shape (n_posts, n_criteria)
         Gold ``has_evidence`` and prediction; rows follow ``ds.posts``, columns ``ds.criteria``.
-        Missing cells hold 0.
-    mask : ndarray of bool, shape (n_posts, n_criteria)
+        Stored sparsely (one cell per query); missing cells read as 0.
+    mask : PostLabels of bool, shape (n_posts, n_criteria)
         False where a post has no query for the criterion.
     """
     predicted = np.asarray(predicted)
@@ -94,13 +149,11 @@ def post_matrix(ds: Dataset, predicted) -> tuple[np.ndarray, np.ndarray, np.ndar
     if predicted.size and not np.isin(predicted, (0, 1)).all():
         raise ValueError("predicted must be 0/1")
     shape = (len(ds.posts), len(ds.criteria))
-    Y = np.zeros(shape, dtype=np.int8)
-    Yhat = np.zeros(shape, dtype=np.int8)
-    mask = np.zeros(shape, dtype=bool)
-    rows, cols = ds.post_code, ds.criterion_code
-    Y[rows, cols] = ds.y
-    Yhat[rows, cols] = predicted
-    mask[rows, cols] = True
+    rows = np.asarray(ds.post_code, dtype=np.int64)
+    cols = np.asarray(ds.criterion_code, dtype=np.int64)
+    Y = PostLabels(rows, cols, np.asarray(ds.y, dtype=np.int8), shape)
+    Yhat = PostLabels(Y.row, Y.col, predicted.astype(np.int8), shape)
+    mask = PostLabels(Y.row, Y.col, np.ones(rows.size, dtype=bool), shape)
     return Y, Yhat, mask
 
 
@@ -135,6 +188,72 @@ def multilabel_metrics(Y, Yhat, mask=None) -> dict[str, float]:
     micro F1 = 2·1 / (2·1 + 1 + 0) = 2/3, samples F1 = (2/3 + 1) / 2 = 5/6,
     macro F1 = (1 + 0) / 2 = 1/2 (criterion 2 has FP = 1 and no gold), weighted F1 = 1·1 / 1 = 1.
     """
+    row, col, y, yh, shape = _cells(Y, Yhat, mask)
+    tp = y & yh
+    fp = yh & ~y
+    fn = y & ~yh
+    wrong = fp | fn
+    n_cells = int(row.size)
+    nan = float("nan")
+    n_posts, n_crit = shape
+    post_cells = np.bincount(row, minlength=n_posts)
+    crit_cells = np.bincount(col, minlength=n_crit)
+    posts = post_cells > 0
+    crits = crit_cells > 0
+    out = {"n_posts": int(posts.sum()), "n_criteria": int(crits.sum()), "n_cells": n_cells}
+    if n_cells == 0:
+        out.update(dict.fromkeys(("exact_match", "hamming_score", "hamming_loss", "micro_f1",
+                                  "samples_f1", "macro_f1", "weighted_f1"), nan))
+        return out
+
+    def per(index, size, values):
+        return np.bincount(index[values], minlength=size)
+
+    hamming_loss = int(wrong.sum()) / n_cells
+    per_post = _f1(per(row, n_posts, tp), per(row, n_posts, fp), per(row, n_posts, fn))
+    per_crit = _f1(per(col, n_crit, tp), per(col, n_crit, fp), per(col, n_crit, fn))
+    support = per(col, n_crit, y)
+    wrong_posts = per(row, n_posts, wrong) > 0
+    out.update(
+        exact_match=float((~wrong_posts)[posts].mean()),
+        hamming_score=float(1.0 - hamming_loss),
+        hamming_loss=float(hamming_loss),
+        micro_f1=float(_f1(int(tp.sum()), int(fp.sum()), int(fn.sum()))),
+        samples_f1=float(per_post[posts].mean()),
+        macro_f1=float(per_crit[crits].mean()),
+    )
+    # Weighted by gold positives; with no gold positive at all every weight is 0 and
+    # scikit-learn falls back to the unweighted mean (= macro F1).
+    if support.sum() > 0:
+        out["weighted_f1"] = float(np.sum(per_crit * support) / support.sum())
+    else:
+        out["weighted_f1"] = out["macro_f1"]
+    return out
+
+
+def _cells(Y, Yhat, mask):
+    """(post index, criterion index, gold, predicted, shape) of the present cells.
+
+    Dense inputs are validated and reduced to their present cells (row-major order); sparse
+    :class:`PostLabels` inputs must share their cells, and every stored cell is present unless
+    the mask says otherwise.
+    """
+    sparse = [isinstance(a, PostLabels) for a in (Y, Yhat)]
+    if any(sparse):
+        if not all(sparse) or not Y.same_cells(Yhat):
+            raise ValueError("Y and Yhat must be 2-D of the same shape and, as PostLabels, "
+                             "store the same cells")
+        for name, a in (("Y", Y.data), ("Yhat", Yhat.data)):
+            if a.size and not np.isin(a, (0, 1)).all():
+                raise ValueError(f"{name} must be 0/1")
+        present = np.ones(Y.data.size, dtype=bool)
+        if mask is not None:
+            if not isinstance(mask, PostLabels) or not Y.same_cells(mask):
+                raise ValueError(f"mask must have the shape of Y {Y.shape} and, as "
+                                 f"PostLabels, store the same cells")
+            present = mask.data.astype(bool)
+        return (Y.row[present], Y.col[present], Y.data[present].astype(bool),
+                Yhat.data[present].astype(bool), Y.shape)
     Y = np.asarray(Y)
     Yhat = np.asarray(Yhat)
     if Y.ndim != 2 or Y.shape != Yhat.shape:
@@ -146,37 +265,6 @@ def multilabel_metrics(Y, Yhat, mask=None) -> dict[str, float]:
     mask = np.ones(Y.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     if mask.shape != Y.shape:
         raise ValueError(f"mask must have the shape of Y {Y.shape}, got {mask.shape}")
-    y, yh = Y.astype(bool) & mask, Yhat.astype(bool) & mask
-    tp = y & yh
-    fp = yh & ~y
-    fn = y & ~yh
-    wrong = fp | fn
-    n_cells = int(mask.sum())
-    nan = float("nan")
-    out = {"n_posts": int(mask.any(axis=1).sum()), "n_criteria": int(mask.any(axis=0).sum()),
-           "n_cells": n_cells}
-    if n_cells == 0:
-        out.update(dict.fromkeys(("exact_match", "hamming_score", "hamming_loss", "micro_f1",
-                                  "samples_f1", "macro_f1", "weighted_f1"), nan))
-        return out
-    posts = mask.any(axis=1)
-    crits = mask.any(axis=0)
-    hamming_loss = wrong.sum() / n_cells
-    per_post = _f1(tp.sum(axis=1), fp.sum(axis=1), fn.sum(axis=1))
-    per_crit = _f1(tp.sum(axis=0), fp.sum(axis=0), fn.sum(axis=0))
-    support = y.sum(axis=0)
-    out.update(
-        exact_match=float((~wrong.any(axis=1))[posts].mean()),
-        hamming_score=float(1.0 - hamming_loss),
-        hamming_loss=float(hamming_loss),
-        micro_f1=float(_f1(tp.sum(), fp.sum(), fn.sum())),
-        samples_f1=float(per_post[posts].mean()),
-        macro_f1=float(per_crit[crits].mean()),
-    )
-    # Weighted by gold positives; with no gold positive at all every weight is 0 and
-    # scikit-learn falls back to the unweighted mean (= macro F1).
-    if support.sum() > 0:
-        out["weighted_f1"] = float(np.sum(per_crit * support) / support.sum())
-    else:
-        out["weighted_f1"] = out["macro_f1"]
-    return out
+    row, col = np.nonzero(mask)
+    return (row.astype(np.int64), col.astype(np.int64), Y[row, col].astype(bool),
+            Yhat[row, col].astype(bool), Y.shape)
