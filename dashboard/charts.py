@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from dashboard.safe_text import escape_plotly
 from metrics_core import registry
 from metrics_core.classification import PrCurve, RocCurve, downsample
 
@@ -273,7 +274,7 @@ def per_criterion_figure(table: pd.DataFrame, metric: str, *, label: str | None 
     """
     label = label or metric
     body = table.drop(index=[i for i in ("micro", "macro") if i in table.index])
-    names = [str(i) for i in body.index]
+    names = [escape_plotly(i) for i in body.index]  # criterion names come from the data
     values = body[metric].to_numpy(dtype=float)
     error = None
     lo_col, hi_col = f"{metric}_ci_lo", f"{metric}_ci_hi"

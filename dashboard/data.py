@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from dashboard import state
 from metrics_core import io as mio
 from metrics_core import triage as mtriage
 from metrics_core.audit import audit as run_audit
@@ -52,9 +53,9 @@ __all__ = [
 _EVALUATIONS_KEPT = 3
 
 _LOG = logging.getLogger("dashboard")
-_SOURCE_KEY = "_source"
-_VIEW_KEY = "_view"
-_EVAL_KEY = "_evaluations"
+_SOURCE_KEY = state.SOURCE
+_VIEW_KEY = state.VIEW
+_EVAL_KEY = state.EVALUATIONS
 
 
 # ------------------------------------------------------------------------------- sources
@@ -152,22 +153,15 @@ class Upload:
     candidates_name: str | None = None
     candidates: bytes | None = None
 
-    @property
+    @cached_property
     def digest(self) -> str:
+        """Short SHA-256 of names and bytes (identifies the upload in memo keys)."""
         h = hashlib.sha256()
         for part in (self.queries_name, self.queries, self.candidates_name or "",
                      self.candidates or b""):
             h.update(part.encode() if isinstance(part, str) else part)
             h.update(b"\0")
         return h.hexdigest()[:16]
-
-    def columns(self) -> tuple[list[str], list[str] | None]:
-        """Column names of the uploaded tables (for the column-mapping step)."""
-        q = list(mio.read_table(self.queries, name=self.queries_name).columns)
-        c = None
-        if self.candidates is not None:
-            c = list(mio.read_table(self.candidates, name=self.candidates_name).columns)
-        return q, c
 
 
 def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:

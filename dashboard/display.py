@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import export
+from dashboard.safe_text import escape_markdown
 from metrics_core import registry
 
 __all__ = [
@@ -80,12 +81,12 @@ def fmt(value, digits: int = 4) -> str:
 def page_header(title: str, v, *, caption: str | None = None) -> None:
     """Page title, the data label (synthetic data say so) and the active filter."""
     st.title(title)
-    source_label = v.source.label
+    source_label = escape_markdown(v.source.label)
     if v.source.synthetic:
         st.info(f"**{source_label}**", icon=":material/science:")
     else:
         st.caption(f"Data: {source_label}")
-    text = f"Evaluated: {v.filters.describe()}"
+    text = f"Evaluated: {escape_markdown(v.filters.describe())}"
     if caption:
         text += f" · {caption}"
     st.caption(text)

@@ -41,8 +41,29 @@ __all__ = [
 #: Value of a fold / split filter that keeps everything.
 ALL = "all"
 
-#: Session key marking that this session has read its link (first run done).
+# ---------------------------------------------------------------- session keys
+# Every st.session_state key the dashboard uses that is not a setting (settings use their own
+# ``Setting.key``), in one place.
+#: This session has read its link (first run done).
 URL_LOADED = "_url_loaded"
+#: The session's data source (an upload) and the view the pages show.
+SOURCE = "_source"
+VIEW = "_view"
+#: Evaluations of the last few settings (per session).
+EVALUATIONS = "_evaluations"
+#: Upload widgets and buttons.
+UPLOAD_QUERIES = "upload_queries"
+UPLOAD_CANDIDATES = "upload_candidates"
+LOAD_UPLOAD = "load_upload"
+USE_DEMO = "use_demo"
+#: The failed upload's message (and its digest), and the sniffed columns of an upload.
+UPLOAD_ERROR = "_upload_error"
+SNIFFED = "_sniffed"
+UPLOAD_DIGEST = "_upload_digest"
+#: Column-mapping form: one select box per (table, canonical column), and its buttons.
+MAP_PREFIX = "map_"
+LOAD_MAPPED = "load_mapped"
+DISMISS_UPLOAD_ERROR = "dismiss_upload_error"
 
 _DEFAULT = EvalConfig()
 

@@ -22,6 +22,13 @@ __all__ = ["MAX_ROWS_LISTED", "InputError", "InputErrors"]
 MAX_ROWS_LISTED = 10
 
 
+#: The kinds of input error.
+CODES = ("missing_column", "ambiguous_column", "bad_mapping", "duplicate_column",
+         "unreadable_file", "too_large", "invalid_value", "no_data", "no_match")
+#: Codes that a column mapping chosen by hand can fix.
+MAPPING_CODES = frozenset({"missing_column", "ambiguous_column", "bad_mapping"})
+
+
 class InputError(ValueError):
     """One broken input rule: which file, which column, which rule, which rows.
 
@@ -40,6 +47,11 @@ class InputError(ValueError):
         Total number of offending rows (defaults to ``len(rows)``).
     hint : str, optional
         What to do about it, or what was found instead.
+    code : str, optional
+        Stable machine-readable kind (:data:`CODES`); by default ``invalid_value`` when the
+        error names a column or rows, else ``unreadable_file``. Programs decide on the code,
+        never on the message text (e.g. the dashboard opens its column mapping on
+        :data:`MAPPING_CODES`).
 
     Examples
     --------
@@ -51,8 +63,13 @@ class InputError(ValueError):
 
     def __init__(self, rule: str, *, file: str | None = None, column: str | None = None,
                  rows: Iterable[int] = (), n_rows: int | None = None,
-                 hint: str | None = None) -> None:
+                 hint: str | None = None, code: str | None = None) -> None:
         rows = [int(r) for r in rows]
+        if code is None:
+            code = "invalid_value" if column is not None or rows else "unreadable_file"
+        if code not in CODES:
+            raise ValueError(f"unknown error code {code!r}; known: {', '.join(CODES)}")
+        self.code = code
         self.rule = str(rule)
         self.file = None if file is None else str(file)
         self.column = None if column is None else str(column)
@@ -64,7 +81,7 @@ class InputError(ValueError):
     @classmethod
     def from_mask(cls, mask: np.ndarray, rule: str, *, row_numbers: np.ndarray,
                   file: str | None = None, column: str | None = None,
-                  hint: str | None = None) -> InputError:
+                  hint: str | None = None, code: str | None = None) -> InputError:
         """Build an error from a boolean mask over a table's rows.
 
         ``row_numbers[i]`` is the 1-based data-row number of row ``i`` of the checked table
@@ -73,7 +90,7 @@ class InputError(ValueError):
         idx = np.flatnonzero(mask)
         return cls(rule, file=file, column=column,
                    rows=np.asarray(row_numbers)[idx[:MAX_ROWS_LISTED]].tolist(),
-                   n_rows=len(idx), hint=hint)
+                   n_rows=len(idx), hint=hint, code=code)
 
     def render(self) -> str:
         """The error as one line of plain text."""
@@ -94,9 +111,19 @@ class InputError(ValueError):
 
     def to_dict(self) -> dict:
         """JSON-ready form: the fields plus the rendered ``message``."""
-        return {"file": self.file, "column": self.column, "rule": self.rule,
+        return {"code": self.code, "file": self.file, "column": self.column, "rule": self.rule,
                 "rows": list(self.rows), "n_rows": self.n_rows, "hint": self.hint,
                 "message": self.render()}
+
+    @property
+    def codes(self) -> frozenset[str]:
+        """The codes of this error (one; :class:`InputErrors` has those of all it holds)."""
+        return frozenset({self.code})
+
+    @property
+    def needs_mapping(self) -> bool:
+        """True when a column mapping chosen by hand could fix the input."""
+        return bool(self.codes & MAPPING_CODES)
 
     def __str__(self) -> str:
         return self.render()
@@ -117,8 +144,15 @@ class InputErrors(InputError):
             raise ValueError("errors must not be empty")
         self.errors = errors
         files = {e.file for e in errors}
+        mapping = [e.code for e in errors if e.code in MAPPING_CODES]
         super().__init__(f"{len(errors)} problems in the input",
-                         file=files.pop() if len(files) == 1 else None)
+                         file=files.pop() if len(files) == 1 else None,
+                         code=mapping[0] if mapping else errors[0].code)
+
+    @property
+    def codes(self) -> frozenset[str]:
+        """The codes of every error held."""
+        return frozenset(e.code for e in self.errors)
 
     @classmethod
     def raise_if_any(cls, errors: Sequence[InputError]) -> None:
@@ -133,7 +167,7 @@ class InputErrors(InputError):
                          + [f"- {e.render()}" for e in self.errors])
 
     def to_dict(self) -> dict:
-        return {"file": self.file, "message": self.render(),
+        return {"code": self.code, "file": self.file, "message": self.render(),
                 "errors": [e.to_dict() for e in self.errors]}
 
     def __iter__(self) -> Iterator[InputError]:

@@ -18,12 +18,14 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
 import os
 import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -36,8 +38,8 @@ import pyarrow.parquet as pa_parquet
 from metrics_core.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS, Dataset
 from metrics_core.errors import InputError, InputErrors
 
-__all__ = ["ALIASES", "EXCLUSION_COLUMNS", "REQUIRED", "Limits", "Loaded", "load", "read_table",
-           "resolve_columns"]
+__all__ = ["ALIASES", "EXCLUSION_COLUMNS", "REQUIRED", "Limits", "Loaded", "Sniffed",
+           "columns_of", "load", "read_table", "resolve_columns", "sniff"]
 
 #: Canonical column -> other names accepted for it (matched case-insensitively; spaces and
 #: hyphens count as underscores). No name is an alias of two canonical columns.
@@ -190,7 +192,7 @@ def read_table(source, *, name: str | None = None,
     data, path, name = _source_bytes(source, name)
     head = _head(data, path, name)
     if not head.strip():
-        raise InputError("file is empty", file=name)
+        raise InputError("file is empty", file=name, code="no_data")
     fmt = _detect_format(name, head)
     try:
         if fmt == "parquet":
@@ -220,12 +222,13 @@ def read_table(source, *, name: str | None = None,
                          file=name) from exc
     if len(frame) == 0:
         raise InputError("file has no data rows", file=name,
-                         hint=f"columns found: {_list(frame.columns)}")
+                         hint=f"columns found: {_list(frame.columns)}", code="no_data")
     frame.columns = [str(c) for c in frame.columns]
     if len(set(frame.columns)) < len(frame.columns):
         cols = list(frame.columns)
         dupes = sorted({c for c in cols if cols.count(c) > 1})
-        raise InputError(f"duplicate column names: {_list(dupes)}", file=name)
+        raise InputError(f"duplicate column names: {_list(dupes)}", file=name,
+        code="duplicate_column")
     return frame
 
 
@@ -379,7 +382,8 @@ def _scan(data, path, name, limits: Limits, *, count_lines: bool = True,
             raise InputError(
                 f"content exceeds the size limit of {limits.max_decompressed_bytes:,} bytes "
                 f"(after decompression)", file=name,
-                hint="raise Limits.max_decompressed_bytes if the file is genuine")
+                hint="raise Limits.max_decompressed_bytes if the file is genuine",
+                code="too_large")
         if not count_lines:
             continue
         found = chunk.count(newline)
@@ -395,14 +399,14 @@ def _scan(data, path, name, limits: Limits, *, count_lines: bool = True,
             raise InputError(
                 f"more than {limits.max_rows:,} rows: the row limit", file=name,
                 hint="counted as lines while reading; raise Limits.max_rows if the file "
-                     "is genuine")
+                     "is genuine", code="too_large")
         if longest > max_line:
             raise InputError(
                 f"a line is longer than {max_line:,} bytes: no more than "
                 f"{limits.max_columns} cells of at most {limits.max_cell_bytes:,} bytes fit "
                 f"in a line", file=name,
                 hint="raise Limits.max_cell_bytes or Limits.max_columns if the file is "
-                     "genuine")
+                     "genuine", code="too_large")
     if count_lines and n_bytes and last != newline:
         n_lines += 1
     return _Scan(n_bytes, n_lines, longest)
@@ -414,7 +418,8 @@ def _check_parquet_size(meta, name, limits: Limits) -> None:
     if size > limits.max_decompressed_bytes:
         raise InputError(f"content exceeds the size limit of "
                          f"{limits.max_decompressed_bytes:,} bytes (after decompression)",
-                         file=name, hint=f"the file's metadata records {size:,} bytes")
+                         file=name, hint=f"the file's metadata records {size:,} bytes",
+                         code="too_large")
     _check_shape(meta.num_rows, meta.num_columns, name, limits)
 
 
@@ -422,10 +427,11 @@ def _check_shape(n_rows: int, n_columns: int, name, limits: Limits) -> None:
     if n_columns > limits.max_columns:
         raise InputError(f"{n_columns:,} columns: more than the limit of "
                          f"{limits.max_columns}", file=name,
-                         hint="raise Limits.max_columns if the file is genuine")
+                         hint="raise Limits.max_columns if the file is genuine", code="too_large")
     if n_rows > limits.max_rows:
         raise InputError(f"{n_rows:,} rows: more than the limit of {limits.max_rows:,}",
-                         file=name, hint="raise Limits.max_rows if the file is genuine")
+                         file=name, hint="raise Limits.max_rows if the file is genuine",
+                         code="too_large")
 
 
 def _check_table(table: pa.Table, name, limits: Limits) -> None:
@@ -447,7 +453,7 @@ def _check_table(table: pa.Table, name, limits: Limits) -> None:
                           f"size limit)", row_numbers=np.arange(1, len(too_long) + 1),
                 file=name, column=str(column_name),
                 hint=f"the longest has {longest:,} bytes; raise Limits.max_cell_bytes if "
-                     f"the file is genuine")
+                     f"the file is genuine", code="too_large")
 
 
 def _check_frame(frame: pd.DataFrame, name, limits: Limits) -> None:
@@ -513,7 +519,8 @@ def _read_delimited(data, path, head: bytes, fmt: str, string_columns: set,
         _check_shape(0, len(header), name, limits)
     if len(set(header)) < len(header):
         dupes = sorted({h for h in header if header.count(h) > 1})
-        raise InputError(f"duplicate column names: {_list(dupes)}", file=name)
+        raise InputError(f"duplicate column names: {_list(dupes)}", file=name,
+                         code="duplicate_column")
     as_text = {h: pa.string() for h in header
                if h in string_columns or _ALIAS_OWNER.get(_norm(h)) in _TEXT_COLUMNS}
     convert = pa_csv.ConvertOptions(column_types=as_text, strings_can_be_null=False)
@@ -595,12 +602,14 @@ def _match_columns(columns, kind: str, mapping: Mapping | None, file: str | None
             result[canon] = None
             errors.append(InputError(
                 "mapped column not found" if not found else "mapped column name is ambiguous",
-                file=file, column=str(src), hint=f"columns found: {_list(columns)}"))
+                file=file, column=str(src), hint=f"columns found: {_list(columns)}",
+                code="bad_mapping"))
     mapped = [v for v in result.values() if v is not None]
     for src in sorted({s for s in mapped if mapped.count(s) > 1}):
         errors.append(InputError(
             "one column cannot be mapped to two canonical columns", file=file, column=src,
-            hint="mapped to " + ", ".join(k for k, v in result.items() if v == src)))
+            hint="mapped to " + ", ".join(k for k, v in result.items() if v == src),
+            code="bad_mapping"))
     used = set(mapped)
     for canon in wanted:
         if canon in result:
@@ -611,7 +620,7 @@ def _match_columns(columns, kind: str, mapping: Mapping | None, file: str | None
             result[canon] = None
             errors.append(InputError(
                 f"several columns match '{canon}': {_list(exact or others)}", file=file,
-                hint="choose one with a column mapping"))
+                hint="choose one with a column mapping", code="ambiguous_column"))
         elif exact or others:
             result[canon] = (exact or others)[0]
     column_map = {k: v for k, v in result.items() if v is not None}
@@ -621,10 +630,11 @@ def _match_columns(columns, kind: str, mapping: Mapping | None, file: str | None
                 errors.append(InputError(
                     "required column is missing", file=file, column=canon,
                     hint=f"columns found: {_list(columns)}; accepted names: "
-                         f"{_list((canon, *ALIASES[canon]))}; or map a column by hand"))
+                         f"{_list((canon, *ALIASES[canon]))}; or map a column by hand",
+                         code="missing_column"))
             elif result[canon] is None and canon in (mapping or {}) and mapping[canon] is None:
                 errors.append(InputError("required column is mapped to nothing", file=file,
-                                         column=canon))
+                                         column=canon, code="bad_mapping"))
     return column_map, errors
 
 
@@ -1044,8 +1054,7 @@ def load(queries, candidates=None, *, queries_name: str | None = None,
     errors: list[InputError] = []
     warnings: list[str] = []
     if candidates is None:
-        probe = _match_columns(q_df.columns, "long", q_mapping, q_file, require=False)[0]
-        kind = "long" if "sent_uid" in probe else "queries"
+        kind = "long" if _layout(q_df.columns, q_mapping, q_file) == "long" else "queries"
         q_map, q_err = _match_columns(q_df.columns, kind, q_mapping, q_file)
         warnings += _unused(q_df.columns, q_map, q_file)
         InputErrors.raise_if_any(q_err)
@@ -1086,6 +1095,82 @@ def load(queries, candidates=None, *, queries_name: str | None = None,
     InputErrors.raise_if_any(errors)
     return _finish(parts, q_file, c_file, layout, warnings,
                    {"queries": q_map, "candidates": c_map})
+
+
+def _layout(columns, mapping, file) -> str:
+    """``"long"`` when one table's columns carry candidates (a ``sent_uid``), else
+    ``"queries_only"``: the one rule :func:`load` and :func:`sniff` share."""
+    probe = _match_columns(columns, "long", mapping, file, require=False)[0]
+    return "long" if "sent_uid" in probe else "queries_only"
+
+
+@dataclass(frozen=True)
+class Sniffed:
+    """What an input looks like before it is read: its layout and column names.
+
+    ``layout`` is ``"two_tables"``, ``"long"`` or ``"queries_only"``; ``required`` maps each
+    table (``"queries"``, ``"candidates"``) to the canonical columns it must provide.
+    """
+
+    layout: str
+    queries_columns: tuple[str, ...]
+    candidates_columns: tuple[str, ...] | None
+    required: Mapping[str, tuple[str, ...]]
+
+
+def columns_of(source, *, name: str | None = None) -> tuple[str, ...]:
+    """The column names of one input file, read from its header or schema only.
+
+    >>> columns_of(b"post_id,criterion,p\\n1,A,0.5\\n", name="q.csv")
+    ('post_id', 'criterion', 'p')
+    """
+    data, path, name = _source_bytes(source, name)
+    head = _head(data, path, name)
+    if not head.strip():
+        raise InputError("file is empty", file=name, code="no_data")
+    fmt = _detect_format(name, head)
+    try:
+        if fmt == "parquet":
+            schema = pa_parquet.read_schema(path if data is None else pa.BufferReader(data))
+            return tuple(str(c) for c in schema.names)
+        _check_text(head, name)
+        text = head.decode("utf-8-sig", errors="replace")
+        if fmt in ("jsonl", "json"):
+            first = text.lstrip()
+            first = first[1:] if fmt == "json" else first
+            record = json.JSONDecoder().raw_decode(first.lstrip())[0]
+            if not isinstance(record, dict):
+                raise ValueError("the first record is not an object")
+            return tuple(str(c) for c in record)
+        first_line = next(iter(text.splitlines()), "")
+        delimiter = "\t" if fmt == "tsv" else max(
+            (",", "\t", ";"), key=lambda d: (first_line.count(d), d == ","))
+        return tuple(next(csv.reader(io.StringIO(text, newline=None), delimiter=delimiter), []))
+    except InputError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, csv.Error) as exc:
+        raise InputError(f"cannot read the columns as {fmt.upper()}: {_brief(exc)}",
+                         file=name) from exc
+
+
+def sniff(queries, candidates=None, *, queries_name: str | None = None,
+          candidates_name: str | None = None, mapping: Mapping | None = None) -> Sniffed:
+    """Layout and columns of an input without reading its rows (for a column-mapping form).
+
+    The layout rule is :func:`load`'s: one table is a long table when a column maps to
+    ``sent_uid``.
+    """
+    q_cols = columns_of(queries, name=queries_name)
+    if candidates is not None:
+        c_cols = columns_of(candidates, name=candidates_name)
+        return Sniffed("two_tables", q_cols, c_cols,
+                       MappingProxyType({"queries": REQUIRED["queries"],
+                                         "candidates": REQUIRED["candidates"]}))
+    q_mapping, c_mapping = _split_mapping(mapping)
+    merged = {**(c_mapping or {}), **(q_mapping or {})} or None
+    layout = _layout(q_cols, merged, queries_name)
+    kind = "long" if layout == "long" else "queries"
+    return Sniffed(layout, q_cols, None, MappingProxyType({"queries": REQUIRED[kind]}))
 
 
 def _split_mapping(mapping):
@@ -1146,7 +1231,7 @@ def _check_mapped_sources(tables, *, shared: bool, errors: list) -> None:
                 continue
             errors.append(InputError("mapped column not found", file=file, column=str(src),
                                      hint=f"mapped to '{canon}'; columns found: "
-                                          f"{_list(df.columns)}"))
+                                          f"{_list(df.columns)}", code="bad_mapping"))
 
 
 def _unused(columns, column_map, file) -> list[str]:
@@ -1323,14 +1408,14 @@ def _finish(parts: _Parts, q_file, c_file, layout, warnings, column_map) -> Load
     q, c = parts.q, parts.c
     n_q = len(parts.q_rows)
     if n_q == 0:
-        raise InputError("no queries", file=q_file)
+        raise InputError("no queries", file=q_file, code="no_data")
     q_drop = parts.p_missing
     c_by_query = q_drop[parts.c_query]
     c_by_score = parts.score_missing & ~c_by_query
     if q_drop.all():
         raise InputError("every query has an empty p_has_evidence: nothing to evaluate",
                          file=q_file, column=column_map["queries"].get("p_has_evidence"),
-                         rows=parts.q_rows[:10], n_rows=n_q)
+                         rows=parts.q_rows[:10], n_rows=n_q, code="no_data")
     exclusions = _exclusions([
         (q_file, parts.q_rows, q, q_drop, False, "p_has_evidence",
          "p_has_evidence is missing: query excluded"),

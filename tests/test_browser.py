@@ -53,7 +53,8 @@ PAGES = {
     "Per post": "Per post",
     "Folds": "Folds",
     "Case review": "Case review",
-    "Triage (seed 004)": "Triage",
+    "Decision support": "Decision support",
+    "Triage": "Triage",
     "Data & audit": "Data & audit",
 }
 #: Text that means the app failed: a traceback, a Python exception name, the app's own
@@ -353,3 +354,83 @@ def test_navigating_right_after_loading_keeps_the_settings(browser, app_url):
             assert_default_gate(page)
         finally:
             context.close()
+
+
+# -------------------------------------------------------------------- hostile input
+CRAFTED_LINK = ("?gamma=[Session expired - sign in again](http://evil.example/)"
+                "&fold=![x](http://evil.example/x.png)")
+EVIL_CRITERIA = ('<a href="http://evil.example/c">x</a>', "![i](http://evil.example/i.png)",
+                 "[click](http://evil.example/l)")
+
+
+def _off_origin(page, origin: str) -> list[str]:
+    """Links and images in the page (HTML and plotly SVG) that point off the app's origin."""
+    return page.evaluate("""(origin) => {
+        const out = [];
+        for (const a of document.querySelectorAll('a[href], a[*|href]')) {
+            const href = a.getAttribute('href') || a.getAttribute('xlink:href') || '';
+            if (/^[a-z]+:/i.test(href) && !href.startsWith(origin)) out.push('a ' + href);
+        }
+        for (const img of document.querySelectorAll('img[src], image')) {
+            const src = img.getAttribute('src') || img.getAttribute('href') || '';
+            if (/^https?:/i.test(src) && !src.startsWith(origin)) out.push('img ' + src);
+        }
+        return out;
+    }""", origin)
+
+
+def _watch_requests(page, origin: str) -> list[str]:
+    seen: list[str] = []
+    page.on("request", lambda r: seen.append(r.url) if not (
+        r.url.startswith(origin) or r.url.startswith(("data:", "blob:"))) else None)
+    return seen
+
+
+def test_a_crafted_link_links_and_loads_nothing_outside(new_page, app_url):
+    """Markdown in URL values is shown as text: no phishing link, no outside image fetched."""
+    page = new_page(app_url)
+    seen = _watch_requests(page, app_url)
+    page.goto(app_url + "/" + CRAFTED_LINK)
+    wait_page(page, "Overview")
+    expect(page.get_by_text("in the link is not valid").first).to_be_visible()
+    page.wait_for_timeout(1000)
+    assert _off_origin(page, app_url) == []
+    assert seen == []
+    screenshot(page, "09_crafted_link")
+
+
+def test_a_crafted_upload_links_and_loads_nothing_outside(new_page, app_url, tmp_path):
+    """Criterion names, column names and file names with markdown or HTML in an upload are
+    shown as text on the pages that draw them, charts included."""
+    queries, candidates = make_synthetic(30, n_criteria=3, seed=4, with_text=False)
+    names = dict(zip(sorted(queries["criterion"].unique()), EVIL_CRITERIA, strict=True))
+    queries["criterion"] = queries["criterion"].map(names)
+    candidates["criterion"] = candidates["criterion"].map(names)
+    q_path = tmp_path / "[q](http-evil.example).csv"
+    c_path = tmp_path / "candidates.csv"
+    queries.to_csv(q_path, index=False)
+    candidates.to_csv(c_path, index=False)
+    page = new_page(app_url)
+    seen = _watch_requests(page, app_url)
+    wait_page(page, "Overview")
+    page.get_by_test_id("stExpander").filter(has_text="Upload your data").locator(
+        "summary").click()
+    for key, path in (("upload_queries", q_path), ("upload_candidates", c_path)):
+        page.locator(f".st-key-{key} input[type=file]").set_input_files(path)
+        expect(page.locator(f'.st-key-{key} [aria-label="Remove {path.name}"]')).to_be_visible()
+        wait_idle(page)
+    page.locator(".st-key-load_upload button").click()
+    expect(page.get_by_text("Uploaded data:").first).to_be_visible(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    for link, title in (("Per criterion", "Per criterion"), ("Gate & thresholds",
+                                                             "Gate & thresholds"),
+                        ("Data & audit", "Data & audit")):
+        go_to(page, link, title)
+        page.wait_for_timeout(1500)  # plotly draws after the run
+        assert_no_failure(page)
+        assert _off_origin(page, app_url) == [], title
+    # The names are there, as text (an invisible joiner keeps "http://" from autolinking).
+    expect(page.get_by_text(re.compile(r'<a href="http\S{1,3}//evil\.example/c">x</a>')
+                            ).first).to_be_attached()
+    assert seen == []
+    screenshot(page, "10_crafted_upload")

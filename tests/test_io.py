@@ -76,7 +76,7 @@ def test_input_error_renders_the_contract_example():
     assert err.render() == str(err)
     assert isinstance(err, ValueError)
     d = err.to_dict()
-    assert d == {"file": "queries.csv", "column": "p_has_evidence",
+    assert d == {"code": "invalid_value", "file": "queries.csv", "column": "p_has_evidence",
                  "rule": "values must be within [0, 1]", "rows": [4, 17, 90], "n_rows": 3,
                  "hint": None, "message": str(err)}
     json.dumps(d)

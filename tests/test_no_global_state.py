@@ -50,17 +50,12 @@ PAGE_SCRIPTS = "dashboard.app_pages."
 #: (module, name) -> why this module-level container or cache holds no user data.
 ALLOWED: dict[tuple[str, str], str] = {
     # constant tables of modules that a pending rewrite owns (to become MappingProxyType/tuple)
-    ("metrics_core.config", "VARIANTS"): "constant table of variant names per option",
-    ("metrics_core.config", "VARIANT_LABELS"): "constant display labels of the variants",
     ("metrics_core.io", "ALIASES"): "constant column-name aliases",
     ("metrics_core.io", "REQUIRED"): "constant required-column table",
     ("metrics_core.io", "_KIND_COLUMNS"): "constant columns per table kind",
     ("metrics_core.io", "_ALIAS_OWNER"): "constant inverse of ALIASES, built at import",
-    ("metrics_core.report", "_INTERPRETATION"): "constant plain-language metric meanings",
     ("metrics_core.uncertainty", "_z"): (
         "lru_cache of the normal quantile of a confidence level (a float option, no data)"),
-    ("dashboard.app", "UPLOAD_TYPES"): "constant list of accepted file extensions",
-    ("dashboard.app", "_SECTIONS"): "constant navigation sections",
     ("dashboard.charts", "_STATE_COLOURS"): "constant colours of the gate states",
     ("dashboard.charts", "GRID_METRICS"): "constant metric names of the τ grid chart",
     ("dashboard.charts", "_UNIT_RANGE"): "constant axis range",

@@ -4,15 +4,16 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, display
+from dashboard.safe_text import escape_markdown
 
 v = data.view()
 source = v.source
 st.title("Data & audit")
 if source.synthetic:
-    st.info(f"**{source.label}**", icon=":material/science:")
+    st.info(f"**{escape_markdown(source.label)}**", icon=":material/science:")
 else:
-    st.caption(source.label)
-st.caption("Files: " + ", ".join(source.files))
+    st.caption(escape_markdown(source.label))
+st.caption("Files: " + escape_markdown(", ".join(source.files)))
 
 if source.loaded is not None:
     loaded = source.loaded
@@ -24,12 +25,12 @@ if source.loaded is not None:
     cols[3].metric("Candidate sentences", f"{ds.n_candidates:,}", border=True)
     st.caption(f"Candidates ordered by {ds.ranked_by}"
                + ("" if ds.ranked_by == "rank" else " (ties: sent_uid descending, as trec_eval)")
-               + f"; criteria: {', '.join(ds.criteria)}.")
+               + f"; criteria: {escape_markdown(', '.join(ds.criteria))}.")
 
     st.subheader("Loader notes")
     if loaded.warnings:
         for w in loaded.warnings:
-            st.warning(w, icon=":material/info:")
+            st.warning(escape_markdown(w), icon=":material/info:")
     else:
         st.success("No notes: every column was recognised and no row was excluded.")
     excluded = loaded.exclusions
@@ -58,14 +59,15 @@ if source.loaded is not None:
             st.error("The audit found problems that make some numbers misleading.")
         for f in report.findings:
             show = {"error": st.error, "warning": st.warning}.get(f.level, st.info)
-            text = f"**{f.check}** — {f.message}"
+            text = f"**{f.check}** — {escape_markdown(f.message)}"
             if f.examples:
-                text += "\n\nExamples: " + "; ".join(f.examples)
+                text += "\n\nExamples: " + escape_markdown("; ".join(f.examples))
             show(text)
         display.show_table(pd.DataFrame(report.to_dict()["checks"]), key="audit_checks_table")
 
 if source.triage is not None:
     st.subheader("Triage file")
     t = source.triage
-    st.caption(f"{source.triage_label}: {t.n:,} rows; columns used: "
-               + ", ".join(f"{k} = {val}" for k, val in t.columns.items() if val))
+    st.caption(escape_markdown(f"{source.triage_label}: {t.n:,} rows; columns used: "
+                               + ", ".join(f"{k} = {val}" for k, val in t.columns.items()
+                                           if val)))

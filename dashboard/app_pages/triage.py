@@ -7,6 +7,7 @@ import json
 import streamlit as st
 
 from dashboard import data, display
+from dashboard.safe_text import escape_markdown
 from metrics_core.triage import triage_metrics
 
 v = data.view()
@@ -17,15 +18,15 @@ if source.triage is None:
             "class, optional confidence, timings and tool usage; contract §6) to see this view.")
     st.stop()
 if source.synthetic:
-    st.info(f"**{source.triage_label}**", icon=":material/science:")
+    st.info(f"**{escape_markdown(source.triage_label)}**", icon=":material/science:")
 else:
-    st.caption(f"Data: {source.triage_label}")
+    st.caption(f"Data: {escape_markdown(source.triage_label)}")
 
 report = triage_metrics(source.triage)
 m = report.metrics
 pos, neg = report.config.positive_name, report.config.negative_name
-st.caption(f"{report.n:,} rows; positive class “{pos}”, negative class “{neg}”, abstain "
-           f"“{report.config.abstain_name}”.")
+st.caption(escape_markdown(f"{report.n:,} rows; positive class “{pos}”, negative class “{neg}”, "
+                           f"abstain “{report.config.abstain_name}”."))
 
 cols = st.columns(4)
 for col, (name, label) in zip(cols, (
