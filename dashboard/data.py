@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import tomllib
 import traceback
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -171,7 +173,7 @@ def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
     """
     name = ", ".join(n for n in (upload.queries_name, upload.candidates_name) if n)
     if upload.candidates is None and not mapping:
-        frame = mio.read_table(upload.queries, name=upload.queries_name)
+        frame = mio.read_table(upload.queries, name=upload.queries_name, limits=upload_limits())
         if mtriage.detect_triage(frame):
             data = mtriage.parse_triage(frame, name=upload.queries_name)
             return Source(kind="upload", label=f"Uploaded triage file: {upload.queries_name}",
@@ -179,7 +181,8 @@ def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
                           triage_label=upload.queries_name, files=(upload.queries_name,))
         loaded = mio.load(frame, queries_name=upload.queries_name)
     else:
-        loaded = mio.load(upload.queries, upload.candidates, queries_name=upload.queries_name,
+        loaded = mio.load(upload.queries, upload.candidates, limits=upload_limits(),
+                          queries_name=upload.queries_name,
                           candidates_name=upload.candidates_name, mapping=mapping or None)
     files = tuple(n for n in (upload.queries_name, upload.candidates_name) if n)
     report = _audit(loaded.dataset, loaded)
@@ -190,6 +193,27 @@ def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
                   token=upload.digest + _mapping_digest(mapping), loaded=loaded,
                   audit=report, files=files,
                   base=Evaluator(loaded.dataset, audit=report, inputs=inputs))
+
+
+#: Limits on an uploaded file: the ``[limits]`` table of this file, else the defaults below.
+LIMITS_FILE = Path(__file__).resolve().parents[1] / ".streamlit" / "metrics_core.toml"
+#: A shared app server gets tighter defaults than the command line (Limits' own defaults).
+APP_LIMITS = {"max_decompressed_bytes": 1 << 30, "max_rows": 20_000_000, "max_columns": 200,
+              "max_cell_bytes": 1 << 20}
+
+
+def upload_limits(path: Path = LIMITS_FILE) -> mio.Limits:
+    """The limits on uploads: :data:`APP_LIMITS`, overridden by ``[limits]`` in ``path``."""
+    values = dict(APP_LIMITS)
+    if path.exists():
+        with path.open("rb") as fh:
+            table = tomllib.load(fh).get("limits", {})
+        unknown = sorted(set(table) - set(values))
+        if unknown:
+            raise ValueError(f"{path.name}: unknown limits {', '.join(unknown)}; known: "
+                             f"{', '.join(values)}")
+        values.update(table)
+    return mio.Limits(**values)
 
 
 def _mapping_digest(mapping) -> str:

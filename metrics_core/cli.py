@@ -85,6 +85,30 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
                          help="evaluate this criterion only (repeat for several)")
 
 
+#: Input limits and their flags (metrics_core.io.Limits).
+_LIMIT_FLAGS = (("max_decompressed_bytes", "--max-bytes", "bytes of content after decompression"),
+                ("max_rows", "--max-rows", "data rows of one file"),
+                ("max_columns", "--max-columns", "columns of one file"),
+                ("max_cell_bytes", "--max-cell-bytes", "bytes of one value"))
+
+
+def _limit_flags(parser: argparse.ArgumentParser) -> None:
+    from metrics_core.io import DEFAULT_LIMITS
+
+    group = parser.add_argument_group(
+        "input limits", "a file over a limit is refused (exit 2) before memory is committed")
+    for name, flag, text in _LIMIT_FLAGS:
+        default = getattr(DEFAULT_LIMITS, name)
+        group.add_argument(flag, dest=name, type=int, default=default,
+                           help=f"most {text} (default {default:,})")
+
+
+def _limits(args):
+    from metrics_core.io import Limits
+
+    return Limits(**{name: getattr(args, name) for name, _, _ in _LIMIT_FLAGS})
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="metrics-core",
@@ -102,6 +126,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--exclusions", type=Path, help="write excluded rows (CSV) here")
     ev.add_argument("--quiet", action="store_true", help="print nothing but errors")
     _config_flags(ev)
+    _limit_flags(ev)
 
     tu = sub.add_parser("tune", help="thresholds that meet targets, overall or per criterion",
                         description="Find the thresholds that meet each target exactly "
@@ -120,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
     tu.add_argument("--seed", type=int, default=0)
     tu.add_argument("--out", type=Path, default=Path("tune.json"))
     tu.add_argument("--quiet", action="store_true")
+    _limit_flags(tu)
 
     tr = sub.add_parser("triage", help="metrics of a triage classifier with abstention")
     tr.add_argument("file", type=Path)
@@ -200,7 +226,7 @@ def _evaluate(args) -> int:
     except ValueError as err:
         print(f"metrics-core: invalid option: {err}", file=sys.stderr)
         return EXIT_INPUT
-    loaded = io.load(args.queries, args.candidates)
+    loaded = io.load(args.queries, args.candidates, limits=_limits(args))
     inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
     report = audit(loaded.dataset, loaded=loaded)
     evaluation = Evaluator(loaded.dataset, audit=report, inputs=inputs).evaluate(config)
@@ -257,7 +283,7 @@ def _tune(args) -> int:
     targets = [decision.Target.parse(t) for t in args.target]
     if not 0 <= args.bootstrap <= MAX_BOOTSTRAP:
         raise ValueError(f"bootstrap must be within 0..{MAX_BOOTSTRAP:,}; got {args.bootstrap:,}")
-    loaded = io.load(args.queries, args.candidates)
+    loaded = io.load(args.queries, args.candidates, limits=_limits(args))
     results = decision.tune(loaded.dataset, targets, by=args.by, nested=args.nested,
                             bootstrap=args.bootstrap, seed=args.seed)
     inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]

@@ -246,3 +246,26 @@ def test_cli_caps_bootstrap_resamples(files, tmp_path, capsys):
     assert main(["evaluate", str(qp), str(cp), "--out", str(tmp_path / "m.json"),
                  "--bootstrap", "1000000000"]) == 2
     assert "at most 100,000" in capsys.readouterr().err
+
+
+def test_cli_input_limits_are_options(files, tmp_path, capsys):
+    qp, cp = files
+    code = main(["evaluate", str(qp), str(cp), "--out", str(tmp_path / "m.json"),
+                 "--max-rows", "10"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "limit" in err and "Traceback" not in err
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_app_upload_limits_come_from_the_streamlit_side_file(tmp_path):
+    from dashboard.data import APP_LIMITS, LIMITS_FILE, upload_limits
+
+    assert LIMITS_FILE.exists()
+    assert upload_limits().max_decompressed_bytes == APP_LIMITS["max_decompressed_bytes"]
+    custom = tmp_path / "limits.toml"
+    custom.write_text("[limits]\nmax_rows = 5\n")
+    assert upload_limits(custom).max_rows == 5
+    custom.write_text("[limits]\nmax_things = 5\n")
+    with pytest.raises(ValueError, match="unknown limits max_things"):
+        upload_limits(custom)
