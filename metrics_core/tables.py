@@ -198,13 +198,14 @@ def group_table(ev, inter, *, label: str, boot=None) -> pd.DataFrame:
     body, metrics = _columns(ev, inter, label, boot)
     pooled, _ = _columns(ev, inter, "pooled", None)
     pooled.loc["pooled", "auroc_defined"] = ev.classification()["auroc"].defined
-    data = body[metrics].to_numpy(dtype=np.float64)
+    averaged = ["positive_rate", *metrics]
+    data = body[averaged].to_numpy(dtype=np.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN means
         mean, std = np.nanmean(data, axis=0), np.nanstd(data, axis=0)
-    counts = dict(zip(metrics, (~np.isnan(data)).sum(axis=0).tolist(), strict=True))
-    summary = pd.DataFrame([dict(zip(metrics, mean, strict=True)),
-                            dict(zip(metrics, std, strict=True))], index=["mean", "std"])
+    counts = dict(zip(metrics, (~np.isnan(data[:, 1:])).sum(axis=0).tolist(), strict=True))
+    summary = pd.DataFrame([dict(zip(averaged, mean, strict=True)),
+                            dict(zip(averaged, std, strict=True))], index=["mean", "std"])
     pooled_row = pooled.rename(index={"pooled": "micro" if label == "criterion" else "pooled"})
     if label == "criterion":
         macro = summary.loc[["mean"]].rename(index={"mean": "macro"})
