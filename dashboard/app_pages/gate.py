@@ -16,13 +16,19 @@ st.caption("The markers are the exact operating points of τ_neg (screened in: p
            "τ_pos (alert: p ≥ τ_pos) and the fixed threshold τ; they move with the sliders. "
            "Long curves are thinned for drawing only.")
 points = [charts.operating_point(label, conf) for label, conf in v.operating_points.items()]
+auroc, auprc = ev.record("auroc"), ev.record("auprc")
+if not auroc.defined:
+    st.warning("Only one class is present in the evaluated queries: AUROC and AUPRC are "
+               "undefined (the curves below are degenerate and say nothing about ranking).",
+               icon=":material/info:")
 left, right = st.columns(2)
 with left:
-    display.plot(charts.roc_figure(ev.roc, points=points, auroc=ev.record("auroc").value),
+    display.plot(charts.roc_figure(ev.roc, points=points,
+                                   auroc=auroc.value if auroc.defined else None),
                  key="roc_chart")
 with right:
     display.plot(charts.pr_figure(ev.pr, ev.summary["positive_rate"] or 0.0, points=points,
-                                  auprc=ev.record("auprc").value), key="pr_chart")
+                                  auprc=auprc.value if auprc.defined else None), key="pr_chart")
 display.show_table(display.operating_points_frame(v.operating_points), key="operating_table")
 
 left, right = st.columns(2)
