@@ -24,6 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -198,8 +199,8 @@ def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
 #: Limits on an uploaded file: the ``[limits]`` table of this file, else the defaults below.
 LIMITS_FILE = Path(__file__).resolve().parents[1] / ".streamlit" / "metrics_core.toml"
 #: A shared app server gets tighter defaults than the command line (Limits' own defaults).
-APP_LIMITS = {"max_decompressed_bytes": 1 << 30, "max_rows": 20_000_000, "max_columns": 200,
-              "max_cell_bytes": 1 << 20}
+APP_LIMITS = MappingProxyType({"max_decompressed_bytes": 1 << 30, "max_rows": 20_000_000,
+                               "max_columns": 200, "max_cell_bytes": 1 << 20})
 
 
 def upload_limits(path: Path = LIMITS_FILE) -> mio.Limits:

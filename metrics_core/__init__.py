@@ -11,14 +11,34 @@ The usual entry points::
     evaluation.record("screening_sensitivity")
 """
 
-__version__ = "0.1.0"  # before the imports: report.py reads it
+__version__ = "0.1.0"
 
-from metrics_core.audit import AuditReport
-from metrics_core.config import VARIANTS, EvalConfig
-from metrics_core.dataset import Dataset
-from metrics_core.errors import InputError, InputErrors
-from metrics_core.io import Loaded, load, read_table
-from metrics_core.report import Check, Evaluation, Evaluator, MetricRecord, evaluate
+import importlib
+from types import MappingProxyType
+
+#: Public name -> module that defines it. Imported on first use (PEP 562), so that
+#: ``import metrics_core`` stays fast and a tool that needs one module pays for that one.
+_EXPORTS = MappingProxyType({
+    "AuditReport": "audit", "VARIANTS": "config", "EvalConfig": "config",
+    "Dataset": "dataset", "InputError": "errors", "InputErrors": "errors",
+    "Loaded": "io", "load": "io", "read_table": "io", "Check": "report",
+    "Evaluation": "report", "Evaluator": "report", "MetricRecord": "report",
+    "evaluate": "report",
+})
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'metrics_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"metrics_core.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "VARIANTS",

@@ -61,3 +61,17 @@ def test_the_range_check_fails_on_a_value_outside_its_bounds(evaluation):
               for r in evaluation.records]
     check = range_check(broken)
     assert check.passed is False and "alert_precision" in check.detail
+
+
+def test_importing_the_package_loads_no_heavy_module():
+    """``import metrics_core`` defers numpy, pandas, pyarrow and scipy until a name is used."""
+    import subprocess
+    import sys
+
+    code = ("import sys, metrics_core; heavy = [m for m in ('numpy', 'pandas', 'pyarrow', "
+            "'scipy', 'streamlit') if m in sys.modules]; print(','.join(heavy)); "
+            "metrics_core.Evaluator; print('pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[0] == ""
+    assert out[1] == "True"  # the names still work
