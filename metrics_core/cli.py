@@ -147,6 +147,20 @@ def _parser() -> argparse.ArgumentParser:
     tu.add_argument("--quiet", action="store_true")
     _limit_flags(tu)
 
+    co = sub.add_parser("compare", help="compare runs on the same queries (paired tests)",
+                        description="Ablation table and paired comparisons of several runs "
+                                    "against a reference run.")
+    co.add_argument("--run", action="append", required=True, metavar="NAME=QUERIES[,CANDIDATES]",
+                    help="one run (repeat: at least two)")
+    co.add_argument("--reference", default=None, help="the reference run (default: the first)")
+    co.add_argument("--bootstrap", type=int, default=2000,
+                    help="paired resamples for the intervals of the differences (0: none)")
+    co.add_argument("--bootstrap-unit", choices=VARIANTS["bootstrap_unit"], default="query")
+    co.add_argument("--seed", type=int, default=0)
+    co.add_argument("--out", type=Path, default=Path("comparison.json"))
+    co.add_argument("--quiet", action="store_true")
+    _limit_flags(co)
+
     tr = sub.add_parser("triage", help="metrics of a triage classifier with abstention")
     tr.add_argument("file", type=Path)
     tr.add_argument("--out", type=Path, default=Path("triage.json"))
@@ -299,6 +313,40 @@ def _tune(args) -> int:
     return EXIT_OK
 
 
+def _compare(args) -> int:
+    import json
+
+    from metrics_core import compare
+    from metrics_core.records import clean, frame_records
+
+    specs = []
+    for text in args.run:
+        name, sep, files = text.partition("=")
+        paths = [Path(p) for p in files.split(",") if p]
+        if not sep or not name or len(paths) not in (1, 2):
+            raise ValueError(f"--run {text!r}: expected NAME=QUERIES[,CANDIDATES]")
+        specs.append((name, paths[0], paths[1] if len(paths) == 2 else None))
+    runs = compare.load_runs(specs, limits=_limits(args))
+    if args.reference is not None and args.reference not in {r.name for r in runs}:
+        raise ValueError(f"--reference {args.reference!r} is not one of the runs")
+    config = EvalConfig(bootstrap=args.bootstrap, bootstrap_unit=args.bootstrap_unit,
+                        seed=args.seed)
+    rows = compare.compare(runs, reference=args.reference, config=config)
+    payload = {"inputs": [_sha256(p) for _, q, c in specs for p in (q, c) if p is not None],
+               "config": config.to_dict(), "comparisons": clean(rows),
+               "ablation": frame_records(compare.ablation_table(runs, config))}
+    write_atomically({args.out: json.dumps(payload, indent=2, allow_nan=False).encode()})
+    if not args.quiet:
+        for r in rows:
+            if r["subset"].startswith("criterion"):
+                continue
+            diff = "undefined" if r["difference"] is None else f"{r['difference']:+.4f}"
+            p = "" if r["p_value"] is None else f"  p = {r['p_value']:.3g} ({r['test']})"
+            print(f"  {r['run']} − {r['reference']}  {r['metric']:<22}{diff}{p}")
+        print(f"wrote {_printable(args.out)}")
+    return EXIT_OK
+
+
 def _triage(args) -> int:
     import json
 
@@ -327,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
             return _evaluate(args)
         if args.command == "tune":
             return _tune(args)
+        if args.command == "compare":
+            return _compare(args)
         return _triage(args)
     except InputError as err:
         print(f"metrics-core: {_printable(err.render())}", file=sys.stderr)

@@ -1,0 +1,351 @@
+"""Compare runs: several systems' predictions on the same queries (seed 003 §8.1, ablations).
+
+- :func:`load_runs` reads each run (its own files, or one long table with a ``run`` column via
+  :func:`split_runs`) and checks that every run covers the same ``(post_id, criterion)`` pairs,
+  naming the pairs that differ.
+- :func:`ablation_table`: one row per run, the headline metrics with their intervals, mean ±
+  std over folds where folds exist, the best value per column marked.
+- :func:`compare`: each run against a reference: the paired difference with a paired bootstrap
+  interval (the same resamples for both runs, by query or post, through the one bootstrap of
+  :mod:`metrics_core.uncertainty`), DeLong's test for AUROC, McNemar's test for the decisions
+  at τ and the gate's screen-in decision, a paired sign-flip randomisation test for the ranking
+  and evidence means, and Holm's correction across criteria (labelled).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+
+from metrics_core import classification, gate, registry
+from metrics_core.config import EvalConfig
+from metrics_core.errors import InputError
+from metrics_core.uncertainty import bootstrap_cis
+
+__all__ = ["ABLATION_METRICS", "Run", "ablation_table", "compare", "delong", "holm",
+           "load_runs", "mcnemar", "sign_flip", "split_runs"]
+
+#: The headline columns of the ablation table (``review_per_1000`` = (UNCERTAIN + POS) / N).
+ABLATION_METRICS = ("auroc", "auprc", "ece", "ndcg@10", "evidence_recall",
+                    "screening_sensitivity", "alert_precision", "review_per_1000")
+#: Mean metrics compared query by query (paired sign-flip test).
+_MEANS = ("ndcg@10", "recall@10", "mrr", "evidence_recall")
+#: Decisions compared pair by pair (McNemar): metric -> (which decision, which queries).
+_DECISIONS = MappingProxyType({"sensitivity": ("threshold", 1), "specificity": ("threshold", 0),
+                               "screening_sensitivity": ("screen_in", 1)})
+
+
+@dataclass(frozen=True)
+class Run:
+    """One system's predictions: a name and its :class:`~metrics_core.dataset.Dataset`."""
+
+    name: str
+    dataset: object
+
+
+def _pairs(ds) -> pd.Index:
+    return pd.Index(list(zip(ds.post_id.tolist(), ds.criterion.tolist(), strict=True)))
+
+
+def check_same_queries(runs) -> None:
+    """Every run must hold the same (post_id, criterion) pairs; the error names those that
+    differ (the first few of each run, with counts)."""
+    reference = runs[0]
+    want = _pairs(reference.dataset)
+    problems = []
+    for run in runs[1:]:
+        have = _pairs(run.dataset)
+        if have.equals(want):
+            continue
+        missing, extra = want.difference(have), have.difference(want)
+        parts = []
+        if len(missing):
+            parts.append(f"{len(missing)} pairs of {reference.name!r} missing, e.g. "
+                         + ", ".join(map(str, missing[:3])))
+        if len(extra):
+            parts.append(f"{len(extra)} pairs not in {reference.name!r}, e.g. "
+                         + ", ".join(map(str, extra[:3])))
+        problems.append(InputError("runs must cover the same (post_id, criterion) pairs",
+                                   file=run.name, hint="; ".join(parts) or "order differs",
+                                   code="invalid_value"))
+    if problems:
+        raise problems[0] if len(problems) == 1 else InputError(
+            "; ".join(p.render() for p in problems), code="invalid_value")
+
+
+def load_runs(specs, *, limits=None) -> list[Run]:
+    """Runs from ``(name, queries, candidates_or_None)`` specs (paths, bytes or frames)."""
+    from metrics_core import io
+
+    names = [name for name, _, _ in specs]
+    if len(set(names)) != len(names) or len(names) < 2:
+        raise ValueError(f"give at least two runs with distinct names; got {names}")
+    runs = [Run(name, io.load(q, c, limits=limits).dataset) for name, q, c in specs]
+    check_same_queries(runs)
+    return runs
+
+
+def split_runs(frame: pd.DataFrame, candidates: pd.DataFrame | None = None, *,
+               column: str = "run") -> list[Run]:
+    """Runs from one long table (or queries + candidates tables) with a ``run`` column."""
+    from metrics_core import io
+
+    if column not in frame.columns:
+        raise InputError("required column is missing", column=column, code="missing_column")
+    runs = []
+    for name in pd.unique(frame[column]):
+        q = frame[frame[column] == name].drop(columns=column)
+        c = None if candidates is None else candidates[candidates[column] == name].drop(
+            columns=column)
+        runs.append(Run(str(name), io.load(q, c).dataset))
+    check_same_queries(runs)
+    return runs
+
+
+# ------------------------------------------------------------------------------ tests
+def delong(y, p_reference, p_run) -> tuple[float, float, float]:
+    """DeLong's test of two correlated AUROCs (fast algorithm of Sun & Xu, 2014).
+
+    Returns ``(auc_run - auc_reference, its standard error, two-sided p)``; NaN with one class.
+    """
+    from scipy.stats import norm, rankdata
+
+    y = np.asarray(y)
+    pos, neg = y == 1, y == 0
+    m, n = int(pos.sum()), int(neg.sum())
+    if m == 0 or n == 0:
+        return math.nan, math.nan, math.nan
+    scores = np.vstack([np.asarray(p_reference, float), np.asarray(p_run, float)])
+    x, z = scores[:, pos], scores[:, neg]
+    tx = rankdata(x, axis=1)
+    tz = rankdata(z, axis=1)
+    tall = rankdata(np.hstack([x, z]), axis=1)
+    auc = (tall[:, :m].sum(axis=1) / m - (m + 1) / 2.0) / n
+    v01 = (tall[:, :m] - tx) / n
+    v10 = 1.0 - (tall[:, m:] - tz) / m
+    cov = np.cov(v01) / m + np.cov(v10) / n
+    var = cov[0, 0] + cov[1, 1] - 2 * cov[0, 1]
+    diff = float(auc[1] - auc[0])
+    if var <= 0:
+        return diff, 0.0, (1.0 if diff == 0 else 0.0)
+    se = math.sqrt(var)
+    return diff, se, float(2 * norm.sf(abs(diff) / se))
+
+
+def mcnemar(reference, run) -> tuple[int, int, float, str]:
+    """McNemar's test of paired 0/1 outcomes: ``(b, c, p, method)`` where ``b`` counts
+    reference 1 / run 0 and ``c`` reference 0 / run 1. Exact binomial below 25 discordant
+    pairs, else chi-square with continuity correction."""
+    from scipy.stats import binomtest, chi2
+
+    reference, run = np.asarray(reference, bool), np.asarray(run, bool)
+    b, c = int((reference & ~run).sum()), int((~reference & run).sum())
+    if b + c == 0:
+        return b, c, 1.0, "exact"
+    if b + c < 25:
+        return b, c, float(binomtest(min(b, c), b + c, 0.5).pvalue), "exact"
+    stat = (abs(b - c) - 1) ** 2 / (b + c)
+    return b, c, float(chi2.sf(stat, 1)), "chi-square (continuity corrected)"
+
+
+def sign_flip(differences, *, n_flips: int = 10_000, seed: int = 0) -> float:
+    """Two-sided p of a paired randomisation test: the signs of per-query differences are
+    flipped at random; p = (1 + #{|mean| ≥ |observed|}) / (1 + n_flips)."""
+    d = np.asarray(differences, dtype=np.float64)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return math.nan
+    observed = abs(d.mean())
+    rng = np.random.Generator(np.random.PCG64(seed))
+    hits, done, step = 0, 0, max(1, (1 << 20) // d.size)
+    while done < n_flips:
+        b = min(step, n_flips - done)
+        signs = rng.integers(0, 2, size=(b, d.size), dtype=np.int8) * 2 - 1
+        hits += int((np.abs(signs @ d) / d.size >= observed - 1e-12).sum())
+        done += b
+    return (1 + hits) / (1 + n_flips)
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm's step-down adjustment (NaN stays NaN)."""
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = order.size
+    adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    out[order] = adjusted
+    return out
+
+
+# -------------------------------------------------------------------- paired statistics
+def _per_query(ev, cfg, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(values, mask) of a mean metric per query, on its protocol's queries."""
+    inter = ev.intermediate(cfg)
+    if name == "evidence_recall":
+        return inter.rec, inter.emask
+    return inter.rk[name], inter.rmask
+
+
+def _decisions(ev, cfg, kind: str) -> np.ndarray:
+    inter = ev.intermediate(cfg)
+    if kind == "threshold":
+        return inter.pred.astype(bool)
+    return inter.states != gate.GateState.NEG
+
+
+def compare(runs, *, reference: str | None = None, config: EvalConfig | None = None,
+            n_flips: int = 10_000) -> list[dict]:
+    """Every run against the reference run (default: the first), metric by metric.
+
+    ``config.bootstrap`` resamples (unit ``config.bootstrap_unit``, ``config.seed``) give the
+    paired intervals of the differences; 0 gives none.
+    """
+    from metrics_core.report import Evaluator
+
+    cfg = config or EvalConfig(bootstrap=2000)
+    by_name = {r.name: r for r in runs}
+    ref = by_name[reference or runs[0].name]
+    ev_ref = Evaluator(ref.dataset)
+    e_ref = ev_ref.evaluate(cfg.replace(bootstrap=0))
+    rows = []
+    for run in runs:
+        if run is ref:
+            continue
+        ev_run = Evaluator(run.dataset)
+        e_run = ev_run.evaluate(cfg.replace(bootstrap=0))
+        cis = _paired_intervals(ev_ref, ev_run, cfg)
+        ds = ref.dataset
+        base = {"reference": ref.name, "run": run.name}
+        row = _RowMaker(rows, base, e_ref, e_run, cis)
+
+        row("auroc", "all_queries", "DeLong", delong(ds.y, ds.p, run.dataset.p)[2])
+        row("auprc", "all_queries", None, None)
+        row("brier", "all_queries", None, None)
+        for metric, (kind, label) in _DECISIONS.items():
+            mask = ds.y == label
+            _, _, p, method = mcnemar(_decisions(ev_ref, cfg, kind)[mask],
+                                      _decisions(ev_run, cfg, kind)[mask])
+            row(metric, e_ref.record(metric).subset, f"McNemar ({method})", p)
+        for metric in _MEANS:
+            v_ref, mask = _per_query(ev_ref, cfg, metric)
+            v_run, _ = _per_query(ev_run, cfg, metric)
+            p = sign_flip((v_run - v_ref)[mask], n_flips=n_flips, seed=cfg.seed)
+            row(metric, e_ref.record(metric).subset, "paired sign-flip randomisation", p)
+        rows.extend(_per_criterion_auroc(ref, run, base))
+    return rows
+
+
+@dataclass(frozen=True)
+class _RowMaker:
+    """Appends one comparison row: both values, their difference and its paired interval."""
+
+    rows: list
+    base: dict
+    e_ref: object
+    e_run: object
+    cis: dict
+
+    def __call__(self, metric, subset, test, p) -> None:
+        a, b = self.e_ref.record(metric).value, self.e_run.record(metric).value
+        diff = None if a is None or b is None else b - a
+        self.rows.append({**self.base, "metric": metric, "value_reference": a,
+                          "value_run": b, "difference": diff, "ci95": self.cis.get(metric),
+                          "test": test, "p_value": p, "p_adjusted": None, "subset": subset})
+
+
+def _per_criterion_auroc(ref, run, base) -> list[dict]:
+    """DeLong per criterion, Holm-adjusted across the criteria."""
+    ds = ref.dataset
+    out = []
+    for c in ds.criteria:
+        m = ds.criterion == c
+        diff, _, p = delong(ds.y[m], ds.p[m], run.dataset.p[m])
+        a = classification.roc_auc(ds.y[m], ds.p[m])
+        b = classification.roc_auc(ds.y[m], run.dataset.p[m])
+        defined = a.defined and b.defined
+        out.append({**base, "metric": "auroc", "value_reference": a.value if defined else None,
+                    "value_run": b.value if defined else None,
+                    "difference": diff if defined else None, "ci95": None, "test": "DeLong",
+                    "p_value": p if defined else None, "p_adjusted": None,
+                    "subset": f"criterion {c}"})
+    adjusted = holm([math.nan if r["p_value"] is None else r["p_value"] for r in out])
+    for r, a in zip(out, adjusted, strict=True):
+        r["p_adjusted"] = None if not np.isfinite(a) else float(a)
+        r["adjustment"] = "Holm across criteria"
+    return out
+
+
+def _mean_difference(d: np.ndarray, m: np.ndarray):
+    """Statistic: weighted mean of the per-query differences ``d`` over the rows ``m``."""
+    return lambda w: (w @ d) / (w @ m)
+
+
+def _paired_intervals(ev_ref, ev_run, cfg) -> dict:
+    """Percentile intervals of run − reference on identical resamples."""
+    if cfg.bootstrap == 0:
+        return {}
+    ds = ev_ref.ds
+    prep_ref, prep_run = ev_ref.prepared(), ev_run.prepared()
+    sq_ref, sq_run = (ds.p - ds.y) ** 2, (ev_run.ds.p - ds.y) ** 2
+    statistics = {
+        "auroc": lambda w: (classification.auroc_auprc_weighted(prep_run, weights=w)[0]
+                            - classification.auroc_auprc_weighted(prep_ref, weights=w)[0]),
+        "auprc": lambda w: (classification.auroc_auprc_weighted(prep_run, weights=w)[1]
+                            - classification.auroc_auprc_weighted(prep_ref, weights=w)[1]),
+        "brier": lambda w: (w @ (sq_run - sq_ref)) / w.sum(axis=1),
+    }
+    for metric in _MEANS:
+        v_ref, mask = _per_query(ev_ref, cfg, metric)
+        v_run, _ = _per_query(ev_run, cfg, metric)
+        d = np.where(mask, np.nan_to_num(v_run - v_ref), 0.0)
+        statistics[metric] = _mean_difference(d, mask.astype(float))
+    for metric, (kind, label) in _DECISIONS.items():
+        mask = (ds.y == label).astype(float)
+        a = _decisions(ev_ref, cfg, kind) == bool(label)
+        b = _decisions(ev_run, cfg, kind) == bool(label)
+        d = (b.astype(float) - a.astype(float)) * mask
+        statistics[metric] = _mean_difference(d, mask)
+    unit_of_row = ds.post_code if cfg.bootstrap_unit == "post" else None
+    n_units = int(ds.posts.size) if unit_of_row is not None else ds.n_queries
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cis = bootstrap_cis(statistics, n_units, unit_of_row=unit_of_row,
+                            n_resamples=cfg.bootstrap, seed=cfg.seed, unit=cfg.bootstrap_unit)
+    return {k: [ci.lo, ci.hi] for k, ci in cis.items() if ci.defined}
+
+
+def ablation_table(runs, config: EvalConfig | None = None) -> pd.DataFrame:
+    """One row per run: the headline metrics, their intervals, fold mean ± std, best marked."""
+    from metrics_core.report import Evaluator
+
+    cfg = config or EvalConfig(bootstrap=2000)
+    rows = []
+    for run in runs:
+        ev = Evaluator(run.dataset).evaluate(cfg)
+        row = {"run": run.name}
+        for name in ABLATION_METRICS:
+            if name == "review_per_1000":
+                u, p = ev.record("uncertain_rate"), ev.record("pos_rate")
+                value = None if u.value is None else (u.value + p.value) * 1000
+                row[name], ci = value, None
+            else:
+                r = ev.record(name)
+                row[name], ci = r.value, r.ci95
+            row[f"{name}_ci_lo"], row[f"{name}_ci_hi"] = ci if ci is not None else (None, None)
+            folds = ev.per_fold
+            if folds is not None and name in folds.columns:
+                row[f"{name}_fold_mean"] = folds.loc["mean", name]
+                row[f"{name}_fold_std"] = folds.loc["std", name]
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    for name in ABLATION_METRICS:
+        values = pd.to_numeric(table[name], errors="coerce")
+        higher = False if name == "review_per_1000" else registry.spec(name).higher_is_better
+        if values.notna().any():
+            best = values.idxmax() if higher else values.idxmin()
+            table[f"{name}_best"] = table.index == best
+    return table
