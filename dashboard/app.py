@@ -38,6 +38,7 @@ _EVIDENCE_PAGES = (
     ("folds.py", "Folds", "folds", ":material/splitscreen:"),
     ("case_review.py", "Case review", "case-review", ":material/search:"),
     ("decision.py", "Decision support", "decision", ":material/balance:"),
+    ("compare.py", "Compare runs", "compare", ":material/compare_arrows:"),
 )
 _TRIAGE = ("triage.py", "Triage", "triage", ":material/rule:")
 _DATA = ("data_source.py", "Data & audit", "data", ":material/database:")

@@ -64,6 +64,13 @@ UPLOAD_DIGEST = "_upload_digest"
 MAP_PREFIX = "map_"
 LOAD_MAPPED = "load_mapped"
 DISMISS_UPLOAD_ERROR = "dismiss_upload_error"
+#: Compare page: the uploaded runs, the loaded runs (with their digest), the demo runs switch.
+COMPARE_FILES = "compare_files"
+COMPARE_RUNS = "_compare_runs"
+COMPARE_DEMO = "compare_demo"
+COMPARE_REFERENCE = "compare_reference"
+COMPARE_BOOTSTRAP = "compare_bootstrap"
+COMPARE_RESULT = "_compare_result"
 
 _DEFAULT = EvalConfig()
 

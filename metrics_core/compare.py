@@ -117,7 +117,7 @@ def delong(y, p_reference, p_run) -> tuple[float, float, float]:
     y = np.asarray(y)
     pos, neg = y == 1, y == 0
     m, n = int(pos.sum()), int(neg.sum())
-    if m == 0 or n == 0:
+    if m < 2 or n < 2:  # no variance estimate with fewer than two of a class
         return math.nan, math.nan, math.nan
     scores = np.vstack([np.asarray(p_reference, float), np.asarray(p_run, float)])
     x, z = scores[:, pos], scores[:, neg]
@@ -264,13 +264,15 @@ def _per_criterion_auroc(ref, run, base) -> list[dict]:
     out = []
     for c in ds.criteria:
         m = ds.criterion == c
-        diff, _, p = delong(ds.y[m], ds.p[m], run.dataset.p[m])
+        diff, se, p = delong(ds.y[m], ds.p[m], run.dataset.p[m])
         a = classification.roc_auc(ds.y[m], ds.p[m])
         b = classification.roc_auc(ds.y[m], run.dataset.p[m])
         defined = a.defined and b.defined
         out.append({**base, "metric": "auroc", "value_reference": a.value if defined else None,
                     "value_run": b.value if defined else None,
-                    "difference": diff if defined else None, "ci95": None, "test": "DeLong",
+                    "difference": diff if defined else None,
+                    "ci95": [diff - 1.959964 * se, diff + 1.959964 * se]
+                    if defined and np.isfinite(se) else None, "test": "DeLong",
                     "p_value": p if defined else None, "p_adjusted": None,
                     "subset": f"criterion {c}"})
     adjusted = holm([math.nan if r["p_value"] is None else r["p_value"] for r in out])

@@ -523,6 +523,28 @@ def planted_problems() -> PlantedProblems:
 
 
 # ----------------------------------------------------------------------------- triage (seed 004)
+def make_runs(n_posts: int = 300, *, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """Two synthetic runs on the same queries, as long tables: ``baseline`` and ``candidate``
+    (the candidate's probabilities and scores carry an extra signal, so it is the better run).
+    For trying the comparison of runs; labelled synthetic like every demo."""
+    queries, candidates = make_synthetic(n_posts, seed=seed, with_text=False)
+    rng = np.random.default_rng(seed + 1)
+    long = candidates.merge(queries, on=["post_id", "criterion"], how="left")
+    better = long.copy()
+    y = better["has_evidence"].to_numpy()
+    p = better.groupby(["post_id", "criterion"])["p_has_evidence"].transform("first").to_numpy()
+    shift = rng.normal(0.0, 0.6, len(queries))
+    shift_of = dict(zip(zip(queries["post_id"], queries["criterion"], strict=True), shift,
+                        strict=True))
+    noise = np.array([shift_of[k] for k in zip(better["post_id"], better["criterion"],
+                                                strict=True)])
+    logit = np.log(np.clip(p, 1e-6, 1 - 1e-6) / np.clip(1 - p, 1e-6, 1)) + 0.8 * (2 * y - 1) \
+        + 0.3 * noise
+    better["p_has_evidence"] = np.round(1 / (1 + np.exp(-logit)), 6)
+    better["score"] = np.round(better["score"] + 0.8 * better["is_gold"], 4)
+    return {"baseline": long, "candidate": better}
+
+
 def make_triage(*, n_samples: int = 100, n_trials: int = 3, seed: int = TRIAGE_SEED,
                 ) -> pd.DataFrame:
     """A synthetic triage results file in the shape of seed 004 (real / fake / uncertain).

@@ -434,3 +434,26 @@ def test_a_crafted_upload_links_and_loads_nothing_outside(new_page, app_url, tmp
                             ).first).to_be_attached()
     assert seen == []
     screenshot(page, "10_crafted_upload")
+
+
+def test_compare_page_with_two_uploaded_runs(new_page, app_url, tmp_path):
+    """Two runs uploaded on the Compare page: the ablation table and the paired differences
+    appear, with the charts, and nothing fails."""
+    from metrics_core.demo import make_runs
+
+    paths = []
+    for name, frame in make_runs(80, seed=2).items():
+        path = tmp_path / f"{name}.parquet"
+        frame.to_parquet(path)
+        paths.append(path)
+    page = new_page(app_url + "/compare")
+    expect(page.locator("h1").filter(has_text="Compare runs")).to_be_visible(
+        timeout=TIMEOUT_MS)
+    wait_idle(page)
+    page.locator(".st-key-compare_files input[type=file]").set_input_files(paths)
+    expect(page.get_by_text("Differences against baseline")).to_be_visible(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    expect(page.locator(".st-key-ablation_table")).to_be_visible()
+    page.wait_for_timeout(1500)
+    assert_no_failure(page)
+    screenshot(page, "11_compare_upload")

@@ -1,0 +1,44 @@
+"""The Compare runs page: the synthetic demo runs and uploaded runs give the numbers that
+metrics_core.compare computes."""
+
+from __future__ import annotations
+
+import io as _io
+
+import pytest
+
+from metrics_core import compare
+from metrics_core import io as mio
+from metrics_core.config import EvalConfig
+from metrics_core.demo import make_runs
+from tests.test_app import assert_clean, open_app, table
+
+
+def test_compare_page_on_the_demo_runs():
+    at = open_app(page="compare")
+    assert_clean(at)
+    at.toggle(key="compare_demo").set_value(True).run(timeout=120)
+    at.number_input(key="compare_bootstrap").set_value(0).run(timeout=120)
+    assert_clean(at)
+    runs = [compare.Run(n, mio.load(f).dataset) for n, f in make_runs(300).items()]
+    want = compare.ablation_table(runs, EvalConfig(bootstrap=0))
+    shown = table(at, "ablation_table")
+    assert list(shown["run"]) == ["baseline", "candidate"]
+    assert list(shown["auroc"]) == pytest.approx(list(want["auroc"]))
+    diffs = table(at, "comparison_table").set_index("metric")
+    assert diffs.loc["auroc", "difference"] == pytest.approx(
+        want["auroc"].iloc[1] - want["auroc"].iloc[0])
+
+
+def test_compare_page_with_uploaded_runs():
+    runs = make_runs(60, seed=3)
+    at = open_app(page="compare")
+    files = []
+    for name, frame in runs.items():
+        buf = _io.BytesIO()
+        frame.to_parquet(buf)
+        files.append((f"{name}.parquet", buf.getvalue(), "application/octet-stream"))
+    at.file_uploader(key="compare_files").set_value(files).run(timeout=120)
+    assert_clean(at)
+    shown = table(at, "ablation_table")
+    assert list(shown["run"]) == ["baseline", "candidate"]

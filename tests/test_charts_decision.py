@@ -1,0 +1,54 @@
+"""Figures of decision support and run comparison: traces hold the computed values, names
+from the data are escaped."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dashboard import charts
+from metrics_core import classification
+from metrics_core.calibration import reliability_bins
+from metrics_core.decision import decision_curve
+
+
+def _data(seed=0):
+    rng = np.random.default_rng(seed)
+    y = (rng.random(200) < 0.3).astype(int)
+    return y, np.clip(rng.random(200) * 0.6 + 0.3 * y, 0, 1)
+
+
+def test_decision_curve_figure_has_model_and_references():
+    y, p = _data()
+    curve = decision_curve(y, p)
+    curve["net_benefit_ci_lo"] = curve["net_benefit"] - 0.01
+    curve["net_benefit_ci_hi"] = curve["net_benefit"] + 0.01
+    fig = charts.decision_curve_figure(curve, tau_pos=0.6)
+    names = [t.name for t in fig.data]
+    assert names == ["model 95% band", "model", "treat all", "treat none"]
+    assert list(fig.data[1].y) == list(curve["net_benefit"])
+    assert fig.layout.shapes[0].x0 == 0.6
+
+
+def test_overlays_escape_run_names():
+    y, p = _data()
+    evil = '<a href="http://evil.example">run</a>'
+    roc = {evil: classification.roc_points(y, p), "b": classification.roc_points(y, p[::-1])}
+    fig = charts.overlay_roc_figure(roc, {evil: 0.8, "b": None})
+    assert "<a" not in fig.data[1].name and fig.data[1].name.startswith("&lt;a")
+    pr = charts.overlay_pr_figure({evil: classification.pr_points(y, p)}, {evil: 0.5}, 0.3)
+    assert "<a" not in pr.data[1].name
+    rel = charts.overlay_reliability_figure({evil: reliability_bins(y, p)})
+    assert "<a" not in rel.data[1].name
+    dc = charts.overlay_decision_figure({evil: decision_curve(y, p)})
+    assert "<a" not in dc.data[0].name
+
+
+def test_forest_figure_draws_differences_and_intervals():
+    rows = pd.DataFrame({"subset": ["criterion A", "criterion <b>B</b>"],
+                         "difference": [0.1, -0.05], "ci95": [[0.0, 0.2], None]})
+    fig = charts.forest_figure(rows, title="t")
+    trace = fig.data[0]
+    assert list(trace.x) == [0.1, -0.05]
+    assert list(trace.y) == ["criterion A", "criterion &lt;b&gt;B&lt;/b&gt;"]
+    assert np.allclose(trace.error_x.array[:1], [0.1]) and np.isnan(trace.error_x.array[1])
