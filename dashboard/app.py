@@ -102,7 +102,7 @@ def main() -> None:
         st.stop()
     with st.sidebar:
         upload.data_sidebar(source)
-    page = st.navigation(_pages(source))
+    page = st.navigation(_pages(source), expanded=True)
     with st.sidebar:
         data.set_view(_view(source, notes))
     state.write_to_url()

@@ -189,11 +189,7 @@ def read_table(source, *, name: str | None = None,
     limits = DEFAULT_LIMITS if limits is None else limits
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a Limits, got {type(limits).__name__}")
-    data, path, name = _source_bytes(source, name)
-    head = _head(data, path, name)
-    if not head.strip():
-        raise InputError("file is empty", file=name, code="no_data")
-    fmt = _detect_format(name, head)
+    data, path, name, head, fmt = _open(source, name)
     try:
         if fmt == "parquet":
             parquet = pa_parquet.ParquetFile(path if data is None else pa.BufferReader(data))
@@ -230,6 +226,15 @@ def read_table(source, *, name: str | None = None,
         raise InputError(f"duplicate column names: {_list(dupes)}", file=name,
         code="duplicate_column")
     return frame
+
+
+def _open(source, name):
+    """(bytes or None, path or None, display name, first content bytes, format) of a source."""
+    data, path, name = _source_bytes(source, name)
+    head = _head(data, path, name)
+    if not head.strip():
+        raise InputError("file is empty", file=name, code="no_data")
+    return data, path, name, head, _detect_format(name, head)
 
 
 def _brief(exc: BaseException, limit: int = 200) -> str:
@@ -1124,11 +1129,7 @@ def columns_of(source, *, name: str | None = None) -> tuple[str, ...]:
     >>> columns_of(b"post_id,criterion,p\\n1,A,0.5\\n", name="q.csv")
     ('post_id', 'criterion', 'p')
     """
-    data, path, name = _source_bytes(source, name)
-    head = _head(data, path, name)
-    if not head.strip():
-        raise InputError("file is empty", file=name, code="no_data")
-    fmt = _detect_format(name, head)
+    data, path, name, head, fmt = _open(source, name)
     try:
         if fmt == "parquet":
             schema = pa_parquet.read_schema(path if data is None else pa.BufferReader(data))

@@ -25,6 +25,7 @@ import pandas as pd
 from metrics_core.errors import InputError, InputErrors
 from metrics_core.gate import ABSTAIN, PREDICT_NEG, PREDICT_POS, AbstentionMetrics
 from metrics_core.gate import abstention_metrics as _abstention_metrics
+from metrics_core.records import clean
 
 __all__ = [
     "CONFIDENCE_ALIASES",
@@ -461,19 +462,7 @@ class TriageReport:
                        for t, m in self.trials.items()},
             "across_trials": {k: asdict(v) for k, v in self.across_trials.items()},
         }
-        return _json_ready(out)
-
-
-def _json_ready(obj):
-    if isinstance(obj, dict):
-        return {str(k): _json_ready(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_json_ready(v) for v in obj]
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, float | np.floating):
-        return float(obj) if math.isfinite(obj) else None
-    return obj
+        return clean(out)
 
 
 def triage_metrics(data: TriageData) -> TriageReport:

@@ -54,6 +54,7 @@ PAGES = {
     "Folds": "Folds",
     "Case review": "Case review",
     "Decision support": "Decision support",
+    "Compare runs": "Compare runs",
     "Triage": "Triage",
     "Data & audit": "Data & audit",
 }
@@ -172,6 +173,17 @@ def screenshot(page, name: str) -> Path:
     return path
 
 
+def upload_files(page, q_path: Path, c_path: Path) -> None:
+    """Open the upload expander and put the two files in the uploaders."""
+    page.get_by_test_id("stExpander").filter(has_text="Upload your data").locator(
+        "summary").click()
+    for key, path in (("upload_queries", q_path), ("upload_candidates", c_path)):
+        page.locator(f".st-key-{key} input[type=file]").set_input_files(path)
+        # The file chip's button reads "Remove <name>" once the upload is complete.
+        expect(page.locator(f'.st-key-{key} [aria-label="Remove {path.name}"]')).to_be_visible()
+        wait_idle(page)
+
+
 def query(page) -> dict[str, list[str]]:
     return parse_qs(urlsplit(page.url).query)
 
@@ -218,13 +230,7 @@ def test_upload_shows_the_uploaded_numbers(new_page, app_url, demo_evaluator, tm
 
     page = new_page(app_url)
     wait_page(page, "Overview")
-    page.get_by_test_id("stExpander").filter(has_text="Upload your data").locator(
-        "summary").click()
-    for key, path in (("upload_queries", q_path), ("upload_candidates", c_path)):
-        page.locator(f".st-key-{key} input[type=file]").set_input_files(path)
-        # The file chip's button reads "Remove <name>" once the upload is complete.
-        expect(page.locator(f'.st-key-{key} [aria-label="Remove {path.name}"]')).to_be_visible()
-        wait_idle(page)
+    upload_files(page, q_path, c_path)
     load = page.locator(".st-key-load_upload button")
     expect(load).to_be_enabled()
     load.click()
@@ -413,12 +419,7 @@ def test_a_crafted_upload_links_and_loads_nothing_outside(new_page, app_url, tmp
     page = new_page(app_url)
     seen = _watch_requests(page, app_url)
     wait_page(page, "Overview")
-    page.get_by_test_id("stExpander").filter(has_text="Upload your data").locator(
-        "summary").click()
-    for key, path in (("upload_queries", q_path), ("upload_candidates", c_path)):
-        page.locator(f".st-key-{key} input[type=file]").set_input_files(path)
-        expect(page.locator(f'.st-key-{key} [aria-label="Remove {path.name}"]')).to_be_visible()
-        wait_idle(page)
+    upload_files(page, q_path, c_path)
     page.locator(".st-key-load_upload button").click()
     expect(page.get_by_text("Uploaded data:").first).to_be_visible(timeout=TIMEOUT_MS)
     wait_idle(page)

@@ -95,14 +95,18 @@ shown = overall.assign(ci95_lo=[None if c is None else c[0] for c in overall["ci
 display.show_table(shown.drop(columns=["ci95"]), key="comparison_table")
 
 evaluators = {r.name: Evaluator(r.dataset) for r in runs}
+
+
+def _defined(evaluators, name: str) -> dict:
+    """Each run's AUROC / AUPRC, None where undefined (one class)."""
+    scores = {n: ev.classification()[name] for n, ev in evaluators.items()}
+    return {n: s.value if s.defined else None for n, s in scores.items()}
+
 left, right = st.columns(2)
 with left:
-    aurocs = {}
-    for name, ev in evaluators.items():
-        score = ev.classification()["auroc"]
-        aurocs[name] = score.value if score.defined else None
     display.plot(charts.overlay_roc_figure(
-        {n: ev.classification()["roc"] for n, ev in evaluators.items()}, aurocs),
+        {n: ev.classification()["roc"] for n, ev in evaluators.items()},
+        _defined(evaluators, "auroc")),
         key="compare_roc_chart")
 with right:
     display.plot(charts.overlay_decision_figure(
@@ -110,13 +114,10 @@ with right:
         key="compare_decision_chart")
 left, right = st.columns(2)
 with left:
-    auprcs = {}
-    for name, ev in evaluators.items():
-        score = ev.classification()["auprc"]
-        auprcs[name] = score.value if score.defined else None
     positive_rate = float(runs[0].dataset.y.mean()) if runs[0].dataset.n_queries else 0.0
     display.plot(charts.overlay_pr_figure(
-        {n: ev.classification()["pr"] for n, ev in evaluators.items()}, auprcs,
+        {n: ev.classification()["pr"] for n, ev in evaluators.items()},
+        _defined(evaluators, "auprc"),
         positive_rate), key="compare_pr_chart")
 with right:
     display.plot(charts.overlay_reliability_figure(
