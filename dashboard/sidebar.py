@@ -11,7 +11,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, display
+from dashboard import data, display, record, state
+from dashboard.safe_text import escape_markdown
 from dashboard.state import ALL, SETTINGS, Setting
 from metrics_core.config import SECTIONS
 
@@ -89,6 +90,37 @@ def downloads_sidebar(v: data.View) -> None:
                          "per_query.csv", key="download_per_query")
     display.download_csv("Per-criterion table (CSV)", lambda: v.evaluation.per_criterion,
                          "per_criterion.csv", key="download_per_criterion", index=True)
+    st.download_button("settings.json", data=lambda: record.settings_json(v.evaluation),
+                       file_name="settings.json", mime="application/json",
+                       key="download_settings", on_click="ignore", icon=":material/tune:",
+                       help="Every setting of this view; load it below (or give it to "
+                            "`metrics-core report --settings`) to restore the view.")
+    with st.expander("Restore settings", icon=":material/settings_backup_restore:"):
+        st.file_uploader("settings.json", type=["json"], key=state.SETTINGS_FILE)
+        st.button("Apply these settings", key="apply_settings", on_click=_apply_settings,
+                  disabled=st.session_state.get(state.SETTINGS_FILE) is None)
+    error = st.session_state.get("_settings_error")
+    if error:
+        st.error(escape_markdown(error), icon=":material/block:")
+
+
+def _apply_settings() -> None:
+    """Load an uploaded settings.json into the widgets (a callback: before the next run)."""
+    import json
+
+    from metrics_core.config import EvalConfig
+
+    uploaded = st.session_state.get(state.SETTINGS_FILE)
+    st.session_state.pop("_settings_error", None)
+    try:
+        payload = json.loads(uploaded.getvalue())
+        config = EvalConfig.from_dict(payload.get("config", payload))
+    except (AttributeError, TypeError, ValueError) as exc:
+        st.session_state["_settings_error"] = f"settings.json was not applied: {exc}"
+        return
+    for key, value in state.values_of(config).items():
+        st.session_state[key] = list(value) if isinstance(value, tuple) and key in (
+            "criterion",) else value
 
 
 def filters(values: dict) -> data.Filters:

@@ -35,6 +35,7 @@ __all__ = [
     "setting_kind",
     "settings_from_params",
     "url_params",
+    "values_of",
     "write_to_url",
 ]
 
@@ -71,6 +72,10 @@ COMPARE_DEMO = "compare_demo"
 COMPARE_REFERENCE = "compare_reference"
 COMPARE_BOOTSTRAP = "compare_bootstrap"
 COMPARE_RESULT = "_compare_result"
+#: Decision record: title, notes, and the settings.json uploader.
+RECORD_TITLE = "record_title"
+RECORD_NOTES = "record_notes"
+SETTINGS_FILE = "settings_file"
 
 _DEFAULT = EvalConfig()
 
@@ -275,6 +280,24 @@ def build_config(values: Mapping[str, Any]) -> EvalConfig:
         else:
             changes[s.fields[0]] = value
     return EvalConfig(**changes)
+
+
+def values_of(config: EvalConfig) -> dict[str, Any]:
+    """The setting values that :func:`build_config` turns back into ``config`` (settings.json
+    restores a view with them)."""
+    out: dict[str, Any] = {}
+    for s in SETTINGS:
+        if s.fields == ("filters",):
+            f = config.filters
+            out[s.key] = {"fold": f.fold if f.fold is not None else ALL,
+                          "split": f.split if f.split is not None else ALL,
+                          "criterion": tuple(f.criteria)}[s.key]
+        elif s.kind == "range":
+            out[s.key] = tuple(getattr(config, name) for name in s.fields)
+        elif s.fields:
+            value = getattr(config, s.fields[0])
+            out[s.key] = float(value) if s.kind == "float" else value
+    return out
 
 
 def filters_of(values: Mapping[str, Any]) -> Filters:

@@ -161,6 +161,20 @@ def _parser() -> argparse.ArgumentParser:
     co.add_argument("--quiet", action="store_true")
     _limit_flags(co)
 
+    rp = sub.add_parser("report", help="the decision record: HTML, PDF or a zip of everything",
+                        description="Write the decision record of a run (the same numbers and "
+                                    "figures as the dashboard's export for the same settings).")
+    rp.add_argument("queries", type=Path, help="queries table, or one long table")
+    rp.add_argument("candidates", type=Path, nargs="?", help="candidates table")
+    rp.add_argument("--settings", type=Path, help="settings.json downloaded from the dashboard")
+    rp.add_argument("--format", choices=("html", "pdf", "zip"), default="html")
+    rp.add_argument("--title", default="Decision record")
+    rp.add_argument("--notes", type=Path, help="a text file with the meeting's notes")
+    rp.add_argument("--out", type=Path, default=None,
+                    help="output file (default decision_record.<format>)")
+    rp.add_argument("--quiet", action="store_true")
+    _limit_flags(rp)
+
     tr = sub.add_parser("triage", help="metrics of a triage classifier with abstention")
     tr.add_argument("file", type=Path)
     tr.add_argument("--out", type=Path, default=Path("triage.json"))
@@ -208,6 +222,7 @@ def write_atomically(outputs: dict[Path, bytes]) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             staged.append((tmp, path))
+            os.chmod(tmp, _mode_for(path))
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
                 f.flush()
@@ -222,6 +237,15 @@ def write_atomically(outputs: dict[Path, bytes]) -> None:
         if target is None and staged:
             target = staged[-1][1]
         raise OSError(err.errno, err.strerror, str(target or err.filename)) from None
+
+
+def _mode_for(path: Path) -> int:
+    """The target's permissions if it exists, else what a plain ``open`` would give."""
+    if path.exists():
+        return path.stat().st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def _csv_bytes(frame) -> bytes:
@@ -347,6 +371,50 @@ def _compare(args) -> int:
     return EXIT_OK
 
 
+def load_settings(path: Path) -> EvalConfig:
+    """The :class:`EvalConfig` of a settings.json (as the dashboard writes it)."""
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return EvalConfig.from_dict(data.get("config", data))
+    except (AttributeError, KeyError, TypeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not a settings file ({err})") from None
+
+
+def _report(args) -> int:
+    from dashboard import record
+    from metrics_core import io
+    from metrics_core.audit import audit
+    from metrics_core.evaluator import Evaluator
+
+    config = load_settings(args.settings) if args.settings else EvalConfig()
+    loaded = io.load(args.queries, args.candidates, limits=_limits(args))
+    inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
+    evaluation = Evaluator(loaded.dataset, audit=audit(loaded.dataset, loaded=loaded),
+                           inputs=inputs).evaluate(config)
+    notes = args.notes.read_text(encoding="utf-8") if args.notes else ""
+    files = ", ".join(p.name for p in (args.queries, args.candidates) if p is not None)
+    page = record.render_html(evaluation, title=args.title, notes=notes,
+                              data_label=f"Data: {files}", exclusions=loaded.exclusions)
+    out = args.out or Path(f"decision_record.{args.format}")
+    if args.format == "html":
+        data = page.encode("utf-8")
+    elif args.format == "pdf":
+        data = record.render_pdf(page)
+    else:
+        try:
+            pdf = record.render_pdf(page)
+        except RuntimeError:
+            pdf = None
+        data = record.render_zip(evaluation, html_text=page, pdf=pdf,
+                                 exclusions=loaded.exclusions)
+    write_atomically({out: data})
+    if not args.quiet:
+        print(f"wrote {_printable(out)}")
+    return EXIT_OK
+
+
 def _triage(args) -> int:
     import json
 
@@ -377,6 +445,8 @@ def main(argv: list[str] | None = None) -> int:
             return _tune(args)
         if args.command == "compare":
             return _compare(args)
+        if args.command == "report":
+            return _report(args)
         return _triage(args)
     except InputError as err:
         print(f"metrics-core: {_printable(err.render())}", file=sys.stderr)
@@ -390,6 +460,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{err.strerror}", file=sys.stderr)
         return EXIT_INPUT
     except ValueError as err:
+        print(f"metrics-core: {_printable(err)}", file=sys.stderr)
+        return EXIT_INPUT
+    except RuntimeError as err:  # e.g. no browser to print a PDF with
         print(f"metrics-core: {_printable(err)}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:

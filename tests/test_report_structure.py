@@ -269,3 +269,11 @@ def test_app_upload_limits_come_from_the_streamlit_side_file(tmp_path):
     custom.write_text("[limits]\nmax_things = 5\n")
     with pytest.raises(ValueError, match="unknown limits max_things"):
         upload_limits(custom)
+
+
+def test_settings_round_trip_through_the_dashboard_values():
+    from dashboard import state
+
+    cfg = EvalConfig(tau_neg=0.05, tau_pos=0.7, gamma=0.8, map_denominator="hits",
+                     filters=Filters(fold="2", criteria=("C1",)), bootstrap=500)
+    assert state.build_config(state.values_of(cfg)) == cfg

@@ -1,9 +1,11 @@
 """Decision support: targets met with their intervals, the threshold finder and the decision
 curve (net benefit of the model against treat-all and treat-none)."""
 
+import subprocess
+
 import streamlit as st
 
-from dashboard import charts, data, display
+from dashboard import charts, data, display, record, state
 from metrics_core import decision
 
 v = data.view()
@@ -54,3 +56,37 @@ display.plot(charts.decision_curve_figure(curve, tau_pos=v.config.tau_pos),
              key="decision_curve_chart")
 with st.expander("Decision curve as a table"):
     display.show_table(curve, key="decision_curve_table")
+
+st.subheader("Decision record")
+st.caption("One file for the meeting's minutes: the data (with SHA-256 of each file), every "
+           "setting, the headline numbers with intervals, the targets, the figures, the checks, "
+           "the audit and your notes. The HTML opens without network; the zip adds the PDF "
+           "(when a browser is installed on the server), metrics_master.json, settings.json "
+           "and the CSV tables.")
+title = st.text_input("Title", "Decision record", key=state.RECORD_TITLE)
+notes = st.text_area("Meeting notes", key=state.RECORD_NOTES,
+                     placeholder="What was decided, by whom, and why.")
+exclusions = v.source.loaded.exclusions if v.source.loaded is not None else None
+
+
+def _html() -> str:
+    return record.render_html(ev, title=title, notes=notes, data_label=v.source.label,
+                              exclusions=exclusions)
+
+
+def _zip() -> bytes:
+    page = _html()
+    try:
+        pdf = record.render_pdf(page)
+    except (RuntimeError, OSError, subprocess.SubprocessError):
+        pdf = None
+    return record.render_zip(ev, html_text=page, pdf=pdf, exclusions=exclusions)
+
+
+left, right = st.columns(2)
+left.download_button("Decision record (HTML)", data=_html, file_name="decision_record.html",
+                     mime="text/html", key="download_record_html", on_click="ignore",
+                     icon=":material/description:")
+right.download_button("Everything (zip)", data=_zip, file_name="decision_record.zip",
+                      mime="application/zip", key="download_record_zip", on_click="ignore",
+                      icon=":material/folder_zip:")

@@ -1,0 +1,228 @@
+"""The decision record of a review meeting: one HTML file, a PDF and a zip of everything.
+
+:func:`render_html` turns an :class:`~metrics_core.records.Evaluation` (the app's current
+state, or a CLI run with the same settings: the same numbers) into a self-contained HTML page:
+plotly is inlined once, nothing is fetched from the network, every user-controlled string is
+escaped. It holds the title and date, the data set (file names, SHA-256, counts, exclusions),
+every setting, the headline numbers with their intervals, subsets and interpretations, the
+targets, the gate's flow (queries -> gate states -> gold outcome), ROC, PR, reliability,
+per-criterion intervals, the selected-K histogram, the decision curve, the per-criterion
+table, the consistency checks, the audit findings and the meeting's notes. :func:`render_pdf`
+prints that page with headless Chromium; :func:`render_zip` bundles HTML, PDF (when a
+browser is available), ``metrics_master.json``, ``settings.json`` and the CSV tables.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from dashboard import charts
+from metrics_core import registry
+from metrics_core.export import csv_bytes
+
+__all__ = ["CHROMIUM", "render_html", "render_pdf", "render_zip", "settings_json"]
+
+#: Debian's Chromium, used to print the HTML to PDF.
+CHROMIUM = Path("/usr/bin/chromium")
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;
+color:#222;line-height:1.4}
+h1{font-size:1.8rem;margin-bottom:.2rem}h2{font-size:1.3rem;border-bottom:1px solid #ccc;
+margin-top:2rem;break-after:avoid}
+table{border-collapse:collapse;width:100%;font-size:.82rem;margin:.5rem 0;break-inside:auto}
+th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top;
+overflow-wrap:anywhere}th{background:#f4f4f4}tr{break-inside:avoid}
+.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.muted{color:#666;font-size:.85rem}
+.fig{break-inside:avoid;margin:.5rem 0}.notes{white-space:pre-wrap;border:1px solid #ccc;
+padding:.6rem;background:#fafafa}.fail{color:#b00}.pass{color:#070}
+@page{size:A4;margin:14mm 12mm 16mm;@bottom-right{content:"page " counter(page) " of "
+counter(pages);font-size:9px;color:#666}@bottom-left{content:"decision record";font-size:9px;
+color:#666}}@media print{body{margin:0;max-width:none}}
+"""
+HEADLINE = ("auroc", "auprc", "sensitivity", "specificity", "precision", "ece", "brier",
+            "calibration_slope", "screening_sensitivity", "screening_fn_per_1000",
+            "alert_precision", "alert_rate_per_1000", "recall@10", "ndcg@10", "mrr",
+            "evidence_recall", "mean_k", "workload_per_1000")
+
+
+def _e(text) -> str:
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def _num(value, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()
+                                  and abs(value) >= 1000):
+        return f"{int(value):,}"
+    return f"{float(value):.{digits}f}"
+
+
+def _table(frame: pd.DataFrame, *, max_rows: int = 200) -> str:
+    frame = frame.head(max_rows)
+    head = "".join(f"<th>{_e(c)}</th>" for c in frame.columns)
+    rows = []
+    for values in frame.itertuples(index=False):
+        cells = []
+        for v in values:
+            numeric = isinstance(v, int | float) and not isinstance(v, bool)
+            cells.append(f'<td class="num">{_num(v)}</td>' if numeric else f"<td>{_e(v)}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def settings_json(evaluation) -> str:
+    """The run's settings as JSON: what the app loads to restore the same view."""
+    return json.dumps({"schema": "metrics_core_settings/1",
+                       "config": evaluation.config.to_dict()}, indent=2)
+
+
+def _records_frame(evaluation) -> pd.DataFrame:
+    rows = []
+    for name in HEADLINE:
+        try:
+            r = evaluation.record(name)
+        except KeyError:
+            continue
+        lo, hi = r.ci95 if r.ci95 is not None else (None, None)
+        rows.append({"metric": registry.label(name), "value": r.value, "95% CI low": lo,
+                     "95% CI high": hi, "interval": r.ci_method or "none", "subset": r.subset,
+                     "n": r.n, "meaning": r.interpretation})
+    return pd.DataFrame(rows)
+
+
+def _flow(evaluation) -> pd.DataFrame:
+    """The STARD-style flow: queries -> gate state -> gold outcome (counts)."""
+    g = evaluation.gate
+    rows = []
+    for state, (neg, pos) in zip(registry.GATE_STATES, g.label_counts, strict=True):
+        rows.append({"gate state": state, "queries": neg + pos, "with evidence": pos,
+                     "without evidence": neg})
+    rows.append({"gate state": "all", "queries": g.n, "with evidence": g.n_pos,
+                 "without evidence": g.n - g.n_pos})
+    return pd.DataFrame(rows)
+
+
+def _figures(evaluation) -> list:
+    cfg = evaluation.config
+    auroc, auprc = evaluation.record("auroc"), evaluation.record("auprc")
+    per_criterion = evaluation.per_criterion
+    return [
+        charts.roc_figure(evaluation.roc, auroc=auroc.value if auroc.defined else None),
+        charts.pr_figure(evaluation.pr, evaluation.summary["positive_rate"] or 0.0,
+                         auprc=auprc.value if auprc.defined else None),
+        charts.reliability_figure(evaluation.reliability),
+        charts.per_criterion_figure(per_criterion, "screening_sensitivity",
+                                    label="Screening sensitivity"),
+        charts.per_criterion_figure(per_criterion, "auroc", label="AUROC"),
+        charts.k_histogram(evaluation.k, evaluation.states),
+        charts.decision_curve_figure(evaluation.decision_curve, tau_pos=cfg.tau_pos),
+    ]
+
+
+def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
+                data_label: str = "", exclusions: pd.DataFrame | None = None,
+                created: datetime | None = None) -> str:
+    """The decision record as one self-contained HTML page (no network needed to open it)."""
+    import plotly.io as pio
+
+    created = created or datetime.now(UTC)
+    cfg = evaluation.config
+    run = evaluation.run or {}
+    parts = [f"<h1>{_e(title)}</h1>",
+             f"<p class='muted'>{_e(created.strftime('%Y-%m-%d %H:%M UTC'))} · "
+             f"{_e(run.get('generated_by', ''))}</p>"]
+    if notes.strip():
+        parts += ["<h2>Meeting notes</h2>", f"<div class='notes'>{_e(notes)}</div>"]
+    s = evaluation.summary
+    parts += ["<h2>Data</h2>", f"<p>{_e(data_label)}</p>",
+              _table(pd.DataFrame(run.get("inputs") or [], columns=["file", "sha256", "bytes"])),
+              f"<p>{s['n_queries']:,} queries ({s['n_positive']:,} with evidence) on "
+              f"{s['n_posts']:,} posts, {s['n_candidates']:,} candidate sentences; criteria: "
+              f"{_e(', '.join(map(str, s['criteria'])))}. Evaluated: "
+              f"{_e(cfg.filters.describe())}.</p>"]
+    if exclusions is not None and len(exclusions):
+        parts += [f"<p>{len(exclusions):,} rows excluded, with their reasons:</p>",
+                  _table(exclusions, max_rows=50)]
+    settings = pd.DataFrame([{"setting": k, "value": json.dumps(v)}
+                             for k, v in cfg.to_dict().items()])
+    parts += ["<h2>Settings</h2>", _table(settings),
+              "<h2>Headline numbers</h2>", _table(_records_frame(evaluation)),
+              "<h2>Targets</h2>", _table(evaluation.targets),
+              "<h2>Flow of queries through the gate</h2>",
+              f"<p class='muted'>NEG if p &lt; τ_neg = {cfg.tau_neg:g}; UNCERTAIN up to τ_pos = "
+              f"{cfg.tau_pos:g}; POS above.</p>", _table(_flow(evaluation)),
+              "<h2>Figures</h2>"]
+    for i, fig in enumerate(_figures(evaluation)):
+        parts.append("<div class='fig'>" + pio.to_html(
+            fig, full_html=False, include_plotlyjs="inline" if i == 0 else False,
+            config={"displaylogo": False, "staticPlot": True}) + "</div>")
+    table = evaluation.per_criterion.reset_index()
+    keep = [c for c in ("criterion", "n", "n_positive", "auroc", "auprc", "sensitivity",
+                        "specificity", "screening_sensitivity", "alert_precision",
+                        "evidence_recall", "mean_k") if c in table.columns]
+    checks = pd.DataFrame([c.to_dict() for c in evaluation.checks])
+    parts += ["<h2>Per criterion</h2>", _table(table[keep]),
+              "<h2>Consistency checks</h2>", _table(checks)]
+    audit = getattr(evaluation, "audit", None)
+    if audit is not None and getattr(audit, "findings", None):
+        findings = pd.DataFrame([{"level": f.level, "check": f.check, "message": f.message}
+                                 for f in audit.findings])
+        parts += ["<h2>Data audit</h2>", _table(findings)]
+    body = "\n".join(parts)
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
+            f"script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+            f"img-src data:; font-src data:\"><title>{_e(title)}</title>"
+            f"<style>{_CSS}</style></head><body>{body}</body></html>")
+
+
+def render_pdf(html_text: str, *, chromium: Path = CHROMIUM, timeout: float = 120) -> bytes:
+    """The HTML printed to PDF by headless Chromium (page numbers in the footer).
+
+    Raises RuntimeError when no Chromium is installed (Debian's package ``chromium``).
+    """
+    exe = chromium if chromium.exists() else shutil.which("chromium")
+    if exe is None:
+        raise RuntimeError("PDF export needs Chromium (Debian package 'chromium'); "
+                           "the HTML record has the same content")
+    with tempfile.TemporaryDirectory() as tmp:
+        page, out = Path(tmp) / "record.html", Path(tmp) / "record.pdf"
+        page.write_text(html_text, encoding="utf-8")
+        subprocess.run([str(exe), "--headless", "--no-sandbox", "--disable-gpu",
+                        "--disable-background-networking", "--disable-component-update",
+                        "--disable-sync", "--no-first-run", "--no-pdf-header-footer",
+                        "--run-all-compositor-stages-before-draw", "--virtual-time-budget=10000",
+                        f"--print-to-pdf={out}", page.as_uri()],
+                       check=True, capture_output=True, timeout=timeout)
+        return out.read_bytes()
+
+
+def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
+               exclusions: pd.DataFrame | None = None) -> bytes:
+    """HTML, PDF, metrics_master.json, settings.json and the CSV tables in one zip."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("decision_record.html", html_text)
+        if pdf is not None:
+            z.writestr("decision_record.pdf", pdf)
+        z.writestr("metrics_master.json", evaluation.to_json())
+        z.writestr("settings.json", settings_json(evaluation))
+        z.writestr("per_criterion.csv", csv_bytes(evaluation.per_criterion.reset_index()))
+        z.writestr("per_query.csv", csv_bytes(evaluation.per_query))
+        z.writestr("records.csv", csv_bytes(evaluation.records_frame()))
+        if exclusions is not None:
+            z.writestr("excluded_rows.csv", csv_bytes(exclusions))
+    return buf.getvalue()

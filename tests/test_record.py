@@ -1,0 +1,114 @@
+"""The decision record: self-contained HTML (every chart renders with the network blocked), a
+PDF whose text holds the thresholds and the headline numbers, a zip of everything, and the CLI
+report equal to the app's export for the same settings."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from dashboard import record
+from metrics_core import io as mio
+from metrics_core.cli import main
+from metrics_core.config import EvalConfig
+from metrics_core.demo import demo_paths
+from metrics_core.report import Evaluator
+from tests.test_app import assert_clean, open_app
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def evaluation():
+    paths = demo_paths()
+    loaded = mio.load(paths.queries, paths.candidates)
+    return Evaluator(loaded.dataset).evaluate(EvalConfig(tau_neg=0.05, bootstrap=200))
+
+
+def test_html_holds_the_numbers_and_escapes_notes(evaluation):
+    page = record.render_html(evaluation, title="Meeting <b>3</b>",
+                              notes="[link](http://evil.example) <script>x</script>")
+    assert "<script>x</script>" not in page and "&lt;script&gt;" in page
+    assert "Meeting &lt;b&gt;3&lt;/b&gt;" in page
+    assert f"{evaluation.record('auroc').value:.4f}" in page
+    assert "<script src=" not in page and "<link " not in page  # nothing loaded from outside
+    assert page.count("plotly.js v") <= 2  # inlined once
+
+
+def test_zip_holds_everything(evaluation):
+    data = record.render_zip(evaluation, html_text="<html></html>", pdf=b"%PDF-1.4")
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        names = set(z.namelist())
+        assert {"decision_record.html", "decision_record.pdf", "metrics_master.json",
+                "settings.json", "per_criterion.csv", "per_query.csv", "records.csv"} <= names
+        settings = json.loads(z.read("settings.json"))
+        assert EvalConfig.from_dict(settings["config"]) == evaluation.config
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium")
+def test_html_renders_every_chart_with_the_network_blocked(evaluation, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    path = tmp_path / "record.html"
+    path.write_text(record.render_html(evaluation), encoding="utf-8")
+    outside = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM),
+                                    args=["--headless", "--no-sandbox", "--disable-gpu"])
+        context = browser.new_context()
+        context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(
+            "file:") else (outside.append(route.request.url), route.abort()))
+        page = context.new_page()
+        page.goto(path.as_uri())
+        page.wait_for_timeout(2000)
+        charts = page.locator(".js-plotly-plot .main-svg").count()
+        browser.close()
+    assert outside == []
+    assert charts >= 7
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium")
+def test_pdf_text_holds_thresholds_and_headline_numbers(evaluation):
+    from pypdf import PdfReader
+
+    pdf = record.render_pdf(record.render_html(evaluation))
+    reader = PdfReader(io.BytesIO(pdf))
+    text = " ".join(page.extract_text() for page in reader.pages)
+    assert len(reader.pages) >= 4
+    assert "tau_neg" in text and "0.05" in text and "tau_pos" in text
+    assert f"{evaluation.record('auroc').value:.4f}" in text
+    assert f"{evaluation.record('screening_sensitivity').value:.4f}" in text
+    assert "page 1 of" in text
+
+
+def test_cli_report_equals_the_app_export_for_the_same_settings(tmp_path):
+    at = open_app({"gate": "0.05,0.7", "gamma": "0.8"})
+    assert_clean(at)
+    app_eval = at.session_state["_view"].evaluation
+    settings = tmp_path / "settings.json"
+    settings.write_text(record.settings_json(app_eval))
+    out = tmp_path / "record.zip"
+    paths = demo_paths()
+    assert main(["report", str(paths.queries), str(paths.candidates), "--settings",
+                 str(settings), "--format", "zip", "--out", str(out), "--quiet"]) == 0
+    with zipfile.ZipFile(out) as z:
+        cli = json.loads(z.read("metrics_master.json"))
+    app = json.loads(app_eval.to_json())
+    assert cli["config"] == app["config"]
+    assert [(m["name"], m["value"], m["ci95"]) for m in cli["metrics"]] == \
+        [(m["name"], m["value"], m["ci95"]) for m in app["metrics"]]
+
+
+def test_report_with_a_bad_settings_file_exits_2(tmp_path, capsys):
+    bad = tmp_path / "settings.json"
+    bad.write_text('{"config": {"tau_neg": 5}}')
+    paths = demo_paths()
+    assert main(["report", str(paths.queries), str(paths.candidates), "--settings", str(bad),
+                 "--out", str(tmp_path / "r.html")]) == 2
+    assert "tau_neg" in capsys.readouterr().err
