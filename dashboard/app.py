@@ -39,7 +39,10 @@ _EVIDENCE_PAGES = (
     ("case_review.py", "Case review", "case-review", ":material/search:"),
     ("decision.py", "Decision support", "decision", ":material/balance:"),
     ("compare.py", "Compare runs", "compare", ":material/compare_arrows:"),
+    ("meeting.py", "Meeting mode", "meeting", ":material/co_present:"),
 )
+#: Pages that draw their own few controls instead of the settings sidebar.
+_OWN_CONTROLS = ("meeting",)
 _TRIAGE = ("triage.py", "Triage", "triage", ":material/rule:")
 _DATA = ("data_source.py", "Data & audit", "data", ":material/database:")
 
@@ -68,11 +71,13 @@ def _show_failure(exc: BaseException) -> None:
              icon=":material/error:")
 
 
-def _view(source: data.Source, notes: list[str]) -> data.View:
-    """The settings sidebar and downloads, and the view they define."""
+def _view(source: data.Source, notes: list[str], *, widgets: bool = True) -> data.View:
+    """The settings sidebar and downloads, and the view they define (``widgets=False``: the
+    page draws its own controls; the other settings keep their values)."""
     if source.loaded is None:
         return data.View(source=source, filters=data.Filters(), config=state.build_config({}))
-    sidebar.settings_sidebar(source, notes)
+    if widgets:
+        sidebar.settings_sidebar(source, notes)
     values = state.current_settings()
     try:
         config = state.build_config(values)
@@ -81,7 +86,8 @@ def _view(source: data.Source, notes: list[str]) -> data.View:
         config = state.build_config({})
     v = data.View(source=source, filters=sidebar.filters(values), config=config,
                   show_bootstrap=bool(values["ci"]))
-    sidebar.downloads_sidebar(v)
+    if widgets:
+        sidebar.downloads_sidebar(v)
     return v
 
 
@@ -104,7 +110,7 @@ def main() -> None:
         upload.data_sidebar(source)
     page = st.navigation(_pages(source), expanded=True)
     with st.sidebar:
-        data.set_view(_view(source, notes))
+        data.set_view(_view(source, notes, widgets=page.url_path not in _OWN_CONTROLS))
     state.write_to_url()
     for note in dict.fromkeys(notes):
         st.warning(escape_markdown(note), icon=":material/link:")

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "dashboard" / "app.py"
 TIMEOUT = 60
 PAGES = ("overview", "gate", "dynamic_k", "ranking", "calibration", "per_criterion", "per_post",
-         "folds", "case_review", "decision", "triage", "data_source")
+         "folds", "case_review", "decision", "meeting", "triage", "data_source")
 EVIDENCE_PAGES = tuple(p for p in PAGES if p != "triage")
 INTERNAL_ERROR = "Something went wrong computing this view"
 

@@ -55,6 +55,7 @@ PAGES = {
     "Case review": "Case review",
     "Decision support": "Decision support",
     "Compare runs": "Compare runs",
+    "Meeting mode": "Meeting mode",
     "Triage": "Triage",
     "Data & audit": "Data & audit",
 }
@@ -458,3 +459,28 @@ def test_compare_page_with_two_uploaded_runs(new_page, app_url, tmp_path):
     page.wait_for_timeout(1500)
     assert_no_failure(page)
     screenshot(page, "11_compare_upload")
+
+
+def test_meeting_mode_at_projector_size(browser, app_url, demo_evaluator):
+    """Meeting mode at 1280×720: the headline numbers in large type and only the gate and γ
+    controls; the numbers are metrics_core's at the default settings."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        page.goto(app_url + "/meeting")
+        expect(page.locator("h1").filter(has_text="Meeting mode")).to_be_visible(
+            timeout=TIMEOUT_MS)
+        wait_idle(page)
+        ev = demo_evaluator.evaluate(EvalConfig(bootstrap=0))
+        expect(metric(page, "Screening sensitivity")).to_have_text(
+            display.fmt(ev.record("screening_sensitivity").value, 3))
+        # The sidebar holds no settings widget on this page: the only sliders are the page's.
+        assert page.locator('[data-testid="stSidebar"] input[type="range"]').count() == 0
+        assert page.locator('[data-testid="stMain"] input[type="range"]').count() == 3
+        page.wait_for_timeout(1000)
+        assert_no_failure(page)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=ARTIFACTS / "12_meeting_mode_1280x720.png")
+    finally:
+        context.close()

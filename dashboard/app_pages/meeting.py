@@ -1,0 +1,56 @@
+"""Meeting mode: large type for a projector, the headline numbers with their intervals, one
+chart at a time, and only the controls a meeting decides on (τ_neg, τ_pos, γ)."""
+
+import streamlit as st
+
+from dashboard import charts, data, display, state
+from dashboard.safe_text import escape_markdown
+from metrics_core import registry
+
+# Static styling only (no user text): larger type for a room.
+st.html("""<style>
+[data-testid="stMain"] {font-size: 1.35rem;}
+[data-testid="stMetricValue"] {font-size: 2.6rem !important;}
+[data-testid="stMetricLabel"] p {font-size: 1.15rem !important;}
+[data-testid="stMain"] h1 {font-size: 2.4rem;}
+</style>""")
+
+v = data.view()
+st.title("Meeting mode")
+label = escape_markdown(v.source.label)
+if v.source.synthetic:
+    st.info(f"**{label}**", icon=":material/science:")
+st.caption(f"{'' if v.source.synthetic else label + ' · '}Every other setting stays as set on "
+           "the other pages.")
+gate_setting, gamma_setting = state.setting("gate"), state.setting("gamma")
+left, right = st.columns([2, 1])
+left.slider(gate_setting.label, float(gate_setting.low), float(gate_setting.high),
+            step=float(gate_setting.step), key=gate_setting.key)
+right.slider(gamma_setting.label, float(gamma_setting.low), float(gamma_setting.high),
+             step=float(gamma_setting.step), key=gamma_setting.key)
+
+ev = v.evaluation
+names = ("screening_sensitivity", "screening_fn_per_1000", "alert_precision",
+         "alert_rate_per_1000", "evidence_recall", "mean_k")
+cols = st.columns(3)
+for i, name in enumerate(names):
+    r = ev.record(name)
+    ci = "" if r.ci95 is None else (f"95% CI {display.fmt(r.ci95[0], 3)} – "
+                                    f"{display.fmt(r.ci95[1], 3)}")
+    cols[i % 3].metric(registry.label(name), display.fmt(r.value, 3), help=r.interpretation,
+                       border=True)
+    if ci:
+        cols[i % 3].caption(ci)
+
+chart = st.segmented_control("Chart", ["Threshold grid", "Decision curve", "Per criterion"],
+                             default="Threshold grid", key="meeting_chart", required=True)
+if chart == "Threshold grid":
+    display.plot(charts.gate_grid_heatmap(v.gate_grid(), (v.config.tau_neg, v.config.tau_pos),
+                                          metric="screening_sensitivity"), key="meeting_grid")
+elif chart == "Decision curve":
+    display.plot(charts.decision_curve_figure(ev.decision_curve, tau_pos=v.config.tau_pos),
+                 key="meeting_decision")
+else:
+    display.plot(charts.per_criterion_figure(ev.per_criterion, "screening_sensitivity",
+                                             label="Screening sensitivity"),
+                 key="meeting_criterion")
