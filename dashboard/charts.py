@@ -32,6 +32,7 @@ __all__ = [
     "distribution_figure",
     "forest_figure",
     "gamma_sweep_figure",
+    "gate_flow_figure",
     "gate_grid_heatmap",
     "k_histogram",
     "operating_point",
@@ -104,11 +105,19 @@ def _threshold_text(thresholds: np.ndarray) -> list[str]:
 
 # ------------------------------------------------------------------------- ROC and PR
 def roc_figure(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
-               auroc: float | None = None, max_points: int = MAX_CURVE_POINTS) -> go.Figure:
-    """ROC curve (downsampled for display) with the chance diagonal and operating points."""
+               auroc: float | None = None, max_points: int = MAX_CURVE_POINTS,
+               band: pd.DataFrame | None = None) -> go.Figure:
+    """ROC curve (downsampled for display) with the chance diagonal and operating points, and
+    the bootstrap band (``Evaluation.roc_band``) when given."""
     shown = downsample(roc, max_points=max_points)
     name = "ROC" if auroc is None or not _finite(auroc) else f"ROC (AUROC {auroc:.3f})"
     fig = _Figure()
+    if band is not None:
+        fig.add_trace(_Scatter(x=np.r_[band["fpr"], band["fpr"][::-1]],
+                               y=np.r_[band["tpr_hi"], band["tpr_lo"][::-1]], fill="toself",
+                               mode="lines", line={"width": 0, "shape": "hv"},
+                               fillcolor="rgba(76,120,168,0.2)", name="95% band",
+                               hoverinfo="skip"))
     fig.add_trace(_Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance",
                              line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
     fig.add_trace(_Scatter(x=shown.fpr, y=shown.tpr, mode="lines", name=name,
@@ -444,3 +453,24 @@ def overlay_reliability_figure(tables: Mapping[str, object]) -> go.Figure:
                                line={"color": _RUN_COLOURS[i % len(_RUN_COLOURS)]}))
     return _layout(fig, "Reliability of the runs", "Mean predicted probability",
                    "Observed share with evidence", xaxis=_UNIT_RANGE, yaxis=_UNIT_RANGE)
+
+
+def gate_flow_figure(gate) -> go.Figure:
+    """The flow of queries through the gate to the gold outcome (STARD-style), as a Sankey
+    diagram: all queries -> NEG / UNCERTAIN / POS -> with / without evidence (exact counts)."""
+    states = list(STATE_NAMES)
+    labels = [f"all queries ({gate.n:,})",
+              *(f"{s} ({sum(c):,})" for s, c in zip(states, gate.label_counts, strict=True)),
+              f"with evidence ({gate.n_pos:,})", f"without evidence ({gate.n - gate.n_pos:,})"]
+    source, target, value, colour = [], [], [], []
+    for i, (neg, pos) in enumerate(gate.label_counts):
+        source += [0, 1 + i, 1 + i]
+        target += [1 + i, 4, 5]
+        value += [neg + pos, pos, neg]
+        colour += [_STATE_COLOURS[states[i]], "rgba(228,87,86,0.35)", "rgba(76,120,168,0.35)"]
+    fig = _Figure(data=[go.Sankey(
+        node={"label": labels, "pad": 18, "thickness": 16,
+              "color": ["#888", *(_STATE_COLOURS[s] for s in states), "#e45756", "#4c78a8"]},
+        link={"source": source, "target": target, "value": value, "color": colour})])
+    return _layout(fig, "Queries through the gate to the gold outcome", "", "",
+                   xaxis={"visible": False}, yaxis={"visible": False})

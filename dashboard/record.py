@@ -120,7 +120,9 @@ def _figures(evaluation) -> list:
     auroc, auprc = evaluation.record("auroc"), evaluation.record("auprc")
     per_criterion = evaluation.per_criterion
     return [
-        charts.roc_figure(evaluation.roc, auroc=auroc.value if auroc.defined else None),
+        charts.roc_figure(evaluation.roc, auroc=auroc.value if auroc.defined else None,
+                          band=evaluation.roc_band),
+        charts.gate_flow_figure(evaluation.gate),
         charts.pr_figure(evaluation.pr, evaluation.summary["positive_rate"] or 0.0,
                          auprc=auprc.value if auprc.defined else None),
         charts.reliability_figure(evaluation.reliability),
@@ -181,6 +183,11 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
         findings = pd.DataFrame([{"level": f.level, "check": f.check, "message": f.message}
                                  for f in audit.findings])
         parts += ["<h2>Data audit</h2>", _table(findings)]
+    parts += ["<h2>Settings file</h2>",
+              "<p class='muted'>settings.json of this record: load it in the dashboard (sidebar, "
+              "<em>Restore settings</em>) or give it to <code>metrics-core report "
+              "--settings</code> to reproduce every number.</p>",
+              f"<pre id='settings-json'>{_e(settings_json(evaluation))}</pre>"]
     body = "\n".join(parts)
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "

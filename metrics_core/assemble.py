@@ -62,6 +62,7 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
         "gamma_sweep": lambda: ev.gamma_sweep(cfg),
         "gate_grid": lambda: ev.gate_grid(cfg),
         "decision_curve": lambda: ev.decision_curve(cfg),
+        "roc_band": lambda: ev.roc_band(cfg),
     }
     cls = ev.classification()
     evaluation = Evaluation(

@@ -793,3 +793,41 @@ def confusion_at(y, p=None, *, threshold: float = 0.5) -> Confusion:
     if threshold is None or np.isnan(threshold):
         raise ValueError(f"threshold must be a number, got {threshold!r}")
     return confusion_sweep(y, p, thresholds=[threshold]).at(0)
+
+
+def roc_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
+             n_units: int | None = None, grid=None) -> tuple[np.ndarray, np.ndarray,
+                                                          np.ndarray]:
+    """Pointwise percentile 95 % band of the ROC curve over a grid of FPR values (§9).
+
+    In every bootstrap replicate (the one bootstrap of :mod:`metrics_core.uncertainty`) the
+    weighted ROC curve is evaluated at each grid FPR as the TPR of its largest point with
+    ``FPR ≤ grid`` (the rule of :func:`tpr_at_fpr`). Returns ``(grid, lo, hi)``.
+    """
+    from metrics_core.uncertainty import bootstrap_cis
+
+    y = np.asarray(y, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
+    order = np.argsort(-p, kind="stable")
+    ps, ys = p[order], y[order]
+    last = np.r_[ps[1:] != ps[:-1], True]  # the last row of each distinct score
+
+    def statistic(w):
+        ws = w[:, order]
+        tp = np.cumsum(ws * ys, axis=1)[:, last]
+        fp = np.cumsum(ws * (1.0 - ys), axis=1)[:, last]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tpr = tp / tp[:, -1:]
+            fpr = fp / fp[:, -1:]
+        out = np.empty((w.shape[0], grid.size))
+        for r in range(w.shape[0]):
+            idx = np.searchsorted(fpr[r], grid, side="right") - 1
+            out[r] = np.where(idx >= 0, tpr[r, np.maximum(idx, 0)], 0.0)
+            if not np.isfinite(fpr[r, -1]) or not np.isfinite(tpr[r, -1]):
+                out[r] = np.nan
+        return out
+
+    cis = bootstrap_cis({"roc": statistic}, n_units or y.size, unit_of_row=unit_of_row,
+                        n_resamples=n_resamples, seed=seed)["roc"]
+    return grid, np.array([c.lo for c in cis]), np.array([c.hi for c in cis])

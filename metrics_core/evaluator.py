@@ -201,6 +201,22 @@ class Evaluator:
 
         return self._memo(("decision_curve", cfg.bootstrap_config), compute)
 
+    def roc_band(self, cfg: EvalConfig) -> pd.DataFrame | None:
+        """Pointwise 95 % bootstrap band of the ROC curve (None without resamples; cached)."""
+        if not cfg.bootstrap or self.ds.n_queries == 0:
+            return None
+
+        def compute():
+            ds = self.ds
+            post = cfg.bootstrap_unit == "post"
+            grid, lo, hi = classification.roc_band(
+                ds.y, ds.p, n_resamples=cfg.bootstrap, seed=cfg.seed,
+                unit_of_row=ds.post_code if post else None,
+                n_units=int(ds.posts.size) if post else None)
+            return pd.DataFrame({"fpr": grid, "tpr_lo": lo, "tpr_hi": hi})
+
+        return self._memo(("roc_band", cfg.bootstrap_config), compute)
+
     def brier(self) -> float:
         return self._memo(("brier",), lambda: calibration.brier(self.ds.y, self.ds.p))
 

@@ -138,6 +138,11 @@ class Evaluation:
         return self._table("decision_curve")
 
     @property
+    def roc_band(self) -> pd.DataFrame | None:
+        """Pointwise 95 % bootstrap band of the ROC curve (None without resamples)."""
+        return self._table("roc_band")
+
+    @property
     def gate_grid(self) -> pd.DataFrame:
         """Screening, alert and workload metrics over the (τ_neg, τ_pos) grid (§6)."""
         return self._table("gate_grid")
@@ -206,6 +211,7 @@ class Evaluation:
             "gamma_sweep": frame_records(self.gamma_sweep),
             "gate_grid": frame_records(self.gate_grid),
             "decision_curve": frame_records(self.decision_curve),
+            "roc_band": None if self.roc_band is None else frame_records(self.roc_band),
             "per_criterion": frame_records(self.per_criterion.reset_index()),
             "per_criterion_macro_over": self.per_criterion.attrs.get("n_groups"),
             "per_fold": None if per_fold is None else frame_records(per_fold.reset_index()),

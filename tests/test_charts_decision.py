@@ -52,3 +52,27 @@ def test_forest_figure_draws_differences_and_intervals():
     assert list(trace.x) == [0.1, -0.05]
     assert list(trace.y) == ["criterion A", "criterion &lt;b&gt;B&lt;/b&gt;"]
     assert np.allclose(trace.error_x.array[:1], [0.1]) and np.isnan(trace.error_x.array[1])
+
+
+def test_gate_flow_counts_are_the_gate_counts():
+    from metrics_core.gate import assign_states, gate_summary
+
+    y, p = _data(3)
+    g = gate_summary(y, assign_states(p, tau_neg=0.2, tau_pos=0.6))
+    fig = charts.gate_flow_figure(g)
+    link = fig.data[0].link
+    assert sum(v for s, v in zip(link.source, link.value, strict=True) if s == 0) == g.n
+    assert sum(v for t, v in zip(link.target, link.value, strict=True) if t == 4) == g.n_pos
+
+
+def test_roc_band_brackets_the_curve_and_is_drawn():
+    y, p = _data(4)
+    grid, lo, hi = classification.roc_band(y, p, n_resamples=300, seed=2)
+    roc = classification.roc_points(y, p)
+    for g in (0.1, 0.3, 0.5):
+        i = np.searchsorted(roc.fpr, g, side="right") - 1
+        j = int(np.argmin(np.abs(grid - g)))
+        assert lo[j] <= roc.tpr[i] <= hi[j]
+    band = pd.DataFrame({"fpr": grid, "tpr_lo": lo, "tpr_hi": hi})
+    fig = charts.roc_figure(roc, band=band)
+    assert fig.data[0].name == "95% band" and len(fig.data[0].x) == 2 * grid.size

@@ -24,7 +24,8 @@ if not auroc.defined:
 left, right = st.columns(2)
 with left:
     display.plot(charts.roc_figure(ev.roc, points=points,
-                                   auroc=auroc.value if auroc.defined else None),
+                                   auroc=auroc.value if auroc.defined else None,
+                                   band=ev.roc_band),
                  key="roc_chart")
 with right:
     display.plot(charts.pr_figure(ev.pr, ev.summary["positive_rate"] or 0.0, points=points,
