@@ -1,8 +1,8 @@
 """The real dashboard in headless Chromium (Playwright): what a user sees and clicks.
 
-The app runs as ``streamlit run dashboard/app.py`` from the repository root (so
-``.streamlit/config.toml`` applies) on a free localhost port. The expected numbers come from
-``metrics_core`` here (``Evaluator(io.load(...).dataset).evaluate(EvalConfig(...))``),
+The app runs as ``streamlit run dashboard/server.py`` (the app behind its security headers)
+from the repository root (so ``.streamlit/config.toml`` applies) on a free localhost port.
+The expected numbers come from ``metrics_core`` here (``Evaluator(io.load(...).dataset).evaluate(EvalConfig(...))``),
 independently of the app, and are formatted the way the app formats them. Screenshots go to
 ``tests/artifacts/`` (not committed).
 
@@ -76,7 +76,7 @@ pytestmark = [
 # ------------------------------------------------------------------------------ the app
 @pytest.fixture(scope="module")
 def app_url():
-    with running_app("dashboard/app.py", ARTIFACTS / "streamlit.log") as url:
+    with running_app("dashboard/server.py", ARTIFACTS / "streamlit.log") as url:
         yield url
 
 
@@ -484,3 +484,15 @@ def test_meeting_mode_at_projector_size(browser, app_url, demo_evaluator):
         page.screenshot(path=ARTIFACTS / "12_meeting_mode_1280x720.png")
     finally:
         context.close()
+
+
+def test_every_response_carries_the_security_headers(app_url):
+    """The page cannot be framed by another site, types are not sniffed, no referrer leaves."""
+    import urllib.request
+
+    from dashboard.server import SECURITY_HEADERS
+
+    for path in ("/", "/_stcore/health"):
+        with urllib.request.urlopen(app_url + path, timeout=10) as response:
+            for name, value in SECURITY_HEADERS:
+                assert response.headers[name] == value, (path, name)
