@@ -2,8 +2,9 @@
 
 The app runs as ``streamlit run dashboard/server.py`` (the app behind its security headers)
 from the repository root (so ``.streamlit/config.toml`` applies) on a free localhost port.
-The expected numbers come from ``metrics_core`` here (``Evaluator(io.load(...).dataset).evaluate(EvalConfig(...))``),
-independently of the app, and are formatted the way the app formats them. Screenshots go to
+The expected numbers come from ``metrics_core`` here
+(``Evaluator(io.load(...).dataset).evaluate(EvalConfig(...))``), independently of the app, and
+are formatted the way the app formats them. Screenshots go to
 ``tests/artifacts/`` (not committed).
 
 Selectors: Streamlit 1.67 renders a slider thumb as a visually hidden ``input[type=range]``
