@@ -122,7 +122,10 @@ def _demo_parts() -> tuple[mio.Loaded, object, mtriage.TriageData]:
 @st.cache_resource(show_spinner="Preparing the demo data…")
 def _demo_evaluator() -> Evaluator:
     loaded, audit, _ = _demo_parts()
-    return Evaluator(loaded.dataset, audit=audit)
+    paths = demo_paths()
+    inputs = [{"file": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
+               "bytes": p.stat().st_size} for p in (paths.queries, paths.candidates)]
+    return Evaluator(loaded.dataset, audit=audit, inputs=inputs)
 
 
 def demo_source() -> Source:
