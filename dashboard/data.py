@@ -202,7 +202,7 @@ def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
 #: Limits on an uploaded file: the ``[limits]`` table of this file, else the defaults below.
 LIMITS_FILE = Path(__file__).resolve().parents[1] / ".streamlit" / "metrics_core.toml"
 #: A shared app server gets tighter defaults than the command line (Limits' own defaults).
-APP_LIMITS = MappingProxyType({"max_decompressed_bytes": 1 << 30, "max_rows": 20_000_000,
+APP_LIMITS = MappingProxyType({"max_decompressed_bytes": 512 << 20, "max_rows": 20_000_000,
                                "max_columns": 200, "max_cell_bytes": 1 << 20})
 
 

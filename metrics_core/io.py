@@ -97,7 +97,7 @@ class Limits:
 
     Attributes
     ----------
-    max_decompressed_bytes : int, default 2 GiB
+    max_decompressed_bytes : int, default 1 GiB
         Content size after decompression (the file size for an uncompressed file). A gzip
         stream is decompressed chunk by chunk and abandoned at the limit, before anything is
         parsed; for Parquet the uncompressed size recorded in the file's metadata counts.
@@ -119,7 +119,7 @@ class Limits:
     1000
     """
 
-    max_decompressed_bytes: int = 2 << 30
+    max_decompressed_bytes: int = 1 << 30
     max_rows: int = 50_000_000
     max_columns: int = 200
     max_cell_bytes: int = 1 << 20

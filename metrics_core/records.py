@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -195,6 +196,11 @@ class Evaluation:
 
     def to_dict(self) -> dict:
         """``metrics_master.json``: configuration, data summary, records, tables, checks."""
+        return self._document(frame_records)
+
+    def _document(self, table) -> dict:
+        """The document with every table made by ``table(frame)`` (rows, or a placeholder)."""
+        frame_records = table
         per_fold = self.per_fold
         out = {
             "schema": SCHEMA,
@@ -226,8 +232,24 @@ class Evaluation:
         return clean(out)
 
     def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as strict JSON. Tables are written row by row, so the whole document
+        never exists as Python objects at once (a table of 20,000 criteria stays small)."""
         kwargs.setdefault("indent", 2)
-        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+        tables: list[pd.DataFrame] = []
+        token = secrets.token_hex(8)  # no value in the data can collide with the placeholder
+
+        def placeholder(frame: pd.DataFrame) -> str:
+            tables.append(frame)
+            return f"\x00table-{token} {len(tables) - 1}\x00"
+
+        text = json.dumps(self._document(placeholder), allow_nan=False, **kwargs)
+        pieces = text.split(f'"\\u0000table-{token} ')
+        out = [pieces[0]]
+        for piece in pieces[1:]:
+            index, rest = piece.split('\\u0000"', 1)
+            out.append(_rows_json(tables[int(index)]))
+            out.append(rest)
+        return "".join(out)
 
 
 def clean(obj):
@@ -250,3 +272,11 @@ def clean(obj):
 
 def frame_records(frame: pd.DataFrame) -> list[dict]:
     return [clean(row) for row in frame.to_dict(orient="records")]
+
+
+def _rows_json(frame: pd.DataFrame) -> str:
+    """A table as a JSON array of row objects, built one row at a time."""
+    columns = [str(c) for c in frame.columns]
+    rows = (json.dumps(dict(zip(columns, clean(list(values)), strict=True)), allow_nan=False)
+            for values in frame.itertuples(index=False, name=None))
+    return "[\n" + ",\n".join(rows) + "\n]"

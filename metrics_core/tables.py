@@ -51,9 +51,15 @@ def _grouped_mean(codes, g, values, mask=None) -> np.ndarray:
     return outcomes.ratio(num, np.bincount(codes[keep], minlength=g))
 
 
+def _members(codes, g) -> list[np.ndarray]:
+    """The query indices of each group, from one stable sort (linear in the queries)."""
+    order = np.argsort(codes, kind="stable")
+    return np.split(order, np.searchsorted(codes[order], np.arange(1, g)))
+
+
 def _per_group(codes, g, fn) -> list:
-    """``fn(mask)`` for each group (a loop over groups, never over queries)."""
-    return [fn(codes == i) for i in range(g)]
+    """``fn(indices)`` for each group (a loop over groups, never over queries)."""
+    return [fn(m) for m in _members(codes, g)]
 
 
 def _discrimination(ev, label, cfg) -> dict[str, np.ndarray]:
@@ -63,7 +69,7 @@ def _discrimination(ev, label, cfg) -> dict[str, np.ndarray]:
     def compute():
         codes, names = group_codes(ev, label)
         out: dict[str, list] = {}
-        for m in (codes == i for i in range(len(names))):
+        for m in _members(codes, len(names)):
             prepared = classification.prepare(ds.y[m], ds.p[m])
             auroc = classification.roc_auc(prepared)
             auprc = classification.average_precision(prepared)
@@ -87,7 +93,7 @@ def _calibration(ev, label, cfg) -> dict[str, np.ndarray]:
         codes, names = group_codes(ev, label)
         conf, outcome = ev.calibration_inputs(cfg)
         rel = _per_group(codes, len(names), lambda m: calibration.reliability_bins(
-            outcome[m], conf[m], n_bins=cfg.n_bins, strategy=cfg.binning) if m.any() else None)
+            outcome[m], conf[m], n_bins=cfg.n_bins, strategy=cfg.binning) if m.size else None)
         sq = (ev.ds.p - ev.ds.y) ** 2
         fits = _per_group(codes, len(names), lambda m: calibration.logistic_calibration(
             ev.ds.y[m], ev.ds.p[m]))
@@ -130,10 +136,10 @@ def _ranking_and_k(inter, codes, g, n) -> dict[str, np.ndarray]:
     out["mean_k"] = _grouped_mean(codes, g, k)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        out["median_k"] = np.array(_per_group(codes, g, lambda m: np.median(k[m]) if m.any()
+        out["median_k"] = np.array(_per_group(codes, g, lambda m: np.median(k[m]) if m.size
                                               else np.nan))
         out["p90_k"] = np.array(_per_group(codes, g, lambda m: np.percentile(k[m], 90)
-                                           if m.any() else np.nan))
+                                           if m.size else np.nan))
     out["workload"] = np.bincount(codes, weights=k, minlength=g)
     out["workload_per_1000"] = outcomes.ratio(out["workload"], n, 1000.0)
     return out
@@ -142,9 +148,9 @@ def _ranking_and_k(inter, codes, g, n) -> dict[str, np.ndarray]:
 def _multilabel(ds, inter, codes, g) -> dict[str, np.ndarray]:
     """Per-post multi-label metrics of each group's queries (folds: posts do not straddle)."""
     rows = []
-    for m in (codes == i for i in range(g)):
+    for m in _members(codes, g):
         posts, post_code = np.unique(ds.post_code[m], return_inverse=True)
-        view = SimpleNamespace(n_queries=int(m.sum()), posts=posts, criteria=ds.criteria,
+        view = SimpleNamespace(n_queries=int(m.size), posts=posts, criteria=ds.criteria,
                                post_code=post_code, criterion_code=ds.criterion_code[m],
                                y=ds.y[m], p=ds.p[m])
         rows.append(multilabel_values(view, inter.cfg, inter.states[m])[0])

@@ -154,7 +154,7 @@ def test_nested_json_number_is_one_error():
 def test_limits_defaults_and_validation():
     limits = mio.Limits()
     assert (limits.max_decompressed_bytes, limits.max_rows, limits.max_columns,
-            limits.max_cell_bytes) == (2 << 30, 50_000_000, 200, 1 << 20)
+            limits.max_cell_bytes) == (1 << 30, 50_000_000, 200, 1 << 20)
     with pytest.raises(AttributeError):
         limits.max_rows = 5  # frozen
     for bad in (0, -1, True, 2.5, "10"):
