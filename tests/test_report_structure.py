@@ -277,3 +277,45 @@ def test_settings_round_trip_through_the_dashboard_values():
     cfg = EvalConfig(tau_neg=0.05, tau_pos=0.7, gamma=0.8, map_denominator="hits",
                      filters=Filters(fold="2", criteria=("C1",)), bootstrap=500)
     assert state.build_config(state.values_of(cfg)) == cfg
+
+
+def test_cli_prints_escape_codes_from_the_data_as_text(tmp_path, capsys):
+    q, c = random_frames(n_posts=10, seed=6)
+    q = q.rename(columns={"fold": "fold\x1b[2J"})  # a column name that would clear the screen
+    qp, cp = tmp_path / "q.csv", tmp_path / "c.csv"
+    q.to_csv(qp, index=False)
+    c.to_csv(cp, index=False)
+    assert main(["evaluate", str(qp), str(cp), "--out", str(tmp_path / "m.json"),
+                 "--bootstrap", "0"]) == 0
+    out = capsys.readouterr()
+    assert "\x1b" not in out.out + out.err
+    assert "\\x1b[2J" in out.out + out.err
+
+
+def test_cli_exclusions_csv_cannot_run_as_formulas(tmp_path):
+    q, c = random_frames(n_posts=10, seed=8)
+    evil = '=HYPERLINK("http://evil.example")'
+    q.loc[q["post_id"] == "p000", "post_id"] = evil
+    c.loc[c["post_id"] == "p000", "post_id"] = evil
+    q.loc[0, "p_has_evidence"] = float("nan")  # excluded, with its post id
+    qp, cp = tmp_path / "q.csv", tmp_path / "c.csv"
+    q.to_csv(qp, index=False)
+    c.to_csv(cp, index=False)
+    excl = tmp_path / "excluded.csv"
+    assert main(["evaluate", str(qp), str(cp), "--out", str(tmp_path / "m.json"),
+                 "--bootstrap", "0", "--quiet", "--exclusions", str(excl)]) == 0
+    text = excl.read_text()
+    assert "'=HYPERLINK" in text and ",=HYPERLINK" not in text
+
+
+def test_the_app_listens_on_this_machine_only():
+    import subprocess
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["address"] == "127.0.0.1"
+    dev = (root / "dev").read_text()
+    assert "--share" in dev and "no" in dev and "authentication" in dev
+    assert subprocess.run(["bash", "-n", str(root / "dev")]).returncode == 0
