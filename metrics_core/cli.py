@@ -449,7 +449,10 @@ def main(argv: list[str] | None = None) -> int:
             return _report(args)
         return _triage(args)
     except InputError as err:
-        print(f"metrics-core: {_printable(err.render())}", file=sys.stderr)
+        text = err.render()
+        for name, flag, _ in _LIMIT_FLAGS:  # name the option a CLI user can change
+            text = text.replace(f"Limits.{name}", flag)
+        print(f"metrics-core: {_printable(text)}", file=sys.stderr)
         return EXIT_INPUT
     except IsADirectoryError as err:
         print(f"metrics-core: {_printable(err.filename)} is a directory, not a file",
