@@ -109,6 +109,18 @@ def _limits(args):
     return Limits(**{name: getattr(args, name) for name, _, _ in _LIMIT_FLAGS})
 
 
+def _inputs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("queries", type=Path, help="queries table, or one long table")
+    parser.add_argument("candidates", type=Path, nargs="?", help="candidates table")
+
+
+def _outputs(parser: argparse.ArgumentParser, default: str) -> None:
+    """--out, --quiet and the input limits, as every data command has them."""
+    parser.add_argument("--out", type=Path, default=Path(default))
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    _limit_flags(parser)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="metrics-core",
@@ -119,8 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("evaluate", help="all metrics of a queries (+ candidates) file",
                         description="Compute every metric of the contract and write "
                                     "metrics_master.json.")
-    ev.add_argument("queries", type=Path, help="queries table, or one long table")
-    ev.add_argument("candidates", type=Path, nargs="?", help="candidates table")
+    _inputs(ev)
     ev.add_argument("--out", type=Path, default=Path("metrics_master.json"))
     ev.add_argument("--per-query", type=Path, help="also write the per-query table (CSV) here")
     ev.add_argument("--exclusions", type=Path, help="write excluded rows (CSV) here")
@@ -131,8 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     tu = sub.add_parser("tune", help="thresholds that meet targets, overall or per criterion",
                         description="Find the thresholds that meet each target exactly "
                                     "(candidates: the observed probabilities, 0 and 1).")
-    tu.add_argument("queries", type=Path, help="queries table, or one long table")
-    tu.add_argument("candidates", type=Path, nargs="?", help="candidates table")
+    _inputs(tu)
     tu.add_argument("--target", action="append", required=True,
                     help='e.g. "screening_sensitivity>=0.995" (repeat for several)')
     tu.add_argument("--by", choices=("criterion",), default=None,
@@ -143,9 +153,7 @@ def _parser() -> argparse.ArgumentParser:
     tu.add_argument("--bootstrap", type=int, default=0,
                     help="resamples for an interval that re-selects the threshold each time")
     tu.add_argument("--seed", type=int, default=0)
-    tu.add_argument("--out", type=Path, default=Path("tune.json"))
-    tu.add_argument("--quiet", action="store_true")
-    _limit_flags(tu)
+    _outputs(tu, "tune.json")
 
     co = sub.add_parser("compare", help="compare runs on the same queries (paired tests)",
                         description="Ablation table and paired comparisons of several runs "
@@ -157,15 +165,12 @@ def _parser() -> argparse.ArgumentParser:
                     help="paired resamples for the intervals of the differences (0: none)")
     co.add_argument("--bootstrap-unit", choices=VARIANTS["bootstrap_unit"], default="query")
     co.add_argument("--seed", type=int, default=0)
-    co.add_argument("--out", type=Path, default=Path("comparison.json"))
-    co.add_argument("--quiet", action="store_true")
-    _limit_flags(co)
+    _outputs(co, "comparison.json")
 
     rp = sub.add_parser("report", help="the decision record: HTML, PDF or a zip of everything",
                         description="Write the decision record of a run (the same numbers and "
                                     "figures as the dashboard's export for the same settings).")
-    rp.add_argument("queries", type=Path, help="queries table, or one long table")
-    rp.add_argument("candidates", type=Path, nargs="?", help="candidates table")
+    _inputs(rp)
     rp.add_argument("--settings", type=Path, help="settings.json downloaded from the dashboard")
     rp.add_argument("--format", choices=("html", "pdf", "zip"), default="html")
     rp.add_argument("--title", default="Decision record")
