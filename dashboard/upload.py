@@ -28,6 +28,33 @@ _AUTOMATIC, _NONE = "(automatic)", "(none)"
 _LOG = logging.getLogger("dashboard")
 
 
+def release_on_close() -> None:
+    """Let this session's uploads go when its tab closes.
+
+    Streamlit keeps a closed tab's session (and its uploaded files) for a while so that a
+    reconnecting tab can resume it. A session that holds uploaded data is marked not
+    resumable instead: closing the tab shuts it down and frees its uploads at once (a tab that
+    loses its connection then starts a new session and the files are uploaded again).
+    """
+    if st.session_state.get(state.RELEASE_MARKED):
+        return
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is not None and _mark_nonresumable(ctx.session_id):
+        st.session_state[state.RELEASE_MARKED] = True
+
+
+def _mark_nonresumable(session_id: str) -> bool:
+    """Tell the Streamlit runtime not to keep ``session_id`` for reconnection."""
+    from streamlit import runtime
+
+    if not runtime.exists():  # e.g. under AppTest
+        return False
+    runtime.get_instance().mark_session_nonresumable(session_id)
+    return True
+
+
 def _current_upload() -> data.Upload | None:
     """The files in the upload widgets; their digest is computed once per pair of files."""
     q = st.session_state.get(state.UPLOAD_QUERIES)
@@ -80,6 +107,10 @@ def _on_demo() -> None:
 
 def data_sidebar(source: data.Source | None) -> None:
     """Which data is shown, the way back to the demo, and the upload widgets."""
+    if (st.session_state.get(state.UPLOAD_QUERIES) is not None
+            or st.session_state.get(state.UPLOAD_CANDIDATES) is not None
+            or (source is not None and source.kind == "upload")):
+        release_on_close()
     st.subheader("Data")
     if source is None:
         st.caption("No data loaded: upload your files below.")

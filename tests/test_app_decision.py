@@ -37,3 +37,27 @@ def test_finder_result_moves_the_gate_slider(demo):
     at.button(key="finder_apply").click().run()
     assert_clean(at)
     assert at.session_state["gate"][0] == pytest.approx(value)
+
+
+def test_a_session_holding_an_upload_is_released_when_its_tab_closes(monkeypatch):
+    """Uploads mark the session not resumable, so closing the tab shuts it down and frees its
+    files at once (Streamlit otherwise keeps a closed tab's session for reconnection)."""
+    from dashboard import upload
+    from tests.test_app import open_app
+
+    marked = []
+
+    def mark(session_id):
+        marked.append(session_id)
+        return True
+
+    monkeypatch.setattr(upload, "_mark_nonresumable", mark)
+    at = open_app()
+    assert marked == []  # the demo alone holds nothing uploaded
+    at.file_uploader(key="upload_queries").set_value(
+        ("q.csv", b"post_id,criterion,has_evidence,p_has_evidence\np,A,1,0.5\n", "text/csv")
+    ).run()
+    assert len(marked) == 1
+    at.run()
+    assert len(marked) == 1  # once per session
+    assert upload.release_on_close.__doc__
