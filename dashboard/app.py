@@ -41,8 +41,8 @@ _EVIDENCE_PAGES = (
     ("compare.py", "Compare runs", "compare", ":material/compare_arrows:"),
     ("meeting.py", "Meeting mode", "meeting", ":material/co_present:"),
 )
-#: Pages that draw their own few controls instead of the settings sidebar.
-_OWN_CONTROLS = ("meeting",)
+#: Pages that draw their own few controls (or need none) instead of the settings sidebar.
+_OWN_CONTROLS = ("meeting", "triage")
 _TRIAGE = ("triage.py", "Triage", "triage", ":material/rule:")
 _DATA = ("data_source.py", "Data & audit", "data", ":material/database:")
 

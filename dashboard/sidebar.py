@@ -57,15 +57,21 @@ def _filter_options(source: data.Source) -> dict[str, tuple]:
 
 def settings_sidebar(source: data.Source, notes: list[str]) -> None:
     options = _filter_options(source)
-    # A filter value from a link that this data set does not have falls back to "all".
+    # A filter value this data set does not have falls back to "all": with a note when it came
+    # from a link, silently when the data source changed (the filter was for other data).
+    switched = st.session_state.get(state.FILTERS_SOURCE) not in (None, source.token)
+    st.session_state[state.FILTERS_SOURCE] = source.token
     for key in ("fold", "split"):
         if st.session_state.get(key) not in options[key]:
-            notes.append(f"{key}={st.session_state.get(key)!r} is not in this data set; "
-                         f"showing all.")
+            if not switched:
+                notes.append(f"{key}={st.session_state.get(key)!r} is not in this data set; "
+                             f"showing all.")
             st.session_state[key] = ALL
     chosen = [c for c in st.session_state.get("criterion", []) if c in options["criterion"]]
     if chosen != list(st.session_state.get("criterion", [])):
-        notes.append("Some criteria in the link are not in this data set and were dropped.")
+        if not switched:
+            notes.append("Some criteria in the link are not in this data set and were "
+                         "dropped.")
         st.session_state["criterion"] = chosen
     for section in _SECTIONS:
         with st.expander(SECTIONS[section], expanded=section in _OPEN):

@@ -61,6 +61,8 @@ USE_DEMO = "use_demo"
 UPLOAD_ERROR = "_upload_error"
 SNIFFED = "_sniffed"
 UPLOAD_DIGEST = "_upload_digest"
+#: The data source the filters were last checked against (a switch resets them silently).
+FILTERS_SOURCE = "_filters_source"
 #: This session was marked not resumable (its uploads are freed when the tab closes).
 RELEASE_MARKED = "_release_marked"
 #: Column-mapping form: one select box per (table, canonical column), and its buttons.

@@ -61,3 +61,30 @@ def test_a_session_holding_an_upload_is_released_when_its_tab_closes(monkeypatch
     at.run()
     assert len(marked) == 1  # once per session
     assert upload.release_on_close.__doc__
+
+
+def test_back_to_the_demo_resets_an_upload_filter_without_a_link_warning():
+    from tests.conftest import random_frames
+    from tests.test_app import open_app
+
+    q, c = random_frames(n_posts=20, seed=1)
+    q["fold"] = q["fold"] + 10  # folds the demo does not have
+    at = open_app()
+    at.file_uploader(key="upload_queries").set_value(
+        ("q.csv", q.to_csv(index=False).encode(), "text/csv")).run()
+    at.file_uploader(key="upload_candidates").set_value(
+        ("c.csv", c.to_csv(index=False).encode(), "text/csv")).run()
+    at.button(key="load_upload").click().run()
+    at.selectbox(key="fold").set_value("12").run()
+    assert at.session_state["fold"] == "12"
+    at.button(key="use_demo").click().run()
+    assert at.session_state["fold"] == "all"
+    assert not [w.value for w in at.warning]  # no note about a link that was never used
+
+
+def test_the_triage_page_has_no_evidence_settings():
+    from tests.test_app import open_app
+
+    at = open_app(page="triage")
+    assert_clean(at)
+    assert not [s for s in at.sidebar.slider]
