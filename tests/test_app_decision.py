@@ -87,4 +87,4 @@ def test_the_triage_page_has_no_evidence_settings():
 
     at = open_app(page="triage")
     assert_clean(at)
-    assert not [s for s in at.sidebar.slider]
+    assert not list(at.sidebar.slider)
