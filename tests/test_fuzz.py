@@ -28,7 +28,7 @@ from metrics_core import io as mio
 from metrics_core.demo import make_synthetic
 from metrics_core.errors import InputError
 
-FUZZ = settings(max_examples=250, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=500, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -149,7 +149,7 @@ def parquet_mutation(draw, data: bytes) -> bytes:
         "string": lambda: pc_string(table.column(name)),
         "bool": lambda: pa.array([bool(i % 2) for i in range(n)]),
         "uint64": lambda: pa.array([2**64 - 1 - i for i in range(n)], type=pa.uint64()),
-        "dictionary": lambda: pc_string(table.column(name)).dictionary_encode(),
+        "dictionary": lambda: pc_string(table.column(name)).fill_null("").dictionary_encode(),
         "null": lambda: pa.nulls(n),
         "float": lambda: pa.array(np.linspace(-1e300, 1e300, n)),
         "huge": lambda: pa.array([2**62 + i for i in range(n)], type=pa.int64()),
@@ -161,7 +161,7 @@ def parquet_mutation(draw, data: bytes) -> bytes:
 
 
 def pc_string(column) -> pa.Array:
-    return pa.array([None if v is None else str(v) for v in column.to_pylist()])
+    return pa.array([None if v is None else str(v) for v in column.to_pylist()], type=pa.string())
 
 
 @st.composite
