@@ -14,7 +14,7 @@ import pandas as pd
 
 from metrics_core import __version__, gate, sections, tables
 from metrics_core.checks import consistency_checks, disjoint_checks
-from metrics_core.intervals import data_intervals, operating_intervals
+from metrics_core.intervals import data_intervals, multilabel_intervals, operating_intervals
 from metrics_core.records import Evaluation
 from metrics_core.registry import GATE_STATES
 
@@ -26,21 +26,19 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
     inter = ev.intermediate(cfg)
     boot = data_intervals(ev, cfg, progress)
     ks = sections.k_summary(inter, ds.y)
-    op = operating_intervals(ev, cfg, {"evidence_recall": (inter.rec, inter.emask),
-                                       "evidence_precision": (inter.prec, inter.emask),
-                                       "mean_k": (inter.k.astype(np.float64), None)}, progress)
-    op.method = boot.method
+    op = operating_intervals(ev, cfg, inter, progress)
     abstention = gate.abstention_metrics(ds.y, gate.states_to_prediction(inter.states))
     ranking_summary = ev.ranking_summary(cfg)
-    ml, n_posts = sections.multilabel_values(ds, cfg, inter.states)
+    ml, n_posts, post_cells = sections.multilabel_values(ds, cfg, inter.states)
+    ml_boot = multilabel_intervals(ev, cfg, *post_cells, progress=progress)
 
     records = sections.RecordList()
-    confusion = sections.classification_records(records, ev, inter, boot)
+    confusion = sections.classification_records(records, ev, inter, boot, op)
     sections.calibration_records(records, ev, inter, boot)
-    sections.gate_records(records, ev, inter, abstention)
+    sections.gate_records(records, ev, inter, abstention, op)
     sections.ranking_records(records, ev, inter, boot, ranking_summary)
     sections.dynamic_k_records(records, ev, inter, op, ks)
-    sections.multilabel_records(records, ml, n_posts, cfg)
+    sections.multilabel_records(records, ml, n_posts, cfg, ml_boot)
 
     g = gate.gate_summary(ds.y, inter.states)
     codes, _ = tables.group_codes(ev, "criterion")

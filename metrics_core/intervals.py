@@ -12,10 +12,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from metrics_core import calibration, classification
-from metrics_core.uncertainty import CI, Bootstrap, bootstrap_cis, weighted_means
+from metrics_core import calibration, classification, gate, multilabel, outcomes
+from metrics_core.classification import confusion_rates
+from metrics_core.uncertainty import (
+    CI,
+    Bootstrap,
+    bootstrap_cis,
+    weighted_int_quantiles,
+    weighted_means,
+    weighted_outcome_tables,
+)
 
-__all__ = ["Intervals", "data_intervals", "operating_intervals"]
+__all__ = ["Intervals", "data_intervals", "multilabel_intervals", "operating_intervals"]
 
 
 class Intervals(dict):
@@ -83,6 +91,8 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
             "discrimination": discrimination,
             "ece": lambda w: calibration.ece_weighted(outcome, conf, w, n_bins=cfg.n_bins,
                                                       strategy=cfg.binning),
+            "mce": lambda w: calibration.mce_weighted(outcome, conf, w, n_bins=cfg.n_bins,
+                                                      strategy=cfg.binning),
             "auroc_by_criterion": lambda w: np.stack(
                 [classification.roc_auc_weighted(s, weights=w[:, m])
                  for s, m in zip(by_criterion, members, strict=True)],
@@ -96,10 +106,69 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
     return ev._memo(key, compute)
 
 
-def operating_intervals(ev, cfg, columns: dict, progress: Callable | None = None) -> Intervals:
-    """Percentile CIs of the setting-dependent means (evidence recall / precision, mean K)."""
+def _outcome_ratios(y, pred, ratios: Callable, names: dict[str, str]):
+    """Statistic: ratios of the weighted (prediction, label) table (the §4 / §6 kernel)."""
+    tables = weighted_outcome_tables((np.asarray(pred, dtype=np.int64) + 1) * 2
+                                     + np.asarray(y, dtype=np.int64))
+
+    def statistic(w):
+        values = ratios(tables(w).reshape(-1, 3, 2))
+        return np.stack([values[key] for key in names.values()], axis=1)
+
+    statistic.names = tuple(names)
+    return statistic
+
+
+def _confusion(table):
+    return confusion_rates(*outcomes.confusion_cells(table))
+
+
+def operating_intervals(ev, cfg, inter, progress: Callable | None = None) -> Intervals:
+    """Percentile CIs of the setting-dependent metrics: evidence recall / precision, K mean /
+    median / P90 and workload per 1,000 (§7), F1 / MCC / balanced accuracy at τ (§4) and the
+    ratios of the gate's abstention view that are not proportions (§6).
+
+    The count matrix is the data set's (drawn once per seed); a setting change re-weights."""
     if cfg.bootstrap == 0 or ev.ds.n_queries == 0:
         return Intervals(None)
+    y = ev.ds.y
+    k = np.asarray(inter.k, dtype=np.int64)
+    statistics = {
+        "means": weighted_means({"evidence_recall": (inter.rec, inter.emask),
+                                 "evidence_precision": (inter.prec, inter.emask),
+                                 "mean_k": (k.astype(np.float64), None),
+                                 "workload_per_1000": (1000.0 * k, None)}),
+        "k_quantiles": weighted_int_quantiles(k, (0.5, 0.9)),
+        "confusion": _outcome_ratios(y, inter.pred, _confusion,
+                                     {"f1": "f1", "mcc": "mcc",
+                                      "balanced_accuracy": "balanced_accuracy"}),
+        "abstention": _outcome_ratios(y, gate.states_to_prediction(inter.states),
+                                      outcomes.abstention_ratios,
+                                      {"f1_pos": "f1_pos", "f1_neg": "f1_neg",
+                                       "balanced_accuracy_answered": "balanced_accuracy",
+                                       "mcc_answered": "mcc"}),
+    }
+    statistics["k_quantiles"].names = ("median_k", "p90_k")
     out = Intervals(_method(cfg))
-    out.update(_run(ev, cfg, {"means": weighted_means(columns)}, progress))
+    out.update(_run(ev, cfg, statistics, progress))
+    return out
+
+
+def multilabel_intervals(ev, cfg, matrix, predicted, mask,
+                         progress: Callable | None = None) -> Intervals:
+    """Percentile CIs of the multi-label metrics (§8), resampling posts whatever the
+    bootstrap unit: the metrics are per post."""
+    n_posts = int(matrix.shape[0])
+    if cfg.bootstrap == 0 or n_posts == 0:
+        return Intervals(None)
+    counts = None
+    if n_posts * cfg.bootstrap <= KEEP_COUNTS_CELLS:
+        counts = ev._memo(("bootstrap_counts", n_posts, cfg.bootstrap, cfg.seed),
+                          lambda: Bootstrap(n_posts, n_resamples=cfg.bootstrap,
+                                            seed=cfg.seed).compact_counts())
+    out = Intervals(f"bootstrap (post, {cfg.bootstrap} resamples, seed {cfg.seed})")
+    out.update(bootstrap_cis({"multilabel": multilabel.multilabel_weighted(matrix, predicted,
+                                                                            mask)},
+                             n_posts, n_resamples=cfg.bootstrap, seed=cfg.seed, unit="post",
+                             progress=progress, counts=counts))
     return out

@@ -26,8 +26,12 @@ import numpy as np
 
 from metrics_core.dataset import Dataset
 
-__all__ = ["DECISION_RULES", "PostLabels", "decision_labels", "multilabel_metrics",
-           "post_matrix"]
+__all__ = ["DECISION_RULES", "MULTILABEL_NAMES", "PostLabels", "decision_labels",
+           "multilabel_metrics", "multilabel_weighted", "post_matrix"]
+
+#: The multi-label metrics of :func:`multilabel_metrics`, in report order.
+MULTILABEL_NAMES = ("exact_match", "hamming_score", "hamming_loss", "micro_f1", "samples_f1",
+                    "macro_f1", "weighted_f1")
 
 #: Decision rules (contract §8): ``p ≥ τ``, screen-in (state ≠ NEG), alert (state = POS).
 DECISION_RULES = ("threshold", "screen_in", "alert")
@@ -229,6 +233,68 @@ def multilabel_metrics(Y, Yhat, mask=None) -> dict[str, float]:
     else:
         out["weighted_f1"] = out["macro_f1"]
     return out
+
+
+def multilabel_weighted(Y, Yhat, mask=None):
+    """Statistic for the bootstrap over posts: the metrics of :func:`multilabel_metrics` per
+    row-weight vector over posts (contract §8, §9).
+
+    Row ``r`` of ``statistic(W)`` (shape ``(b, 7)``, columns :data:`MULTILABEL_NAMES`) equals
+    :func:`multilabel_metrics` on the posts repeated ``W[r, i]`` times; a criterion counts in
+    ``macro_f1`` when one of its cells is drawn. One matrix product per per-post count.
+
+    >>> s = multilabel_weighted([[1, 0], [0, 0]], [[1, 1], [0, 0]])
+    >>> s(np.array([[1.0, 1.0], [2.0, 0.0]])).round(6).tolist()[0]
+    [0.5, 0.75, 0.25, 0.666667, 0.833333, 0.5, 1.0]
+    """
+    row, col, y, yh, (n_posts, n_crit) = _cells(Y, Yhat, mask)
+    tp, fp, fn = y & yh, yh & ~y, y & ~yh
+    wrong = fp | fn
+
+    def per_post(values):
+        return np.bincount(row[values], minlength=n_posts).astype(np.float64)
+
+    def post_by_crit(values):  # sparse posts x criteria counts: memory ~ one cell per query
+        from scipy import sparse
+
+        return sparse.csr_array((np.ones(int(values.sum())), (row[values], col[values])),
+                                shape=(n_posts, n_crit))
+
+    cells = np.bincount(row, minlength=n_posts).astype(np.float64)
+    present = (cells > 0).astype(np.float64)
+    exact = present * (per_post(wrong) == 0)
+    post_f1 = present * _f1(per_post(tp), per_post(fp), per_post(fn))
+    sums = np.stack([cells, present, exact, per_post(wrong), per_post(tp), per_post(fp),
+                     per_post(fn), post_f1], axis=1)
+    by_crit = [post_by_crit(a) for a in (tp, fp, fn, y, np.ones_like(y))]
+    # Resamples per step, so that the (resamples x criteria) arrays stay small.
+    step = max(1, (1 << 21) // max(n_crit, 1))
+
+    def per_criterion(weights):
+        c_tp, c_fp, c_fn, c_support, c_cells = ((m.T @ weights.T).T for m in by_crit)
+        crit_f1 = _f1(c_tp, c_fp, c_fn)
+        drawn = c_cells > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            macro = np.where(drawn, crit_f1, 0.0).sum(1) / drawn.sum(1)
+            support = c_support.sum(1)
+            weighted = np.where(support > 0, (crit_f1 * c_support).sum(1) / support, macro)
+        return macro, weighted
+
+    def statistic(weights: np.ndarray) -> np.ndarray:
+        weights = np.asarray(weights, dtype=np.float64)
+        n_cells, n_present, n_exact, n_wrong, s_tp, s_fp, s_fn, s_f1 = (weights @ sums).T
+        parts = [per_criterion(weights[i:i + step]) for i in range(0, weights.shape[0], step)]
+        macro = np.concatenate([m for m, _ in parts]) if parts else np.empty(0)
+        weighted = np.concatenate([w for _, w in parts]) if parts else np.empty(0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            loss = n_wrong / n_cells
+            out = np.stack([n_exact / n_present, 1.0 - loss, loss,
+                            _f1(s_tp, s_fp, s_fn), s_f1 / n_present, macro, weighted], axis=1)
+        out[n_cells <= 0] = np.nan
+        return out
+
+    statistic.names = MULTILABEL_NAMES
+    return statistic
 
 
 def _cells(Y, Yhat, mask):

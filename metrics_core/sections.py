@@ -73,7 +73,7 @@ def fmt_t(t: float) -> str:
 
 
 # ---------------------------------------------------------------------------------- §4
-def classification_records(out: RecordList, ev, inter, boot: Intervals):
+def classification_records(out: RecordList, ev, inter, boot: Intervals, op: Intervals):
     """AUROC, AUPRC, TPR at FPR targets, and the confusion metrics at τ (§4).
 
     Returns the :class:`~metrics_core.classification.Confusion` at τ.
@@ -97,11 +97,11 @@ def classification_records(out: RecordList, ev, inter, boot: Intervals):
     proportions = {"sensitivity": (tp, tp + fn), "specificity": (tn, tn + fp),
                    "fpr": (fp, tn + fp), "precision": (tp, tp + fp), "npv": (tn, tn + fn)}
     rates = confusion_rates(tp, fp, tn, fn)
-    for name in ("sensitivity", "specificity", "fpr", "precision", "npv", "f1", "mcc",
-                 "balanced_accuracy"):
-        k, m = proportions.get(name, (0, 0))
-        out.add(name, rates[name], subset, n, ci=wilson(k, m) if name in proportions else None,
-                ci_method="wilson")
+    for name in ("sensitivity", "specificity", "fpr", "precision", "npv"):
+        k, m = proportions[name]
+        out.add(name, rates[name], subset, n, ci=wilson(k, m), ci_method="wilson")
+    for name in ("f1", "mcc", "balanced_accuracy"):
+        out.add_boot(name, rates[name], subset, n, op)
     return confusion_from_counts(tp, fp, tn, fn, threshold=cfg.threshold)
 
 
@@ -113,7 +113,7 @@ def calibration_records(out: RecordList, ev, inter, boot: Intervals) -> None:
     view = VARIANT_LABELS["calibration_view"][cfg.calibration_view]
     variant = f"{view}; {cfg.n_bins} {VARIANT_LABELS['binning'][cfg.binning]}"
     out.add_boot("ece", rel.ece, ALL, n, boot, variant=variant)
-    out.add("mce", rel.mce, ALL, n, variant=variant)
+    out.add_boot("mce", rel.mce, ALL, n, boot, variant=variant)
     out.add_boot("brier", ev.brier(), ALL, n, boot, variant="positive class p")
     lc = ev.logistic_calibration()
     out.add("calibration_in_the_large", lc.in_the_large, ALL, n, ci=lc.in_the_large_ci,
@@ -125,7 +125,7 @@ def calibration_records(out: RecordList, ev, inter, boot: Intervals) -> None:
 
 
 # ---------------------------------------------------------------------------------- §6
-def gate_records(out: RecordList, ev, inter, abstention) -> None:
+def gate_records(out: RecordList, ev, inter, abstention, op: Intervals) -> None:
     """Workload, screening and alert metrics of the gate, then its abstention view (§6)."""
     ds, cfg = ev.ds, inter.cfg
     subset = f"{ALL} @ τ_neg={cfg.tau_neg:g}, τ_pos={cfg.tau_pos:g}"
@@ -134,8 +134,11 @@ def gate_records(out: RecordList, ev, inter, abstention) -> None:
         ci = None if math.isnan(lo[0]) else (float(lo[0]), float(hi[0]))
         out.add(name, value[0], subset, ds.n_queries, ci=ci, ci_method="wilson")
     for name, attribute in ABSTENTION_ATTRIBUTES.items():
-        out.add(name, getattr(abstention, attribute), subset, ds.n_queries,
-                ci=abstention.intervals.get(attribute), ci_method="wilson")
+        if attribute in abstention.intervals:
+            out.add(name, getattr(abstention, attribute), subset, ds.n_queries,
+                    ci=abstention.intervals[attribute], ci_method="wilson")
+        else:  # F1, MCC, balanced accuracy: not proportions
+            out.add_boot(name, getattr(abstention, attribute), subset, ds.n_queries, op)
 
 
 # ---------------------------------------------------------------------------------- §3
@@ -166,11 +169,12 @@ def dynamic_k_records(out: RecordList, ev, inter, boot: Intervals, k_summary) ->
     for name, values in (("evidence_recall", inter.rec), ("evidence_precision", inter.prec)):
         out.add_boot(name, np.mean(values[inter.emask]) if n_e else None,
                      cfg.evidence_protocol, n_e, boot, variant=variant)
-    out.add_boot("mean_k", k_summary.mean, ALL, n, boot, variant=variant)
-    out.add("median_k", k_summary.median, ALL, n, variant=variant)
-    out.add("p90_k", k_summary.p90, ALL, n, variant=variant)
+    for name, value in (("mean_k", k_summary.mean), ("median_k", k_summary.median),
+                        ("p90_k", k_summary.p90)):
+        out.add_boot(name, value, ALL, n, boot, variant=variant)
     out.add("workload", k_summary.total, ALL, n, variant=variant)
-    out.add("workload_per_1000", k_summary.workload_per_1000, ALL, n, variant=variant)
+    out.add_boot("workload_per_1000", k_summary.workload_per_1000, ALL, n, boot,
+                 variant=variant)
 
 
 def k_summary(inter, y) -> dynamic_k.KSummary:
@@ -178,21 +182,26 @@ def k_summary(inter, y) -> dynamic_k.KSummary:
 
 
 # ---------------------------------------------------------------------------------- §8
-def multilabel_values(ds, cfg, states) -> tuple[dict, int]:
-    """Per-post multi-label metrics of a data set under the decision rule, and the posts."""
+def multilabel_values(ds, cfg, states) -> tuple[dict, int, tuple]:
+    """Per-post multi-label metrics of a data set under the decision rule, the number of
+    posts, and the ``(gold, predicted, present)`` post × criterion matrices."""
     labels = multilabel.decision_labels(ds, rule=cfg.multilabel_rule, threshold=cfg.threshold,
                                         states=states)
     matrix, predicted, mask = multilabel.post_matrix(ds, labels)
-    return multilabel.multilabel_metrics(matrix, predicted, mask), int(matrix.shape[0])
+    return (multilabel.multilabel_metrics(matrix, predicted, mask), int(matrix.shape[0]),
+            (matrix, predicted, mask))
 
 
-def multilabel_records(out: RecordList, ml: dict, n_posts: int, cfg) -> None:
-    """Exact match, Hamming and the F1 family over posts (§8)."""
+def multilabel_records(out: RecordList, ml: dict, n_posts: int, cfg,
+                       boot: Intervals | None = None) -> None:
+    """Exact match, Hamming and the F1 family over posts (§8): exact match with its Wilson
+    interval, the others with the bootstrap over posts."""
     variant = VARIANT_LABELS["multilabel_rule"][cfg.multilabel_rule]
-    for name in ("exact_match", "hamming_score", "hamming_loss", "micro_f1", "samples_f1",
-                 "macro_f1", "weighted_f1"):
-        ci = None
-        if name == "exact_match" and math.isfinite(ml[name]):
-            ci = wilson(round(ml[name] * n_posts), n_posts)
-        out.add(name, ml[name], f"{ALL} (per post)", n_posts, ci=ci, ci_method="wilson",
-                variant=variant)
+    boot = boot if boot is not None else Intervals(None)
+    for name in multilabel.MULTILABEL_NAMES:
+        if name == "exact_match":
+            ci = wilson(round(ml[name] * n_posts), n_posts) if math.isfinite(ml[name]) else None
+            out.add(name, ml[name], f"{ALL} (per post)", n_posts, ci=ci, ci_method="wilson",
+                    variant=variant)
+        else:
+            out.add_boot(name, ml[name], f"{ALL} (per post)", n_posts, boot, variant=variant)

@@ -34,8 +34,10 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_cis",
     "percentile_ci",
+    "weighted_int_quantiles",
     "weighted_mean",
     "weighted_means",
+    "weighted_outcome_tables",
     "weighted_ratio",
     "wilson_interval",
 ]
@@ -424,5 +426,57 @@ def weighted_ratio(num, den) -> Statistic:
 
     def statistic(weights: np.ndarray) -> np.ndarray:
         return _ratio(weights @ num, weights @ den)
+
+    return statistic
+
+
+def weighted_outcome_tables(cell, n_cells: int = 6):
+    """Statistic helper: ``W @ onehot(cell)``, the weighted count of every cell per resample.
+
+    ``cell`` is the cell index of every row (e.g. ``(pred + 1) * 2 + y`` of
+    :func:`metrics_core.outcomes.outcome_counts`); the result has shape ``(b, n_cells)``.
+    """
+    cell = np.asarray(cell, dtype=np.int64)
+    onehot = np.zeros((cell.size, n_cells))
+    onehot[np.arange(cell.size), cell] = 1.0
+
+    def tables(weights: np.ndarray) -> np.ndarray:
+        return weights @ onehot
+
+    return tables
+
+
+def weighted_int_quantiles(values, quantiles) -> Statistic:
+    """Statistic: numpy's linear quantiles of non-negative integers under integer row weights.
+
+    Row ``r`` equals ``np.quantile(np.repeat(values, weights[r]), quantiles)``: the sample with
+    row ``i`` repeated ``weights[r, i]`` times (a bootstrap resample). Built from one weighted
+    histogram per resample, so it costs one matrix product. Returns ``(b, len(quantiles))``;
+    ``nan`` for an empty resample.
+
+    >>> s = weighted_int_quantiles([0, 2, 3, 5], (0.5, 0.9))
+    >>> s(np.array([[1.0, 1, 1, 1], [0, 2, 0, 1]])).round(12).tolist()
+    [[2.5, 4.4], [2.0, 4.4]]
+    """
+    values = np.asarray(values, dtype=np.int64)
+    if values.ndim != 1 or (values.size and values.min() < 0):
+        raise ValueError("values must be a 1-D array of non-negative integers")
+    q = np.asarray(quantiles, dtype=np.float64)
+    n_values = int(values.max()) + 1 if values.size else 1
+    hist = weighted_outcome_tables(values, n_values)
+
+    def statistic(weights: np.ndarray) -> np.ndarray:
+        cum = np.rint(np.cumsum(hist(weights), axis=1))  # (b, n_values): counts <= v
+        total = cum[:, -1]
+        pos = (total[:, None] - 1.0) * q[None, :]  # (b, m) fractional order statistic
+        lo = np.floor(pos)
+
+        def order_stat(j):  # value of the j-th smallest (0-based): #{v : cum[v] <= j}
+            return (cum[:, None, :] <= j[:, :, None]).sum(axis=2).astype(np.float64)
+
+        a, b = order_stat(lo), order_stat(np.minimum(lo + 1, np.maximum(total - 1, 0)[:, None]))
+        out = a + (pos - lo) * (b - a)
+        out[total <= 0] = np.nan
+        return out
 
     return statistic

@@ -145,3 +145,17 @@ def test_post_matrix_and_decision_rules():
         decision_labels(ds, rule="majority")
     with pytest.raises(ValueError, match="predicted"):
         post_matrix(ds, [1, 0])
+
+
+def test_weighted_statistic_equals_repeating_posts():
+    from metrics_core.multilabel import MULTILABEL_NAMES, multilabel_weighted
+
+    rng = np.random.default_rng(2)
+    gold, pred = rng.integers(0, 2, (40, 5)), rng.integers(0, 2, (40, 5))
+    mask = rng.random((40, 5)) > 0.2
+    weights = rng.integers(0, 3, (30, 40)).astype(float)
+    got = multilabel_weighted(gold, pred, mask)(weights)
+    for r, w in enumerate(weights):
+        idx = np.repeat(np.arange(40), w.astype(int))
+        want = multilabel_metrics(gold[idx], pred[idx], mask[idx])
+        assert got[r] == pytest.approx([want[n] for n in MULTILABEL_NAMES], abs=1e-12)

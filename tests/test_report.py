@@ -224,3 +224,61 @@ def test_setting_changes_reuse_data_only_parts(dataset):
     cached = set(ev._cache)
     ev.evaluate(EvalConfig(bootstrap=0, tau_neg=0.2, gamma=0.8, threshold=0.4))
     assert set(ev._cache) == cached  # nothing data-only was recomputed under a new key
+
+
+def test_operating_point_cis_equal_a_literal_resampling_loop(dataset):
+    """F1 / MCC / balanced accuracy at τ (scikit-learn on each resample), the abstention F1 of
+    each class, and K's median / P90 / workload per 1,000 (numpy on each resample)."""
+    from sklearn.metrics import balanced_accuracy_score, f1_score, matthews_corrcoef
+
+    from metrics_core.gate import states_to_prediction
+    from metrics_core.uncertainty import Bootstrap
+
+    cfg = EvalConfig(bootstrap=120, seed=5, threshold=0.4)
+    run = Evaluator(dataset).evaluate(cfg)
+    y, pred = dataset.y, (dataset.p >= 0.4).astype(int)
+    three = states_to_prediction(run.states)
+    k = run.k
+    draws = {name: [] for name in ("f1", "mcc", "balanced_accuracy", "f1_pos", "f1_neg",
+                                   "median_k", "p90_k", "workload_per_1000")}
+    for counts in Bootstrap(dataset.n_queries, n_resamples=120, seed=5).count_batches():
+        for row in counts:
+            idx = np.repeat(np.arange(dataset.n_queries), row)
+            draws["f1"].append(f1_score(y[idx], pred[idx]))
+            draws["mcc"].append(matthews_corrcoef(y[idx], pred[idx]))
+            draws["balanced_accuracy"].append(balanced_accuracy_score(y[idx], pred[idx]))
+            answered = idx[three[idx] != -1]
+            draws["f1_pos"].append(f1_score(y[answered], three[answered]))
+            draws["f1_neg"].append(f1_score(1 - y[answered], 1 - three[answered]))
+            draws["median_k"].append(np.median(k[idx]))
+            draws["p90_k"].append(np.percentile(k[idx], 90))
+            draws["workload_per_1000"].append(1000 * k[idx].mean())
+    for name, values in draws.items():
+        record = run.record(name)
+        assert record.ci_method.startswith("bootstrap (query, 120")
+        assert record.ci95 == pytest.approx(tuple(np.percentile(values, [2.5, 97.5])),
+                                            abs=1e-9), name
+
+
+def test_multilabel_cis_resample_posts(dataset):
+    from metrics_core.multilabel import MULTILABEL_NAMES, multilabel_metrics
+    from metrics_core.sections import multilabel_values
+    from metrics_core.uncertainty import Bootstrap
+
+    cfg = EvalConfig(bootstrap=80, seed=3)
+    ev = Evaluator(dataset)
+    run = ev.evaluate(cfg)
+    _, n_posts, cells = multilabel_values(dataset, cfg, run.states)
+    gold, predicted, mask = (c.toarray() for c in cells)
+    draws = {name: [] for name in MULTILABEL_NAMES}
+    for counts in Bootstrap(n_posts, n_resamples=80, seed=3).count_batches():
+        for row in counts:
+            idx = np.repeat(np.arange(n_posts), row)
+            values = multilabel_metrics(gold[idx], predicted[idx], mask[idx])
+            for name in MULTILABEL_NAMES:
+                draws[name].append(values[name])
+    for name in MULTILABEL_NAMES[1:]:
+        record = run.record(name)
+        assert record.ci_method == "bootstrap (post, 80 resamples, seed 3)"
+        assert record.ci95 == pytest.approx(tuple(np.percentile(draws[name], [2.5, 97.5])),
+                                            abs=1e-9), name

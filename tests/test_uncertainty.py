@@ -270,3 +270,17 @@ def test_bootstrap_ci_of_mean_lies_within_data_range(values, seed):
     ci = bootstrap_ci(weighted_mean(v), v.size, n_resamples=200, seed=seed)
     eps = 1e-9 * (1 + np.abs(v).max())
     assert v.min() - eps <= ci.lo <= ci.hi <= v.max() + eps
+
+
+def test_weighted_int_quantiles_equal_numpy_on_repeated_rows():
+    from metrics_core.uncertainty import weighted_int_quantiles
+
+    rng = np.random.default_rng(1)
+    values = rng.integers(0, 11, 300)
+    weights = rng.integers(0, 4, (50, 300)).astype(float)
+    weights[0] = 0.0  # an empty resample is undefined
+    got = weighted_int_quantiles(values, (0.0, 0.5, 0.9, 1.0))(weights)
+    assert np.isnan(got[0]).all()
+    for r in range(1, 50):
+        want = np.quantile(np.repeat(values, weights[r].astype(int)), (0.0, 0.5, 0.9, 1.0))
+        assert got[r] == pytest.approx(want, abs=1e-12)
