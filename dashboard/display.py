@@ -90,6 +90,12 @@ def page_header(title: str, v, *, caption: str | None = None) -> None:
     if caption:
         text += f" · {caption}"
     st.caption(text)
+    from dashboard import state
+
+    st.caption(escape_markdown(state.describe_thresholds(v.config)) + ". Exploratory: moved "
+               "or found on the data shown, so the numbers computed with it are optimistic; "
+               "pre-specified: the default, typed in, or loaded from settings or a link.",
+               help="STARD 2015: report whether cut-offs were pre-specified or exploratory.")
 
 
 def plot(fig, *, key: str) -> None:

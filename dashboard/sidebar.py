@@ -27,8 +27,14 @@ _SECTIONS = ("gate", "dynamic_k", "filters", "ranking", "calibration", "multilab
 def _widget(s: Setting, *, options: tuple = (), disabled: bool = False) -> None:
     """The widget of a setting; its value lives under ``s.key`` in the session state."""
     common = {"key": s.key, "help": s.help or None, "disabled": disabled}
+    if s.key in state.THRESHOLD_FIELDS and s.kind in ("range", "float"):
+        common.update(on_change=_moved, args=(s.key,))
     if s.kind == "range" or (s.kind == "float" and s.control == "slider"):
         st.slider(s.label, float(s.low), float(s.high), step=float(s.step), **common)
+        if s.key == "gate":
+            _typed_inputs(s, state.GATE_INPUTS, ("τ_neg", "τ_pos"))
+        elif s.key == "gamma":
+            _typed_inputs(s, (state.GAMMA_INPUT,), ("γ",))
     elif s.kind == "float":
         st.number_input(s.label, float(s.low), float(s.high), step=float(s.step), **common)
     elif s.kind == "int":
@@ -42,6 +48,86 @@ def _widget(s: Setting, *, options: tuple = (), disabled: bool = False) -> None:
                      **common)
     elif s.kind == "multi":
         st.multiselect(s.label, options, placeholder="all", **common)
+    elif s.kind == "gates":
+        _gates_widget(s, options)
+
+
+def _moved(key: str) -> None:
+    """A slider moved on the data shown: its thresholds are exploratory."""
+    state.mark_exploratory(key)
+    _sync_inputs()
+
+
+def _sync_inputs() -> None:
+    """The typed-value boxes follow the sliders (callbacks run before the widgets exist)."""
+    gate = st.session_state.get("gate")
+    if gate is not None:
+        for key, value in zip(state.GATE_INPUTS, gate, strict=True):
+            st.session_state[key] = float(value)
+    if "gamma" in st.session_state:
+        st.session_state[state.GAMMA_INPUT] = float(st.session_state["gamma"])
+
+
+def _typed(key: str) -> None:
+    """A value typed beside a slider: the slider follows, and the value is pre-specified."""
+    if key == "gate":
+        lo, hi = (float(st.session_state[k]) for k in state.GATE_INPUTS)
+        old_lo = st.session_state.get("gate", (lo, hi))[0]
+        # Keep τ_neg <= τ_pos: the value just typed wins, the other one follows it.
+        if lo > hi:
+            lo, hi = (lo, lo) if lo != old_lo else (hi, hi)
+        st.session_state["gate"] = (lo, hi)
+    else:
+        st.session_state["gamma"] = float(st.session_state[state.GAMMA_INPUT])
+    state.mark_prespecified(key)
+    _sync_inputs()
+
+
+def _typed_inputs(s: Setting, keys: tuple[str, ...], labels: tuple[str, ...]) -> None:
+    """Number boxes under a slider, to type a threshold exactly."""
+    current = st.session_state.get(s.key)
+    values = tuple(current) if s.kind == "range" else (current,)
+    for key, value in zip(keys, values, strict=True):
+        if st.session_state.get(key) != float(value):
+            st.session_state[key] = float(value)
+    columns = st.columns(len(keys))
+    for column, key, label in zip(columns, keys, labels, strict=True):
+        column.number_input(f"{label} (type exactly)", float(s.low), float(s.high),
+                            step=float(s.step) / 2, format="%.3f", key=key,
+                            on_change=_typed, args=(s.key,))
+
+
+def _gates_widget(s: Setting, criteria: tuple) -> None:
+    """Per-criterion gate thresholds: typed in for one criterion at a time, listed below."""
+    gates = tuple(st.session_state.get(s.key, ()))
+    with st.popover(f"{s.label} ({len(gates)})", help=s.help, use_container_width=True,
+                    disabled=not criteria):
+        criterion = st.selectbox("Criterion", criteria, key="cg_criterion")
+        lo_default, hi_default = st.session_state.get("gate", (0.1, 0.6))
+        own = {g[0]: g for g in gates}.get(criterion)
+        left, right = st.columns(2)
+        lo = left.number_input("τ_neg", 0.0, 1.0, float(own[1] if own else lo_default),
+                               step=0.005, format="%.3f", key=f"cg_lo_{criterion}")
+        hi = right.number_input("τ_pos", 0.0, 1.0, float(own[2] if own else hi_default),
+                                step=0.005, format="%.3f", key=f"cg_hi_{criterion}")
+        left, right = st.columns(2)
+        left.button("Set", key="cg_set", disabled=lo > hi, on_click=_set_gate,
+                    args=(s.key, criterion, lo, hi),
+                    help="τ_neg must not be above τ_pos." if lo > hi else None)
+        right.button("Remove", key="cg_remove", disabled=own is None, on_click=_set_gate,
+                     args=(s.key, criterion, None, None))
+    for name, lo, hi in gates:
+        st.caption(f"{escape_markdown(str(name))}: τ_neg {lo:g}, τ_pos {hi:g}")
+
+
+def _set_gate(key: str, criterion: str, lo, hi) -> None:
+    gates = {g[0]: tuple(g) for g in st.session_state.get(key, ())}
+    if lo is None:
+        gates.pop(criterion, None)
+    else:
+        gates[criterion] = (criterion, round(float(lo), 6), round(float(hi), 6))
+        state.mark_prespecified("criterion_gates")
+    st.session_state[key] = tuple(gates[c] for c in sorted(gates))
 
 
 def _filter_options(source: data.Source) -> dict[str, tuple]:
@@ -73,12 +159,21 @@ def settings_sidebar(source: data.Source, notes: list[str]) -> None:
             notes.append("Some criteria in the link are not in this data set and were "
                          "dropped.")
         st.session_state["criterion"] = chosen
+    gates = tuple(st.session_state.get("criterion_gates", ()))
+    kept = tuple(g for g in gates if g[0] in options["criterion"])
+    if kept != gates:
+        if not switched:
+            notes.append("Per-criterion thresholds for criteria this data set does not have "
+                         "were dropped.")
+        st.session_state["criterion_gates"] = kept
     for section in _SECTIONS:
         with st.expander(SECTIONS[section], expanded=section in _OPEN):
             for s in SETTINGS:
                 if s.section != section:
                     continue
-                if s.kind in ("text", "multi"):
+                if s.kind == "gates":
+                    _widget(s, options=options["criterion"])
+                elif s.kind in ("text", "multi"):
                     _widget(s, options=options[s.key], disabled=len(options[s.key]) <= 1
                             and s.kind == "text")
                 else:
@@ -127,6 +222,8 @@ def _apply_settings() -> None:
     for key, value in state.values_of(config).items():
         st.session_state[key] = list(value) if isinstance(value, tuple) and key in (
             "criterion",) else value
+        state.mark_prespecified(key)
+    _sync_inputs()
 
 
 def filters(values: dict) -> data.Filters:

@@ -80,6 +80,11 @@ COMPARE_RESULT = "_compare_result"
 RECORD_TITLE = "record_title"
 RECORD_NOTES = "record_notes"
 SETTINGS_FILE = "settings_file"
+#: How each threshold got its value: field -> "pre-specified" or "exploratory".
+PROVENANCE = "_threshold_provenance"
+#: Number inputs beside the gate and γ sliders (typing = pre-specified).
+GATE_INPUTS = ("gate_tau_neg_input", "gate_tau_pos_input")
+GAMMA_INPUT = "gamma_input"
 
 _DEFAULT = EvalConfig()
 
@@ -121,6 +126,8 @@ class Setting:
             return _num(value)
         if self.kind == "multi":
             return [str(v) for v in value]
+        if self.kind == "gates":
+            return [f"{name}:{_num(lo)}:{_num(hi)}" for name, lo, hi in value]
         return str(value)
 
     def decode(self, raw: str | list[str]):
@@ -128,6 +135,8 @@ class Setting:
         if self.kind == "multi":
             values = [raw] if isinstance(raw, str) else list(raw)
             return tuple(v for v in values if v != "")
+        if self.kind == "gates":
+            return self._gates([raw] if isinstance(raw, str) else list(raw))
         text = raw[-1] if isinstance(raw, list) else raw
         text = str(text).strip()
         try:
@@ -148,6 +157,21 @@ class Setting:
             return text
         except ValueError as exc:
             raise ValueError(f"{self.key}={text!r} in the link is not valid: {exc}") from None
+
+    def _gates(self, items: list[str]) -> tuple:
+        """``criterion:τ_neg:τ_pos`` items (the criterion may itself hold colons)."""
+        from metrics_core.config import parse_criterion_gate
+
+        gates = []
+        for item in items:
+            name, _, taus = str(item).rpartition(":")
+            name, _, lo = name.rpartition(":")
+            try:
+                gates.append(parse_criterion_gate(f"{name}={lo}:{taus}"))
+            except ValueError:
+                raise ValueError(f"{self.key}={item!r} in the link is not valid: expected "
+                                 f"criterion:τ_neg:τ_pos") from None
+        return tuple({g[0]: g for g in gates}.values())
 
     def _number(self, text: str):
         value = float(text)
@@ -205,6 +229,10 @@ SETTINGS: tuple[Setting, ...] = (
             _TAU.step, help="NEG if p < τ_neg, UNCERTAIN if τ_neg ≤ p < τ_pos, POS if p ≥ τ_pos "
                             "(contract §6).", section="gate"),
     *_section("gate"),
+    Setting("criterion_gates", "Per-criterion gate thresholds", "gates", (),
+            ("criterion_gates",), section="gate",
+            help="Criteria whose gate differs from the overall one: (criterion, τ_neg, "
+                 "τ_pos)."),
     *_section("dynamic_k"),
     Setting("fold", "Fold", "text", ALL, ("filters",), section="filters",
             help="Evaluate one cross-validation fold only."),
@@ -240,7 +268,7 @@ def url_params(values: Mapping[str, Any]) -> dict[str, str | list[str]]:
         if s.key not in values:
             continue
         value = values[s.key]
-        if s.kind == "multi":
+        if s.kind in ("multi", "gates"):
             value = tuple(value or ())
             if value == tuple(s.default):
                 continue
@@ -281,6 +309,8 @@ def build_config(values: Mapping[str, Any]) -> EvalConfig:
             changes[s.fields[0]] = int(value)
         elif s.kind == "bool":
             changes[s.fields[0]] = bool(value)
+        elif s.kind == "gates":
+            changes[s.fields[0]] = tuple(tuple(g) for g in value)
         else:
             changes[s.fields[0]] = value
     return EvalConfig(**changes)
@@ -332,11 +362,12 @@ def load_from_url() -> list[str]:
     if st.session_state.get(URL_LOADED):
         return []
     params = {key: st.query_params.get_all(key) for key in st.query_params}
-    params = {k: (v[0] if len(v) == 1 and setting_kind(k) != "multi" else v)
+    params = {k: (v[0] if len(v) == 1 and setting_kind(k) not in ("multi", "gates") else v)
               for k, v in params.items()}
     values, notes = settings_from_params(params)
     for key, value in values.items():
         st.session_state[key] = list(value) if _BY_KEY[key].kind == "multi" else value
+        mark_prespecified(key)
     st.session_state[URL_LOADED] = True
     return notes
 
@@ -353,7 +384,7 @@ def current_settings() -> dict[str, Any]:
         value = st.session_state.get(s.key, s.default)
         if s.kind == "range":
             value = tuple(value)
-        elif s.kind == "multi":
+        elif s.kind in ("multi", "gates"):
             value = tuple(value or ())
         out[s.key] = value
     return out
@@ -363,7 +394,51 @@ def write_to_url(values: Mapping[str, Any] | None = None) -> None:
     """Write the settings into the query string (non-defaults only), if anything changed."""
     wanted = url_params(current_settings() if values is None else values)
     present = {key: st.query_params.get_all(key) for key in st.query_params}
-    present = {k: (v[0] if len(v) == 1 and setting_kind(k) != "multi" else v)
+    present = {k: (v[0] if len(v) == 1 and setting_kind(k) not in ("multi", "gates") else v)
                for k, v in present.items()}
     if present != wanted:
         st.query_params.from_dict(wanted)
+
+
+# ------------------------------------------------------------ pre-specified / exploratory
+#: The thresholds whose provenance is shown, by setting key -> config fields.
+THRESHOLD_FIELDS = {"gate": ("tau_neg", "tau_pos"), "threshold": ("threshold",),
+                    "gamma": ("gamma",), "criterion_gates": ("criterion_gates",)}
+PRESPECIFIED, EXPLORATORY = "pre-specified", "exploratory"
+
+
+def _mark(key: str, how: str) -> None:
+    marks = dict(st.session_state.get(PROVENANCE, {}))
+    for name in THRESHOLD_FIELDS.get(key, ()):
+        marks[name] = how
+    st.session_state[PROVENANCE] = marks
+
+
+def mark_prespecified(key: str) -> None:
+    """The setting ``key`` was typed in, loaded from settings.json or from a link."""
+    _mark(key, PRESPECIFIED)
+
+
+def mark_exploratory(key: str) -> None:
+    """The setting ``key`` was moved (or found) on the data shown."""
+    _mark(key, EXPLORATORY)
+
+
+def provenance(field_name: str) -> str:
+    """``pre-specified`` (the default, typed, loaded) or ``exploratory`` (moved on the data)."""
+    return st.session_state.get(PROVENANCE, {}).get(field_name, PRESPECIFIED)
+
+
+def describe_thresholds(config: EvalConfig) -> str:
+    """One line for every page: each threshold, its value and how it was chosen."""
+    def mark(name):
+        return "exploratory" if provenance(name) == EXPLORATORY else "pre-specified"
+
+    parts = [f"τ_neg {config.tau_neg:g} ({mark('tau_neg')})",
+             f"τ_pos {config.tau_pos:g} ({mark('tau_pos')})",
+             f"τ {config.threshold:g} ({mark('threshold')})",
+             f"γ {config.gamma:g} ({mark('gamma')})"]
+    if config.criterion_gates:
+        parts.append(f"{len(config.criterion_gates)} per-criterion gate(s) "
+                     f"({mark('criterion_gates')})")
+    return "Thresholds: " + "; ".join(parts)

@@ -17,7 +17,15 @@ import tempfile
 from dataclasses import fields
 from pathlib import Path
 
-from metrics_core.config import SECTIONS, VARIANT_LABELS, VARIANTS, EvalConfig, Filters, options
+from metrics_core.config import (
+    SECTIONS,
+    VARIANT_LABELS,
+    VARIANTS,
+    EvalConfig,
+    Filters,
+    options,
+    parse_criterion_gate,
+)
 from metrics_core.errors import InputError
 
 __all__ = ["main", "write_atomically"]
@@ -41,6 +49,13 @@ def _ints(text: str) -> tuple[int, ...]:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated integers, got {text!r}") from None
+
+
+def _criterion_gate(text: str) -> tuple[str, float, float]:
+    try:
+        return parse_criterion_gate(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _bool(text: str) -> bool:
@@ -78,6 +93,10 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
         help_ = f"{opt.label}. {opt.help} (default {shown})".replace("%", "%%")
         groups[opt.section].add_argument(flag, type=_type_of(default), default=default,
                                          help=help_)
+    groups["gate"].add_argument(
+        "--criterion-gate", action="append", default=[], type=_criterion_gate,
+        metavar="CRITERION=TAU_NEG:TAU_POS",
+        help="own gate thresholds of one criterion, e.g. A.1=0.05:0.7 (repeat for several)")
     filters = groups["filters"]
     filters.add_argument("--fold", default=None, help="evaluate this fold only")
     filters.add_argument("--split", default=None, help="evaluate this split only")
@@ -199,7 +218,18 @@ def _config(args) -> EvalConfig:
               if options()[f.name].cli}
     values["filters"] = Filters(fold=args.fold, split=args.split,
                                 criteria=tuple(args.criterion))
+    values["criterion_gates"] = tuple(getattr(args, "criterion_gate", ()))
     return EvalConfig(**values)
+
+
+def check_criterion_gates(config: EvalConfig, dataset) -> None:
+    """A per-criterion gate must name a criterion of the data (a typo is not ignored)."""
+    unknown = [c for c, _, _ in config.criterion_gates if c not in set(dataset.criteria)]
+    if unknown:
+        known = ", ".join(map(str, dataset.criteria[:10]))
+        raise ValueError(f"--criterion-gate names criteria the data does not have: "
+                         f"{', '.join(map(repr, unknown))} (criteria: {known}"
+                         f"{', …' if len(dataset.criteria) > 10 else ''})")
 
 
 def _sha256(path: Path) -> dict:
@@ -271,6 +301,11 @@ def _evaluate(args) -> int:
         return EXIT_INPUT
     loaded = io.load(args.queries, args.candidates, limits=_limits(args))
     inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
+    try:
+        check_criterion_gates(config, loaded.dataset)
+    except ValueError as err:
+        print(f"metrics-core: invalid option: {err}", file=sys.stderr)
+        return EXIT_INPUT
     report = audit(loaded.dataset, loaded=loaded)
     evaluation = Evaluator(loaded.dataset, audit=report, inputs=inputs).evaluate(config)
     outputs = {args.out: evaluation.to_json().encode("utf-8")}

@@ -161,7 +161,7 @@ class EvalConfig:
 
     >>> cfg = EvalConfig(tau_neg=0.05, gamma=0.8)
     >>> cfg.gate, cfg.dynamic_k.gamma
-    (GateConfig(tau_neg=0.05, tau_pos=0.6, threshold=0.5), 0.8)
+    (GateConfig(tau_neg=0.05, tau_pos=0.6, threshold=0.5, criterion_gates=()), 0.8)
     """
 
     tau_neg: float = _field(0.1, "gate", "τ_neg", "NEG if p < τ_neg (contract §6).",
@@ -219,6 +219,10 @@ class EvalConfig:
     bootstrap_unit: str = _field("query", "uncertainty", "Bootstrap unit", widget="select")
     seed: int = _field(0, "uncertainty", "Bootstrap seed", low=0, high=2**31 - 1, step=1,
                        widget="number")
+    criterion_gates: tuple[tuple[str, float, float], ...] = _field(
+        (), "gate", "Per-criterion gate thresholds",
+        "(criterion, τ_neg, τ_pos) for criteria whose gate differs from the overall one.",
+        cli=False)
     filters: Filters = _field(Filters(), "filters", "Filters",  # noqa: RUF009 (frozen value)
                               "Evaluate one fold, one split or some criteria only.", cli=False)
 
@@ -259,6 +263,7 @@ class EvalConfig:
         if self.bootstrap > MAX_BOOTSTRAP:
             raise ValueError(f"bootstrap must be at most {MAX_BOOTSTRAP:,} resamples; "
                              f"got {self.bootstrap:,}")
+        object.__setattr__(self, "criterion_gates", _criterion_gates(self.criterion_gates))
         if isinstance(self.filters, dict):
             object.__setattr__(self, "filters", Filters(**self.filters))
         elif not isinstance(self.filters, Filters):
@@ -285,6 +290,20 @@ class EvalConfig:
     def bootstrap_config(self) -> BootstrapConfig:
         return _sub(BootstrapConfig, self)
 
+    def gate_of(self, criterion: str) -> tuple[float, float]:
+        """``(τ_neg, τ_pos)`` of the gate of one criterion (its own, else the overall one)."""
+        for name, tau_neg, tau_pos in self.criterion_gates:
+            if name == criterion:
+                return tau_neg, tau_pos
+        return self.tau_neg, self.tau_pos
+
+    def describe_gate(self) -> str:
+        """Plain words, e.g. ``τ_neg=0.1, τ_pos=0.6; A.1: 0.05 / 0.7``."""
+        text = f"τ_neg={self.tau_neg:g}, τ_pos={self.tau_pos:g}"
+        if self.criterion_gates:
+            text += "; " + ", ".join(f"{c}: {a:g} / {b:g}" for c, a, b in self.criterion_gates)
+        return text
+
     def replace(self, **changes) -> EvalConfig:
         """A copy with some settings changed (validated again)."""
         return replace(self, **changes)
@@ -303,9 +322,48 @@ class EvalConfig:
         if unknown:
             raise ValueError(f"unknown configuration keys: {', '.join(unknown)}")
         kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        if "criterion_gates" in kwargs:
+            kwargs["criterion_gates"] = tuple(tuple(g) for g in kwargs["criterion_gates"])
         if isinstance(kwargs.get("filters"), dict):
             kwargs["filters"] = Filters(**kwargs["filters"])
         return cls(**kwargs)
+
+
+def _criterion_gates(gates) -> tuple[tuple[str, float, float], ...]:
+    """Validated per-criterion gates, one per criterion, sorted by criterion."""
+    out = {}
+    for gate in gates:
+        try:
+            name, tau_neg, tau_pos = gate
+            name, tau_neg, tau_pos = str(name), float(tau_neg), float(tau_pos)
+        except (TypeError, ValueError):
+            raise ValueError(f"criterion_gates: expected (criterion, tau_neg, tau_pos); "
+                             f"got {gate!r}") from None
+        if not (0.0 <= tau_neg <= tau_pos <= 1.0):
+            raise ValueError(f"criterion_gates: criterion {name!r} needs 0 <= tau_neg <= "
+                             f"tau_pos <= 1; got tau_neg={tau_neg}, tau_pos={tau_pos}")
+        if name in out:
+            raise ValueError(f"criterion_gates: criterion {name!r} is given twice")
+        out[name] = (name, tau_neg, tau_pos)
+    return tuple(out[k] for k in sorted(out))
+
+
+def parse_criterion_gate(text: str) -> tuple[str, float, float]:
+    """``"CRITERION=TAU_NEG:TAU_POS"`` -> ``(criterion, τ_neg, τ_pos)`` (the CLI's form).
+
+    >>> parse_criterion_gate("A.1=0.05:0.7")
+    ('A.1', 0.05, 0.7)
+    """
+    name, sep, taus = text.rpartition("=")
+    lo, sep2, hi = taus.partition(":")
+    try:
+        if not (sep and sep2 and name):
+            raise ValueError
+        return _criterion_gates([(name, float(lo), float(hi))])[0]
+    except ValueError as exc:
+        detail = f" ({exc})" if str(exc) else ""
+        raise ValueError(f"expected CRITERION=TAU_NEG:TAU_POS, e.g. A.1=0.05:0.7; got "
+                         f"{text!r}{detail}") from None
 
 
 def _group(name: str, names: tuple[str, ...]):
@@ -314,7 +372,7 @@ def _group(name: str, names: tuple[str, ...]):
 
 
 #: Frozen sub-configurations: the fields each computation depends on.
-GateConfig = _group("GateConfig", ("tau_neg", "tau_pos", "threshold"))
+GateConfig = _group("GateConfig", ("tau_neg", "tau_pos", "threshold", "criterion_gates"))
 DynamicKConfig = _group("DynamicKConfig", (
     "gamma", "gamma_uncertain", "k_min", "hard_cap", "k_max_ratio", "gate_aware", "mass",
     "temperature", "evidence_protocol"))

@@ -231,7 +231,15 @@ class Evaluator:
 
     # ---- setting-dependent parts ----
     def states(self, cfg: EvalConfig) -> np.ndarray:
-        return gate.assign_states(self.ds.p, tau_neg=cfg.tau_neg, tau_pos=cfg.tau_pos)
+        states = gate.assign_states(self.ds.p, tau_neg=cfg.tau_neg, tau_pos=cfg.tau_pos)
+        # Per-criterion gates (a criterion this data set, or filter, lacks has no query).
+        index = {c: i for i, c in enumerate(self.ds.criteria)}
+        for name, tau_neg, tau_pos in cfg.criterion_gates:
+            if name in index:
+                rows = self.ds.criterion_code == index[name]
+                states[rows] = gate.assign_states(self.ds.p[rows], tau_neg=tau_neg,
+                                                  tau_pos=tau_pos)
+        return states
 
     def select_k(self, cfg: EvalConfig, states: np.ndarray, *, gamma: float | None = None):
         return dynamic_k.select_k(

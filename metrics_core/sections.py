@@ -128,7 +128,7 @@ def calibration_records(out: RecordList, ev, inter, boot: Intervals) -> None:
 def gate_records(out: RecordList, ev, inter, abstention, op: Intervals) -> None:
     """Workload, screening and alert metrics of the gate, then its abstention view (§6)."""
     ds, cfg = ev.ds, inter.cfg
-    subset = f"{ALL} @ τ_neg={cfg.tau_neg:g}, τ_pos={cfg.tau_pos:g}"
+    subset = f"{ALL} @ {cfg.describe_gate()}"
     table = outcomes.outcome_counts(ds.y, gate.states_to_prediction(inter.states))
     for name, (value, lo, hi) in outcomes.with_intervals(outcomes.gate_fractions(table)).items():
         ci = None if math.isnan(lo[0]) else (float(lo[0]), float(hi[0]))

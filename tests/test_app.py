@@ -512,6 +512,8 @@ def test_every_setting_round_trips_through_the_url(setting):
         value = setting.options[-1]
     elif setting.kind == "multi":
         value = ("A.1", "B 2")
+    elif setting.kind == "gates":
+        value = (("A:1", 0.05, 0.7), ("B 2", 0.2, 0.2))
     else:
         value = "TEST"
     params = state.url_params({setting.key: value})

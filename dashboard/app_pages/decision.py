@@ -44,6 +44,7 @@ else:
             st.session_state["gate"] = (lo, max(found, lo))
         else:
             st.session_state["threshold"] = found
+        state.mark_exploratory("threshold" if parameter == "threshold" else "gate")
 
     st.button(f"Set {target.parameter} = {value:.4f}", key="finder_apply", on_click=_apply)
 

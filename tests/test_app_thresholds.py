@@ -1,0 +1,74 @@
+"""Typed thresholds, per-criterion gates and the pre-specified / exploratory marks."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard import state
+from metrics_core.config import EvalConfig
+from metrics_core.demo import demo_paths
+from metrics_core.evaluator import Evaluator
+from metrics_core.io import load
+from tests.test_app import open_app, texts
+
+
+def header(at) -> str:
+    return next(t for t in texts(at) if t.startswith("Thresholds:")).replace("\\_", "_")
+
+
+def test_defaults_are_prespecified_and_a_moved_slider_is_exploratory():
+    at = open_app()
+    assert "τ_neg 0.1 (pre-specified)" in header(at)
+    at.slider(key="gate").set_value((0.2, 0.6)).run()
+    line = header(at)
+    assert "τ_neg 0.2 (exploratory)" in line and "τ_pos 0.6 (exploratory)" in line
+    assert "γ 0.9 (pre-specified)" in line
+    # the typed boxes follow the slider
+    assert at.number_input(key=state.GATE_INPUTS[0]).value == pytest.approx(0.2)
+
+
+def test_a_typed_threshold_moves_the_slider_and_is_prespecified():
+    at = open_app()
+    at.slider(key="gate").set_value((0.2, 0.6)).run()
+    at.number_input(key=state.GATE_INPUTS[0]).set_value(0.035).run()
+    assert at.slider(key="gate").value == pytest.approx((0.035, 0.6))
+    assert "τ_neg 0.035 (pre-specified)" in header(at)
+    at.number_input(key=state.GAMMA_INPUT).set_value(0.825).run()
+    assert at.slider(key="gamma").value == pytest.approx(0.825)
+    assert "γ 0.825 (pre-specified)" in header(at)
+    # typing τ_neg above τ_pos pulls τ_pos up to it (never an invalid gate)
+    at.number_input(key=state.GATE_INPUTS[0]).set_value(0.7).run()
+    assert at.slider(key="gate").value == pytest.approx((0.7, 0.7))
+
+
+def test_a_link_is_prespecified_and_carries_per_criterion_gates():
+    at = open_app({"gate": "0.05,0.7", "criterion_gates": ["A.1:0.02:0.9", "A.2:0.2:0.3"]},
+                  page="gate")
+    assert "τ_neg 0.05 (pre-specified)" in header(at)
+    assert "2 per-criterion gate(s) (pre-specified)" in header(at)
+    run = state_evaluation(at)
+    cfg = EvalConfig(tau_neg=0.05, tau_pos=0.7, bootstrap=0,
+                     criterion_gates=(("A.1", 0.02, 0.9), ("A.2", 0.2, 0.3)))
+    paths = demo_paths()
+    loaded = load(paths.queries, paths.candidates)
+    want = Evaluator(loaded.dataset).evaluate(cfg)
+    for name in ("screening_sensitivity", "alert_precision", "uncertain_rate"):
+        assert run.record(name).value == pytest.approx(want.record(name).value)
+    assert at.query_params["criterion_gates"] == ["A.1:0.02:0.9", "A.2:0.2:0.3"]
+
+
+def test_the_sidebar_sets_and_removes_a_criterion_gate():
+    at = open_app(page="gate")
+    at.selectbox(key="cg_criterion").set_value("A.3").run()
+    at.number_input(key="cg_lo_A.3").set_value(0.01).run()
+    at.number_input(key="cg_hi_A.3").set_value(0.95).run()
+    at.button(key="cg_set").click().run()
+    assert at.session_state["criterion_gates"] == (("A.3", 0.01, 0.95),)
+    assert state_evaluation(at).config.gate_of("A.3") == (0.01, 0.95)
+    assert any("A.3: τ_neg 0.01, τ_pos 0.95" in t for t in texts(at))
+    at.button(key="cg_remove").click().run()
+    assert at.session_state["criterion_gates"] == ()
+
+
+def state_evaluation(at):
+    return at.session_state[state.VIEW].evaluation
