@@ -35,6 +35,8 @@ __all__ = [
     "ranking_frame",
     "records_frame",
     "show_table",
+    "small_n_note",
+    "targets_frame",
     "tools_frame",
     "tpr_frame",
     "triage_class_frame",
@@ -167,21 +169,48 @@ def _record_row(r) -> dict:
             "status": _undefined_note(r), "interpretation": r.interpretation}
 
 
-def gate_card_frame(gate) -> pd.DataFrame:
-    """The gate's metrics with Wilson intervals and the seed 003 targets (pass / fail)."""
-    targets = {t.metric: t for t in gate.targets()}
+def gate_card_frame(gate, targets: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The gate's metrics with Wilson intervals, their denominators and the run's targets
+    (met only when the whole interval clears them)."""
+    by_metric = {} if targets is None else {r["metric"]: r for r in targets.to_dict("records")}
+    denominators = {"screening_sensitivity": gate.n_pos, "alert_precision": gate.count_pos}
     rows = []
     for name in GATE_LABELS:
         lo, hi = gate.ci(name) or (math.nan, math.nan)
-        t = targets.get(name)
+        t = by_metric.get(name)
+        n = denominators.get(name, gate.n)
         rows.append({
             "metric": GATE_LABELS[name], "value": getattr(gate, name), "ci95_lo": lo,
-            "ci95_hi": hi,
-            "target": f"{t.comparison} {t.target:g}" if t is not None else "",
-            "result": "" if t is None else ("n/a (undefined)" if t.passed is None
-                                            else "pass" if t.passed else "fail"),
+            "ci95_hi": hi, "n": n, "small_n": small_n_note(n),
+            "target": t["target"] if t is not None else "",
+            "result": "" if t is None else t["status"],
         })
     return pd.DataFrame(rows)
+
+
+def targets_frame(targets: pd.DataFrame) -> pd.DataFrame:
+    """The targets table for the page: plain labels and a small-n flag."""
+    out = targets.copy()
+    if len(out):
+        out.insert(0, "label", out["metric"].map(registry.label))
+        out["small_n"] = out["n"].map(small_n_note)
+    return out
+
+
+def small_n_note(n) -> str:
+    """A warning for an estimate on fewer than :data:`~metrics_core.targets.MIN_N` cases."""
+    from metrics_core.targets import MIN_N
+
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return ""
+    return f"n = {int(n)} < {MIN_N}: wide interval" if int(n) < MIN_N else ""
+
+
+def ci_text(lo, hi, method: str = "") -> str:
+    """``95% CI 0.571 – 0.624 (Wilson)``; ``no interval`` when there is none."""
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return "no interval"
+    return f"95% CI {fmt(lo)} – {fmt(hi)}" + (f" ({method})" if method else "")
 
 
 def checks_frame(evaluation) -> pd.DataFrame:
@@ -201,25 +230,43 @@ def gate_card(v) -> None:
     st.caption(f"NEG if p < τ_neg = {c.tau_neg:g}; UNCERTAIN if τ_neg ≤ p < τ_pos = "
                f"{c.tau_pos:g}; POS if p ≥ τ_pos. All queries (contract §6).")
     cols = st.columns(3)
-    for col, (name, count, rate) in zip(cols, (
-            ("NEG (auto-cleared)", g.count_neg, g.neg_rate),
-            ("UNCERTAIN (review)", g.count_uncertain, g.uncertain_rate),
-            ("POS (alert)", g.count_pos, g.pos_rate)), strict=True):
+    for col, (name, count, rate, key) in zip(cols, (
+            ("NEG (auto-cleared)", g.count_neg, g.neg_rate, "neg_rate"),
+            ("UNCERTAIN (review)", g.count_uncertain, g.uncertain_rate, "uncertain_rate"),
+            ("POS (alert)", g.count_pos, g.pos_rate, "pos_rate")), strict=True):
         col.metric(name, f"{count:,}", help=f"share of queries: {fmt(rate)}", border=True)
-        col.caption(f"{fmt(rate)} of {g.n:,} queries")
+        lo, hi = g.ci(key) or (None, None)
+        col.caption(f"{fmt(rate)} of {g.n:,} queries; {ci_text(lo, hi, 'Wilson')}")
+    targets = v.evaluation.targets
+    by_metric = {r["metric"]: r for r in targets.to_dict("records")}
     cols = st.columns(3)
-    for col, t in zip(cols, g.targets(), strict=True):
-        verdict = "n/a" if t.passed is None else "pass" if t.passed else "fail"
-        ci = g.ci(t.metric)
-        ci_text = f"95% CI {fmt(ci[0])} – {fmt(ci[1])} (Wilson)" if ci else "no interval"
-        col.metric(GATE_LABELS[t.metric], fmt(t.value),
-                   delta=f"{verdict}: target {t.comparison} {t.target:g}",
-                   delta_color={"pass": "green", "fail": "red"}.get(verdict, "gray"),
-                   delta_arrow="off", border=True, help=ci_text)
-        col.caption(ci_text)
+    for col, name in zip(cols, ("screening_sensitivity", "screening_fn_per_1000",
+                                "alert_precision"), strict=True):
+        t = by_metric.get(name)
+        lo, hi = g.ci(name) or (None, None)
+        text = ci_text(lo, hi, "Wilson")
+        if t is None:
+            col.metric(GATE_LABELS[name], fmt(getattr(g, name)), border=True, help=text)
+        else:
+            met = t["status"] == "met (whole interval)"
+            col.metric(GATE_LABELS[name], fmt(getattr(g, name)),
+                       delta=f"{t['status']}: target {t['target']}",
+                       delta_color="green" if met else "red" if t["status"] == "not met"
+                       else "orange", delta_arrow="off", border=True, help=text)
+        col.caption(text)
     words = per_thousand(g)
     st.markdown(words.sentence("queries (post × criterion)"))
-    show_table(gate_card_frame(g), key="gate_card_table", column_config=RECORD_COLUMN_CONFIG)
+    st.caption("Per 1,000 with 95% Wilson intervals: flagged "
+               f"{ci_text(*(g.ci('alert_rate_per_1000') or (None, None)))[7:]}, sent to review "
+               f"{_per_1000_ci(g, 'uncertain_rate')}, auto-cleared {_per_1000_ci(g, 'neg_rate')}, "
+               f"missed {ci_text(*(g.ci('screening_fn_per_1000') or (None, None)))[7:]}.")
+    show_table(gate_card_frame(g, targets), key="gate_card_table",
+               column_config=RECORD_COLUMN_CONFIG)
+
+
+def _per_1000_ci(g, name: str) -> str:
+    lo, hi = g.ci(name) or (None, None)
+    return "no interval" if lo is None else ci_text(lo * 1000, hi * 1000)[7:]
 
 
 def tpr_frame(evaluation) -> pd.DataFrame:

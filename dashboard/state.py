@@ -249,6 +249,8 @@ SETTINGS: tuple[Setting, ...] = (
                  "On: percentile CIs with the resamples above, recomputed at every change.",
             section="uncertainty"),
     _from_field("seed"),
+    Setting("targets", "Targets", "multi", _DEFAULT.targets, ("targets",), section="targets",
+            help=option("targets").help),
 )
 
 _BY_KEY = {s.key: s for s in SETTINGS}

@@ -97,6 +97,10 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
         "--criterion-gate", action="append", default=[], type=_criterion_gate,
         metavar="CRITERION=TAU_NEG:TAU_POS",
         help="own gate thresholds of one criterion, e.g. A.1=0.05:0.7 (repeat for several)")
+    parser.add_argument(
+        "--targets", default=None, metavar="METRIC>=VALUE,...",
+        help="the run's targets, comma-separated (met only when the whole 95%% interval "
+             "clears them); default: " + ",".join(d.targets))
     filters = groups["filters"]
     filters.add_argument("--fold", default=None, help="evaluate this fold only")
     filters.add_argument("--split", default=None, help="evaluate this split only")
@@ -219,6 +223,8 @@ def _config(args) -> EvalConfig:
     values["filters"] = Filters(fold=args.fold, split=args.split,
                                 criteria=tuple(args.criterion))
     values["criterion_gates"] = tuple(getattr(args, "criterion_gate", ()))
+    if getattr(args, "targets", None):
+        values["targets"] = tuple(t for t in args.targets.split(",") if t.strip())
     return EvalConfig(**values)
 
 

@@ -223,6 +223,11 @@ class EvalConfig:
         (), "gate", "Per-criterion gate thresholds",
         "(criterion, τ_neg, τ_pos) for criteria whose gate differs from the overall one.",
         cli=False)
+    targets: tuple[str, ...] = _field(
+        ("auroc>=0.85", "auprc>=0.55", "ece<0.05", "brier<0.1", "evidence_recall>=0.70",
+         "screening_sensitivity>=0.995", "screening_fn_per_1000<=5", "alert_precision>=0.90"),
+        "targets", "Targets", "metric>=value (or >, <=, <): met only when the whole 95% "
+        "interval clears the value. Defaults: the targets of seed 003.", cli=False)
     filters: Filters = _field(Filters(), "filters", "Filters",  # noqa: RUF009 (frozen value)
                               "Evaluate one fold, one split or some criteria only.", cli=False)
 
@@ -264,6 +269,11 @@ class EvalConfig:
             raise ValueError(f"bootstrap must be at most {MAX_BOOTSTRAP:,} resamples; "
                              f"got {self.bootstrap:,}")
         object.__setattr__(self, "criterion_gates", _criterion_gates(self.criterion_gates))
+        from metrics_core.targets import parse_target
+
+        for text in self.targets:
+            parse_target(str(text))
+        object.__setattr__(self, "targets", tuple(str(t).strip() for t in self.targets))
         if isinstance(self.filters, dict):
             object.__setattr__(self, "filters", Filters(**self.filters))
         elif not isinstance(self.filters, Filters):

@@ -280,3 +280,83 @@ def decision_curve_bands(y, p, *, n_resamples: int, seed: int, unit_of_row=None,
                         n_units or y.size, unit_of_row=unit_of_row, n_resamples=n_resamples,
                         seed=seed)["nb"]
     return np.array([c.lo for c in cis]), np.array([c.hi for c in cis])
+
+
+# ----------------------------------------------------------------- deployment prevalence
+#: Reprojected metrics: name -> (numerator cells, denominator cells, scale); cells are
+#: (row, label) of the outcome table, rows 0 UNCERTAIN / abstain, 1 NEG / negative, 2 POS.
+_REPROJECTED = MappingProxyType({
+    "alert_precision": (((2, 1),), ((2, 0), (2, 1)), 1.0),
+    "auto_cleared_npv": (((1, 0),), ((1, 0), (1, 1)), 1.0),
+    "alert_rate_per_1000": (((2, 0), (2, 1)), None, 1000.0),
+    "review_per_1000": (((0, 0), (0, 1)), None, 1000.0),
+    "auto_cleared_per_1000": (((1, 0), (1, 1)), None, 1000.0),
+    "screening_fn_per_1000": (((1, 1),), None, 1000.0),
+})
+
+
+def reproject(y, pred, prevalence: float) -> pd.DataFrame:
+    """Predictive values and per-1,000 workload at a deployment prevalence ``prevalence``.
+
+    Sensitivity-like rates (the share of positives, and of negatives, in each row of the
+    outcome table) do not depend on prevalence; predictive values and workload do. Each metric
+    is recomputed with positives weighted ``π / π₀`` and negatives ``(1 − π) / (1 − π₀)``
+    (π₀ the data's prevalence), e.g. alert precision = s·π / (s·π + f·(1 − π)) with
+    s = P(POS | positive), f = P(POS | negative).
+
+    The interval is conservative: the metric at the ends of the two class-conditional Wilson
+    intervals (it is monotone in each), so it covers the joint
+    uncertainty of the rates. ``pred`` is 1 (POS), 0 (NEG) or -1 (UNCERTAIN), as in
+    :func:`metrics_core.outcomes.outcome_counts`; a two-state prediction has no UNCERTAIN row.
+
+    Positives: 1 of 2 POS (s = 1/2); negatives: 1 of 4 POS (f = 1/4). At π = 0.5 the alert
+    precision is 0.25 / (0.25 + 0.125) = 2/3; at the data's π₀ = 1/3 it is 1/2.
+
+    >>> t = reproject([1, 1, 0, 0, 0, 0], [1, 0, 1, 0, 0, -1], 0.5)
+    >>> [round(float(t.loc["alert_precision", c]), 9) for c in ("deployment", "data")]
+    [0.666666667, 0.5]
+    """
+    from metrics_core.outcomes import outcome_counts
+    from metrics_core.uncertainty import wilson_interval
+
+    if not 0.0 < prevalence < 1.0:
+        raise ValueError(f"prevalence must be within (0, 1); got {prevalence}")
+    table = outcome_counts(y, pred)[0].astype(np.float64)  # (3 rows, 2 labels)
+    n_label = table.sum(axis=0)
+    if (n_label == 0).any():
+        raise ValueError("both classes are needed to reproject to another prevalence")
+    pi0 = n_label[1] / n_label.sum()
+    rates = table / n_label  # P(row | label)
+    lo, hi = (np.asarray(b) for b in wilson_interval(table.astype(np.int64),
+                                                    np.broadcast_to(n_label, table.shape)
+                                                    .astype(np.int64)))
+
+    def value(r, pi, name):
+        num_cells, den_cells, scale = _REPROJECTED[name]
+        weight = np.array([1.0 - pi, pi])
+
+        def mass(cells):
+            return sum(r[row, label] * weight[label] for row, label in cells)
+
+        den = 1.0 if den_cells is None else mass(den_cells)
+        return math.nan if den == 0 else scale * mass(num_cells) / den
+
+    rows = []
+    for name in _REPROJECTED:
+        at_data = value(rates, pi0, name)
+        at_target = value(rates, prevalence, name)
+        # Metric is monotone in each cell rate: try the corners of the Wilson boxes.
+        cells = sorted({c for group in _REPROJECTED[name][:2] if group for c in group})
+        corners = []
+        for mask in range(1 << len(cells)):
+            r = rates.copy()
+            for bit, (row, label) in enumerate(cells):
+                r[row, label] = (hi if mask >> bit & 1 else lo)[row, label]
+            corners.append(value(r, prevalence, name))
+        corners = [c for c in corners if not math.isnan(c)]
+        rows.append({"metric": name, "data": at_data, "deployment": at_target,
+                     "ci_lo": min(corners) if corners else math.nan,
+                     "ci_hi": max(corners) if corners else math.nan})
+    out = pd.DataFrame(rows).set_index("metric")
+    out.attrs.update(data_prevalence=float(pi0), deployment_prevalence=float(prevalence))
+    return out

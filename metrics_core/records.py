@@ -150,10 +150,11 @@ class Evaluation:
 
     @property
     def targets(self) -> pd.DataFrame:
-        """The seed 003 targets: met only when the whole interval clears them."""
+        """The run's targets (default: seed 003's): met only when the whole interval clears
+        them."""
         from metrics_core.targets import target_table
 
-        return target_table(self.records)
+        return target_table(self.records, self.config.targets)
 
     def record(self, name: str) -> MetricRecord:
         """The record called ``name`` (KeyError listing the names if there is none)."""

@@ -16,12 +16,16 @@ from types import MappingProxyType
 
 import pandas as pd
 
-__all__ = ["DEFAULT_TARGETS", "parse_target", "target_table"]
+__all__ = ["DEFAULT_TARGETS", "MIN_N", "parse_target", "target_table"]
 
-#: The targets of seed 003: discrimination, calibration, evidence and the gate.
+#: The targets of seed 003: discrimination, calibration, evidence and the gate (the default of
+#: ``EvalConfig.targets``, where a run's own targets are set).
 DEFAULT_TARGETS = ("auroc>=0.85", "auprc>=0.55", "ece<0.05", "brier<0.1",
                    "evidence_recall>=0.70", "screening_sensitivity>=0.995",
                    "screening_fn_per_1000<=5", "alert_precision>=0.90")
+#: Fewer cases than this in an interval's denominator: the interval is wide and the value
+#: unstable; tables flag such cells (STARD 2015 asks for the numbers behind each estimate).
+MIN_N = 30
 _OPS = MappingProxyType({">=": operator.ge, ">": operator.gt, "<=": operator.le,
                          "<": operator.lt})
 _FORM = re.compile(r"^\s*([a-z_0-9@=.]+?)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*$")
@@ -57,5 +61,6 @@ def target_table(records, targets=DEFAULT_TARGETS) -> pd.DataFrame:
             status = "met by the point estimate, not by the whole interval"
         rows.append({"metric": name, "target": f"{op} {bound:g}", "value": value,
                      "ci_lo": None if ci is None else ci[0],
-                     "ci_hi": None if ci is None else ci[1], "status": status})
+                     "ci_hi": None if ci is None else ci[1], "status": status,
+                     "n": None if r is None else r.n})
     return pd.DataFrame(rows)

@@ -88,3 +88,49 @@ def test_the_triage_page_has_no_evidence_settings():
     at = open_app(page="triage")
     assert_clean(at)
     assert not list(at.sidebar.slider)
+
+
+def test_edited_targets_drive_the_table_and_the_link(demo):
+    at = open_app(page="decision")
+    at.text_area(key="targets_editor").set_value("auroc>=0.95\nece<0.5").run()
+    assert_clean(at)
+    shown = table(at, "targets_table")
+    assert list(shown["metric"]) == ["auroc", "ece"]
+    assert shown["status"].iloc[0] == "not met"  # demo AUROC 0.88
+    assert at.query_params["targets"] == ["auroc>=0.95", "ece<0.5"]
+    at.text_area(key="targets_editor").set_value("auroc is high").run()
+    assert any("not of the form" in e.value for e in at.error)
+    assert list(table(at, "targets_table")["metric"]) == ["auroc", "ece"]  # unchanged
+
+
+def test_per_criterion_finder_sets_each_criterions_gate(demo):
+    at = open_app(page="decision")
+    at.selectbox(key="finder_target").set_value(("screening_sensitivity", ">=")).run()
+    at.number_input(key="finder_value").set_value(0.9).run()
+    at.toggle(key="finder_by_criterion").set_value(True).run()
+    found = table(at, "finder_table")
+    want = decision.tune(demo.ds, ["screening_sensitivity>=0.9"], by="criterion")
+    assert list(found["tau_neg"]) == pytest.approx([r.value for r in want])
+    at.button(key="finder_apply_per_criterion").click().run()
+    assert_clean(at)
+    gates = {g[0]: g[1] for g in at.session_state["criterion_gates"]}
+    assert gates == pytest.approx({r.subset.removeprefix("criterion "): r.value
+                                   for r in want[1:]}, abs=1e-6)
+    run = at.session_state["_view"].evaluation
+    first = demo.ds.criteria[0]
+    crit = demo.ds.criterion_code == 0
+    assert ((demo.ds.p[crit] < gates[first]) == (run.states[crit] == 0)).all()
+    assert "per-criterion gate(s) (exploratory)" in " ".join(
+        c.value for c in at.caption).replace("\\_", "_")
+
+
+def test_prevalence_table_reprojects_the_gate(demo):
+    at = open_app(page="decision")
+    at.number_input(key="deployment_prevalence").set_value(0.02).run()
+    assert_clean(at)
+    shown = table(at, "prevalence_table")
+    from metrics_core.gate import states_to_prediction
+
+    want = decision.reproject(demo.ds.y, states_to_prediction(
+        demo.evaluate(EvalConfig(bootstrap=0)).states), 0.02)
+    assert list(shown["at 0.020"]) == pytest.approx(list(want["deployment"]))

@@ -191,3 +191,42 @@ def test_targets_are_met_only_when_the_whole_interval_clears_them():
     assert table["brier"] == "met by the point estimate (no interval)"
     assert table["alert_precision"] == "undefined"
     assert table["evidence_recall"] == "not computed"
+
+
+def test_reproject_equals_reweighting_the_classes():
+    """An independent implementation: weight positives π/π₀ and negatives (1−π)/(1−π₀), then
+    recompute each ratio from the weighted counts; at π = π₀ the data's own values."""
+    from metrics_core.decision import reproject
+    from metrics_core.gate import gate_summary
+
+    rng = np.random.default_rng(7)
+    y = (rng.random(3000) < 0.12).astype(int)
+    p = np.clip(0.35 * y + 0.65 * rng.random(3000), 0, 1)
+    pred = np.where(p >= 0.6, 1, np.where(p < 0.15, 0, -1))
+    pi0 = y.mean()
+    for pi in (pi0, 0.02, 0.3):
+        w = np.where(y == 1, pi / pi0, (1 - pi) / (1 - pi0))
+        n = w.sum()
+        pos, neg, unc = pred == 1, pred == 0, pred == -1
+        want = {
+            "alert_precision": w[pos & (y == 1)].sum() / w[pos].sum(),
+            "auto_cleared_npv": w[neg & (y == 0)].sum() / w[neg].sum(),
+            "alert_rate_per_1000": 1000 * w[pos].sum() / n,
+            "review_per_1000": 1000 * w[unc].sum() / n,
+            "auto_cleared_per_1000": 1000 * w[neg].sum() / n,
+            "screening_fn_per_1000": 1000 * w[neg & (y == 1)].sum() / n,
+        }
+        got = reproject(y, pred, pi)
+        for name, value in want.items():
+            assert got.loc[name, "deployment"] == pytest.approx(value, rel=1e-12), name
+            assert got.loc[name, "ci_lo"] <= got.loc[name, "deployment"] <= got.loc[
+                name, "ci_hi"]
+    g = gate_summary(y, np.where(pred == 1, 2, np.where(pred == 0, 0, 1)))
+    at_data = reproject(y, pred, 0.2)
+    assert at_data.loc["alert_precision", "data"] == pytest.approx(g.alert_precision)
+    assert at_data.loc["screening_fn_per_1000", "data"] == pytest.approx(
+        g.screening_fn_per_1000)
+    with pytest.raises(ValueError, match="prevalence must be within"):
+        reproject(y, pred, 1.0)
+    with pytest.raises(ValueError, match="both classes"):
+        reproject(np.zeros(5, int), np.zeros(5, int), 0.1)

@@ -3,10 +3,12 @@ curve (net benefit of the model against treat-all and treat-none)."""
 
 import subprocess
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import charts, data, display, record, state
-from metrics_core import decision
+from dashboard.safe_text import escape_markdown
+from metrics_core import decision, registry
 
 v = data.view()
 display.page_header("Decision support", v)
@@ -15,38 +17,136 @@ ev = v.evaluation
 st.subheader("Targets")
 st.caption("A target is met only when the whole 95% interval clears it; switch on bootstrap "
            "intervals under *Uncertainty* for the metrics without a Wilson interval.")
-display.show_table(ev.targets, key="targets_table")
+display.show_table(display.targets_frame(ev.targets), key="targets_table")
+
+
+def _set_targets() -> None:
+    from metrics_core.targets import parse_target
+
+    lines = [t.strip() for t in st.session_state["targets_editor"].splitlines() if t.strip()]
+    try:
+        for line in lines:
+            parse_target(line)
+    except ValueError as exc:
+        st.session_state["_targets_error"] = str(exc)
+        return
+    st.session_state.pop("_targets_error", None)
+    st.session_state["targets"] = list(lines)
+
+
+with st.expander("Edit the targets", icon=":material/edit:"):
+    st.session_state.setdefault("targets_editor", "\n".join(st.session_state["targets"]))
+    st.text_area("One target a line: metric>=value (or >, <=, <)", key="targets_editor",
+                 on_change=_set_targets, height=200)
+    if st.session_state.get("_targets_error"):
+        st.error(escape_markdown(st.session_state["_targets_error"]) + "; the targets were "
+                 "not changed.", icon=":material/error:")
+    st.caption("Metric names are those of metrics_master.json (e.g. auroc, ece, "
+               "screening_sensitivity, tpr@fpr=0.05). The targets are part of the link and of "
+               "settings.json.")
 
 st.subheader("Find a threshold")
 st.caption("The exact threshold that meets a target on the data shown (candidates: every "
            "observed probability, 0 and 1). A threshold found here is exploratory: it was "
-           "chosen on the same data it is reported on.")
+           "chosen on the same data it is reported on. With bootstrap intervals on, its "
+           "interval re-selects the threshold in every resample, so the optimism of choosing "
+           "on the data shows as spread.")
 forms = [(metric, op) for metric, ops in decision.FINDERS.items() for op in ops]
 left, mid, right = st.columns([3, 2, 2])
 choice = left.selectbox("Target", forms, format_func=lambda f: f"{f[0]} {f[1]}",
                         key="finder_target")
 bound = mid.number_input("Value", value=0.995 if choice[1] == ">=" else 5.0, step=0.005,
                          format="%.4f", key="finder_value")
+by_criterion = right.toggle("Per criterion", key="finder_by_criterion",
+                            help="Find the threshold of each criterion on its own queries.")
 target = decision.Target(choice[0], choice[1], float(bound))
 ds = v.evaluator.ds
-value, achieved = decision.find_threshold(ds.y, ds.p, target)
-if value is None:
-    right.metric("Threshold", "—", help="No threshold meets this target on these data.")
-else:
-    right.metric(f"{target.parameter}", f"{value:.4f}",
-                 help=f"achieves {target.metric} = {achieved:.4f}")
+n_boot = min(v.config.bootstrap, 2000) if v.show_bootstrap else 0
 
-    def _apply(parameter=target.parameter, found=value):
-        lo, hi = st.session_state["gate"]
+
+by = "criterion" if by_criterion else None
+# Kept in the session's own evaluator (bounded memo), never in a cache shared by sessions.
+with st.spinner("Finding thresholds…"):
+    results = v.evaluator._memo(
+        ("tune", str(target), by, n_boot, v.config.seed),
+        lambda: [r.to_dict() for r in decision.tune(ds, [str(target)], by=by,
+                                                     bootstrap=n_boot, seed=v.config.seed)])
+overall = results[0]
+found = pd.DataFrame([{
+    "subset": r["subset"], "n": r["n"], target.parameter: r["value"],
+    "achieves": r["achieved"],
+    "ci95_lo": None if r["ci95"] is None else r["ci95"][0],
+    "ci95_hi": None if r["ci95"] is None else r["ci95"][1],
+    "small_n": display.small_n_note(r["n"])} for r in results])
+display.show_table(found, key="finder_table", column_config={
+    target.parameter: st.column_config.NumberColumn(format="%.4f"),
+    "achieves": st.column_config.NumberColumn(format="%.4f"),
+    "ci95_lo": st.column_config.NumberColumn("95% CI low (re-selected)", format="%.4f"),
+    "ci95_hi": st.column_config.NumberColumn("95% CI high (re-selected)", format="%.4f")})
+if not n_boot:
+    st.caption("Switch on bootstrap intervals under *Uncertainty* for the re-selected "
+               "interval of each threshold.")
+
+
+def _apply(parameter=target.parameter, value=overall["value"]):
+    lo, hi = st.session_state["gate"]
+    if parameter == "tau_neg":
+        st.session_state["gate"] = (min(value, hi), hi)
+    elif parameter == "tau_pos":
+        st.session_state["gate"] = (lo, max(value, lo))
+    else:
+        st.session_state["threshold"] = value
+    state.mark_exploratory("threshold" if parameter == "threshold" else "gate")
+
+
+def _apply_per_criterion(parameter=target.parameter, rows=tuple(results[1:])):
+    overall_gate = st.session_state["gate"]
+    gates = {g[0]: list(g) for g in st.session_state.get("criterion_gates", ())}
+    for r in rows:
+        if r["value"] is None:
+            continue
+        name = r["subset"].removeprefix("criterion ")
+        lo, hi = gates.get(name, [name, *overall_gate])[1:]
         if parameter == "tau_neg":
-            st.session_state["gate"] = (min(found, hi), hi)
-        elif parameter == "tau_pos":
-            st.session_state["gate"] = (lo, max(found, lo))
+            lo, hi = r["value"], max(hi, r["value"])
         else:
-            st.session_state["threshold"] = found
-        state.mark_exploratory("threshold" if parameter == "threshold" else "gate")
+            lo, hi = min(lo, r["value"]), r["value"]
+        gates[name] = [name, round(lo, 6), round(hi, 6)]
+    st.session_state["criterion_gates"] = tuple(tuple(gates[c]) for c in sorted(gates))
+    state.mark_exploratory("criterion_gates")
 
-    st.button(f"Set {target.parameter} = {value:.4f}", key="finder_apply", on_click=_apply)
+
+if overall["value"] is None:
+    st.warning("No threshold meets this target on these data.", icon=":material/block:")
+else:
+    st.button(f"Set {target.parameter} = {overall['value']:.4f} (all queries)",
+              key="finder_apply", on_click=_apply)
+if by_criterion and target.parameter in ("tau_neg", "tau_pos"):
+    st.button(f"Set each criterion's {target.parameter} to its own threshold",
+              key="finder_apply_per_criterion", on_click=_apply_per_criterion,
+              help="Per-criterion gates: the sidebar lists them under Gate & thresholds.")
+
+st.subheader("Deployment prevalence")
+st.caption("Sensitivity and the share of negatives flagged do not depend on prevalence; "
+           "predictive values and workload do. Re-projected with the class-conditional rates "
+           "of these data; the interval takes the ends of their Wilson intervals "
+           "(conservative).")
+data_prevalence = float(ds.y.mean()) if ds.n_queries else 0.0
+prevalence = st.number_input("Prevalence where the tool will be used", 0.001, 0.999,
+                             value=round(min(max(data_prevalence, 0.001), 0.999), 3),
+                             step=0.005, format="%.3f", key="deployment_prevalence")
+try:
+    from metrics_core.gate import states_to_prediction
+
+    projected = decision.reproject(ds.y, states_to_prediction(ev.states), prevalence)
+except ValueError as exc:
+    st.info(escape_markdown(str(exc)), icon=":material/info:")
+else:
+    projected = projected.reset_index()
+    projected["metric"] = projected["metric"].map(registry.label)
+    display.show_table(projected.rename(columns={
+        "data": f"at the data's {data_prevalence:.3f}", "deployment": f"at {prevalence:.3f}"}),
+        key="prevalence_table")
 
 st.subheader("Decision curve")
 st.caption("Net benefit = TP/N − FP/N · t / (1 − t), positive iff p ≥ t. Above both reference "
