@@ -136,8 +136,10 @@ def roc_figure(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
 
 
 def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] = (),
-              auprc: float | None = None, max_points: int = MAX_CURVE_POINTS) -> go.Figure:
-    """Precision-recall curve with the positive-rate baseline and operating points.
+              auprc: float | None = None, max_points: int = MAX_CURVE_POINTS,
+              band: pd.DataFrame | None = None) -> go.Figure:
+    """Precision-recall curve with the positive-rate baseline and operating points, and the
+    bootstrap band (``Evaluation.pr_band``) when given.
 
     The curve is drawn as a step (precision is constant between recall levels, as average
     precision counts it).
@@ -145,6 +147,13 @@ def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] 
     shown = downsample(pr, max_points=max_points)
     name = "PR" if auprc is None or not _finite(auprc) else f"PR (AUPRC {auprc:.3f})"
     fig = _Figure()
+    if band is not None:
+        defined = band.dropna()
+        fig.add_trace(_Scatter(x=np.r_[defined["recall"], defined["recall"][::-1]],
+                               y=np.r_[defined["precision_hi"], defined["precision_lo"][::-1]],
+                               fill="toself", mode="lines", line={"width": 0, "shape": "vh"},
+                               fillcolor="rgba(76,120,168,0.2)", name="95% band",
+                               hoverinfo="skip"))
     fig.add_trace(_Scatter(x=[0, 1], y=[baseline, baseline], mode="lines",
                              name=f"positive rate {baseline:.3f} (random)",
                              line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
@@ -169,7 +178,8 @@ def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] 
 # ------------------------------------------------------------------------- calibration
 def reliability_figure(table, *, title: str = "Reliability diagram",
                        x_title: str = "Mean predicted probability",
-                       y_title: str = "Observed frequency") -> go.Figure:
+                       y_title: str = "Observed frequency",
+                       smoothed: pd.DataFrame | None = None) -> go.Figure:
     """Observed frequency vs mean confidence per bin, with Wilson 95% bands and bin counts.
 
     ``table`` is a :class:`metrics_core.calibration.ReliabilityTable` (or a frame with the
@@ -195,6 +205,15 @@ def reliability_figure(table, *, title: str = "Reliability diagram",
         customdata=filled["count"],
         hovertemplate="confidence %{x:.3f}<br>observed %{y:.3f}<br>n = %{customdata}"
                       "<extra></extra>"))
+    if smoothed is not None and len(smoothed):
+        fig.add_trace(_Scatter(x=np.r_[smoothed["p"], smoothed["p"][::-1]],
+                               y=np.r_[smoothed["hi"], smoothed["lo"][::-1]], fill="toself",
+                               mode="lines", line={"width": 0},
+                               fillcolor="rgba(228,87,86,0.15)", name="smoothed 95% band",
+                               hoverinfo="skip"))
+        fig.add_trace(_Scatter(x=smoothed["p"], y=smoothed["observed"], mode="lines",
+                               name="smoothed (spline)", line={"color": "#e45756"},
+                               hovertemplate="p %{x:.3f}<br>observed %{y:.3f}<extra></extra>"))
     return _layout(fig, title, x_title, y_title, xaxis=_UNIT_RANGE, yaxis=_UNIT_RANGE,
                    yaxis2={"title": {"text": "Queries in bin"}, "overlaying": "y",
                            "side": "right", "showgrid": False, "rangemode": "tozero"})

@@ -61,6 +61,8 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
         "gate_grid": lambda: ev.gate_grid(cfg),
         "decision_curve": lambda: ev.decision_curve(cfg),
         "roc_band": lambda: ev.roc_band(cfg),
+        "pr_band": lambda: ev.pr_band(cfg),
+        "smoothed_calibration": ev.smoothed_calibration,
     }
     cls = ev.classification()
     evaluation = Evaluation(

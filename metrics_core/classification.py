@@ -59,6 +59,7 @@ __all__ = [
     "confusion_rates",
     "confusion_sweep",
     "downsample",
+    "pr_band",
     "pr_points",
     "prepare",
     "roc_auc",
@@ -830,4 +831,46 @@ def roc_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
 
     cis = bootstrap_cis({"roc": statistic}, n_units or y.size, unit_of_row=unit_of_row,
                         n_resamples=n_resamples, seed=seed)["roc"]
+    return grid, np.array([c.lo for c in cis]), np.array([c.hi for c in cis])
+
+
+def pr_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
+            n_units: int | None = None, grid=None) -> tuple[np.ndarray, np.ndarray,
+                                                         np.ndarray]:
+    """Pointwise percentile 95 % band of the precision-recall curve over a recall grid (§9).
+
+    In every bootstrap replicate the weighted PR curve is evaluated at each grid recall ``r``
+    as the precision of its first operating point (highest threshold) with recall ``≥ r``:
+    the step function whose area is average precision. Returns ``(grid, lo, hi)``; NaN where
+    no replicate defines it.
+    """
+    from metrics_core.uncertainty import bootstrap_cis
+
+    y = np.asarray(y, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
+    order = np.argsort(-p, kind="stable")
+    ps, ys = p[order], y[order]
+    last = np.r_[ps[1:] != ps[:-1], True]
+
+    def statistic(w):
+        ws = w[:, order]
+        tp = np.cumsum(ws * ys, axis=1)[:, last]
+        predicted = np.cumsum(ws, axis=1)[:, last]
+        out = np.full((w.shape[0], grid.size), np.nan)
+        for r in range(w.shape[0]):
+            if tp[r, -1] <= 0:
+                continue
+            recall = tp[r] / tp[r, -1]
+            drawn = predicted[r] > 0
+            idx = np.searchsorted(recall, grid, side="left")  # first point with recall >= g
+            idx = np.minimum(idx, recall.size - 1)
+            # Points before the first drawn row have no precision; move to the first drawn.
+            first = int(np.argmax(drawn))
+            idx = np.maximum(idx, first)
+            out[r] = tp[r, idx] / predicted[r, idx]
+        return out
+
+    cis = bootstrap_cis({"pr": statistic}, n_units or y.size, unit_of_row=unit_of_row,
+                        n_resamples=n_resamples, seed=seed)["pr"]
     return grid, np.array([c.lo for c in cis]), np.array([c.hi for c in cis])

@@ -182,6 +182,11 @@ class Evaluator:
         return self._memo(("logistic_calibration",), lambda: calibration.logistic_calibration(
             self.ds.y, self.ds.p))
 
+    def smoothed_calibration(self) -> pd.DataFrame:
+        """Spline calibration curve of p with its pointwise band (data-only, cached)."""
+        return self._memo(("smoothed_calibration",), lambda: calibration.smoothed_calibration(
+            self.ds.y, self.ds.p))
+
     def decision_curve(self, cfg: EvalConfig) -> pd.DataFrame:
         """Net benefit over threshold probability, with bootstrap bands when the run has
         resamples (data-only per bootstrap settings, cached)."""
@@ -216,6 +221,22 @@ class Evaluator:
             return pd.DataFrame({"fpr": grid, "tpr_lo": lo, "tpr_hi": hi})
 
         return self._memo(("roc_band", cfg.bootstrap_config), compute)
+
+    def pr_band(self, cfg: EvalConfig) -> pd.DataFrame | None:
+        """Pointwise 95 % bootstrap band of the PR curve over recall (None without resamples)."""
+        if not cfg.bootstrap or self.ds.n_queries == 0:
+            return None
+
+        def compute():
+            ds = self.ds
+            post = cfg.bootstrap_unit == "post"
+            grid, lo, hi = classification.pr_band(
+                ds.y, ds.p, n_resamples=cfg.bootstrap, seed=cfg.seed,
+                unit_of_row=ds.post_code if post else None,
+                n_units=int(ds.posts.size) if post else None)
+            return pd.DataFrame({"recall": grid, "precision_lo": lo, "precision_hi": hi})
+
+        return self._memo(("pr_band", cfg.bootstrap_config), compute)
 
     def brier(self) -> float:
         return self._memo(("brier",), lambda: calibration.brier(self.ds.y, self.ds.p))

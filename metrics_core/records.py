@@ -144,6 +144,16 @@ class Evaluation:
         return self._table("roc_band")
 
     @property
+    def smoothed_calibration(self) -> pd.DataFrame:
+        """Spline calibration curve of p with its pointwise 95 % band (§5)."""
+        return self._table("smoothed_calibration")
+
+    @property
+    def pr_band(self) -> pd.DataFrame | None:
+        """Pointwise 95 % bootstrap band of the PR curve over recall (None without resamples)."""
+        return self._table("pr_band")
+
+    @property
     def gate_grid(self) -> pd.DataFrame:
         """Screening, alert and workload metrics over the (τ_neg, τ_pos) grid (§6)."""
         return self._table("gate_grid")
@@ -219,6 +229,8 @@ class Evaluation:
             "gate_grid": frame_records(self.gate_grid),
             "decision_curve": frame_records(self.decision_curve),
             "roc_band": None if self.roc_band is None else frame_records(self.roc_band),
+            "pr_band": None if self.pr_band is None else frame_records(self.pr_band),
+            "smoothed_calibration": frame_records(self.smoothed_calibration),
             "per_criterion": frame_records(self.per_criterion.reset_index()),
             "per_criterion_macro_over": self.per_criterion.attrs.get("n_groups"),
             "per_fold": None if per_fold is None else frame_records(per_fold.reset_index()),

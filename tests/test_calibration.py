@@ -282,3 +282,28 @@ def test_calibration_properties(data, strategy, n_bins, rnd):
     assert u.count.tolist() == t.count.tolist()
     assert u.ece == pytest.approx(t.ece, abs=1e-12) and u.mce == pytest.approx(t.mce, abs=1e-12)
     assert brier(y[perm], p[perm]) == pytest.approx(brier(y, p), abs=1e-15)
+
+
+def test_smoothed_calibration_equals_a_statsmodels_glm_on_the_same_spline():
+    import statsmodels.api as sm
+    from sklearn.preprocessing import SplineTransformer
+
+    from metrics_core.calibration import smoothed_calibration
+
+    rng = np.random.default_rng(3)
+    p = rng.beta(1.2, 4.0, 4000)
+    y = (rng.random(4000) < np.clip(1.3 * p ** 1.2, 0, 1)).astype(int)  # miscalibrated
+    got = smoothed_calibration(y, p)
+    logit = np.log(p / (1 - p))
+    spline = SplineTransformer(n_knots=5, degree=3, knots="quantile", include_bias=False,
+                               extrapolation="linear").fit(logit[:, None])
+    fit = sm.GLM(y, sm.add_constant(spline.transform(logit[:, None])),
+                 family=sm.families.Binomial()).fit(tol=1e-12)
+    grid = got["p"].to_numpy()
+    x = sm.add_constant(spline.transform(np.log(grid / (1 - grid))[:, None]), has_constant="add")
+    frame = fit.get_prediction(x).summary_frame(alpha=0.05)
+    np.testing.assert_allclose(got["observed"], frame["mean"], atol=1e-6)
+    np.testing.assert_allclose(got["lo"], frame["mean_ci_lower"], atol=1e-5)
+    np.testing.assert_allclose(got["hi"], frame["mean_ci_upper"], atol=1e-5)
+    assert grid[0] == pytest.approx(np.percentile(p, 1))
+    assert smoothed_calibration(np.zeros(50), p[:50]).empty

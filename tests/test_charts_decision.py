@@ -76,3 +76,31 @@ def test_roc_band_brackets_the_curve_and_is_drawn():
     band = pd.DataFrame({"fpr": grid, "tpr_lo": lo, "tpr_hi": hi})
     fig = charts.roc_figure(roc, band=band)
     assert fig.data[0].name == "95% band" and len(fig.data[0].x) == 2 * grid.size
+
+
+def test_pr_band_equals_a_literal_loop_over_resamples_with_sklearn():
+    from sklearn.metrics import precision_recall_curve
+
+    from metrics_core.uncertainty import Bootstrap
+
+    y, p = _data(5)
+    p = np.round(p, 2)  # ties
+    grid = np.array([0.0, 0.1, 0.25, 0.5, 0.8, 1.0])
+    _, lo, hi = classification.pr_band(y, p, n_resamples=150, seed=4, grid=grid)
+    draws = []
+    for counts in Bootstrap(y.size, n_resamples=150, seed=4).count_batches():
+        for w in counts:
+            keep = w > 0
+            precision, recall, _ = precision_recall_curve(y[keep], p[keep],
+                                                          sample_weight=w[keep])
+            # sklearn lists points by increasing threshold; the last one is (1, 0) by
+            # convention: drop it, then take, for each r, the highest threshold with recall >= r
+            precision, recall = precision[:-1], recall[:-1]
+            row = []
+            for r in grid:
+                ok = np.flatnonzero(recall >= r - 1e-12)
+                row.append(precision[ok[-1]] if ok.size else np.nan)
+            draws.append(row)
+    want = np.nanpercentile(np.array(draws), [2.5, 97.5], axis=0)
+    np.testing.assert_allclose(lo, want[0], atol=1e-12)
+    np.testing.assert_allclose(hi, want[1], atol=1e-12)

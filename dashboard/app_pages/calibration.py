@@ -16,13 +16,28 @@ cols = st.columns(3)
 display.metric_tile(cols[0], ev, "ece", "ECE")
 display.metric_tile(cols[1], ev, "mce", "MCE")
 display.metric_tile(cols[2], ev, "brier", "Brier score")
+if not v.show_bootstrap:
+    st.caption("ECE, MCE and Brier get their bootstrap intervals when *Compute bootstrap CIs* "
+               "is on (under *Uncertainty*).")
+st.subheader("Calibration for clinicians")
+st.caption("Observed / expected events (1 = right on average), and the logistic recalibration "
+           "of p: intercept a with the slope fixed at 1 (0 = no overall over- or "
+           "under-estimation), slope b (1 = risks neither too extreme nor too modest).")
+cols = st.columns(3)
+display.metric_tile(cols[0], ev, "calibration_in_the_large", "Observed / expected")
+display.metric_tile(cols[1], ev, "calibration_intercept", "Calibration intercept")
+display.metric_tile(cols[2], ev, "calibration_slope", "Calibration slope")
 
 top = c.calibration_view == "top_label"
 display.plot(charts.reliability_figure(
     ev.reliability,
     title="Reliability diagram (top label)" if top else "Reliability diagram",
     x_title="Mean confidence max(p, 1 − p)" if top else "Mean predicted p_has_evidence",
-    y_title="Share correct" if top else "Observed share with evidence"),
+    y_title="Share correct" if top else "Observed share with evidence",
+    smoothed=None if top else ev.smoothed_calibration),
     key="reliability_chart")
+if not top:
+    st.caption("The smoothed curve is a logistic regression of the outcome on a cubic spline "
+               "of logit(p), with a pointwise 95% band; it does not depend on the bins.")
 st.subheader("Bins")
 display.show_table(ev.reliability_frame(), key="reliability_table")

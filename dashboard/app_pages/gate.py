@@ -29,7 +29,8 @@ with left:
                  key="roc_chart")
 with right:
     display.plot(charts.pr_figure(ev.pr, ev.summary["positive_rate"] or 0.0, points=points,
-                                  auprc=auprc.value if auprc.defined else None), key="pr_chart")
+                                  auprc=auprc.value if auprc.defined else None,
+                                  band=ev.pr_band), key="pr_chart")
 display.show_table(display.operating_points_frame(v.operating_points), key="operating_table")
 
 left, right = st.columns(2)
