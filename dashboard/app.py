@@ -119,6 +119,8 @@ def main() -> None:
         page.run()
     except Exception as exc:
         _show_failure(exc)
+    else:
+        data.refine_intervals(st.session_state.get(state.VIEW))
 
 
 main()

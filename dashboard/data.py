@@ -233,6 +233,10 @@ def set_source(source: Source) -> None:
 
 
 # ------------------------------------------------------------------------------- the view
+#: Bootstrap resamples while the settings move; the full number follows when they rest.
+LIVE_RESAMPLES = 2_000
+
+
 @dataclass(eq=False)
 class View:
     """What a page shows: source, filters and settings, with lazily computed results."""
@@ -241,6 +245,8 @@ class View:
     filters: Filters
     config: EvalConfig
     show_bootstrap: bool = False
+    #: The full-resample configuration still to compute (set by a live-resample evaluation).
+    pending: EvalConfig | None = None
 
     @property
     def evaluator(self) -> Evaluator:
@@ -256,8 +262,14 @@ class View:
         config = self.config.replace(filters=self.filters)
         if not self.show_bootstrap:
             config = config.replace(bootstrap=0)
-        key = (self.source.token, config)
         memo = st.session_state.setdefault(_EVAL_KEY, OrderedDict())
+        if (config.bootstrap > LIVE_RESAMPLES
+                and (self.source.token, config) not in memo):
+            # While the settings move: fewer resamples now, the full run once they rest
+            # (refine_intervals, at the end of the run).
+            self.pending = config
+            config = config.replace(bootstrap=LIVE_RESAMPLES)
+        key = (self.source.token, config)
         if key not in memo:
             memo[key] = self.source.evaluator().evaluate(config, progress=_progress_bar(config))
             while len(memo) > _EVALUATIONS_KEPT:
@@ -310,6 +322,30 @@ def _progress_bar(config: EvalConfig):
             bar.empty()
 
     return progress
+
+
+def refine_intervals(v: View | None) -> None:
+    """After a page drew with :data:`LIVE_RESAMPLES`, compute the full bootstrap (with a
+    progress bar) and draw again. A setting moved meanwhile stops this run at the next bar
+    update, so nothing queues behind it."""
+    if v is None or v.pending is None:
+        return
+    config = v.pending
+    memo = st.session_state.setdefault(_EVAL_KEY, OrderedDict())
+    key = (v.source.token, config)
+    if key not in memo:
+        with st.sidebar:
+            bar = st.progress(0.0, text="Refining the intervals…")
+
+        def progress(done: int, total: int) -> None:
+            bar.progress(done / total, text=f"Refining the intervals: {done:,} of {total:,} "
+                                            f"resamples")
+
+        memo[key] = v.source.evaluator().evaluate(config, progress=progress)
+        while len(memo) > _EVALUATIONS_KEPT:
+            memo.popitem(last=False)
+    v.pending = None
+    st.rerun()
 
 
 def set_view(v: View) -> None:

@@ -244,9 +244,12 @@ SETTINGS: tuple[Setting, ...] = (
     *_section("calibration"),
     *_section("multilabel"),
     *(s for s in _section("uncertainty") if s.key != "seed"),
-    Setting("ci", "Compute bootstrap CIs (slow: seconds per change)", "bool", False,
+    Setting("ci", "Compute bootstrap CIs", "bool", False,
             help="Off: proportions carry Wilson intervals and the run records bootstrap = 0. "
-                 "On: percentile CIs with the resamples above, recomputed at every change.",
+                 "On: percentile CIs for every other number; 2,000 resamples while the "
+                 "settings move, then the resamples above once they rest (a progress bar "
+                 "shows it). The resamples are drawn once per data set and seed; a move "
+                 "re-weights them.",
             section="uncertainty"),
     _from_field("seed"),
     Setting("targets", "Targets", "multi", _DEFAULT.targets, ("targets",), section="targets",

@@ -21,7 +21,7 @@ from metrics_core import calibration, classification, gate, outcomes, registry
 from metrics_core.classification import confusion_rates
 from metrics_core.sections import fmt_t, multilabel_values
 
-__all__ = ["fold_summary", "group_codes", "group_table"]
+__all__ = ["fold_summary", "group_codes", "group_intervals", "group_table"]
 
 #: Proportions whose per-group Wilson interval is a column of the table.
 WILSON_COLUMNS = ("sensitivity", "precision", "screening_sensitivity", "alert_precision")
@@ -245,4 +245,32 @@ def fold_summary(per_fold: pd.DataFrame, records) -> pd.DataFrame:
             text += f", 95% CI {lo:.3f}–{hi:.3f})" if not np.isnan(lo) else ")"
         rows.append({"metric": name, "mean": mean, "std": std, "n_folds": count,
                      "pooled": pooled, "ci_lo": lo, "ci_hi": hi, "text": text})
+    return pd.DataFrame(rows)
+
+
+def group_intervals(ev, cfg, metric: str, *, label: str = "criterion",
+                    progress=None) -> pd.DataFrame:
+    """``metric`` of every criterion (or fold) with its 95 % interval, as the overall record.
+
+    ``ev`` is the unfiltered evaluator; ``cfg.filters`` (if any) still applies.
+
+    Each group is evaluated on its own queries with the run's settings (its records are those
+    of a run filtered to it, so the interval method is the record's: Wilson for proportions,
+    the bootstrap for the rest when ``cfg.bootstrap > 0``). Cached per group and settings, in
+    the filtered evaluators. Columns: ``group``, ``value``, ``ci_lo``, ``ci_hi``,
+    ``ci_method``, ``n``, ``defined``.
+    """
+    from dataclasses import replace as _replace
+
+    _, names = group_codes(ev.for_filters(cfg.filters), label)
+    rows = []
+    for name in names:
+        filters = (_replace(cfg.filters, criteria=(name,)) if label == "criterion"
+                   else _replace(cfg.filters, fold=name))
+        run = ev.evaluate(cfg.replace(filters=filters), progress=progress)
+        r = run.record(metric)
+        rows.append({"group": name, "value": r.value,
+                     "ci_lo": None if r.ci95 is None else r.ci95[0],
+                     "ci_hi": None if r.ci95 is None else r.ci95[1],
+                     "ci_method": r.ci_method, "n": r.n, "defined": r.defined})
     return pd.DataFrame(rows)

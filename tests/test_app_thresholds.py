@@ -72,3 +72,16 @@ def test_the_sidebar_sets_and_removes_a_criterion_gate():
 
 def state_evaluation(at):
     return at.session_state[state.VIEW].evaluation
+
+
+def test_intervals_use_fewer_resamples_while_moving_then_the_full_number():
+    from dashboard.data import LIVE_RESAMPLES
+
+    at = open_app({"ci": "1", "bootstrap": "3000"}, page="gate")
+    memo = at.session_state[state.EVALUATIONS]
+    resamples = sorted(config.bootstrap for _, config in memo)
+    assert resamples == [LIVE_RESAMPLES, 3000]  # the live pass, then the refined one
+    run = state_evaluation(at)
+    assert run.config.bootstrap == 3000
+    assert run.record("f1").ci_method == "bootstrap (query, 3000 resamples, seed 0)"
+    assert run.record("auroc").ci95 is not None

@@ -319,3 +319,25 @@ def test_the_app_listens_on_this_machine_only():
     dev = (root / "dev").read_text()
     assert "--share" in dev and "no" in dev and "authentication" in dev
     assert subprocess.run(["bash", "-n", str(root / "dev")]).returncode == 0
+
+
+def test_group_intervals_equal_the_per_criterion_table_and_filtered_runs():
+    from metrics_core.config import EvalConfig, Filters
+    from metrics_core.dataset import Dataset
+    from metrics_core.evaluator import Evaluator
+    from metrics_core.tables import group_intervals
+    from tests.conftest import random_frames
+
+    q, c = random_frames(n_posts=50, seed=9)
+    ev = Evaluator(Dataset.from_frames(q, c))
+    cfg = EvalConfig(bootstrap=100, seed=2)
+    table = ev.evaluate(cfg).per_criterion
+    for metric in ("f1", "screening_sensitivity", "auroc", "median_k"):
+        got = group_intervals(ev, cfg, metric).set_index("group")
+        for name in got.index:
+            assert got.loc[name, "value"] == pytest.approx(table.loc[name, metric], nan_ok=True)
+            run = ev.evaluate(cfg.replace(filters=Filters(criteria=(name,))))
+            assert (got.loc[name, "ci_lo"], got.loc[name, "ci_hi"]) == pytest.approx(
+                run.record(metric).ci95)
+    only = group_intervals(ev, cfg.replace(filters=Filters(criteria=("C1", "C2"))), "f1")
+    assert list(only["group"]) == ["C1", "C2"]
