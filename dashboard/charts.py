@@ -209,10 +209,11 @@ def reliability_figure(table, *, title: str = "Reliability diagram",
         fig.add_trace(_Scatter(x=np.r_[smoothed["p"], smoothed["p"][::-1]],
                                y=np.r_[smoothed["hi"], smoothed["lo"][::-1]], fill="toself",
                                mode="lines", line={"width": 0},
-                               fillcolor="rgba(228,87,86,0.15)", name="smoothed 95% band",
+                               fillcolor="rgba(31,78,121,0.15)", name="smoothed 95% band",
                                hoverinfo="skip"))
         fig.add_trace(_Scatter(x=smoothed["p"], y=smoothed["observed"], mode="lines",
-                               name="smoothed (spline)", line={"color": "#e45756"},
+                               name="smoothed (spline)",
+                               line={"color": "#1f4e79", "dash": "dash"},
                                hovertemplate="p %{x:.3f}<br>observed %{y:.3f}<extra></extra>"))
     return _layout(fig, title, x_title, y_title, xaxis=_UNIT_RANGE, yaxis=_UNIT_RANGE,
                    yaxis2={"title": {"text": "Queries in bin"}, "overlaying": "y",

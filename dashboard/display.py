@@ -161,10 +161,20 @@ _RECORD_COLUMNS = ["metric", "value", "ci95_lo", "ci95_hi", "ci_method", "subset
                    "n", "status", "interpretation"]
 
 
+def _no_interval(r) -> str:
+    """Why a record has no interval."""
+    unit = registry.spec(r.name).unit if r.name else ""
+    if unit == "count":
+        return "count of these data (no sampling interval)"
+    if r.name.startswith("threshold@"):
+        return "a threshold chosen on these data"
+    return "" if r.defined else "undefined"
+
+
 def _record_row(r) -> dict:
     lo, hi = r.ci95 if r.ci95 is not None else (math.nan, math.nan)
     return {"metric": r.name, "value": math.nan if r.value is None else r.value,
-            "ci95_lo": lo, "ci95_hi": hi, "ci_method": r.ci_method or "",
+            "ci95_lo": lo, "ci95_hi": hi, "ci_method": r.ci_method or _no_interval(r),
             "subset": r.subset, "variant": r.variant or "", "n": r.n,
             "status": _undefined_note(r), "interpretation": r.interpretation}
 
@@ -271,10 +281,18 @@ def _per_1000_ci(g, name: str) -> str:
 
 def tpr_frame(evaluation) -> pd.DataFrame:
     """TPR at the FPR targets, with the achieved FPR and the threshold (contract §4)."""
-    return pd.DataFrame([{
-        "target FPR": t.target, "TPR": t.tpr, "achieved FPR": t.fpr,
-        "threshold": "all negative" if not math.isfinite(t.threshold) else f"{t.threshold:.6g}",
-        "defined": t.defined} for t in evaluation.tpr_at_fpr])
+    from metrics_core.sections import fmt_t
+
+    rows = []
+    for t in evaluation.tpr_at_fpr:
+        ci = evaluation.record(f"tpr@fpr={fmt_t(t.target)}").ci95
+        rows.append({
+            "target FPR": t.target, "TPR": t.tpr,
+            "95% CI low": None if ci is None else ci[0],
+            "95% CI high": None if ci is None else ci[1], "achieved FPR": t.fpr,
+            "threshold": "all negative" if not math.isfinite(t.threshold)
+            else f"{t.threshold:.6g}", "defined": t.defined})
+    return pd.DataFrame(rows)
 
 
 def group_frame(evaluation, group: str) -> pd.DataFrame:
@@ -307,8 +325,18 @@ def metric_tile(column, evaluation, name: str, label: str) -> None:
 
 def operating_points_frame(points: dict) -> pd.DataFrame:
     """The operating points drawn on ROC / PR: threshold, TPR, FPR, precision, counts."""
+    from metrics_core.uncertainty import wilson_interval
+
+    def ci(k, n) -> str:
+        if n <= 0:
+            return "—"
+        lo, hi = wilson_interval(int(k), int(n))
+        return f"[{float(lo):.3f}, {float(hi):.3f}]"
+
     return pd.DataFrame([{"point": label, "threshold": c.threshold, "TPR (sensitivity)":
-                          c.sensitivity, "FPR": c.fpr, "precision": c.precision,
+                          c.sensitivity, "TPR 95% CI": ci(c.tp, c.tp + c.fn), "FPR": c.fpr,
+                          "FPR 95% CI": ci(c.fp, c.fp + c.tn), "precision": c.precision,
+                          "precision 95% CI": ci(c.tp, c.tp + c.fp),
                           "TP": c.tp, "FP": c.fp, "TN": c.tn, "FN": c.fn}
                          for label, c in points.items()])
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import streamlit as st
@@ -407,8 +408,9 @@ def write_to_url(values: Mapping[str, Any] | None = None) -> None:
 
 # ------------------------------------------------------------ pre-specified / exploratory
 #: The thresholds whose provenance is shown, by setting key -> config fields.
-THRESHOLD_FIELDS = {"gate": ("tau_neg", "tau_pos"), "threshold": ("threshold",),
-                    "gamma": ("gamma",), "criterion_gates": ("criterion_gates",)}
+THRESHOLD_FIELDS = MappingProxyType({
+    "gate": ("tau_neg", "tau_pos"), "threshold": ("threshold",), "gamma": ("gamma",),
+    "criterion_gates": ("criterion_gates",)})
 PRESPECIFIED, EXPLORATORY = "pre-specified", "exploratory"
 
 

@@ -257,7 +257,7 @@ def group_intervals(ev, cfg, metric: str, *, label: str = "criterion",
     Each group is evaluated on its own queries with the run's settings (its records are those
     of a run filtered to it, so the interval method is the record's: Wilson for proportions,
     the bootstrap for the rest when ``cfg.bootstrap > 0``). Cached per group and settings, in
-    the filtered evaluators. Columns: ``group``, ``value``, ``ci_lo``, ``ci_hi``,
+    the filtered evaluators. Columns: ``group``, ``n_positive``, ``value``, ``ci_lo``, ``ci_hi``,
     ``ci_method``, ``n``, ``defined``.
     """
     from dataclasses import replace as _replace
@@ -269,7 +269,8 @@ def group_intervals(ev, cfg, metric: str, *, label: str = "criterion",
                    else _replace(cfg.filters, fold=name))
         run = ev.evaluate(cfg.replace(filters=filters), progress=progress)
         r = run.record(metric)
-        rows.append({"group": name, "value": r.value,
+        rows.append({"group": name, "n_positive": int(run.summary["n_positive"]),
+                     "value": r.value,
                      "ci_lo": None if r.ci95 is None else r.ci95[0],
                      "ci_hi": None if r.ci95 is None else r.ci95[1],
                      "ci_method": r.ci_method, "n": r.n, "defined": r.defined})

@@ -32,7 +32,9 @@ st.caption("Dots: each criterion, with its 95% interval (" + ("; ".join(methods)
            f"macro (mean over the criteria where {metric} is defined: "
            f"{counts.get(metric, 0)} of {n_criteria}).")
 focus = groups.rename(columns={"group": "criterion", "value": registry.label(metric)})
-focus["small_n"] = focus["n"].map(display.small_n_note)
+# Small cells: few queries, or few with evidence (the rarer class drives the interval).
+focus["small_n"] = [display.small_n_note(n) or display.small_n_note(k).replace("n =", "positives =")
+                    for n, k in zip(focus["n"], focus["n_positive"], strict=True)]
 display.show_table(focus.drop(columns=["defined"]), key="per_criterion_focus",
                    column_config={registry.label(metric): st.column_config.NumberColumn(
                        format="%.4f"),
