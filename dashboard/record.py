@@ -137,8 +137,10 @@ def _figures(evaluation) -> list:
 
 def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
                 data_label: str = "", exclusions: pd.DataFrame | None = None,
-                created: datetime | None = None) -> str:
-    """The decision record as one self-contained HTML page (no network needed to open it)."""
+                created: datetime | None = None, thresholds: str = "") -> str:
+    """The decision record as one self-contained HTML page (no network needed to open it).
+
+    ``thresholds`` says how each threshold was chosen (pre-specified or exploratory)."""
     import plotly.io as pio
 
     created = created or datetime.now(UTC)
@@ -161,7 +163,9 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
                   _table(exclusions, max_rows=50)]
     settings = pd.DataFrame([{"setting": k, "value": json.dumps(v)}
                              for k, v in cfg.to_dict().items()])
-    parts += ["<h2>Settings</h2>", _table(settings),
+    parts += ["<h2>Settings</h2>",
+              f"<p><strong>{_e(thresholds)}</strong></p>" if thresholds else "",
+              _table(settings),
               "<h2>Headline numbers</h2>", _table(_records_frame(evaluation)),
               "<h2>Targets</h2>", _table(evaluation.targets),
               "<h2>Flow of queries through the gate</h2>",

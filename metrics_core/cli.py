@@ -442,7 +442,11 @@ def _report(args) -> int:
     notes = args.notes.read_text(encoding="utf-8") if args.notes else ""
     files = ", ".join(p.name for p in (args.queries, args.candidates) if p is not None)
     page = record.render_html(evaluation, title=args.title, notes=notes,
-                              data_label=f"Data: {files}", exclusions=loaded.exclusions)
+                              data_label=f"Data: {files}", exclusions=loaded.exclusions,
+                              thresholds="Thresholds: pre-specified (" + (
+                                  f"loaded from {args.settings.name}" if args.settings
+                                  else "the defaults") + f"): {config.describe_gate()}, "
+                              f"τ {config.threshold:g}, γ {config.gamma:g}.")
     out = args.out or Path(f"decision_record.{args.format}")
     if args.format == "html":
         data = page.encode("utf-8")

@@ -99,6 +99,9 @@ def test_cli_report_equals_the_app_export_for_the_same_settings(tmp_path):
                  str(settings), "--format", "zip", "--out", str(out), "--quiet"]) == 0
     with zipfile.ZipFile(out) as z:
         cli = json.loads(z.read("metrics_master.json"))
+        page = z.read("decision_record.html").decode()
+    assert ("Thresholds: pre-specified (loaded from settings.json): τ_neg=0.05, τ_pos=0.7, "
+            "τ 0.5, γ 0.8.") in page
     app = json.loads(app_eval.to_json())
     assert cli["config"] == app["config"]
     assert [(m["name"], m["value"], m["ci95"]) for m in cli["metrics"]] == \

@@ -172,7 +172,8 @@ exclusions = v.source.loaded.exclusions if v.source.loaded is not None else None
 
 def _html() -> str:
     return record.render_html(ev, title=title, notes=notes, data_label=v.source.label,
-                              exclusions=exclusions)
+                              exclusions=exclusions,
+                              thresholds=state.describe_thresholds(v.config) + ".")
 
 
 def _zip() -> bytes:
