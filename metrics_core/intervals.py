@@ -20,7 +20,6 @@ from metrics_core.uncertainty import (
     bootstrap_cis,
     weighted_int_quantiles,
     weighted_means,
-    weighted_outcome_tables,
 )
 
 __all__ = ["Intervals", "data_intervals", "multilabel_intervals", "operating_intervals"]
@@ -106,51 +105,65 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
     return ev._memo(key, compute)
 
 
-def _outcome_ratios(y, pred, ratios: Callable, names: dict[str, str]):
-    """Statistic: ratios of the weighted (prediction, label) table (the §4 / §6 kernel)."""
-    tables = weighted_outcome_tables((np.asarray(pred, dtype=np.int64) + 1) * 2
-                                     + np.asarray(y, dtype=np.int64))
+def _onehot(index, n_columns: int) -> np.ndarray:
+    out = np.zeros((index.size, n_columns))
+    out[np.arange(index.size), index] = 1.0
+    return out
 
-    def statistic(w):
-        values = ratios(tables(w).reshape(-1, 3, 2))
-        return np.stack([values[key] for key in names.values()], axis=1)
 
-    statistic.names = tuple(names)
+def operating_statistic(y, inter) -> Callable:
+    """One statistic for every setting-dependent metric, from one matrix product per batch.
+
+    Its columns (``names``): the means of §7 (evidence recall / precision over the evidence
+    mask, mean K, workload per 1,000), K's median and P90 (numpy's linear quantiles of the
+    resample, from its weighted K histogram), F1 / MCC / balanced accuracy at τ (§4) and the
+    F1 / MCC / balanced accuracy of the gate's abstention view (§6), each a ratio of the
+    resample's weighted outcome table. Equal to computing each on the repeated rows.
+    """
+    y = np.asarray(y, dtype=np.int64)
+    k = np.asarray(inter.k, dtype=np.int64)
+    emask = np.asarray(inter.emask, dtype=bool)
+    means = np.stack([np.where(emask, np.nan_to_num(inter.rec), 0.0),
+                      np.where(emask, np.nan_to_num(inter.prec), 0.0), emask.astype(float),
+                      k.astype(np.float64), 1000.0 * k, np.ones(k.size)], axis=1)
+    conf = _onehot((np.asarray(inter.pred, dtype=np.int64) + 1) * 2 + y, 6)
+    abst = _onehot((gate.states_to_prediction(inter.states).astype(np.int64) + 1) * 2 + y, 6)
+    n_k = int(k.max()) + 1 if k.size else 1
+    columns = np.concatenate([means, conf, abst, _onehot(k, n_k)], axis=1)
+    quantiles = weighted_int_quantiles(k, (0.5, 0.9))
+
+    def ratio(num, den):
+        out = np.full(np.shape(num), np.nan)
+        np.divide(num, den, out=out, where=den != 0)
+        return out
+
+    def statistic(w: np.ndarray) -> np.ndarray:
+        sums = w @ columns
+        recall_num, precision_num, e_den, k_sum, work_sum, n = sums[:, :6].T
+        confusion = confusion_rates(*outcomes.confusion_cells(sums[:, 6:12].reshape(-1, 3, 2)))
+        abstention = outcomes.abstention_ratios(sums[:, 12:18].reshape(-1, 3, 2))
+        median_p90 = quantiles.from_histogram(sums[:, 18:])
+        return np.column_stack([
+            ratio(recall_num, e_den), ratio(precision_num, e_den), ratio(k_sum, n),
+            ratio(work_sum, n), median_p90[:, 0], median_p90[:, 1],
+            confusion["f1"], confusion["mcc"], confusion["balanced_accuracy"],
+            abstention["f1_pos"], abstention["f1_neg"], abstention["balanced_accuracy"],
+            abstention["mcc"]])
+
+    statistic.names = ("evidence_recall", "evidence_precision", "mean_k", "workload_per_1000",
+                       "median_k", "p90_k", "f1", "mcc", "balanced_accuracy", "f1_pos",
+                       "f1_neg", "balanced_accuracy_answered", "mcc_answered")
     return statistic
 
 
-def _confusion(table):
-    return confusion_rates(*outcomes.confusion_cells(table))
-
-
 def operating_intervals(ev, cfg, inter, progress: Callable | None = None) -> Intervals:
-    """Percentile CIs of the setting-dependent metrics: evidence recall / precision, K mean /
-    median / P90 and workload per 1,000 (§7), F1 / MCC / balanced accuracy at τ (§4) and the
-    ratios of the gate's abstention view that are not proportions (§6).
+    """Percentile CIs of the setting-dependent metrics (:func:`operating_statistic`).
 
     The count matrix is the data set's (drawn once per seed); a setting change re-weights."""
     if cfg.bootstrap == 0 or ev.ds.n_queries == 0:
         return Intervals(None)
-    y = ev.ds.y
-    k = np.asarray(inter.k, dtype=np.int64)
-    statistics = {
-        "means": weighted_means({"evidence_recall": (inter.rec, inter.emask),
-                                 "evidence_precision": (inter.prec, inter.emask),
-                                 "mean_k": (k.astype(np.float64), None),
-                                 "workload_per_1000": (1000.0 * k, None)}),
-        "k_quantiles": weighted_int_quantiles(k, (0.5, 0.9)),
-        "confusion": _outcome_ratios(y, inter.pred, _confusion,
-                                     {"f1": "f1", "mcc": "mcc",
-                                      "balanced_accuracy": "balanced_accuracy"}),
-        "abstention": _outcome_ratios(y, gate.states_to_prediction(inter.states),
-                                      outcomes.abstention_ratios,
-                                      {"f1_pos": "f1_pos", "f1_neg": "f1_neg",
-                                       "balanced_accuracy_answered": "balanced_accuracy",
-                                       "mcc_answered": "mcc"}),
-    }
-    statistics["k_quantiles"].names = ("median_k", "p90_k")
     out = Intervals(_method(cfg))
-    out.update(_run(ev, cfg, statistics, progress))
+    out.update(_run(ev, cfg, {"operating": operating_statistic(ev.ds.y, inter)}, progress))
     return out
 
 

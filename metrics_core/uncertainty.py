@@ -465,8 +465,8 @@ def weighted_int_quantiles(values, quantiles) -> Statistic:
     n_values = int(values.max()) + 1 if values.size else 1
     hist = weighted_outcome_tables(values, n_values)
 
-    def statistic(weights: np.ndarray) -> np.ndarray:
-        cum = np.rint(np.cumsum(hist(weights), axis=1))  # (b, n_values): counts <= v
+    def from_histogram(counts: np.ndarray) -> np.ndarray:
+        cum = np.rint(np.cumsum(counts, axis=1))  # (b, n_values): counts <= v
         total = cum[:, -1]
         pos = (total[:, None] - 1.0) * q[None, :]  # (b, m) fractional order statistic
         lo = np.floor(pos)
@@ -479,4 +479,9 @@ def weighted_int_quantiles(values, quantiles) -> Statistic:
         out[total <= 0] = np.nan
         return out
 
+    def statistic(weights: np.ndarray) -> np.ndarray:
+        return from_histogram(hist(weights))
+
+    #: The same from weighted counts per value (``W @ onehot(values)``), computed elsewhere.
+    statistic.from_histogram = from_histogram
     return statistic
