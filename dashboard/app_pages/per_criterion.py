@@ -40,6 +40,7 @@ display.show_table(focus.drop(columns=["defined"]), key="per_criterion_focus",
                        format="%.4f"),
                        "ci_lo": st.column_config.NumberColumn("95% CI low", format="%.4f"),
                        "ci_hi": st.column_config.NumberColumn("95% CI high", format="%.4f")})
-st.subheader("Every metric")
-st.caption("All metrics per criterion; choose a metric above for its intervals.")
-display.show_table(table.reset_index(), key="per_criterion_table")
+with st.expander("Every metric per criterion (point values)", icon=":material/table:"):
+    st.caption("All metrics per criterion at once, as in the per-criterion CSV; the intervals "
+               "of each are in the table above when it is the chosen metric.")
+    display.show_table(table.reset_index(), key="per_criterion_table")
