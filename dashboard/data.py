@@ -36,7 +36,7 @@ from metrics_core import triage as mtriage
 from metrics_core.audit import audit as run_audit
 from metrics_core.classification import confusion_sweep
 from metrics_core.config import EvalConfig, Filters
-from metrics_core.demo import DEMO_LABEL, demo_paths
+from metrics_core.demo import DEMO_LABEL, DEMO_PROBLEMS_LABEL, demo_paths
 from metrics_core.errors import InputError
 from metrics_core.report import Evaluation, Evaluator
 
@@ -94,7 +94,8 @@ class Source:
         """The evaluator of the filtered data set (the whole one's caches it)."""
         if self.loaded is None:
             raise InputError("this source has no evidence data (queries / candidates)")
-        base = _demo_evaluator() if self.kind == "demo" else self.base
+        base = (_demo_evaluator(self.token == DEMO_PROBLEMS) if self.kind == "demo"
+                else self.base)
         return base if filters is None else base.for_filters(filters)
 
 
@@ -111,40 +112,54 @@ def _audit(dataset, loaded):
         return None
 
 
-@st.cache_resource(show_spinner="Loading the synthetic demo data…")
-def _demo_parts() -> tuple[mio.Loaded, object, mtriage.TriageData]:
+#: Token of the demo with planted data problems (the plain demo's token is "demo").
+DEMO_PROBLEMS = "demo_problems"
+
+
+def _demo_files(problems: bool) -> tuple[Path, Path]:
     paths = demo_paths()
-    loaded = mio.load(paths.queries, paths.candidates)
-    triage = mtriage.load_triage(paths.triage)
+    return ((paths.problems_queries, paths.problems_candidates) if problems
+            else (paths.queries, paths.candidates))
+
+
+@st.cache_resource(show_spinner="Loading the synthetic demo data…")
+def _demo_parts(problems: bool = False) -> tuple[mio.Loaded, object, mtriage.TriageData]:
+    loaded = mio.load(*_demo_files(problems))
+    triage = mtriage.load_triage(demo_paths().triage)
     return loaded, _audit(loaded.dataset, loaded), triage
 
 
 @st.cache_resource(show_spinner="Preparing the demo data…")
-def _demo_evaluator() -> Evaluator:
-    loaded, audit, _ = _demo_parts()
-    paths = demo_paths()
+def _demo_evaluator(problems: bool = False) -> Evaluator:
+    loaded, audit, _ = _demo_parts(problems)
     inputs = [{"file": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
-               "bytes": p.stat().st_size} for p in (paths.queries, paths.candidates)]
+               "bytes": p.stat().st_size} for p in _demo_files(problems)]
     return Evaluator(loaded.dataset, audit=audit, inputs=inputs)
 
 
-def demo_source() -> Source:
-    """The bundled synthetic demo (cached for every session: it holds no real data)."""
-    loaded, audit, triage = _demo_parts()
-    return Source(kind="demo", label=DEMO_LABEL, synthetic=True, token="demo", loaded=loaded,
+def demo_source(problems: bool = False) -> Source:
+    """A bundled synthetic demo (cached for every session: it holds no real data): the plain
+    one, or the one with planted data problems that shows the audit at work."""
+    loaded, audit, triage = _demo_parts(problems)
+    label = DEMO_PROBLEMS_LABEL if problems else DEMO_LABEL
+    return Source(kind="demo", label=label, synthetic=True,
+                  token=DEMO_PROBLEMS if problems else "demo", loaded=loaded,
                   audit=audit, triage=triage, triage_label=f"{DEMO_LABEL} (triage)",
-                  files=tuple(p.name for p in (demo_paths().queries, demo_paths().candidates)))
+                  files=tuple(p.name for p in _demo_files(problems)))
 
 
 def current_source() -> Source:
-    """The session's source: its upload if one was loaded, else the demo."""
+    """The session's source: its upload if one was loaded, else the chosen demo."""
     source = st.session_state.get(_SOURCE_KEY)
-    return source if source is not None else demo_source()
+    if source is not None:
+        return source
+    return demo_source(problems=bool(st.session_state.get(state.DEMO_WITH_PROBLEMS)))
 
 
-def use_demo() -> None:
-    """Switch the session back to the demo data (the upload is dropped from memory)."""
+def use_demo(problems: bool = False) -> None:
+    """Switch the session to a demo (an upload is dropped from memory)."""
     st.session_state[_SOURCE_KEY] = None
+    st.session_state[state.DEMO_WITH_PROBLEMS] = bool(problems)
     st.session_state.pop(_EVAL_KEY, None)
 
 

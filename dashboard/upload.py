@@ -99,10 +99,10 @@ def _on_load() -> None:
         _load(upload)
 
 
-def _on_demo() -> None:
+def _on_demo(problems: bool = False) -> None:
     st.session_state.pop(state.UPLOAD_ERROR, None)
     st.session_state.pop(state.SNIFFED, None)
-    data.use_demo()
+    data.use_demo(problems)
 
 
 def data_sidebar(source: data.Source | None) -> None:
@@ -115,7 +115,17 @@ def data_sidebar(source: data.Source | None) -> None:
     if source is None:
         st.caption("No data loaded: upload your files below.")
     elif source.synthetic:
-        st.caption("Showing the bundled **synthetic** demo data (not real patients).")
+        problems = source.token == data.DEMO_PROBLEMS
+        st.caption("Showing the bundled **synthetic** demo data (not real patients)"
+                   + (", **with planted data problems** for the audit." if problems else "."))
+        if problems:
+            st.button("Back to the plain demo", key=state.USE_DEMO, on_click=_on_demo,
+                      icon=":material/undo:")
+        else:
+            st.button("Demo with data problems", key=state.USE_PROBLEMS_DEMO,
+                      on_click=_on_demo, args=(True,), icon=":material/bug_report:",
+                      help="The same kind of data with planted problems (posts in two folds, "
+                           "labels that disagree, tied scores, …): see the Data & audit page.")
     else:
         st.caption(escape_markdown(source.label))
         st.button("Back to the demo data", key=state.USE_DEMO, on_click=_on_demo,

@@ -134,14 +134,17 @@ def test_every_page_renders_on_the_demo(page):
     assert any(DEMO_LABEL in t for t in texts(at)), "the demo is labelled synthetic"
 
 
-def test_the_data_page_shows_the_audit_of_the_demo():
+def test_the_data_page_shows_the_audit_of_the_demo_with_data_problems():
     from metrics_core.audit import audit
-    from metrics_core.demo import planted_problems
+    from metrics_core.demo import DEMO_PROBLEMS_LABEL, planted_problems
 
     at = open_app(page="data_source")
     assert_clean(at)
+    at.button(key=state.USE_PROBLEMS_DEMO).click().run()
+    assert_clean(at)
+    assert any(DEMO_PROBLEMS_LABEL in t for t in texts(at))
     paths = demo_paths()
-    loaded = mio.load(paths.queries, paths.candidates)
+    loaded = mio.load(paths.problems_queries, paths.problems_candidates)
     report = audit(loaded.dataset, loaded=loaded)
     shown = "\n".join(texts(at))
     for finding in report.findings:
@@ -150,6 +153,9 @@ def test_the_data_page_shows_the_audit_of_the_demo():
     assert all(post in shown for post in planted_problems().cross_fold_posts)
     checks = table(at, "audit_checks_table")
     assert list(checks["check"]) == list(report.checks)
+    at.button(key=state.USE_DEMO).click().run()  # back to the plain demo: nothing to report
+    assert at.session_state["_source"] is None
+    assert not any(post in "\n".join(texts(at)) for post in planted_problems().cross_fold_posts)
 
 
 def test_every_page_renders_on_an_upload(upload_files):

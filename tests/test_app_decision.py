@@ -92,12 +92,12 @@ def test_the_triage_page_has_no_evidence_settings():
 
 def test_edited_targets_drive_the_table_and_the_link(demo):
     at = open_app(page="decision")
-    at.text_area(key="targets_editor").set_value("auroc>=0.95\nece<0.5").run()
+    at.text_area(key="targets_editor").set_value("auroc>=0.99\nece<0.5").run()
     assert_clean(at)
     shown = table(at, "targets_table")
     assert list(shown["metric"]) == ["auroc", "ece"]
-    assert shown["status"].iloc[0] == "not met"  # demo AUROC 0.88
-    assert at.query_params["targets"] == ["auroc>=0.95", "ece<0.5"]
+    assert shown["status"].iloc[0] == "not met"  # demo AUROC 0.98
+    assert at.query_params["targets"] == ["auroc>=0.99", "ece<0.5"]
     at.text_area(key="targets_editor").set_value("auroc is high").run()
     assert any("not of the form" in e.value for e in at.error)
     assert list(table(at, "targets_table")["metric"]) == ["auroc", "ece"]  # unchanged

@@ -338,7 +338,7 @@ def test_every_page_through_the_sidebar(new_page, app_url):
         if title not in NO_GATE_PAGES:
             assert_default_gate(page)
         if title == "Data & audit":
-            # The demo holds planted data problems (assets/README.md): the audit must run.
+            # The audit runs on every data set (the plain demo has nothing to report).
             expect(page.locator(".st-key-audit_checks_table")).to_be_visible()
         screenshot(page, f"page_{i:02d}_{re.sub(r'[^a-z0-9]+', '_', title.lower()).strip('_')}")
 

@@ -31,8 +31,14 @@ KEY = ["post_id", "criterion"]
 
 @pytest.fixture(scope="module")
 def built():
-    queries, candidates = demo.make_demo()
+    """The demo with data problems: most tests here check its documented shape and problems."""
+    queries, candidates = demo.make_demo(problems=True)
     return queries, candidates, demo.planted_problems()
+
+
+@pytest.fixture(scope="module")
+def clean():
+    return demo.make_demo()
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +225,7 @@ def test_criteria_differ_in_difficulty_and_prevalence(queries):
 
 # --------------------------------------------------------------------- determinism and files
 def test_generation_is_deterministic(queries, candidates):
-    q2, c2 = demo.make_demo()
+    q2, c2 = demo.make_demo(problems=True)
     pd.testing.assert_frame_equal(queries, q2)
     pd.testing.assert_frame_equal(candidates, c2)
     q3, c3 = demo.make_synthetic(60, seed=5)
@@ -233,7 +239,7 @@ def test_generation_is_deterministic(queries, candidates):
 def test_committed_files_match_regeneration(tmp_path):
     committed = demo.demo_paths()
     fresh = demo.write_demo(tmp_path)
-    for name in ("queries", "candidates"):
+    for name in ("queries", "candidates", "problems_queries", "problems_candidates"):
         old = pd.read_parquet(getattr(committed, name))
         new = pd.read_parquet(getattr(fresh, name))
         pd.testing.assert_frame_equal(old, new)
@@ -244,16 +250,19 @@ def test_committed_files_match_regeneration(tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(committed.triage), pd.read_csv(fresh.triage))
 
 
-def test_committed_frames_equal_make_demo(queries, candidates):
+def test_committed_frames_equal_make_demo(queries, candidates, clean):
     paths = demo.demo_paths()
-    pd.testing.assert_frame_equal(pd.read_parquet(paths.queries), queries)
-    pd.testing.assert_frame_equal(pd.read_parquet(paths.candidates), candidates)
+    pd.testing.assert_frame_equal(pd.read_parquet(paths.problems_queries), queries)
+    pd.testing.assert_frame_equal(pd.read_parquet(paths.problems_candidates), candidates)
+    pd.testing.assert_frame_equal(pd.read_parquet(paths.queries), clean[0])
+    pd.testing.assert_frame_equal(pd.read_parquet(paths.candidates), clean[1])
 
 
 def test_size_budget():
     paths = demo.demo_paths()
-    sizes = [p.stat().st_size for p in (paths.queries, paths.candidates, paths.triage)]
-    assert sum(sizes) < 3_000_000
+    sizes = [p.stat().st_size for p in (paths.queries, paths.candidates, paths.triage,
+                                        paths.problems_queries, paths.problems_candidates)]
+    assert sum(sizes) < 5_000_000
     assert paths.queries.parent == demo.demo_paths().readme.parent
     assert paths.queries.parent.name == "assets"
 
@@ -261,7 +270,8 @@ def test_size_budget():
 def test_main_writes_into_out(tmp_path, capsys):
     assert demo.main(["--out", str(tmp_path)]) == 0
     assert {p.name for p in tmp_path.iterdir()} == {
-        "demo_queries.parquet", "demo_candidates.parquet", "demo_triage.csv"}
+        "demo_queries.parquet", "demo_candidates.parquet", "demo_triage.csv",
+        "demo_problems_queries.parquet", "demo_problems_candidates.parquet"}
     assert "demo_candidates.parquet" in capsys.readouterr().out
 
 
@@ -370,3 +380,30 @@ def test_demo_label_and_paths():
     assert paths.triage.name == "demo_triage.csv"
     assert all(p.is_file() for p in (paths.queries, paths.candidates, paths.triage,
                                      paths.readme))
+
+
+# ------------------------------------------------------------------------ the plain demo
+def test_plain_demo_is_a_plausible_screening_model_with_no_data_problems(clean):
+    """The demo the app opens on: every check passes, the audit finds nothing, and the
+    contract's default thresholds land near the seed 003 targets (most met)."""
+    from metrics_core.audit import audit
+    from metrics_core.config import EvalConfig
+    from metrics_core.dataset import Dataset
+    from metrics_core.evaluator import Evaluator
+
+    ds = Dataset.from_frames(*clean)
+    report = audit(ds)
+    assert [f.message for f in report.findings if f.level in ("error", "warning")] == []
+    run = Evaluator(ds, audit=report).evaluate(EvalConfig(bootstrap=200))
+    assert all(c.passed in (True, None) for c in run.checks)
+    value = {r.name: r.value for r in run.records}
+    assert 0.95 <= value["auroc"] <= 0.99  # good, not perfect
+    assert value["ece"] < 0.05 and value["brier"] < 0.1
+    assert 0.95 <= value["screening_sensitivity"] < 0.995  # near its target
+    assert value["screening_fn_per_1000"] <= 5 and value["alert_precision"] >= 0.9
+    status = dict(zip(run.targets["metric"], run.targets["status"], strict=True))
+    met = [m for m, s in status.items() if s == "met (whole interval)"]
+    assert len(met) >= 6 and status["screening_sensitivity"] == "not met"
+    assert clean[0]["p_has_evidence"].nunique() > 10_000
+    # no accidental score ties (the problems demo plants its own)
+    assert not clean[1].duplicated(["post_id", "criterion", "score"]).any()
