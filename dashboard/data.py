@@ -112,8 +112,10 @@ def _audit(dataset, loaded):
         return None
 
 
-#: Token of the demo with planted data problems (the plain demo's token is "demo").
-DEMO_PROBLEMS = "demo_problems"
+#: Tokens of the demos: the plain one, the one with planted data problems, the triage one.
+DEMO, DEMO_PROBLEMS, DEMO_TRIAGE = "demo", "demo_problems", "demo_triage"
+DEMOS = MappingProxyType({DEMO: "Plain demo", DEMO_PROBLEMS: "Demo with data problems",
+                          DEMO_TRIAGE: "Triage demo (abstaining classifier)"})
 
 
 def _demo_files(problems: bool) -> tuple[Path, Path]:
@@ -137,15 +139,22 @@ def _demo_evaluator(problems: bool = False) -> Evaluator:
     return Evaluator(loaded.dataset, audit=audit, inputs=inputs)
 
 
-def demo_source(problems: bool = False) -> Source:
+def demo_source(variant: str = DEMO) -> Source:
     """A bundled synthetic demo (cached for every session: it holds no real data): the plain
-    one, or the one with planted data problems that shows the audit at work."""
+    evidence demo, the one with planted data problems that shows the audit at work, or the
+    triage demo (an abstaining classifier, seed 004), which has its own pages."""
+    if variant not in DEMOS:
+        raise ValueError(f"unknown demo {variant!r}; one of {', '.join(DEMOS)}")
+    problems = variant == DEMO_PROBLEMS
     loaded, audit, triage = _demo_parts(problems)
+    if variant == DEMO_TRIAGE:
+        return Source(kind="demo", label=f"{DEMO_LABEL} (triage)", synthetic=True,
+                      token=DEMO_TRIAGE, triage=triage,
+                      triage_label=f"{DEMO_LABEL} (triage)",
+                      files=(demo_paths().triage.name,))
     label = DEMO_PROBLEMS_LABEL if problems else DEMO_LABEL
-    return Source(kind="demo", label=label, synthetic=True,
-                  token=DEMO_PROBLEMS if problems else "demo", loaded=loaded,
-                  audit=audit, triage=triage, triage_label=f"{DEMO_LABEL} (triage)",
-                  files=tuple(p.name for p in _demo_files(problems)))
+    return Source(kind="demo", label=label, synthetic=True, token=variant, loaded=loaded,
+                  audit=audit, files=tuple(p.name for p in _demo_files(problems)))
 
 
 def current_source() -> Source:
@@ -153,13 +162,13 @@ def current_source() -> Source:
     source = st.session_state.get(_SOURCE_KEY)
     if source is not None:
         return source
-    return demo_source(problems=bool(st.session_state.get(state.DEMO_WITH_PROBLEMS)))
+    return demo_source(st.session_state.get(state.DEMO_VARIANT) or DEMO)
 
 
-def use_demo(problems: bool = False) -> None:
+def use_demo(variant: str = DEMO) -> None:
     """Switch the session to a demo (an upload is dropped from memory)."""
     st.session_state[_SOURCE_KEY] = None
-    st.session_state[state.DEMO_WITH_PROBLEMS] = bool(problems)
+    st.session_state[state.DEMO_VARIANT] = variant
     st.session_state.pop(_EVAL_KEY, None)
 
 

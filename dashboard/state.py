@@ -58,9 +58,8 @@ UPLOAD_QUERIES = "upload_queries"
 UPLOAD_CANDIDATES = "upload_candidates"
 LOAD_UPLOAD = "load_upload"
 USE_DEMO = "use_demo"
-USE_PROBLEMS_DEMO = "use_problems_demo"
-#: True when the session shows the demo with planted data problems.
-DEMO_WITH_PROBLEMS = "_demo_with_problems"
+#: Which demo the session shows (a token of dashboard.data.DEMOS); its radio's key.
+DEMO_VARIANT = "demo_variant"
 #: The failed upload's message (and its digest), and the sniffed columns of an upload.
 UPLOAD_ERROR = "_upload_error"
 SNIFFED = "_sniffed"

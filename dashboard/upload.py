@@ -99,10 +99,10 @@ def _on_load() -> None:
         _load(upload)
 
 
-def _on_demo(problems: bool = False) -> None:
+def _on_demo(variant: str | None = None) -> None:
     st.session_state.pop(state.UPLOAD_ERROR, None)
     st.session_state.pop(state.SNIFFED, None)
-    data.use_demo(problems)
+    data.use_demo(variant or st.session_state.get(state.DEMO_VARIANT) or data.DEMO)
 
 
 def data_sidebar(source: data.Source | None) -> None:
@@ -115,21 +115,17 @@ def data_sidebar(source: data.Source | None) -> None:
     if source is None:
         st.caption("No data loaded: upload your files below.")
     elif source.synthetic:
-        problems = source.token == data.DEMO_PROBLEMS
-        st.caption("Showing the bundled **synthetic** demo data (not real patients)"
-                   + (", **with planted data problems** for the audit." if problems else "."))
-        if problems:
-            st.button("Back to the plain demo", key=state.USE_DEMO, on_click=_on_demo,
-                      icon=":material/undo:")
-        else:
-            st.button("Demo with data problems", key=state.USE_PROBLEMS_DEMO,
-                      on_click=_on_demo, args=(True,), icon=":material/bug_report:",
-                      help="The same kind of data with planted problems (posts in two folds, "
-                           "labels that disagree, tied scores, …): see the Data & audit page.")
+        st.caption("Showing the bundled **synthetic** demo data (not real patients).")
+        st.session_state.setdefault(state.DEMO_VARIANT, source.token)
+        st.radio("Demo data set", tuple(data.DEMOS), format_func=data.DEMOS.get,
+                 key=state.DEMO_VARIANT, on_change=_on_demo,
+                 help="Plain: a good screening model, no data problems. With data problems: "
+                      "posts in two folds, labels that disagree, tied scores… (see Data & "
+                      "audit). Triage: an image classifier that may abstain (its own page).")
     else:
         st.caption(escape_markdown(source.label))
         st.button("Back to the demo data", key=state.USE_DEMO, on_click=_on_demo,
-                  icon=":material/undo:")
+                  args=(data.DEMO,), icon=":material/undo:")
     with st.expander("Upload your data", expanded=False, icon=":material/upload_file:"):
         st.file_uploader("Queries table, one long table, or a triage file",
                          type=list(UPLOAD_TYPES), key=state.UPLOAD_QUERIES,

@@ -31,9 +31,9 @@ from tests.conftest import random_frames
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "dashboard" / "app.py"
 TIMEOUT = 60
-PAGES = ("overview", "gate", "dynamic_k", "ranking", "calibration", "per_criterion", "per_post",
-         "folds", "case_review", "decision", "meeting", "triage", "data_source")
-EVIDENCE_PAGES = tuple(p for p in PAGES if p != "triage")
+EVIDENCE_PAGES = ("overview", "gate", "dynamic_k", "ranking", "calibration", "per_criterion",
+                  "per_post", "folds", "case_review", "decision", "meeting", "data_source")
+PAGES = EVIDENCE_PAGES
 INTERNAL_ERROR = "Something went wrong computing this view"
 
 
@@ -140,7 +140,7 @@ def test_the_data_page_shows_the_audit_of_the_demo_with_data_problems():
 
     at = open_app(page="data_source")
     assert_clean(at)
-    at.button(key=state.USE_PROBLEMS_DEMO).click().run()
+    at.radio(key=state.DEMO_VARIANT).set_value("demo_problems").run()
     assert_clean(at)
     assert any(DEMO_PROBLEMS_LABEL in t for t in texts(at))
     paths = demo_paths()
@@ -153,7 +153,7 @@ def test_the_data_page_shows_the_audit_of_the_demo_with_data_problems():
     assert all(post in shown for post in planted_problems().cross_fold_posts)
     checks = table(at, "audit_checks_table")
     assert list(checks["check"]) == list(report.checks)
-    at.button(key=state.USE_DEMO).click().run()  # back to the plain demo: nothing to report
+    at.radio(key=state.DEMO_VARIANT).set_value("demo").run()  # plain demo: nothing to report
     assert at.session_state["_source"] is None
     assert not any(post in "\n".join(texts(at)) for post in planted_problems().cross_fold_posts)
 
@@ -443,9 +443,16 @@ def test_a_triage_file_switches_to_the_triage_view():
         assert_same(row.p95, report.latency[row.timing].p95)
 
 
+def open_triage_demo() -> AppTest:
+    at = open_app()
+    at.radio(key=state.DEMO_VARIANT).set_value("demo_triage").run()
+    return at
+
+
 def test_the_demo_triage_page_is_labelled_synthetic():
-    at = open_app(page="triage")
+    at = open_triage_demo()
     assert_clean(at)
+    assert at.title[0].value == "Triage"  # the triage demo opens on its own page
     report = triage_metrics(load_triage(demo_paths().triage))
     assert metric(at, "Coverage") == display.fmt(report.metrics.coverage)
     assert any("Synthetic" in i.value for i in at.info)

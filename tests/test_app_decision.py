@@ -82,12 +82,15 @@ def test_back_to_the_demo_resets_an_upload_filter_without_a_link_warning():
     assert not [w.value for w in at.warning]  # no note about a link that was never used
 
 
-def test_the_triage_page_has_no_evidence_settings():
-    from tests.test_app import open_app
+def test_the_triage_demo_is_its_own_section_without_evidence_settings():
+    from tests.test_app import open_triage_demo
 
-    at = open_app(page="triage")
+    at = open_app(page="gate")
+    assert list(at.sidebar.slider)  # the evidence demo has the gate settings...
+    at = open_triage_demo()
     assert_clean(at)
-    assert not list(at.sidebar.slider)
+    assert not list(at.sidebar.slider)  # ...the triage demo has none
+    assert at.session_state["_view"].source.loaded is None
 
 
 def test_edited_targets_drive_the_table_and_the_link(demo):

@@ -43,7 +43,7 @@ VIEWPORT = {"width": 1400, "height": 1000}
 GATE_LABEL = "Gate thresholds (τ_neg, τ_pos)"
 TAU_NEG_THUMB = f'input[type="range"][aria-label="{GATE_LABEL} — start"]'
 TAU_POS_THUMB = f'input[type="range"][aria-label="{GATE_LABEL} — end"]'
-#: Sidebar link text -> page title (st.title) of every page on evidence data with triage.
+#: Sidebar link text -> page title (st.title) of every page on evidence data.
 PAGES = {
     "Overview": "Overview",
     "Gate & thresholds": "Gate & thresholds",
@@ -57,7 +57,6 @@ PAGES = {
     "Decision support": "Decision support",
     "Compare runs": "Compare runs",
     "Meeting mode": "Meeting mode",
-    "Triage": "Triage",
     "Data & audit": "Data & audit",
 }
 #: Pages that draw no gate slider (the triage view has no evidence settings).
@@ -341,6 +340,13 @@ def test_every_page_through_the_sidebar(new_page, app_url):
             # The audit runs on every data set (the plain demo has nothing to report).
             expect(page.locator(".st-key-audit_checks_table")).to_be_visible()
         screenshot(page, f"page_{i:02d}_{re.sub(r'[^a-z0-9]+', '_', title.lower()).strip('_')}")
+    # The triage demo is its own section: its page, no evidence settings.
+    page.get_by_text("Triage demo (abstaining classifier)").click()
+    wait_idle(page)
+    go_to(page, "Triage", "Triage")
+    assert_no_failure(page)
+    assert page.locator('input[type="range"]').count() == 0
+    screenshot(page, "page_triage_demo")
 
 
 def test_navigating_right_after_loading_keeps_the_settings(browser, app_url):
