@@ -44,6 +44,7 @@ CHECKS: MappingProxyType[str, str] = MappingProxyType({
     "gold_ties_resolved": "no gold candidate of a positive query ties in score with a "
                           "non-gold one",
     "both_classes": "both has_evidence classes are present",
+    "both_classes_per_criterion": "every criterion has queries of both has_evidence classes",
     "no_exclusions": "the loader excluded no rows",
 })
 
@@ -159,6 +160,8 @@ def audit(dataset: Dataset, *, loaded: Loaded | None = None) -> AuditReport:
         findings += _gold_ties(ds)
     checks.append("both_classes")
     findings += _one_class(ds)
+    checks.append("both_classes_per_criterion")
+    findings += _one_class_criteria(ds)
     if loaded is not None:
         checks.append("no_exclusions")
         findings += _exclusions(loaded.exclusions)
@@ -344,6 +347,26 @@ def _one_class(ds: Dataset) -> list[Finding]:
         f"all {ds.n_queries} queries have has_evidence = {label}: AUROC and AUPRC are "
         f"undefined (one class, contract §4)",
         ds.n_queries)]
+
+
+def _one_class_criteria(ds: Dataset) -> list[Finding]:
+    """Criteria whose queries are all positive or all negative (when the data has both)."""
+    if ds.n_queries == 0 or not 0 < ds.n_positive < ds.n_queries:
+        return []  # the whole data set is one class: _one_class says so
+    n = np.bincount(ds.criterion_code, minlength=len(ds.criteria))
+    pos = np.bincount(ds.criterion_code, weights=ds.y, minlength=len(ds.criteria))
+    one = np.flatnonzero((n > 0) & ((pos == 0) | (pos == n)))
+    if one.size == 0:
+        return []
+    examples = tuple(
+        f"criterion {ds.criteria[c]}: all {int(n[c])} queries have has_evidence = "
+        f"{int(pos[c] > 0)}" for c in one[:MAX_EXAMPLES])
+    return [Finding(
+        "both_classes_per_criterion", "warning",
+        f"{_count(int(one.size), 'criterion has', 'criteria have')} queries of one "
+        f"has_evidence class only: their AUROC, AUPRC and the class-conditional rates are "
+        f"undefined, and they are left out of the macro means (contract §4, §9)",
+        int(one.size), examples)]
 
 
 def _exclusions(exclusions: pd.DataFrame) -> list[Finding]:

@@ -208,6 +208,21 @@ def test_one_class():
     assert "all 6 queries have has_evidence = 1" in f.message
 
 
+def test_a_criterion_with_one_class_is_reported():
+    q, c = clean()
+    # A.2 loses its only positive (p2): all three A.2 queries are negative.
+    q.loc[3, "has_evidence"] = 0
+    q.loc[3, "n_gold"] = 0
+    c.loc[(c["post_id"] == "p2") & (c["criterion"] == "A.2"), "is_gold"] = 0
+    report = run(q, c)
+    assert "both_classes_per_criterion" in report.checks
+    f = only(report, "both_classes_per_criterion")
+    assert (f.level, f.count) == ("warning", 1)
+    assert f.examples == ("criterion A.2: all 3 queries have has_evidence = 0",)
+    assert "1 criterion has queries of one has_evidence class only" in f.message
+    assert not [g for g in report.findings if g.check == "both_classes"]
+
+
 def test_exclusions_are_summarised():
     q, c = clean()
     q.loc[1, "p_has_evidence"] = np.nan
