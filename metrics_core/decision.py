@@ -360,3 +360,70 @@ def reproject(y, pred, prevalence: float) -> pd.DataFrame:
     out = pd.DataFrame(rows).set_index("metric")
     out.attrs.update(data_prevalence=float(pi0), deployment_prevalence=float(prevalence))
     return out
+
+
+def _metric_of_decisions(metric: str, y: np.ndarray, d: np.ndarray) -> float:
+    """A finder metric of 0/1 decisions ``d`` (positive / screened in / alert iff 1)."""
+    tp = float(np.sum(d & (y == 1)))
+    fp = float(np.sum(d & (y == 0)))
+    fn = float(np.sum(~d & (y == 1)))
+    tn = float(np.sum(~d & (y == 0)))
+    num, den = {
+        "screening_sensitivity": (tp, tp + fn), "sensitivity": (tp, tp + fn),
+        "screening_fn_per_1000": (1000.0 * fn, tp + fp + fn + tn),
+        "alert_precision": (tp, tp + fp), "specificity": (tn, tn + fp),
+        "fpr": (fp, fp + tn)}[metric]
+    return num / den if den > 0 else math.nan
+
+
+def nested_summary(ds, target: Target | str, nested: str, *, by_criterion: bool = False
+                   ) -> pd.DataFrame:
+    """Leakage-free evaluation of a threshold finder: one row per held-out fold (or the TEST
+    split) with the threshold chosen without it and the value it achieves on it, then
+    ``mean ± std`` over folds (ddof = 1) and the **pooled** value (every held-out query decided
+    with its own fold's threshold, all held-out queries counted together).
+
+    With ``by_criterion`` each criterion gets its own thresholds (chosen on its own queries of
+    the other folds); the pooled row then pools every criterion's held-out decisions.
+    """
+    target = Target.parse(target) if isinstance(target, str) else target
+    y, p = ds.y.astype(np.int64), ds.p.astype(np.float64)
+    groups = ([ds.criterion == c for c in ds.criteria] if by_criterion
+              else [np.ones(ds.n_queries, dtype=bool)])
+    decided = np.zeros(ds.n_queries, dtype=bool)
+    held = np.zeros(ds.n_queries, dtype=bool)
+    rows: dict[str, dict] = {}
+    for m in groups:
+        for r in _nested(ds, y.astype(np.float64), p, m, target, "", nested):
+            name = r.evaluated_on
+            test = m & (_held_out(ds, name))
+            held |= test
+            if r.value is not None:
+                decided[test] = p[test] >= r.value
+            row = rows.setdefault(name, {"held_out": name, "n": 0, "thresholds": []})
+            row["n"] += int(test.sum())
+            row["thresholds"].append(r.value)
+    out = []
+    for name, row in rows.items():
+        test = _held_out(ds, name) & held
+        values = [t for t in row["thresholds"] if t is not None]
+        out.append({"held_out": name, "n": row["n"],
+                    target.parameter: values[0] if len(row["thresholds"]) == 1 and values
+                    else (None if not values else float(np.mean(values))),
+                    "achieved": _metric_of_decisions(target.metric, y[test], decided[test])})
+    frame = pd.DataFrame(out)
+    achieved = frame["achieved"].to_numpy(dtype=float)
+    ok = achieved[np.isfinite(achieved)]
+    summary = pd.DataFrame([
+        {"held_out": "mean ± std over folds", "n": int(frame["n"].sum()),
+         target.parameter: None, "achieved": float(ok.mean()) if ok.size else math.nan,
+         "std": float(ok.std(ddof=1)) if ok.size > 1 else math.nan},
+        {"held_out": "pooled", "n": int(held.sum()), target.parameter: None,
+         "achieved": _metric_of_decisions(target.metric, y[held], decided[held])}])
+    return pd.concat([frame, summary], ignore_index=True)
+
+
+def _held_out(ds, name: str) -> np.ndarray:
+    if name.startswith("fold "):
+        return ds.fold.astype(str) == name.removeprefix("fold ")
+    return np.char.upper(ds.split.astype(str)) == "TEST"

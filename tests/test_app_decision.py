@@ -137,3 +137,17 @@ def test_prevalence_table_reprojects_the_gate(demo):
     want = decision.reproject(demo.ds.y, states_to_prediction(
         demo.evaluate(EvalConfig(bootstrap=0)).states), 0.02)
     assert list(shown["at 0.020"]) == pytest.approx(list(want["deployment"]))
+
+
+def test_nested_check_of_a_found_threshold(demo):
+    at = open_app(page="decision")
+    at.selectbox(key="finder_target").set_value(("screening_sensitivity", ">=")).run()
+    at.number_input(key="finder_value").set_value(0.95).run()
+    assert_clean(at)
+    shown = table(at, "finder_nested_table").set_index("held_out")
+    want = decision.nested_summary(demo.ds, "screening_sensitivity>=0.95", "folds")
+    assert shown.loc["pooled", "achieved"] == pytest.approx(
+        want.set_index("held_out").loc["pooled", "achieved"])
+    at.radio(key="finder_nested").set_value("split").run()
+    shown = table(at, "finder_nested_table").set_index("held_out")
+    assert "split TEST" in shown.index

@@ -230,3 +230,43 @@ def test_reproject_equals_reweighting_the_classes():
         reproject(y, pred, 1.0)
     with pytest.raises(ValueError, match="both classes"):
         reproject(np.zeros(5, int), np.zeros(5, int), 0.1)
+
+
+def test_nested_summary_equals_a_hand_written_loop_over_folds():
+    from metrics_core.decision import find_threshold, nested_summary
+    from tests.conftest import random_frames
+
+    q, c = random_frames(n_posts=80, seed=12)
+    q["split"] = np.where(q["fold"] == 0, "TUNE", "TEST")
+    ds = Dataset.from_frames(q, c)
+    for target in ("screening_sensitivity>=0.9", "alert_precision>=0.6", "fpr<=0.2"):
+        got = nested_summary(ds, target, "folds")
+        metric = target.split(">=")[0].split("<=")[0]
+        y, p = ds.y, ds.p
+        decided = np.zeros(ds.n_queries, dtype=bool)
+        per_fold = []
+        for f in np.unique(ds.fold):
+            train, test = ds.fold != f, ds.fold == f
+            t, _ = find_threshold(y[train], p[train], target)
+            decided[test] = p[test] >= t
+            d, yy = decided[test], y[test]
+            tp, fp = (d & (yy == 1)).sum(), (d & (yy == 0)).sum()
+            fn, tn = (~d & (yy == 1)).sum(), (~d & (yy == 0)).sum()
+            per_fold.append({"screening_sensitivity": tp / (tp + fn),
+                             "alert_precision": tp / (tp + fp) if tp + fp else np.nan,
+                             "fpr": fp / (fp + tn)}[metric])
+        rows = got.set_index("held_out")
+        assert list(rows["achieved"].iloc[:len(per_fold)]) == pytest.approx(per_fold,
+                                                                            nan_ok=True)
+        finite = np.array([v for v in per_fold if np.isfinite(v)])
+        assert rows.loc["mean ± std over folds", "achieved"] == pytest.approx(finite.mean())
+        assert rows.loc["mean ± std over folds", "std"] == pytest.approx(finite.std(ddof=1))
+        d, yy = decided, y
+        tp, fp = (d & (yy == 1)).sum(), (d & (yy == 0)).sum()
+        fn, tn = (~d & (yy == 1)).sum(), (~d & (yy == 0)).sum()
+        pooled = {"screening_sensitivity": tp / (tp + fn), "alert_precision": tp / (tp + fp),
+                  "fpr": fp / (fp + tn)}[metric]
+        assert rows.loc["pooled", "achieved"] == pytest.approx(pooled)
+    split = nested_summary(ds, "screening_sensitivity>=0.9", "split").set_index("held_out")
+    assert split.loc["split TEST", "n"] == int((np.char.upper(ds.split.astype(str)) == "TEST")
+                                               .sum())

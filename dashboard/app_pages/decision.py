@@ -126,6 +126,31 @@ if by_criterion and target.parameter in ("tau_neg", "tau_pos"):
               key="finder_apply_per_criterion", on_click=_apply_per_criterion,
               help="Per-criterion gates: the sidebar lists them under Gate & thresholds.")
 
+with st.expander("Leakage-free check of this threshold (nested)", icon=":material/lock:"):
+    st.caption("The threshold is chosen without the queries it is judged on: on the other "
+               "folds for each held-out fold (nested cross-validation), or on TUNE and "
+               "judged on TEST. Mean ± std over the folds, and pooled over every held-out "
+               "query. Use these numbers, not the ones above, to report a threshold found "
+               "here.")
+    modes = [m for m, ok in (("folds", ds.fold is not None), ("split", ds.split is not None))
+             if ok]
+    if not modes:
+        st.info("These data have neither folds nor a TUNE / TEST split.",
+                icon=":material/info:")
+    else:
+        nested = st.radio("Hold out", modes, horizontal=True, key="finder_nested",
+                          format_func={"folds": "each fold", "split": "TEST (tune on TUNE)"}
+                          .get)
+        try:
+            held_out = v.evaluator._memo(
+                ("nested", str(target), nested, by_criterion),
+                lambda: decision.nested_summary(ds, target, nested,
+                                                by_criterion=by_criterion))
+        except ValueError as exc:
+            st.info(escape_markdown(str(exc)), icon=":material/info:")
+        else:
+            display.show_table(held_out, key="finder_nested_table")
+
 st.subheader("Deployment prevalence")
 st.caption("Sensitivity and the share of negatives flagged do not depend on prevalence; "
            "predictive values and workload do. Re-projected with the class-conditional rates "
