@@ -21,7 +21,7 @@ import logging
 import tomllib
 import traceback
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
@@ -80,6 +80,8 @@ class Source:
     triage_label: str = ""
     files: tuple[str, ...] = ()
     base: Evaluator | None = None
+    #: Columns mapped by hand in the upload's mapping form: (table, field) -> column or None.
+    by_hand: dict = field(default_factory=dict)
 
     @property
     def is_triage(self) -> bool:
@@ -219,8 +221,17 @@ def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
                            (upload.candidates_name, upload.candidates)) if b is not None]
     return Source(kind="upload", label=f"Uploaded data: {name}", synthetic=False,
                   token=upload.digest + _mapping_digest(mapping), loaded=loaded,
-                  audit=report, files=files,
+                  audit=report, files=files, by_hand=_by_hand(mapping),
                   base=Evaluator(loaded.dataset, audit=report, inputs=inputs))
+
+
+def _by_hand(mapping) -> dict:
+    """``(table, field) -> column`` of a mapping chosen by hand (one table: "queries")."""
+    if not mapping:
+        return {}
+    tables = mapping if set(mapping) <= {"queries", "candidates"} else {"queries": mapping}
+    return {(table, canon): src for table, chosen in tables.items()
+            for canon, src in (chosen or {}).items()}
 
 
 #: Limits on an uploaded file: the ``[limits]`` table of this file, else the defaults below.

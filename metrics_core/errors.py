@@ -7,7 +7,10 @@ form of it. When a file has several problems the loader reports them all at once
 both) and holds the individual errors in ``.errors``.
 
 Row numbers count data rows from 1, the header not included: row 1 is the first record of the
-file (line 2 of a CSV file with a header), or position 0 of a DataFrame.
+file (line 2 of a CSV file with a header), or position 0 of a DataFrame. An error about a text
+file shows *line* numbers instead, as an editor counts them (the header is line 1 of a CSV
+file): the loader sets :attr:`InputError.line_offset`. Offending values are shown beside their
+row or line numbers.
 """
 
 from __future__ import annotations
@@ -16,10 +19,25 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["MAX_ROWS_LISTED", "InputError", "InputErrors"]
+__all__ = ["MAX_ROWS_LISTED", "MAX_VALUE_CHARS", "InputError", "InputErrors", "shown_value"]
 
 #: How many offending row numbers an error keeps (the total count is kept separately).
 MAX_ROWS_LISTED = 10
+#: Longest offending value shown (longer ones are cut with "…").
+MAX_VALUE_CHARS = 40
+
+
+def shown_value(value) -> str:
+    """An offending value as a message shows it: ``repr``-like for text, plain for numbers,
+    printable and at most :data:`MAX_VALUE_CHARS` characters."""
+    if isinstance(value, str):
+        text = repr(value)
+    elif isinstance(value, float | np.floating) and float(value).is_integer():
+        text = f"{float(value):g}"
+    else:
+        text = str(value)
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 1] + "…"
 
 
 #: The kinds of input error.
@@ -59,11 +77,18 @@ class InputError(ValueError):
     ...                  column="p_has_evidence", rows=[4, 17, 90])
     >>> str(err)
     "queries.csv: column 'p_has_evidence': values must be within [0, 1] (3 rows, first: 4, 17, 90)"
+
+    With the offending values and the header line counted (a CSV file):
+
+    >>> err.values, err.line_offset = ["1.7", "-0.2", "4"], 1
+    >>> str(err).split(": ", 2)[2]
+    'values must be within [0, 1] (3 lines, first: 5 = 1.7, 18 = -0.2, 91 = 4)'
     """
 
     def __init__(self, rule: str, *, file: str | None = None, column: str | None = None,
                  rows: Iterable[int] = (), n_rows: int | None = None,
-                 hint: str | None = None, code: str | None = None) -> None:
+                 hint: str | None = None, code: str | None = None,
+                 values: Iterable[str] = (), line_offset: int | None = None) -> None:
         rows = [int(r) for r in rows]
         if code is None:
             code = "invalid_value" if column is not None or rows else "unreadable_file"
@@ -76,21 +101,44 @@ class InputError(ValueError):
         self.rows = rows[:MAX_ROWS_LISTED]
         self.n_rows = len(rows) if n_rows is None else int(n_rows)
         self.hint = hint
+        #: Offending values of ``rows`` (as shown; may be empty).
+        self.values = [str(v) for v in values][:MAX_ROWS_LISTED]
+        #: Lines before data row 1 in a text file (1 for a CSV header); None: say "row".
+        self.line_offset = line_offset
         super().__init__(self.render())
 
     @classmethod
     def from_mask(cls, mask: np.ndarray, rule: str, *, row_numbers: np.ndarray,
                   file: str | None = None, column: str | None = None,
-                  hint: str | None = None, code: str | None = None) -> InputError:
+                  hint: str | None = None, code: str | None = None,
+                  values=None) -> InputError:
         """Build an error from a boolean mask over a table's rows.
 
         ``row_numbers[i]`` is the 1-based data-row number of row ``i`` of the checked table
-        (tables derived from a long table keep the long table's row numbers).
+        (tables derived from a long table keep the long table's row numbers). ``values``
+        (optional) are the checked values, positionally like the mask (a Series or array),
+        or a callable taking the offending positions and returning their shown values.
         """
         idx = np.flatnonzero(mask)
+        first = idx[:MAX_ROWS_LISTED]
+        shown: list[str] = []
+        if callable(values):
+            shown = [str(v) for v in values(first)]
+        elif values is not None:
+            taken = values.iloc[first] if hasattr(values, "iloc") else np.asarray(values)[first]
+            shown = [shown_value(v) for v in taken.tolist()]
         return cls(rule, file=file, column=column,
-                   rows=np.asarray(row_numbers)[idx[:MAX_ROWS_LISTED]].tolist(),
-                   n_rows=len(idx), hint=hint, code=code)
+                   rows=np.asarray(row_numbers)[first].tolist(),
+                   n_rows=len(idx), hint=hint, code=code, values=shown)
+
+    @property
+    def unit(self) -> str:
+        """``line`` for a text file (numbers as an editor counts them), else ``row``."""
+        return "row" if self.line_offset is None else "line"
+
+    def numbers(self) -> list[int]:
+        """The listed row numbers, as lines of the file when it is text."""
+        return [r + (self.line_offset or 0) for r in self.rows]
 
     def render(self) -> str:
         """The error as one line of plain text."""
@@ -99,12 +147,17 @@ class InputError(ValueError):
             text = f"column '{self.column}': {text}"
         if self.file is not None:
             text = f"{self.file}: {text}"
-        if self.n_rows == 1 and self.rows:
-            text += f" (row {self.rows[0]})"
-        elif self.n_rows > 0 and self.rows:
-            text += f" ({self.n_rows} rows, first: {', '.join(map(str, self.rows))})"
+        numbers, unit = self.numbers(), self.unit
+        with_values = len(self.values) == len(numbers) and numbers
+        if self.n_rows == 1 and numbers:
+            text += (f" ({unit} {numbers[0]}: value {self.values[0]})" if with_values
+                     else f" ({unit} {numbers[0]})")
+        elif self.n_rows > 0 and numbers:
+            listed = (", ".join(f"{n} = {v}" for n, v in zip(numbers, self.values, strict=True))
+                      if with_values else ", ".join(map(str, numbers)))
+            text += f" ({self.n_rows} {unit}s, first: {listed})"
         elif self.n_rows > 0:
-            text += f" ({self.n_rows} rows)"
+            text += f" ({self.n_rows} {unit}s)"
         if self.hint:
             text += f"; {self.hint}"
         return text
@@ -113,6 +166,8 @@ class InputError(ValueError):
         """JSON-ready form: the fields plus the rendered ``message``."""
         return {"code": self.code, "file": self.file, "column": self.column, "rule": self.rule,
                 "rows": list(self.rows), "n_rows": self.n_rows, "hint": self.hint,
+                "values": list(self.values),
+                "lines": None if self.line_offset is None else self.numbers(),
                 "message": self.render()}
 
     @property

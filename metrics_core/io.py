@@ -36,7 +36,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pa_parquet
 
 from metrics_core.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS, Dataset
-from metrics_core.errors import InputError, InputErrors
+from metrics_core.errors import InputError, InputErrors, shown_value
 
 __all__ = ["ALIASES", "EXCLUSION_COLUMNS", "REQUIRED", "Limits", "Loaded", "Sniffed",
            "columns_of", "load", "read_table", "resolve_columns", "sniff"]
@@ -214,11 +214,14 @@ def read_table(source, *, name: str | None = None,
         raise
     except (pa.ArrowException, OSError, ValueError, UnicodeError, EOFError, csv.Error,
             zlib.error, TypeError, KeyError, IndexError, OverflowError, RecursionError) as exc:
-        raise InputError(f"cannot read the file as {fmt.upper()}: {_brief(exc)}".rstrip(),
+        raise InputError(_reason(f"cannot read the file as {fmt.upper()}", exc),
                          file=name) from exc
     if len(frame) == 0:
         raise InputError("file has no data rows", file=name,
                          hint=f"columns found: {_list(frame.columns)}", code="no_data")
+    # Lines before data row 1, for messages with line numbers as an editor counts them: the
+    # header line of delimited text; none in JSON Lines; Parquet and JSON have no lines.
+    frame.attrs["line_offset"] = {"csv": 1, "tsv": 1, "jsonl": 0}.get(fmt)
     frame.columns = [str(c) for c in frame.columns]
     if len(set(frame.columns)) < len(frame.columns):
         cols = list(frame.columns)
@@ -243,6 +246,13 @@ def _brief(exc: BaseException, limit: int = 200) -> str:
     text = " ".join(str(exc).split())
     text = "".join(ch if ch.isprintable() and ch != "\ufffd" else "?" for ch in text)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _reason(what: str, exc: BaseException) -> str:
+    """``what: the parser's message``, or ``what`` alone when the parser said nothing (never a
+    dangling colon)."""
+    brief = _brief(exc).strip().rstrip(":").strip()
+    return f"{what}: {brief}" if brief else what
 
 
 def _check_text(head: bytes, name) -> None:
@@ -304,7 +314,7 @@ def _head(data, path, name, size=1 << 16) -> bytes:
                 return fh.read(size)
         return raw
     except (OSError, EOFError, zlib.error) as exc:
-        raise InputError(f"cannot read the file: {_brief(exc)}", file=name) from exc
+        raise InputError(_reason("cannot read the file", exc), file=name) from exc
 
 
 @dataclass(frozen=True)
@@ -763,12 +773,14 @@ class _Checker:
         self.ids_ok = True  # no empty id: key-based checks can run
 
     def flag(self, mask, rule: str, canon: str | None = None, *, hint: str | None = None,
-             rows: np.ndarray | None = None) -> None:
+             rows: np.ndarray | None = None, values=None) -> None:
+        """Record an error for the rows in ``mask``; ``values`` (the checked values, or a
+        callable of the offending positions) puts the offending values in the message."""
         if mask.any():
             error = InputError.from_mask(
                 mask, rule, row_numbers=self.rows if rows is None else rows, file=self.file,
                 column=None if canon is None else self.column_map.get(canon, canon),
-                hint=hint)
+                hint=hint, values=values)
             if all(str(e) != str(error) for e in self.errors):  # a long table: checked twice
                 self.errors.append(error)
 
@@ -803,7 +815,7 @@ class _Checker:
             return np.zeros(len(s), dtype=np.int8)
         nested = self.scalars(s, canon)
         values, bad = _as_binary(s)
-        self.flag(bad & ~nested, "values must be 0 or 1", canon)
+        self.flag(bad & ~nested, "values must be 0 or 1", canon, values=s)
         return values
 
     def number(self, s: pd.Series, canon: str, *, unit_interval: bool = False):
@@ -812,11 +824,12 @@ class _Checker:
             return np.zeros(len(s)), np.zeros(len(s), dtype=bool)
         nested = self.scalars(s, canon)
         values, missing, bad = _as_float(s)
-        self.flag(bad & ~nested, "values must be numbers", canon)
+        self.flag(bad & ~nested, "values must be numbers", canon, values=s)
         if unit_interval:
-            self.flag((values < 0) | (values > 1), "values must be within [0, 1]", canon)
+            self.flag((values < 0) | (values > 1), "values must be within [0, 1]", canon,
+                      values=s)
         else:
-            self.flag(np.isinf(values), "values must be finite", canon)
+            self.flag(np.isinf(values), "values must be finite", canon, values=s)
         return values, missing
 
     def integer(self, s: pd.Series, canon: str, *, minimum: int | None = None) -> np.ndarray:
@@ -836,8 +849,8 @@ class _Checker:
             values = s.to_numpy(dtype=np.int64)
             huge = (values > _MAX_INT) | (values < -_MAX_INT)
             if minimum is not None:
-                self.flag((values < minimum) & ~huge, rule, canon)
-            self.flag(huge, _OVERFLOW_RULE, canon)
+                self.flag((values < minimum) & ~huge, rule, canon, values=s)
+            self.flag(huge, _OVERFLOW_RULE, canon, values=s)
             return np.where(huge, 0, values)
         values = _as_float(s)[0]
         huge = np.abs(values) > _MAX_INT  # infinite values too: not integers either way
@@ -845,8 +858,8 @@ class _Checker:
         ok[ok] = values[ok] == np.round(values[ok])
         if minimum is not None:
             ok &= ~(values < minimum)
-        self.flag(~ok & ~huge & ~nested, rule, canon)
-        self.flag(huge & np.isfinite(values), _OVERFLOW_RULE, canon)
+        self.flag(~ok & ~huge & ~nested, rule, canon, values=s)
+        self.flag(huge & np.isfinite(values), _OVERFLOW_RULE, canon, values=s)
         return np.where(ok, values, 0).astype(np.int64)
 
 
@@ -1052,10 +1065,32 @@ def load(queries, candidates=None, *, queries_name: str | None = None,
     :attr:`Loaded.exclusions` and counted in :attr:`Loaded.warnings`. An optional column
     without any value is treated as absent (with a warning).
     """
+    offsets: dict = {}
+    try:
+        return _load(queries, candidates, queries_name, candidates_name, mapping, limits,
+                     offsets)
+    except InputError as err:
+        _with_lines(err, offsets)
+        raise
+
+
+def _with_lines(err: InputError, offsets: dict) -> None:
+    """Give the errors about text files their line numbers (``offsets``: file -> lines
+    before data row 1)."""
+    for e in getattr(err, "errors", None) or [err]:
+        if e.file in offsets and e.line_offset is None:
+            e.line_offset = offsets[e.file]
+            e.args = (e.render(),)
+    err.args = (err.render(),)
+
+
+def _load(queries, candidates, queries_name, candidates_name, mapping, limits,
+          offsets: dict) -> Loaded:
     q_mapping, c_mapping = _split_mapping(mapping)
     if candidates is None and q_mapping is not c_mapping:  # one table: both mappings apply
         q_mapping = {**(c_mapping or {}), **(q_mapping or {})}
     q_df, q_file = _frame_of(queries, queries_name, "queries", q_mapping, limits)
+    offsets[q_file] = q_df.attrs.get("line_offset")
     errors: list[InputError] = []
     warnings: list[str] = []
     if candidates is None:
@@ -1081,6 +1116,7 @@ def load(queries, candidates=None, *, queries_name: str | None = None,
             parts = _two_tables(table, rows, q_file, q_map, _no_candidates(), None, {}, errors)
     else:
         c_df, c_file = _frame_of(candidates, candidates_name, "candidates", c_mapping, limits)
+        offsets[c_file] = c_df.attrs.get("line_offset")
         tables = (("queries", q_df, q_file, q_mapping), ("candidates", c_df, c_file, c_mapping))
         _check_mapped_sources(tables, shared=q_mapping is c_mapping, errors=errors)
         q_map, q_err = _match_columns(q_df.columns, "queries", _present(q_mapping, q_df),
@@ -1150,7 +1186,7 @@ def columns_of(source, *, name: str | None = None) -> tuple[str, ...]:
     except InputError:
         raise
     except (pa.ArrowException, OSError, ValueError, csv.Error) as exc:
-        raise InputError(f"cannot read the columns as {fmt.upper()}: {_brief(exc)}",
+        raise InputError(_reason(f"cannot read the columns as {fmt.upper()}", exc),
                          file=name) from exc
 
 
@@ -1326,7 +1362,10 @@ def _two_tables(q_table, q_rows, q_file, q_map, c_table, c_file, c_map, errors) 
         run_query = np.where(q_key[order][pos] == run_key, order[pos], -1)
     parts.c_query = np.repeat(run_query, lengths)
     c_chk.flag(parts.c_query < 0, "every candidate must belong to a query",
-               hint=f"no row with this (post_id, criterion) in {q_file}")
+               hint=f"no row with this (post_id, criterion) in {q_file}",
+               values=lambda idx: [f"({shown_value(p)}, {shown_value(k)})" for p, k in zip(
+                   c["post_id"].iloc[idx].tolist(), c["criterion"].iloc[idx].tolist(),
+                   strict=True)])
     _check_within_query(parts, q_chk, c_chk)
     return parts
 

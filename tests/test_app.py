@@ -383,6 +383,12 @@ def test_unrecognised_columns_go_through_the_mapping_step(upload_files):
     assert not any("not loaded" in e.value for e in at.error)
     assert at.session_state["_source"].loaded.column_map["queries"]["p_has_evidence"] == \
         "model_output"
+    at.switch_page("app_pages/data_source.py").run(timeout=TIMEOUT)
+    shown = table(at, "column_map_table").set_index(["table", "field"])
+    assert shown.loc[("queries", "p_has_evidence"), "how"] == "mapped by hand"
+    assert shown.loc[("queries", "has_evidence"), "how"] == "mapped by hand"
+    assert shown.loc[("queries", "post_id"), "how"] == "recognised (name or alias)"
+    assert not any("every column was recognised" in t for t in texts(at))
 
 
 def test_excluded_rows_are_shown_and_downloadable():

@@ -59,7 +59,9 @@ def test_bad_probability_exits_2_naming_file_column_rows(files, tmp_path, capsys
     code = main(["evaluate", str(qp), str(cp), "--out", str(tmp_path / "m.json")])
     err = capsys.readouterr().err
     assert code == 2
-    assert "queries.csv" in err and "p_has_evidence" in err and "3" in err
+    assert "queries.csv" in err and "p_has_evidence" in err
+    # data row 3 is line 4 of the file (the header is line 1), with its value
+    assert "values must be within [0, 1] (line 4: value 1.7)" in err
     assert "Traceback" not in err
 
 

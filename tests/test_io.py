@@ -78,8 +78,42 @@ def test_input_error_renders_the_contract_example():
     d = err.to_dict()
     assert d == {"code": "invalid_value", "file": "queries.csv", "column": "p_has_evidence",
                  "rule": "values must be within [0, 1]", "rows": [4, 17, 90], "n_rows": 3,
-                 "hint": None, "message": str(err)}
+                 "hint": None, "values": [], "lines": None, "message": str(err)}
     json.dumps(d)
+
+
+def test_messages_show_the_offending_values_and_name_unknown_keys(tmp_path):
+    q, c = tiny()
+    q["p_has_evidence"] = [0.9, 1.5, 0.6, -2, 0.1]
+    q.to_parquet(tmp_path / "q.parquet")  # no lines in Parquet: data rows
+    c.loc[3, "criterion"] = "B.9"
+    c.to_csv(tmp_path / "c.csv", index=False)
+    with pytest.raises(InputErrors) as excinfo:
+        load(tmp_path / "q.parquet", tmp_path / "c.csv")
+    rendered = [e.render() for e in excinfo.value]
+    assert ("q.parquet: column 'p_has_evidence': values must be within [0, 1] "
+            "(2 rows, first: 2 = 1.5, 4 = -2)") in rendered
+    unknown = next(e for e in excinfo.value if e.rule.startswith("every candidate"))
+    assert unknown.render().startswith(
+        f"c.csv: every candidate must belong to a query (line 5: value "
+        f"({c.loc[3, 'post_id']!r}, 'B.9'))")
+
+
+def test_unreadable_files_end_without_a_dangling_colon(tmp_path):
+    from metrics_core.io import _reason
+
+    assert _reason("cannot read the file as PARQUET", ValueError("")) == (
+        "cannot read the file as PARQUET")
+    assert _reason("cannot read the file", ValueError("bad magic: ")) == (
+        "cannot read the file: bad magic")
+    for name, data in (("x.parquet", b"PAR1" + bytes(range(256)) * 4),
+                       ("x.csv.gz", b"\x1f\x8b" + bytes(64)), ("x.bin", bytes(range(256)))):
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(InputError) as excinfo:
+            load(path)
+        text = excinfo.value.render()
+        assert not text.rstrip().endswith(":"), text
 
 
 def test_input_error_keeps_first_ten_rows_and_total():
@@ -448,11 +482,13 @@ def test_every_problem_is_reported_at_once(tmp_path):
     with pytest.raises(InputErrors) as excinfo:
         load(tmp_path / "queries.csv", tmp_path / "cands.csv.gz")
     rendered = [e.render() for e in excinfo.value]
+    # Line numbers as an editor counts them (the header is line 1), with the bad values.
     assert rendered == [
-        "queries.csv: column 'has_evidence': values must be 0 or 1 (row 3)",
-        "queries.csv: column 'prob': values must be within [0, 1] (row 2)",
-        "cands.csv.gz: column 'score': values must be finite (row 11)",
+        "queries.csv: column 'has_evidence': values must be 0 or 1 (line 4: value 7)",
+        "queries.csv: column 'prob': values must be within [0, 1] (line 3: value 1.5)",
+        "cands.csv.gz: column 'score': values must be finite (line 12: value inf)",
     ]
+    assert [e.rows for e in excinfo.value] == [[3], [2], [11]]  # data rows, header excluded
     assert excinfo.value.file is None
 
 

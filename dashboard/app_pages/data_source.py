@@ -31,6 +31,10 @@ if source.loaded is not None:
     if loaded.warnings:
         for w in loaded.warnings:
             st.warning(escape_markdown(w), icon=":material/info:")
+    elif source.by_hand:
+        st.success(f"No notes: {len(source.by_hand)} field(s) were mapped by hand (see the "
+                   "column mapping below), the other columns were recognised, and no row was "
+                   "excluded.")
     else:
         st.success("No notes: every column was recognised and no row was excluded.")
     excluded = loaded.exclusions
@@ -41,8 +45,19 @@ if source.loaded is not None:
                              "excluded_rows.csv", key="download_exclusions")
 
     st.subheader("Column mapping")
-    mapping = [{"table": table, "field": canon, "column in the file": src}
+    def how(table, canon) -> str:
+        one_table = len(source.files) == 1  # a long table: one mapping for both parts
+        by_hand = (table, canon) in source.by_hand or (
+            one_table and ("queries", canon) in source.by_hand)
+        return "mapped by hand" if by_hand else "recognised (name or alias)"
+
+    mapping = [{"table": table, "field": canon, "column in the file": src,
+                "how": how(table, canon)}
                for table, cmap in loaded.column_map.items() for canon, src in cmap.items()]
+    left_out = [f"{canon} ({table})" for (table, canon), src in source.by_hand.items()
+                if src is None]
+    if left_out:
+        st.caption("Left out by hand: " + escape_markdown(", ".join(left_out)) + ".")
     display.show_table(pd.DataFrame(mapping), key="column_map_table")
 
     st.subheader("Data audit")
