@@ -16,7 +16,11 @@ from types import MappingProxyType
 
 import pandas as pd
 
-__all__ = ["DEFAULT_TARGETS", "MIN_N", "parse_target", "target_table"]
+__all__ = ["DEFAULT_TARGETS", "ECE_BANDS", "MIN_N", "ece_band", "parse_target", "target_table"]
+
+#: Seed 004's reading of ECE: (upper bound, words); the last band is open-ended.
+ECE_BANDS = ((0.05, "well calibrated"), (0.15, "moderately calibrated"),
+             (float("inf"), "poorly calibrated"))
 
 #: The targets of seed 003: discrimination, calibration, evidence and the gate (the default of
 #: ``EvalConfig.targets``, where a run's own targets are set).
@@ -64,3 +68,33 @@ def target_table(records, targets=DEFAULT_TARGETS) -> pd.DataFrame:
                      "ci_hi": None if ci is None else ci[1], "status": status,
                      "n": None if r is None else r.n})
     return pd.DataFrame(rows)
+
+
+def _band_of(value: float) -> str:
+    for upper, words in ECE_BANDS:
+        if value < upper or (upper == 0.15 and value <= upper):
+            return words
+    return ECE_BANDS[-1][1]
+
+
+def ece_band(value, ci=None) -> str:
+    """Seed 004's band of an ECE (< 0.05 well, 0.05-0.15 moderately, > 0.15 poorly
+    calibrated), judged on the whole interval when there is one.
+
+    >>> ece_band(0.03, (0.02, 0.04))
+    'well calibrated'
+    >>> print(ece_band(0.045, (0.03, 0.06)))
+    well calibrated by the point estimate; the interval reaches moderately calibrated
+    >>> ece_band(None)
+    'undefined'
+    """
+    if value is None:
+        return "undefined"
+    band = _band_of(float(value))
+    if ci is None:
+        return f"{band} (point estimate, no interval)"
+    lo, hi = (_band_of(float(v)) for v in ci)
+    if lo == hi == band:
+        return band
+    other = hi if hi != band else lo
+    return f"{band} by the point estimate; the interval reaches {other}"

@@ -307,3 +307,14 @@ def test_smoothed_calibration_equals_a_statsmodels_glm_on_the_same_spline():
     np.testing.assert_allclose(got["hi"], frame["mean_ci_upper"], atol=1e-5)
     assert grid[0] == pytest.approx(np.percentile(p, 1))
     assert smoothed_calibration(np.zeros(50), p[:50]).empty
+
+
+def test_ece_bands_of_seed_004_judged_on_the_interval():
+    from metrics_core.targets import ece_band
+
+    assert ece_band(0.049, (0.01, 0.0499)) == "well calibrated"
+    assert ece_band(0.05, (0.05, 0.15)) == "moderately calibrated"
+    assert ece_band(0.16, (0.151, 0.2)) == "poorly calibrated"
+    assert ece_band(0.14, (0.1, 0.2)) == ("moderately calibrated by the point estimate; the "
+                                          "interval reaches poorly calibrated")
+    assert ece_band(0.02) == "well calibrated (point estimate, no interval)"

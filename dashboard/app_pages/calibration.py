@@ -4,6 +4,7 @@ import streamlit as st
 
 from dashboard import charts, data, display
 from metrics_core.config import VARIANT_LABELS
+from metrics_core.targets import ece_band
 
 v = data.view()
 c = v.config
@@ -16,6 +17,9 @@ cols = st.columns(3)
 display.metric_tile(cols[0], ev, "ece", "ECE")
 display.metric_tile(cols[1], ev, "mce", "MCE")
 display.metric_tile(cols[2], ev, "brier", "Brier score")
+ece = ev.record("ece")
+st.caption(f"ECE band (seed 004: < 0.05 well, 0.05–0.15 moderately, > 0.15 poorly "
+           f"calibrated): **{ece_band(ece.value, ece.ci95)}**.")
 if not v.show_bootstrap:
     st.caption("ECE, MCE and Brier get their bootstrap intervals when *Compute bootstrap CIs* "
                "is on (under *Uncertainty*).")
