@@ -1,0 +1,1 @@
+"""RAG evaluation (seed 002; contract §12)."""
