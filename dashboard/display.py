@@ -21,6 +21,8 @@ __all__ = [
     "RECORD_COLUMN_CONFIG",
     "TABLE_ROWS",
     "checks_frame",
+    "dash",
+    "dashed",
     "download_csv",
     "fmt",
     "gate_card",
@@ -76,6 +78,26 @@ def fmt(value, digits: int = 4) -> str:
     if value == int(value):
         return f"{int(value):,}"
     return f"{value:.{digits}f}"
+
+
+def dash(value, digits: int = 4) -> str:
+    """A RAG metric value as shown: fixed decimals, "—" when undefined (never 0; contract §12).
+
+    >>> dash(float("nan")), dash(0.5), dash(None)
+    ('—', '0.5000', '—')
+    """
+    if value is None:
+        return "—"
+    value = float(value)
+    return f"{value:.{digits}f}" if math.isfinite(value) else "—"
+
+
+def dashed(frame: pd.DataFrame, columns) -> pd.DataFrame:
+    """``frame`` with the given float columns formatted by :func:`dash` (text columns)."""
+    out = frame.copy()
+    for column in columns:
+        out[column] = [dash(v) for v in frame[column]]
+    return out
 
 
 def page_header(title: str, v, *, caption: str | None = None) -> None:
