@@ -20,7 +20,7 @@ def fake_llm(replies):
     requests: list[dict] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 (http.server's name)
+        def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             requests.append({"path": self.path, "body": body})
             reply = replies.pop(0) if len(replies) > 1 else replies[0]

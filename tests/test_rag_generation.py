@@ -88,7 +88,8 @@ def test_rouge_against_the_query_is_relevance():
     assert r.value == pytest.approx(2 * 1 * 0.5 / 1.5)
 
 
-WORDS = "the a cat dog sat ran on under mat log red blue big small quickly".split()
+WORDS = ("the", "a", "cat", "dog", "sat", "ran", "on", "under", "mat", "log", "red", "blue",
+         "big", "small", "quickly")
 
 
 def random_texts(rng, n):

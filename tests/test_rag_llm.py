@@ -71,9 +71,9 @@ def test_gives_up_after_the_retries_with_a_clear_error():
 
 
 def test_a_client_error_is_not_retried():
-    with fake_llm([401]) as (url, requests):
-        with pytest.raises(CriticError, match="refused the request: HTTP 401"):
-            OpenAICompatibleCritic(url, sleep=lambda s: None).score(prompt="p")
+    with fake_llm([401]) as (url, requests), pytest.raises(
+            CriticError, match="refused the request: HTTP 401"):
+        OpenAICompatibleCritic(url, sleep=lambda s: None).score(prompt="p")
     assert len(requests) == 1
 
 
@@ -88,14 +88,14 @@ def test_a_slow_server_times_out_and_is_retried():
 def test_a_reply_without_a_score_is_a_clear_error():
     with fake_llm(["I cannot rate this."]) as (url, _):
         critic = OpenAICompatibleCritic(url)
-        with pytest.raises(CriticError, match="holds no score.*I cannot rate this"):
+        with pytest.raises(CriticError, match=r"holds no score.*I cannot rate this"):
             LLMAnswerQuality(critic).compute(SAMPLES, OUTPUTS)
 
 
 def test_a_score_outside_the_scale_is_an_error():
-    with fake_llm(["7"]) as (url, _):
-        with pytest.raises(CriticError, match=r"outside the scale \[0, 1\]"):
-            LLMAnswerQuality(OpenAICompatibleCritic(url)).compute(SAMPLES, OUTPUTS)
+    with fake_llm(["7"]) as (url, _), pytest.raises(CriticError,
+                                                     match=r"outside the scale \[0, 1\]"):
+        LLMAnswerQuality(OpenAICompatibleCritic(url)).compute(SAMPLES, OUTPUTS)
     with pytest.raises(CriticError, match="holds no score"):
         parse_score("none")
 

@@ -16,6 +16,7 @@ import time
 import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ __all__ = ["NO_CRITIC", "CriticError", "LLMAnswerQuality", "LLMCritic", "LLMFait
 NO_CRITIC = ("skipped: no LLM critic configured (pass critic=..., or --critic-url URL on the "
              "command line)")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
-_SCALES = {"0-1": (0.0, 1.0), "1-5": (1.0, 5.0)}
+_SCALES = MappingProxyType({"0-1": (0.0, 1.0), "1-5": (1.0, 5.0)})
 
 
 class CriticError(RuntimeError):

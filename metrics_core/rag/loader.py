@@ -227,6 +227,7 @@ def _parse_line(raw: str, problems):
             score = float("nan")
         elif not _is_number(score):
             problems.append((f"{where}score", f"must be a finite number, got {score!r}"))
+            score = float("nan")
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
             problems.append((f"{where}rank", f"must be an integer >= 1, got {rank!r}"))
             rank = None
