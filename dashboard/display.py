@@ -120,7 +120,7 @@ def plot(fig, *, key: str) -> None:
 
 
 def show_table(frame: pd.DataFrame, *, key: str, hide_index: bool = True,
-               column_config: dict | None = None) -> None:
+               column_config: dict | None = None, all_rows: bool = False) -> None:
     """An on-page table (first :data:`TABLE_ROWS` rows; the downloads hold everything).
 
     The table sits in a container keyed ``key`` (CSS class ``st-key-<key>``), so tests and
@@ -131,7 +131,9 @@ def show_table(frame: pd.DataFrame, *, key: str, hide_index: bool = True,
             st.caption(f"Showing the first {TABLE_ROWS:,} of {len(frame):,} rows; the download "
                        f"holds all of them.")
             frame = frame.head(TABLE_ROWS)
-        st.dataframe(frame, hide_index=hide_index, column_config=column_config)
+        # all_rows: tall enough for every row (no inner scrolling; short tables only).
+        height = 35 * (len(frame) + 1) + 3 if all_rows else "auto"
+        st.dataframe(frame, hide_index=hide_index, column_config=column_config, height=height)
         if frame.isna().to_numpy().any():
             st.caption("Empty cells (None) are undefined (a 0/0 ratio, or one class present) "
                        "or not computed; they are never shown as 0.")

@@ -74,12 +74,13 @@ for target in dict.fromkeys(frame["target"]):
     part = frame[frame["target"] == target].drop(columns="target")
     st.subheader(target.replace("_", " ").capitalize())
     display.show_table(display.dashed(part, ("value", "ci95_lo", "ci95_hi")),
-                       key=f"rag_table_{target}")
+                       key=f"rag_table_{target}", all_rows=True)
 
 st.header("Per scenario")
 st.caption("Each metric on the samples of one scenario; the robustness metrics compare "
            "scenarios and are left out.")
-display.show_table(display.dashed(scenarios, scenarios.columns[1:]), key="rag_scenarios")
+display.show_table(display.dashed(scenarios, scenarios.columns[1:]), key="rag_scenarios",
+                   all_rows=True)
 
 st.header("Robustness pairs")
 pairs = report.pairs_frame(data.samples, data.outputs)

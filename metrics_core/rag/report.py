@@ -70,8 +70,8 @@ def pairs_frame(samples, outputs) -> pd.DataFrame:
                      "base_answer": outputs[b].response, "variant_id": samples[v].sample_id,
                      "variant_query": samples[v].query, "variant_answer": outputs[v].response,
                      "answer_token_f1": token_f1(outputs[b].response, outputs[v].response)})
-    return pd.DataFrame(rows, columns=["scenario", "base_id", "base_query", "base_answer",
-                                       "variant_id", "variant_query", "variant_answer",
+    return pd.DataFrame(rows, columns=["scenario", "base_id", "variant_id", "base_query",
+                                       "variant_query", "base_answer", "variant_answer",
                                        "answer_token_f1"])
 
 
