@@ -39,7 +39,7 @@ def test_rag_page_without_data_asks_for_a_file():
 
 
 def test_uploaded_file_shows_every_metric_with_intervals(demo_bytes, expected):
-    data, metrics, results, cis = expected
+    _, _, results, cis = expected
     at = upload_rag(open_app(page="rag"), "my_run.jsonl", demo_bytes)
     assert_clean(at)
     assert "Data: my\\_run.jsonl" in texts(at) or "Data: my_run.jsonl" in texts(at)
@@ -70,7 +70,7 @@ def test_scenarios_pairs_and_worst_samples(demo_bytes, expected):
     scen = table(at, "rag_scenarios")
     want = report.scenario_frame(data.samples, data.outputs, metrics)
     assert scen.columns.tolist() == want.columns.tolist()
-    unans = [c for c in want.columns if c.startswith("unanswerable")][0]
+    unans = next(c for c in want.columns if c.startswith("unanswerable"))
     row = want.set_index("metric").loc["recall@1"]
     # Unanswerable questions have no relevant document: recall is undefined there, "—".
     assert scen.set_index("metric").loc["recall@1", unans] == "—"
