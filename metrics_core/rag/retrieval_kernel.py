@@ -28,22 +28,23 @@ def ranking_dataset(samples: Sequence[EvaluationSample],
     """The samples as a ranking :class:`Dataset` (one query per sample, candidates in rank
     order; ``|G|`` from ``relevant_docs``, duplicates counted once)."""
     n = len(samples)
-    n_ret = np.fromiter((len(o.retrieved) for o in outputs), dtype=np.int64, count=n)
-    ret_ids = [r.doc.doc_id for o in outputs for r in o.retrieved]
-    ranks = np.fromiter((r.rank for o in outputs for r in o.retrieved), dtype=np.int64,
-                        count=len(ret_ids))
-    scores = np.fromiter((r.score for o in outputs for r in o.retrieved), dtype=np.float64,
-                         count=len(ret_ids))
-    gold_sets = [dict.fromkeys(d.doc_id for d in (s.relevant_docs or ())) for s in samples]
-    n_gold = np.fromiter((len(g) for g in gold_sets), dtype=np.int64, count=n)
-    gold_ids = [doc for g in gold_sets for doc in g]
+    n_ret = np.array([len(o.retrieved) for o in outputs], dtype=np.int64)
+    # The only per-document Python work: reading the fields off the objects.
+    flat = [r for o in outputs for r in o.retrieved]
+    ret_ids = [r.doc.doc_id for r in flat]
+    ranks = np.array([r.rank for r in flat], dtype=np.int64)
+    scores = np.array([r.score for r in flat], dtype=np.float64)
+    gold_ids = [d.doc_id for s in samples for d in (s.relevant_docs or ())]
+    n_gold_listed = np.array([len(s.relevant_docs or ()) for s in samples], dtype=np.int64)
 
     codes, _ = pd.factorize(pd.Index(ret_ids + gold_ids, dtype=object))
     n_codes = int(codes.max(initial=-1)) + 1
     ret_q = np.repeat(np.arange(n, dtype=np.int64), n_ret)
-    gold_q = np.repeat(np.arange(n, dtype=np.int64), n_gold)
+    gold_q = np.repeat(np.arange(n, dtype=np.int64), n_gold_listed)
     ret_key = ret_q * n_codes + codes[:len(ret_ids)]
-    gold_key = gold_q * n_codes + codes[len(ret_ids):]
+    # |G| counts each relevant doc_id once (a repeated one in relevant_docs is one document).
+    gold_key = np.unique(gold_q * n_codes + codes[len(ret_ids):])
+    n_gold = np.bincount(gold_key // max(n_codes, 1), minlength=n).astype(np.int64)
     is_gold = np.isin(ret_key, gold_key)
 
     order = np.lexsort((ranks, ret_q))  # rank order within each sample
