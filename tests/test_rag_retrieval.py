@@ -81,6 +81,15 @@ def test_nothing_retrieved_scores_zero_and_counts():
         assert r.value == 0.0 and r.details["num_samples"] == 1 and r.defined
 
 
+def test_repeated_relevant_doc_counts_once_and_repeated_retrieval_is_an_error():
+    samples, outputs = split([sample("R", relevant=("a", "a", "b"), retrieved=("a", "c"))])
+    # |G| = |{a, b}| = 2 -> recall@2 = 1/2.
+    assert RecallAtK(2).compute(samples, outputs).value == 0.5
+    samples, outputs = split([sample("D", relevant=("a",), retrieved=("a", "a"))])
+    with pytest.raises(ValueError, match="sample 'D': doc_id 'a' is retrieved more than once"):
+        RecallAtK(2).compute(samples, outputs)
+
+
 def test_length_mismatch_is_an_error():
     with pytest.raises(ValueError, match="same length"):
         RecallAtK(1).compute(SAMPLES, OUTPUTS[:2])

@@ -46,6 +46,15 @@ def ranking_dataset(samples: Sequence[EvaluationSample],
     gold_key = np.unique(gold_q * n_codes + codes[len(ret_ids):])
     n_gold = np.bincount(gold_key // max(n_codes, 1), minlength=n).astype(np.int64)
     is_gold = np.isin(ret_key, gold_key)
+    _, first, counts = np.unique(ret_key, return_index=True, return_counts=True)
+    if (counts > 1).any():
+        i = int(first[np.flatnonzero(counts > 1)[0]])
+        raise ValueError(f"sample {samples[int(ret_q[i])].sample_id!r}: doc_id "
+                         f"{ret_ids[i]!r} is retrieved more than once (R is a set of doc ids, "
+                         f"seed 002 §3.1)")
+    ranks_key = ret_q * (int(ranks.max(initial=0)) + 1) + ranks
+    if np.unique(ranks_key).size != ranks_key.size:
+        raise ValueError("rank must be unique within a sample's retrieved documents")
 
     order = np.lexsort((ranks, ret_q))  # rank order within each sample
     offsets = np.concatenate(([0], np.cumsum(n_ret)))
