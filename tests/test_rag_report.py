@@ -46,9 +46,9 @@ def test_intervals_are_the_one_bootstrap_over_samples(demo):
                                                                       abs=1e-12)
     assert cis["token_f1"].n_valid == direct.n_valid == 300
     assert cis["token_f1"].lo <= tf1.value <= cis["token_f1"].hi
-    # Undefined and corpus-level results get no interval.
-    assert "llm_faithfulness" not in cis and "bleu" not in cis
-    assert "distinct_2" not in cis and "latency_p95" not in cis
+    # Undefined results and the corpus-level ones without a resampling formula get none.
+    assert "llm_faithfulness" not in cis and "distinct_2" not in cis
+    assert "noise_robustness" not in cis
 
 
 def test_scenario_frame_matches_metrics_on_each_subset(demo):
@@ -93,3 +93,36 @@ def test_retrieval_does_not_depend_on_sample_or_tuple_order():
                         for o in outputs]
     assert RecallAtK(3).compute(samples, reversed_outputs).per_sample == pytest.approx(
         base.per_sample)
+
+
+def test_corpus_level_intervals_reproduce_the_value_and_resample_it(demo):
+    from sacrebleu.metrics import BLEU
+
+    data, _, results = demo
+    by_name = {r.name: r for r in results}
+    n = len(data)
+    ones = np.ones((1, n))
+    # All-ones weights give the value itself.
+    assert by_name["bleu"].resampled(ones)[0] == pytest.approx(by_name["bleu"].value, abs=1e-12)
+    assert by_name["latency_p95"].resampled(ones)[0] == by_name["latency_p95"].value
+    # Integer weights = repeating samples: compare with sacrebleu / the ceil rule on the
+    # repeated corpus.
+    rng = np.random.default_rng(1)
+    weights = rng.integers(0, 3, size=(5, n)).astype(float)
+    keep = [i for i, s in enumerate(data.samples) if s.reference_answer]
+    for row in weights:
+        idx = [i for i in keep for _ in range(int(row[i]))]
+        expected = BLEU().corpus_score([data.outputs[i].response for i in idx],
+                                       [[data.samples[i].reference_answer for i in idx]])
+        got = by_name["bleu"].resampled(row[None, :])[0]
+        assert got == pytest.approx(expected.score / 100, abs=1e-12)
+        times = sorted(data.outputs[i].timings["end_to_end"] for i in range(n)
+                       for _ in range(int(row[i])))
+        q = times[int(np.ceil(round(0.95 * len(times), 9))) - 1]
+        assert by_name["latency_p95"].resampled(row[None, :])[0] == q
+    # No evaluated sample drawn: undefined.
+    assert np.isnan(by_name["bleu"].resampled(np.zeros((1, n)))[0])
+    cis = suite.bootstrap_intervals(results, n_resamples=300)
+    for name in ("bleu", "latency_p95"):
+        assert cis[name].lo <= by_name[name].value <= cis[name].hi
+        assert cis[name].n_valid == 300

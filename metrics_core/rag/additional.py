@@ -70,7 +70,28 @@ class QuantileLatency(Metric):
         index = max(math.ceil(round(self.quantile * m, 9)) - 1, 0)
         return MetricResult(self.name, self.target, float(values[index]) if m else 0.0,
                             {"num_samples": m, "num_skipped": n - m, "quantile": self.quantile,
-                             "timing_key": self.timing_key})
+                             "timing_key": self.timing_key},
+                            resampled=_quantile_of_weights(_timings(outputs, self.timing_key),
+                                                           self.quantile))
+
+
+def _quantile_of_weights(values: np.ndarray, quantile: float):
+    """The ceil-rule quantile of weighted values (a weight w repeats a value w times),
+    vectorised over the rows of a weight matrix; ``nan`` where the weights of the finite
+    values sum to 0."""
+    keep = np.flatnonzero(np.isfinite(values))
+    order = keep[np.argsort(values[keep], kind="stable")]
+    ranked = values[order]
+
+    def statistic(weights: np.ndarray) -> np.ndarray:
+        cum = np.cumsum(weights[:, order], axis=1)
+        total = cum[:, -1] if ranked.size else np.zeros(weights.shape[0])
+        target = np.maximum(np.ceil(np.round(quantile * total, 9)), 1.0)
+        pos = np.minimum((cum < target[:, None]).sum(axis=1), max(ranked.size - 1, 0))
+        out = ranked[pos] if ranked.size else np.full(weights.shape[0], np.nan)
+        return np.where(total > 0, out, np.nan)
+
+    return statistic
 
 
 class DistinctN(Metric):

@@ -203,13 +203,51 @@ class BleuScore(Metric):
         sacrebleu = _require("sacrebleu", "sacrebleu")
         bleu = sacrebleu.metrics.BLEU(max_ngram_order=self.max_order,
                                       smooth_method=self.smooth_method)
-        score = bleu.corpus_score([outputs[i].response for i in keep],
-                                  [[samples[i].reference_answer for i in keep]])
+        hyps = [outputs[i].response for i in keep]
+        refs = [samples[i].reference_answer for i in keep]
+        score = bleu.corpus_score(hyps, [refs])
+        resampled = None
+        if self.smooth_method in ("exp", "none"):
+            stats = np.zeros((n, 2 * self.max_order + 3))
+            for i, h, r in zip(keep, hyps, refs, strict=True):
+                s = bleu.sentence_score(h, [r])
+                stats[i] = [*s.counts, *s.totals, s.sys_len, s.ref_len, 1.0]
+            resampled = _bleu_of_weights(stats, self.max_order, self.smooth_method)
         return MetricResult(self.name, self.target, score.score / 100.0, {
             "num_samples": len(keep), "num_skipped": n - len(keep),
             "precisions": [p / 100.0 for p in score.precisions], "bp": score.bp,
             "sys_len": score.sys_len, "ref_len": score.ref_len,
-            "smooth_method": self.smooth_method, "max_order": self.max_order})
+            "smooth_method": self.smooth_method, "max_order": self.max_order},
+            resampled=resampled)
+
+
+def _bleu_of_weights(stats: np.ndarray, order: int, smooth_method: str):
+    """Corpus BLEU (0-1) of weighted samples from their n-gram statistics (columns: matches
+    per order, totals per order, hypothesis length, reference length, evaluated flag): the
+    formula of ``sacrebleu.metrics.BLEU.compute_bleu`` for ``exp`` / ``none`` smoothing,
+    vectorised over the rows of a weight matrix; ``nan`` where no evaluated sample is drawn."""
+
+    def statistic(weights: np.ndarray) -> np.ndarray:
+        summed = weights @ stats
+        correct, total = summed[:, :order], summed[:, order:2 * order]
+        sys_len, ref_len, used = summed[:, -3], summed[:, -2], summed[:, -1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bp = np.where(sys_len < ref_len,
+                          np.where(sys_len > 0, np.exp(1 - ref_len / sys_len), 0.0), 1.0)
+            active = np.cumprod(total > 0, axis=1).astype(bool)  # orders before a zero total
+            zero = (correct == 0) & active
+            if smooth_method == "exp":
+                smoothed = 1.0 / (np.exp2(np.cumsum(zero, axis=1)) * total)
+            else:
+                smoothed = np.zeros_like(total)
+            precision = np.where(active, np.where(correct > 0, correct / total, smoothed), 0.0)
+            log_mean = np.where(precision > 0, np.log(np.where(precision > 0, precision, 1.0)),
+                                -np.inf).mean(axis=1)
+            score = bp * np.exp(log_mean)
+        score = np.where(correct.sum(axis=1) > 0, score, 0.0)
+        return np.where(used > 0, score, np.nan)
+
+    return statistic
 
 
 class EvidenceOverlapFaithfulness(Metric):

@@ -88,26 +88,36 @@ def evaluate(samples, outputs, metrics: Sequence[Metric]) -> list[MetricResult]:
 
 
 def bootstrap_intervals(results: Sequence[MetricResult], *, n_resamples: int = 2000,
-                        seed: int = 0) -> dict:
-    """95% percentile bootstrap intervals over samples of the results that are means over
-    samples (those with ``per_sample`` values and at least one evaluated sample), as
-    :class:`metrics_core.uncertainty.CI` by metric name.
+                        seed: int = 0, n_samples: int | None = None) -> dict:
+    """95% percentile bootstrap intervals over samples, as
+    :class:`metrics_core.uncertainty.CI` by metric name: of the defined results that are
+    means over samples (``per_sample``) and of the corpus-level ones with a ``resampled``
+    function (BLEU, latency quantiles); all on the same resamples.
 
     One resample draws samples with replacement; a resample in which a metric has no evaluated
     sample is left out of that metric's interval (the bootstrap's rule for undefined values).
     """
     from metrics_core.uncertainty import bootstrap_cis, weighted_means
 
-    columns = {}
+    columns, corpus = {}, {}
     n = None
     for r in results:
-        if r.per_sample is None or not r.defined:
+        if not r.defined:
             continue
-        values = np.asarray(r.per_sample, dtype=np.float64)
-        n = values.size
-        columns[r.name] = (values, np.isfinite(values))
-    if not columns or not n:
+        if r.resampled is not None:
+            corpus[r.name] = r.resampled
+        elif r.per_sample is not None:
+            values = np.asarray(r.per_sample, dtype=np.float64)
+            n = values.size
+            columns[r.name] = (values, np.isfinite(values))
+    if n_samples is not None:
+        n = n_samples
+    elif n is None and corpus:
+        raise ValueError("pass n_samples: no result has per-sample values to count them")
+    if not (columns or corpus) or not n:
         return {}
-    cis = bootstrap_cis({"means": weighted_means(columns)}, n, n_resamples=n_resamples,
-                        seed=seed, unit="sample")
-    return {name: cis[name] for name in columns}
+    statistics = dict(corpus)
+    if columns:
+        statistics["_means"] = weighted_means(columns)
+    cis = bootstrap_cis(statistics, n, n_resamples=n_resamples, seed=seed, unit="sample")
+    return {name: cis[name] for name in [*columns, *corpus]}

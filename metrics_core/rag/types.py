@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -110,6 +111,11 @@ class MetricResult:
     ``per_sample`` (optional) holds one value per input sample, ``nan`` where the sample was
     skipped; the mean of its finite values is ``value`` for the metrics that are means over
     samples, so bootstrap intervals and breakdowns reuse it.
+
+    ``resampled`` (optional) is the value as a function of sample weights, for a corpus-level
+    value (BLEU, a latency quantile): ``resampled(weights)`` with ``weights`` of shape
+    ``(b, n_samples)`` returns shape ``(b,)`` (``nan`` where undefined), and all-ones weights
+    give ``value``. The bootstrap of :func:`metrics_core.rag.suite.bootstrap_intervals` uses it.
     """
 
     name: str
@@ -117,6 +123,7 @@ class MetricResult:
     value: float
     details: dict[str, Any] = field(default_factory=dict)
     per_sample: np.ndarray | None = None
+    resampled: Callable[[np.ndarray], np.ndarray] | None = None
 
     @property
     def defined(self) -> bool:
