@@ -48,6 +48,11 @@ def test_noise_robustness_hand_worked():
     assert r.details["num_noisy_samples"] == 2 and r.details["num_base_samples"] == 2
     assert r.details["base_metric"] == "token_f1"
     assert r.target is TargetCategory.NOISE_ROBUSTNESS and r.defined
+    # As a function of sample weights: all ones give the value; dropping b2 (weight 0) and
+    # doubling n1: base 1, noisy (2 * 2/3 + 0) / 3 = 4/9.
+    w = np.ones((2, len(samples)))
+    w[1, 1], w[1, 2] = 0, 2
+    assert r.resampled(w) == pytest.approx([0.4, 4 / 9])
 
 
 def test_noise_robustness_with_another_base_metric_and_empty_support():

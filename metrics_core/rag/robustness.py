@@ -70,11 +70,35 @@ class NoiseRobustness(Metric):
         n_base, n_noisy = base_r.details["num_samples"], noisy_r.details["num_samples"]
         defined = n_base > 0 and n_noisy > 0 and base_r.value > 0
         value = noisy_r.value / base_r.value if defined else 0.0
-        return MetricResult(self.name, self.target, value, {
+        resampled = None
+        if base_r.per_sample is not None and noisy_r.per_sample is not None:
+            resampled = _ratio_of_means(len(samples), base, base_r.per_sample, noisy,
+                                        noisy_r.per_sample)
+        return MetricResult(self.name, self.target, value, resampled=resampled, details={
             "num_samples": n_noisy if defined else 0, "base_metric": self.base_metric.name,
             "base_score": base_r.value, "noisy_score": noisy_r.value,
             "num_base_samples": n_base, "num_noisy_samples": n_noisy,
             "noise_scenarios": list(self.noise_scenarios)})
+
+
+def _ratio_of_means(n: int, base: list[int], base_values, noisy: list[int], noisy_values):
+    """``noisy mean / base mean`` of weighted samples (``nan`` where either set has no
+    evaluated sample drawn or the base mean is 0)."""
+    cols = np.zeros((n, 4))
+    for rows, values, j in ((base, base_values, 0), (noisy, noisy_values, 2)):
+        values = np.asarray(values, dtype=np.float64)
+        ok = np.isfinite(values)
+        cols[np.asarray(rows, dtype=np.int64)[ok], j] = values[ok]
+        cols[np.asarray(rows, dtype=np.int64)[ok], j + 1] = 1.0
+
+    def statistic(weights: np.ndarray) -> np.ndarray:
+        sums = weights @ cols
+        with np.errstate(divide="ignore", invalid="ignore"):
+            base_mean = sums[:, 0] / sums[:, 1]
+            noisy_mean = sums[:, 2] / sums[:, 3]
+            return np.where(base_mean > 0, noisy_mean / base_mean, np.nan)
+
+    return statistic
 
 
 class NegativeRejectionRate(Metric):
