@@ -21,6 +21,8 @@ __all__ = [
     "RECORD_COLUMN_CONFIG",
     "TABLE_ROWS",
     "checks_frame",
+    "dash",
+    "dashed",
     "download_csv",
     "fmt",
     "gate_card",
@@ -80,6 +82,26 @@ def fmt(value, digits: int = 4) -> str:
     return f"{value:.{digits}f}"
 
 
+def dash(value, digits: int = 4) -> str:
+    """A RAG metric value as shown: fixed decimals, "—" when undefined (never 0; contract §12).
+
+    >>> dash(float("nan")), dash(0.5), dash(None)
+    ('—', '0.5000', '—')
+    """
+    if value is None:
+        return "—"
+    value = float(value)
+    return f"{value:.{digits}f}" if math.isfinite(value) else "—"
+
+
+def dashed(frame: pd.DataFrame, columns) -> pd.DataFrame:
+    """``frame`` with the given float columns formatted by :func:`dash` (text columns)."""
+    out = frame.copy()
+    for column in columns:
+        out[column] = [dash(v) for v in frame[column]]
+    return out
+
+
 def page_header(title: str, v, *, caption: str | None = None) -> None:
     """Page title, the data label (synthetic data say so) and the active filter."""
     st.title(title)
@@ -106,7 +128,7 @@ def plot(fig, *, key: str) -> None:
 
 
 def show_table(frame: pd.DataFrame, *, key: str, hide_index: bool = True,
-               column_config: dict | None = None) -> None:
+               column_config: dict | None = None, all_rows: bool = False) -> None:
     """An on-page table (first :data:`TABLE_ROWS` rows; the downloads hold everything).
 
     The table sits in a container keyed ``key`` (CSS class ``st-key-<key>``), so tests and
@@ -117,7 +139,9 @@ def show_table(frame: pd.DataFrame, *, key: str, hide_index: bool = True,
             st.caption(f"Showing the first {TABLE_ROWS:,} of {len(frame):,} rows; the download "
                        f"holds all of them.")
             frame = frame.head(TABLE_ROWS)
-        st.dataframe(frame, hide_index=hide_index, column_config=column_config)
+        # all_rows: tall enough for every row (no inner scrolling; short tables only).
+        height = 35 * (len(frame) + 1) + 3 if all_rows else "auto"
+        st.dataframe(frame, hide_index=hide_index, column_config=column_config, height=height)
         if frame.isna().to_numpy().any():
             st.caption("Empty cells (None) are undefined (a 0/0 ratio, or one class present) "
                        "or not computed; they are never shown as 0.")

@@ -79,6 +79,16 @@ COMPARE_DEMO = "compare_demo"
 COMPARE_REFERENCE = "compare_reference"
 COMPARE_BOOTSTRAP = "compare_bootstrap"
 COMPARE_RESULT = "_compare_result"
+#: RAG page (seed 002): the uploaded JSON Lines file, the demo switch, the options, the kept
+#: computation (bytes never leave the session) and the worst-samples metric.
+RAG_FILE = "rag_file"
+RAG_DEMO = "rag_demo"
+RAG_SEMANTIC = "rag_semantic"
+RAG_BOOTSTRAP = "rag_bootstrap"
+RAG_RESULT = "_rag_result"
+RAG_WORST_METRIC = "rag_worst_metric"
+RAG_WORST_N = "rag_worst_n"
+RAG_PAIR_SCENARIO = "rag_pair_scenario"
 #: Decision record: title, notes, and the settings.json uploader.
 RECORD_TITLE = "record_title"
 RECORD_NOTES = "record_notes"

@@ -1,4 +1,4 @@
-"""Command line: ``metrics-core evaluate`` / ``triage`` (also ``python -m metrics_core``).
+"""Command line: ``metrics-core evaluate`` / ``triage`` / ``rag`` (also ``python -m metrics_core``).
 
 The ``evaluate`` flags are generated from the metadata of the :class:`EvalConfig` fields, so a
 new setting is one field in :mod:`metrics_core.config`. Bad input exits with status 2 and a
@@ -214,6 +214,24 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--negative", default=None, help="name of the negative class, e.g. real")
     tr.add_argument("--abstain", default=None, help="name of the abstention, e.g. uncertain")
     tr.add_argument("--quiet", action="store_true")
+
+    rg = sub.add_parser("rag", help="RAG evaluation metrics of a JSON Lines file (seed 002)",
+                        description="Retrieval, generation, faithfulness, robustness, latency "
+                                    "and diversity metrics of a RAG system (contract §12).")
+    rg.add_argument("file", type=Path, help="JSON Lines, one sample a line")
+    rg.add_argument("--out", type=Path, default=Path("rag.json"))
+    rg.add_argument("--ks", type=_ints, default=(1, 3, 5, 10),
+                    help="cut-offs of the retrieval metrics (default 1,3,5,10)")
+    rg.add_argument("--quantiles", type=_floats, default=(0.95,),
+                    help="latency quantiles in (0, 1] (default 0.95)")
+    rg.add_argument("--critic-url", default=None,
+                    help="OpenAI-compatible endpoint of the LLM critic, e.g. "
+                         "http://127.0.0.1:8000/v1 (without it the LLM metrics are skipped)")
+    rg.add_argument("--critic-model", default="judge")
+    rg.add_argument("--critic-timeout", type=float, default=30.0, help="seconds per request")
+    rg.add_argument("--no-semantic", action="store_true",
+                    help="leave out BERTScore and embedding similarity (they load a model)")
+    rg.add_argument("--quiet", action="store_true")
     return parser
 
 
@@ -485,6 +503,42 @@ def _triage(args) -> int:
     return EXIT_OK
 
 
+def _rag(args) -> int:
+    import json
+
+    from metrics_core.rag import loader, suite
+    from metrics_core.rag.generation_llm_judge import OpenAICompatibleCritic
+
+    if any(not 0 < q <= 1 for q in args.quantiles):
+        raise ValueError(f"--quantiles must be in (0, 1], got {args.quantiles}")
+    if any(k < 1 for k in args.ks) or len(set(args.ks)) != len(args.ks):
+        raise ValueError(f"--ks must be distinct integers >= 1, got {args.ks}")
+    critic = (None if args.critic_url is None else
+              OpenAICompatibleCritic(args.critic_url, model=args.critic_model,
+                                     timeout=args.critic_timeout))
+    data = loader.load_rag(args.file)
+    metrics = suite.default_metrics(ks=args.ks, quantiles=args.quantiles, critic=critic,
+                                    semantic=not args.no_semantic)
+    try:
+        results = suite.evaluate(data.samples, data.outputs, metrics)
+    except ImportError as err:  # an optional extra is missing: say which
+        raise RuntimeError(str(err)) from None
+    payload = {"input": {**_sha256(args.file), "n_samples": len(data)},
+               "config": {"ks": list(args.ks), "quantiles": list(args.quantiles),
+                          "critic_url": args.critic_url, "semantic": not args.no_semantic},
+               "metrics": [r.to_dict() for r in results]}
+    text = json.dumps(payload, indent=2, allow_nan=False)
+    write_atomically({args.out: text.encode("utf-8")})
+    if not args.quiet:
+        for r in results:
+            value = f"{r.value:.4f}" if r.defined else "undefined"
+            note = r.details.get("skipped_reason", "")
+            print(f"{r.name:32s} {value:>10s}  n={r.details.get('num_samples', 0)}"
+                  f"{'  ' + note if note else ''}")
+        print(f"wrote {_printable(args.out)}")
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -497,6 +551,8 @@ def main(argv: list[str] | None = None) -> int:
             return _compare(args)
         if args.command == "report":
             return _report(args)
+        if args.command == "rag":
+            return _rag(args)
         return _triage(args)
     except InputError as err:
         text = err.render()

@@ -57,10 +57,11 @@ PAGES = {
     "Decision support": "Decision support",
     "Compare runs": "Compare runs",
     "Meeting mode": "Meeting mode",
+    "RAG": "RAG evaluation",
     "Data & audit": "Data & audit",
 }
-#: Pages that draw no gate slider (the triage view has no evidence settings).
-NO_GATE_PAGES = ("Triage",)
+#: Pages that draw no gate slider (the triage and RAG views have no evidence settings).
+NO_GATE_PAGES = ("Triage", "RAG evaluation")
 #: Text that means the app failed: a traceback, a Python exception name, the app's own
 #: failure messages (dashboard/app.py) and a Streamlit script error.
 FAILURE_TEXT = re.compile(r"Traceback|\b[A-Z]\w*(Error|Exception)\b|Something went wrong")

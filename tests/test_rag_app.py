@@ -1,0 +1,112 @@
+"""The dashboard's RAG page (seed 002; contract §12) with AppTest: an uploaded JSON Lines file,
+tables per target category with bootstrap intervals equal to metrics_core's, undefined values
+as "—", per-scenario breakdown, robustness pairs, worst samples and a bad upload."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard import display
+from metrics_core.rag import loader, report, suite
+from metrics_core.rag.demo import demo_rag_path
+from tests.test_app import TIMEOUT, assert_clean, open_app, table, texts
+
+
+@pytest.fixture(scope="module")
+def demo_bytes():
+    return demo_rag_path().read_bytes()
+
+
+@pytest.fixture(scope="module")
+def expected():
+    data = loader.load_rag(demo_rag_path())
+    metrics = suite.default_metrics(semantic=False)
+    results = suite.evaluate(data.samples, data.outputs, metrics)
+    cis = suite.bootstrap_intervals(results, n_resamples=500)
+    return data, metrics, results, cis
+
+
+def upload_rag(at, name, raw):
+    at.number_input(key="rag_bootstrap").set_value(500)
+    at.file_uploader(key="rag_file").set_value((name, raw, "application/jsonl"))
+    return at.run(timeout=TIMEOUT)
+
+
+def test_rag_page_without_data_asks_for_a_file():
+    at = open_app(page="rag")
+    assert_clean(at)
+    assert "Upload a RAG evaluation file, or switch on the synthetic demo." in texts(at)
+
+
+def test_uploaded_file_shows_every_metric_with_intervals(demo_bytes, expected):
+    _, _, results, cis = expected
+    at = upload_rag(open_app(page="rag"), "my_run.jsonl", demo_bytes)
+    assert_clean(at)
+    assert "Data: my\\_run.jsonl" in texts(at) or "Data: my_run.jsonl" in texts(at)
+    frame = report.results_frame(results, cis)
+    for target in dict.fromkeys(frame["target"]):
+        shown = table(at, f"rag_table_{target}")
+        want = display.dashed(frame[frame["target"] == target].drop(columns="target"),
+                              ("value", "ci95_lo", "ci95_hi"))
+        assert shown["metric"].tolist() == want["metric"].tolist()
+        assert shown["value"].tolist() == want["value"].tolist()
+        assert shown["ci95_lo"].tolist() == want["ci95_lo"].tolist()
+        assert shown["ci95_hi"].tolist() == want["ci95_hi"].tolist()
+    gen = table(at, "rag_table_generation_faithfulness").set_index("metric")
+    # No critic: undefined, shown as "—", never as 0.
+    assert gen.loc["llm_faithfulness", "value"] == "—"
+    assert "no LLM critic" in gen.loc["llm_faithfulness", "note"]
+    tf1 = next(r for r in results if r.name == "token_f1")
+    shown = table(at, "rag_table_generation_correctness").set_index("metric")
+    assert shown.loc["token_f1", "value"] == f"{tf1.value:.4f}"
+    lo, hi = cis["token_f1"].lo, cis["token_f1"].hi
+    assert lo < tf1.value < hi
+    assert shown.loc["token_f1", "ci95_lo"] == f"{lo:.4f}"
+
+
+def test_scenarios_pairs_and_worst_samples(demo_bytes, expected):
+    data, metrics, results, _ = expected
+    at = upload_rag(open_app(page="rag"), "run.jsonl", demo_bytes)
+    scen = table(at, "rag_scenarios")
+    want = report.scenario_frame(data.samples, data.outputs, metrics)
+    assert scen.columns.tolist() == want.columns.tolist()
+    unans = next(c for c in want.columns if c.startswith("unanswerable"))
+    row = want.set_index("metric").loc["recall@1"]
+    # Unanswerable questions have no relevant document: recall is undefined there, "—".
+    assert scen.set_index("metric").loc["recall@1", unans] == "—"
+    assert scen.set_index("metric").loc["recall@1", want.columns[1]] == f"{row.iloc[0]:.4f}"
+
+    pairs = table(at, "rag_pairs")
+    assert len(pairs) == len(report.pairs_frame(data.samples, data.outputs))
+    at.selectbox(key="rag_pair_scenario").set_value("counterfactual").run(timeout=TIMEOUT)
+    pairs = table(at, "rag_pairs")
+    assert set(pairs["scenario"]) == {"counterfactual"}
+    assert {"base_answer", "variant_answer"} <= set(pairs.columns)
+
+    at.selectbox(key="rag_worst_metric").set_value("recall@1").run(timeout=TIMEOUT)
+    at.number_input(key="rag_worst_n").set_value(3).run(timeout=TIMEOUT)
+    worst = table(at, "rag_worst")
+    recall1 = next(r for r in results if r.name == "recall@1")
+    want = report.worst_frame(data.samples, data.outputs, recall1, n=3)
+    assert worst["sample_id"].tolist() == want["sample_id"].tolist()
+    assert worst["recall@1"].tolist() == ["0.0000"] * 3
+    assert_clean(at)
+
+
+def test_a_bad_upload_shows_file_line_field_and_rule():
+    at = upload_rag(open_app(page="rag"), "broken.jsonl",
+                    b'{"sample_id": "a", "query": "q", "response": "r", "retrieved": 3}\n')
+    assert_clean(at)
+    assert [e.value for e in at.error] == [
+        "broken.jsonl, line 1, field 'retrieved': must be a list, got int"]
+
+
+def test_demo_switch(expected):
+    at = open_app(page="rag")
+    at.toggle(key="rag_demo").set_value(True)
+    at.number_input(key="rag_bootstrap").set_value(0)
+    at.run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert any("Synthetic RAG demo data" in t for t in texts(at))
+    shown = table(at, "rag_table_retrieval_relevance")
+    assert (shown["ci95_lo"] == "—").all()  # intervals off

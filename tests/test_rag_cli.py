@@ -1,0 +1,96 @@
+"""``metrics-core rag`` (seed 002 §9.1; contract §12): output names, values equal to the API's,
+the critic over HTTP, clear errors and atomic writing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from metrics_core.cli import main
+from metrics_core.rag import loader, suite
+from metrics_core.rag.demo import demo_rag_path
+from tests.fake_llm_server import fake_llm
+
+#: Output names of seed 002 §9.1 with --ks 1,3,5,10 and the default quantile.
+NAMES = (
+    [f"recall@{k}" for k in (1, 3, 5, 10)] + [f"precision@{k}" for k in (1, 3, 5, 10)]
+    + [f"hit_rate@{k}" for k in (1, 3, 5, 10)] + [f"mrr@{k}" for k in (1, 3, 5, 10)]
+    + ["map"] + [f"ndcg@{k}" for k in (1, 3, 5, 10)]
+    + ["exact_match", "token_f1", "rouge1_answer", "rouge2_answer", "rougeL_answer", "bleu",
+       "evidence_overlap_faithfulness", "bertscore_f1", "embedding_similarity",
+       "llm_faithfulness", "llm_answer_quality", "noise_robustness", "negative_rejection_rate",
+       "counterfactual_consistency", "mean_latency", "latency_p95", "distinct_2",
+       "intra_list_diversity"])
+
+
+def run(tmp_path, *extra):
+    out = tmp_path / "rag.json"
+    code = main(["rag", str(demo_rag_path()), "--out", str(out), "--quiet", *extra])
+    return code, out
+
+
+def test_output_names_and_values(tmp_path):
+    pytest.importorskip("rouge_score")
+    from metrics_core.rag.generation_semantic import semantic_available
+
+    code, out = run(tmp_path)
+    assert code == 0
+    payload = json.loads(out.read_text())
+    records = payload["metrics"]
+    assert [r["name"] for r in records] == NAMES
+    assert set(records[0]) == {"name", "target", "value", "defined", "details"}
+    assert payload["input"]["n_samples"] == len(loader.load_rag(demo_rag_path()))
+    data = loader.load_rag(demo_rag_path())
+    expected = suite.evaluate(data.samples, data.outputs, suite.default_metrics(semantic=False))
+    by_name = {r["name"]: r for r in records}
+    for r in expected:
+        assert by_name[r.name]["value"] == pytest.approx(r.value, abs=1e-12), r.name
+        assert by_name[r.name]["target"] == r.target.value
+    llm = by_name["llm_faithfulness"]
+    assert llm["defined"] is False and "no LLM critic" in llm["details"]["skipped_reason"]
+    if semantic_available():
+        assert by_name["embedding_similarity"]["defined"] is True
+
+
+def test_other_cut_offs_and_quantiles_and_no_semantic(tmp_path):
+    code, out = run(tmp_path, "--ks", "2", "--quantiles", "0.5,0.99", "--no-semantic")
+    assert code == 0
+    names = [r["name"] for r in json.loads(out.read_text())["metrics"]]
+    assert "recall@2" in names and "ndcg@2" in names and "recall@5" not in names
+    assert "latency_p50" in names and "latency_p99" in names and "latency_p95" not in names
+    assert "bertscore_f1" not in names
+
+
+def test_critic_url_scores_the_llm_metrics(tmp_path):
+    with fake_llm(["0.5"]) as (url, requests):
+        code, out = run(tmp_path, "--no-semantic", "--critic-url", url)
+    assert code == 0
+    by_name = {r["name"]: r for r in json.loads(out.read_text())["metrics"]}
+    assert by_name["llm_answer_quality"]["value"] == 0.5
+    assert by_name["llm_answer_quality"]["defined"] is True
+    assert all(r["body"]["temperature"] == 0 for r in requests)
+
+
+def test_a_critic_without_scores_exits_2_with_the_reason(tmp_path, capsys):
+    (tmp_path / "rag.json").write_text("previous")
+    with fake_llm(["no idea"]) as (url, _):
+        code, out = run(tmp_path, "--no-semantic", "--critic-url", url)
+    assert code == 2
+    assert "holds no score" in capsys.readouterr().err
+    assert out.read_text() == "previous"  # nothing half-written
+
+
+def test_bad_file_exits_2_naming_file_line_field(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"sample_id": "a", "query": "q", "response": 5}\n')
+    out = tmp_path / "rag.json"
+    assert main(["rag", str(bad), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.jsonl, line 1, field 'response': must be a string, got int" in err
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_bad_options_exit_2(tmp_path, capsys):
+    assert run(tmp_path, "--quantiles", "1.5")[0] == 2
+    assert "--quantiles must be in (0, 1]" in capsys.readouterr().err
