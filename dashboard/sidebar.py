@@ -87,9 +87,10 @@ def _typed_inputs(s: Setting, keys: tuple[str, ...], labels: tuple[str, ...]) ->
     """Number boxes under a slider, to type a threshold exactly."""
     current = st.session_state.get(s.key)
     values = tuple(current) if s.kind == "range" else (current,)
+    # Assigned on every run (as state.init_defaults does for the settings): a box the browser
+    # draws after a later run has started would otherwise send its own default back.
     for key, value in zip(keys, values, strict=True):
-        if st.session_state.get(key) != float(value):
-            st.session_state[key] = float(value)
+        st.session_state[key] = float(value)
     columns = st.columns(len(keys))
     for column, key, label in zip(columns, keys, labels, strict=True):
         column.number_input(f"{label} (type exactly)", float(s.low), float(s.high),
