@@ -143,6 +143,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--scheduler", default=None, metavar="ADDRESS",
                     help="with --engine dask: the scheduler to use (e.g. tcp://host:8786); "
                          "default: a local cluster sized to this machine")
+    ev.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+                    help="with --scheduler: seconds to wait for the scheduler (default 10)")
     _config_flags(ev)
     _limit_flags(ev)
 
@@ -280,7 +282,7 @@ def _evaluate(args) -> int:
         from metrics_core import dask_engine
 
         run = dask_engine.evaluate(args.queries, args.candidates, config,
-                                   scheduler=args.scheduler)
+                                   scheduler=args.scheduler, timeout=args.connect_timeout)
         evaluation, loaded, report = run.evaluation, run.loaded, run.audit
     else:
         if args.scheduler is not None:

@@ -496,7 +496,7 @@ class _Cluster:
         if self.address is None:
             n = max(1, min(os.cpu_count() or 1, 8))
             self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                        dashboard_address=None, silence_logs=logging.ERROR)
+                                        dashboard_address=":0", silence_logs=logging.ERROR)
             self.client = Client(self.cluster)
             return self.client
         try:
