@@ -217,12 +217,14 @@ def evaluate_unit(q_paths: Sequence[str], c_paths: Sequence[str], config, *,
     fixed_k = np.minimum(np.full(ds.n_queries, ref, dtype=np.int64), ds.n_cand)
     masks = tie_masks(ds)
     arrays = {"k": k, "hits": dynamic_k.hits_within(ds, k), "rec": rec, "prec": prec,
-              "fixed_k": fixed_k, "hits_fixed": dynamic_k.hits_within(ds, fixed_k),
+              "hits_fixed": dynamic_k.hits_within(ds, fixed_k),
               "n_cand": ds.n_cand, "n_gold_found": ds.n_gold_found,
               "positive_ties": masks["positive_ties"], "gold_ties": masks["gold_ties"]}
     ranking = ev.ranking(cfg)
-    queries = {"post_id": ds.post_id, "criterion": ds.criterion, "has_evidence": ds.y,
-               "p_has_evidence": ds.p}
+    # ids as the distinct values and a code per query (compact to send)
+    queries = {"post_id": (ds.posts, ds.post_code),
+               "criterion": (np.asarray(ds.criteria, dtype=object), ds.criterion_code),
+               "has_evidence": ds.y, "p_has_evidence": ds.p}
     for name in ("fold", "split"):
         if getattr(ds, name) is not None:
             queries[name] = getattr(ds, name)
@@ -419,7 +421,10 @@ def _combine(results: list[dict], config, *, queries_name: str, candidates_name:
     with_gold = any("n_gold" in r["queries"] for r in results)
     frames = []
     for r in results:
-        q = dict(r["queries"])
+        q = r.pop("queries")
+        for name in ("post_id", "criterion"):
+            values, codes = q[name]
+            q[name] = pd.array(values, dtype="str").take(codes)
         if with_gold and "n_gold" not in q:  # a unit whose n_gold was blank: the gold found
             q["n_gold"] = r["arrays"]["n_gold_found"]
         frames.append(pd.DataFrame(q))
@@ -439,16 +444,18 @@ def _combine(results: list[dict], config, *, queries_name: str, candidates_name:
     order = _natural_order(base, frame)
     del frame
 
-    def stacked(name, source="arrays"):
-        return np.concatenate([r[source][name] for r in results])[order]
+    def stacked(name, source="arrays"):  # each unit's part is let go once stacked
+        return np.concatenate([r[source].pop(name) for r in results])[order]
 
-    arrays = {name: stacked(name) for name in results[0]["arrays"]}
-    ranking = {name: stacked(name, "ranking") for name in results[0]["ranking"]}
+    arrays = {name: stacked(name) for name in list(results[0]["arrays"])}
+    ranking = {name: stacked(name, "ranking") for name in list(results[0]["ranking"])}
+    ref = reference_k(config.ks)
+    fixed_k = np.minimum(np.full(order.size, ref, dtype=np.int64), arrays["n_cand"])
     ranked_by = "rank" if any(r["ranked_by"] == "rank" for r in results) else "score"
     extra = {"n_cand": arrays["n_cand"], "n_gold_found": arrays["n_gold_found"],
              "positive_ties": arrays["positive_ties"], "gold_ties": arrays["gold_ties"],
              "hits_known": ((arrays["k"], arrays["hits"]),
-                            (arrays["fixed_k"], arrays["hits_fixed"]))}
+                            (fixed_k, arrays["hits_fixed"]))}
     values = {f.name: getattr(base, f.name) for f in fields(Dataset)}
     values["ranked_by"] = ranked_by
     ds = QueryLevelDataset(**values, extra=extra)
@@ -571,6 +578,21 @@ def _sha256(path: Path) -> dict:
     return sha(path)
 
 
+def _owned(value):
+    """``value`` with every array copied out of the message buffer it was received in.
+
+    Arrays received together can share one buffer, which lives as long as any of them: with
+    their own memory, the client frees each unit's arrays as soon as they are stacked.
+    """
+    if isinstance(value, np.ndarray):
+        return value.copy() if value.base is not None else value
+    if isinstance(value, dict):
+        return {k: _owned(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_owned(v) for v in value)
+    return value
+
+
 def _run(client, q_files, c_files, config, q_name, c_name, task) -> list[dict]:
     from distributed import as_completed
     from distributed.client import FutureCancelledError
@@ -598,7 +620,7 @@ def _run(client, q_files, c_files, config, q_name, c_name, task) -> list[dict]:
         results: list = [None] * len(units)
         for future in as_completed(list(futures)):
             i = futures.pop(future)
-            result = future.result()
+            result = _owned(future.result())
             future.release()
             if "error" in result:
                 for other in futures:
