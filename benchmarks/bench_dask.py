@@ -81,9 +81,10 @@ def write_parts(folder: Path, n_queries: int, per_part: int, seed: int = 0) -> i
 class PeakMemory:
     """Peak of the summed RSS of this process and all its descendants, sampled every 0.2 s."""
 
-    def __init__(self, interval: float = 0.2):
+    def __init__(self, interval: float = 0.2, *, include_self: bool = True):
         import psutil
 
+        self.include_self = include_self
         self.root = psutil.Process()
         self.interval = interval
         self.peak = self.peak_client = 0
@@ -93,7 +94,8 @@ class PeakMemory:
     def _sample(self) -> None:
         import psutil
 
-        total = client = self.root.memory_info().rss
+        client = self.root.memory_info().rss
+        total = client if self.include_self else 0
         for child in self.root.children(recursive=True):
             with contextlib.suppress(psutil.Error):  # a child that has just exited
                 total += child.memory_info().rss
@@ -115,6 +117,37 @@ class PeakMemory:
         self._sample()
 
 
+def compare_memory(folder: Path, dask_doc: dict, bootstrap: int) -> dict:
+    """Run the in-memory engine on the same data (joined files); its time, memory, agreement."""
+    import math
+    import subprocess
+
+    joined = {}
+    for table in ("queries", "candidates"):
+        joined[table] = folder / f"{table}.parquet"
+        if not joined[table].exists():
+            pq.write_table(pq.read_table(folder / table), joined[table])
+    out = folder / "metrics_master_memory.json"
+    with PeakMemory(include_self=False) as mem:  # the child process alone
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "metrics_core", "evaluate",
+                        str(joined["queries"]), str(joined["candidates"]), "--out", str(out),
+                        "--bootstrap", str(bootstrap), "--quiet"], check=True, cwd=ROOT)
+        wall = time.perf_counter() - t
+    doc = json.loads(out.read_text())
+    worst = 0.0
+    for a, b in zip(doc["metrics"], dask_doc["metrics"], strict=True):
+        assert a["name"] == b["name"] and a["ci95"] == b["ci95"], (a, b)
+        if a["value"] is None or b["value"] is None:
+            assert a["value"] == b["value"], (a, b)
+        elif not (math.isnan(a["value"]) and math.isnan(b["value"])):
+            worst = max(worst, abs(a["value"] - b["value"]))
+    assert worst <= 1e-12, worst
+    return {"memory_engine_wall_s": round(wall, 2),
+            "memory_engine_peak_rss_gb": round(mem.peak / 2**30, 2),
+            "max_abs_difference_of_metric_values": worst}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=1_000_000)
@@ -123,6 +156,10 @@ def main(argv=None) -> int:
     parser.add_argument("--bootstrap", type=int, default=0)
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/metrics_core_bench_dask"))
     parser.add_argument("--regenerate", action="store_true")
+    parser.add_argument("--compare-memory", action="store_true",
+                        help="also run the in-memory engine (metrics-core evaluate in a child "
+                             "process, on the parts joined into one file per table), time it, "
+                             "measure its peak memory, and check every metric value agrees")
     parser.add_argument("--results", type=Path, default=None,
                         help="append the figures as one JSON line to this file")
     args = parser.parse_args(argv)
@@ -168,6 +205,8 @@ def main(argv=None) -> int:
         "peak_rss_client_gb": round(mem.peak_client / 2**30, 2),
         "auroc": next(r["value"] for r in doc["metrics"] if r["name"] == "auroc"),
     }
+    if args.compare_memory:
+        figures.update(compare_memory(folder, doc, args.bootstrap))
     print(json.dumps(figures, indent=2))
     if args.results is not None:
         with open(args.results, "a", encoding="utf-8") as f:

@@ -72,7 +72,12 @@ def _post_column(path: Path, kind: str) -> str:
 
     from metrics_core import io
 
-    names = pq.read_schema(path).names
+    try:
+        names = pq.read_schema(path).names
+    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        raise InputError(f"not a readable Parquet file ({str(err).splitlines()[0][:200]})",
+                         file=str(path), hint="the Dask engine reads Parquet files only",
+                         code="unreadable_file") from None
     probe = pd.DataFrame([names], columns=names)  # each cell holds its column's name
     return str(io.resolve_columns(probe, kind, file=path.name)["post_id"].iloc[0])
 
@@ -83,7 +88,10 @@ def _posts_of(path: str, kind: str) -> np.ndarray:
     import pyarrow.parquet as pq
 
     column = _post_column(Path(path), kind)
-    values = pq.read_table(path, columns=[column]).column(column)
+    try:
+        values = pq.read_table(path, columns=[column]).column(column)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: {str(err).splitlines()[0][:200]}") from None
     return np.asarray(pc.unique(pc.cast(values, "string")).to_pylist(), dtype=object)
 
 
@@ -636,3 +644,9 @@ def _run(client, q_files, c_files, config, q_name, c_name, task) -> list[dict]:
     except FutureCancelledError as err:
         raise RuntimeError(f"the Dask computation was cancelled ({err}); no output was "
                            f"written") from None
+    except InputError:
+        raise
+    except Exception as err:  # raised in a task on a worker (unreadable file, ...)
+        raise RuntimeError(f"a Dask task failed: {type(err).__name__}: "
+                           f"{str(err).splitlines()[0][:300] if str(err) else ''}; no output "
+                           f"was written") from None

@@ -271,3 +271,18 @@ def test_the_query_level_data_set_refuses_candidate_reads(paths, cluster):
         _ = ds.cum_gold
     with pytest.raises(RuntimeError, match="stay on the workers"):
         run.evaluator.sentences(EvalConfig(), "p001", "C1")
+
+
+def test_a_file_that_is_not_parquet_exits_2_naming_it(paths, tmp_path, capsys):
+    bad = tmp_path / "queries.csv"
+    pd.read_parquet(paths["q"]).to_csv(bad, index=False)
+    out = tmp_path / "m.json"
+    code = main(["evaluate", str(bad), str(paths["c_dir"]), "--engine", "dask",
+                 "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "queries.csv" in err and "not a readable Parquet file" in err
+    assert "Traceback" not in err and not out.exists()
+    missing = tmp_path / "nowhere" / "*.parquet"
+    assert main(["evaluate", str(missing), str(paths["c_dir"]), "--engine", "dask",
+                 "--out", str(out)]) == 2
+    assert "no Parquet files found for the queries table" in capsys.readouterr().err
