@@ -202,11 +202,7 @@ def evaluate_unit(q_paths: Sequence[str], c_paths: Sequence[str], config, *,
     if c_paths:
         c_df, c_file, c_row = _read(c_paths)
     else:  # queries without candidates: an empty candidates table with the usual columns
-        c_df = pd.DataFrame({"post_id": pd.Series([], dtype=str),
-                             "criterion": pd.Series([], dtype=str),
-                             "sent_uid": pd.Series([], dtype=str),
-                             "score": pd.Series([], dtype=float),
-                             "is_gold": pd.Series([], dtype=np.int8)})
+        c_df = _empty_candidates()
         c_file = c_row = np.empty(0, dtype=np.int64)
     try:
         loaded = io.load(q_df, c_df, queries_name=queries_name, candidates_name=candidates_name)
@@ -230,9 +226,9 @@ def evaluate_unit(q_paths: Sequence[str], c_paths: Sequence[str], config, *,
               "positive_ties": masks["positive_ties"], "gold_ties": masks["gold_ties"]}
     ranking = ev.ranking(cfg)
     # ids as the distinct values and a code per query (compact to send)
-    queries = {"post_id": (ds.posts, ds.post_code),
-               "criterion": (np.asarray(ds.criteria, dtype=object), ds.criterion_code),
-               "has_evidence": ds.y, "p_has_evidence": ds.p}
+    queries = {"posts": ds.posts, "post_code": ds.post_code, "criteria": tuple(ds.criteria),
+               "criterion_code": ds.criterion_code, "has_evidence": ds.y,
+               "p_has_evidence": ds.p}
     for name in ("fold", "split"):
         if getattr(ds, name) is not None:
             queries[name] = getattr(ds, name)
@@ -409,16 +405,74 @@ class GatheredEvaluator(Evaluator):
 
 
 # ----------------------------------------------------------------------- combining
-def _natural_order(ds: Dataset, frame: pd.DataFrame) -> np.ndarray:
-    """Row of ``frame`` behind each query of ``ds`` (canonical order: post, criterion)."""
-    post = np.searchsorted(ds.posts, frame["post_id"].to_numpy(dtype=object))
-    crit_index = {c: i for i, c in enumerate(ds.criteria)}
-    crit = frame["criterion"].map(crit_index).to_numpy(dtype=np.int64)
-    order = np.argsort(post * max(len(ds.criteria), 1) + crit, kind="stable")
-    if not (np.array_equal(post[order], ds.post_code)
-            and np.array_equal(crit[order], ds.criterion_code)):
-        raise RuntimeError("the gathered queries do not match the canonical order")
-    return order
+def _criteria_order(names) -> tuple[str, ...]:
+    """The criteria in the data set's order (natural sort), by the public constructor."""
+    names = sorted(set(names))
+    probe = pd.DataFrame({"post_id": ["p"] * len(names), "criterion": names,
+                          "has_evidence": [0] * len(names), "p_has_evidence": [0.0] * len(names)})
+    return Dataset.from_frames(probe, _empty_candidates()).criteria
+
+
+def _empty_candidates() -> pd.DataFrame:
+    return pd.DataFrame({"post_id": pd.Series([], dtype=str),
+                         "criterion": pd.Series([], dtype=str),
+                         "sent_uid": pd.Series([], dtype=str),
+                         "score": pd.Series([], dtype=float),
+                         "is_gold": pd.Series([], dtype=bool)})
+
+
+def _canonical(results: list[dict]) -> tuple[dict, np.ndarray]:
+    """The query fields of the whole data set in canonical order, and the order itself.
+
+    Units hold disjoint posts, each in canonical order: the global post and criterion codes
+    come from the sorted union of the posts and the natural order of the criteria (the same
+    rules as :meth:`Dataset.from_frames`), and one stable sort of the (post, criterion) keys
+    gives every gathered array its place.
+    """
+    posts = np.sort(np.concatenate([r["queries"]["posts"] for r in results]))
+    if posts.size > 1 and np.any(posts[1:] == posts[:-1]):
+        raise RuntimeError("a post was evaluated in two work units")
+    criteria = _criteria_order(c for r in results for c in r["queries"]["criteria"])
+    index = {c: i for i, c in enumerate(criteria)}
+    n_crit = max(len(criteria), 1)
+    keys = []
+    for r in results:
+        q = r["queries"]
+        post = np.searchsorted(posts, q["posts"])[q["post_code"]]
+        crit = np.array([index[c] for c in q["criteria"]], dtype=np.int64)[q["criterion_code"]]
+        keys.append(post * n_crit + crit)
+    key = np.concatenate(keys)
+    del keys
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    post_code = key // n_crit
+    criterion_code = (key - post_code * n_crit).astype(np.int32)
+    del key
+
+    def stacked(name, dtype):
+        return np.concatenate([r["queries"].pop(name) for r in results])[order].astype(
+            dtype, copy=False)
+
+    with_gold = any("n_gold" in r["queries"] for r in results)
+    for r in results:
+        if with_gold and "n_gold" not in r["queries"]:  # n_gold blank in the whole unit
+            r["queries"]["n_gold"] = r["arrays"]["n_gold_found"]
+    fields_ = {"post_id": posts[post_code],
+               "criterion": np.array(criteria, dtype=object)[criterion_code],
+               "criterion_code": criterion_code, "criteria": criteria,
+               "post_code": post_code, "posts": posts,
+               "y": stacked("has_evidence", np.int8), "p": stacked("p_has_evidence", np.float64),
+               "n_gold_given": stacked("n_gold", np.int64) if with_gold else None}
+    for name, dtype in (("fold", np.int64), ("split", object)):
+        present = [name in r["queries"] for r in results]
+        if all(present):
+            fields_[name] = stacked(name, dtype)
+        elif any(present):
+            raise InputError(f"the {name} column has values in some parts only",
+                             column=name, hint=f"give every query a {name}, or none")
+        else:
+            fields_[name] = None
+    return fields_, order
 
 
 def _combine(results: list[dict], config, *, queries_name: str, candidates_name: str,
@@ -426,31 +480,12 @@ def _combine(results: list[dict], config, *, queries_name: str, candidates_name:
     from metrics_core.audit import audit
     from metrics_core.io import EXCLUSION_COLUMNS, Loaded
 
-    with_gold = any("n_gold" in r["queries"] for r in results)
-    frames = []
-    for r in results:
-        q = r.pop("queries")
-        for name in ("post_id", "criterion"):
-            values, codes = q[name]
-            q[name] = pd.array(values, dtype="str").take(codes)
-        if with_gold and "n_gold" not in q:  # a unit whose n_gold was blank: the gold found
-            q["n_gold"] = r["arrays"]["n_gold_found"]
-        frames.append(pd.DataFrame(q))
-    frame = pd.concat(frames, ignore_index=True)
-    del frames
-    empty = pd.DataFrame({"post_id": pd.Series([], dtype=str),
-                          "criterion": pd.Series([], dtype=str),
-                          "sent_uid": pd.Series([], dtype=str),
-                          "score": pd.Series([], dtype=float),
-                          "is_gold": pd.Series([], dtype=bool)})
+    query_fields, order = _canonical(results)
     n_excl_q = sum(r["n_excluded_queries"] for r in results)
     n_excl_c = sum(r["n_excluded_candidates"] for r in results)
     meta = {"queries_file": queries_name, "candidates_file": candidates_name,
             "layout": "two tables", "n_excluded_queries": n_excl_q,
             "n_excluded_candidates": n_excl_c}
-    base = Dataset.from_frames(frame, empty, meta=meta)
-    order = _natural_order(base, frame)
-    del frame
 
     def stacked(name, source="arrays"):  # each unit's part is let go once stacked
         return np.concatenate([r[source].pop(name) for r in results])[order]
@@ -464,9 +499,11 @@ def _combine(results: list[dict], config, *, queries_name: str, candidates_name:
              "positive_ties": arrays["positive_ties"], "gold_ties": arrays["gold_ties"],
              "hits_known": ((arrays["k"], arrays["hits"]),
                             (fixed_k, arrays["hits_fixed"]))}
-    values = {f.name: getattr(base, f.name) for f in fields(Dataset)}
-    values["ranked_by"] = ranked_by
-    ds = QueryLevelDataset(**values, extra=extra)
+    ds = QueryLevelDataset(
+        **query_fields, offsets=np.zeros(order.size + 1, dtype=np.int64),
+        score=np.empty(0), is_gold=np.empty(0, dtype=bool),
+        sent_uid=np.empty(0, dtype=object), sentence=None, relevance=None,
+        ranked_by=ranked_by, meta=meta, extra=extra)
     sweep = {g: sum(r["sweep"][g] for r in results) for g in results[0]["sweep"]}
     parts = [r["exclusions"] for r in results if len(r["exclusions"])]
     if parts:
