@@ -536,8 +536,8 @@ class DaskRun:
 class _Cluster:
     """A client on the scheduler at ``address``, or on a local cluster sized to the machine."""
 
-    def __init__(self, address: str | None, timeout: float):
-        self.address, self.timeout = address, timeout
+    def __init__(self, address: str | None, timeout: float, n_workers: int | None = None):
+        self.address, self.timeout, self.n_workers = address, timeout, n_workers
         self.cluster = self.client = None
 
     def __enter__(self):
@@ -546,7 +546,7 @@ class _Cluster:
         from distributed import Client, LocalCluster
 
         if self.address is None:
-            n = max(1, min(os.cpu_count() or 1, 8))
+            n = self.n_workers or max(1, min(os.cpu_count() or 1, 8))
             self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                         dashboard_address=":0", silence_logs=logging.ERROR)
             self.client = Client(self.cluster)
@@ -569,7 +569,8 @@ class _Cluster:
 
 
 def evaluate(queries, candidates, config, *, scheduler: str | None = None, client=None,
-             timeout: float = CONNECT_TIMEOUT, task: Callable | None = None) -> DaskRun:
+             timeout: float = CONNECT_TIMEOUT, n_workers: int | None = None,
+             task: Callable | None = None) -> DaskRun:
     """Evaluate partitioned Parquet data on a Dask cluster (``--engine dask``).
 
     Parameters
@@ -585,6 +586,9 @@ def evaluate(queries, candidates, config, *, scheduler: str | None = None, clien
         A client to use as is (tests, notebooks).
     timeout : float
         Seconds to wait for ``scheduler``.
+    n_workers : int, optional
+        Workers of the local cluster (default: one per core, at most 8). The local cluster
+        is closed once the per-query values are gathered, before the report is built.
     task : callable, optional
         The function run on each work unit, with the signature of :func:`evaluate_unit`
         (tests wrap it to inject worker failures).
@@ -608,7 +612,7 @@ def evaluate(queries, candidates, config, *, scheduler: str | None = None, clien
     q_name = q_files[0].name if len(q_files) == 1 else Path(queries).name
     c_name = c_files[0].name if len(c_files) == 1 else Path(candidates).name
     if client is None:
-        with _Cluster(scheduler, timeout) as own:
+        with _Cluster(scheduler, timeout, n_workers) as own:
             results = _run(own, q_files, c_files, config, q_name, c_name, task)
     else:
         results = _run(client, q_files, c_files, config, q_name, c_name, task)
