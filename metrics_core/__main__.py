@@ -4,4 +4,5 @@ import sys
 
 from metrics_core.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # the Dask engine's worker processes import this module
+    sys.exit(main())

@@ -26,7 +26,7 @@ from metrics_core.dataset import Dataset
 if TYPE_CHECKING:
     from metrics_core.io import Loaded
 
-__all__ = ["CHECKS", "LEVELS", "AuditReport", "Finding", "audit"]
+__all__ = ["CHECKS", "LEVELS", "AuditReport", "Finding", "audit", "tie_masks"]
 
 #: Severity levels, most severe first. An ``error`` finding makes the audit fail.
 LEVELS = ("error", "warning", "info")
@@ -283,17 +283,35 @@ def _criteria_complete(ds: Dataset) -> list[Finding]:
         len(bad), tuple(examples))]
 
 
-def _positive_ties(ds: Dataset) -> list[Finding]:
-    """Positive queries (>= 2 candidates) whose candidates all have the same score."""
+def tie_masks(ds: Dataset) -> dict[str, np.ndarray]:
+    """Per-query masks of the two tie findings (they read the candidates).
+
+    ``positive_ties``: positive queries (>= 2 candidates) whose candidates all have the same
+    score; ``gold_ties``: positive queries where a gold and a non-gold candidate share a score.
+    A data set whose candidates live elsewhere (the Dask engine's query-level data set) carries
+    them, computed where the candidates are, as ``ds.gathered_tie_masks``.
+    """
+    gathered = getattr(ds, "gathered_tie_masks", None)
+    if gathered is not None:
+        return gathered
+    return {"positive_ties": _positive_tie_mask(ds), "gold_ties": _gold_tie_mask(ds)}
+
+
+def _positive_tie_mask(ds: Dataset) -> np.ndarray:
     multi = ds.n_cand >= 2
     if not multi.any():
-        return []
+        return np.zeros(ds.n_queries, dtype=bool)
     nonempty = np.flatnonzero(ds.n_cand > 0)
     starts = ds.offsets[:-1][nonempty]
     tied = np.zeros(ds.n_queries, dtype=bool)
     tied[nonempty] = (np.maximum.reduceat(ds.score, starts)
                       == np.minimum.reduceat(ds.score, starts))
-    mask = tied & multi & ds.positives
+    return tied & multi & ds.positives
+
+
+def _positive_ties(ds: Dataset) -> list[Finding]:
+    """Positive queries (>= 2 candidates) whose candidates all have the same score."""
+    mask = tie_masks(ds)["positive_ties"]
     if not mask.any():
         return []
     n = int(mask.sum())
@@ -313,16 +331,7 @@ def _gold_ties(ds: Dataset) -> list[Finding]:
     """
     if ds.n_candidates < 2:
         return []
-    q = ds.query_of_candidate
-    new_run = np.ones(ds.n_candidates, dtype=bool)
-    new_run[1:] = (q[1:] != q[:-1]) | (ds.score[1:] != ds.score[:-1])
-    run = np.cumsum(new_run) - 1
-    size = np.bincount(run)
-    gold = np.bincount(run, weights=ds.is_gold)
-    mixed_run = (gold > 0) & (gold < size)
-    mask = np.zeros(ds.n_queries, dtype=bool)
-    mask[q[new_run][mixed_run]] = True
-    mask &= ds.positives
+    mask = tie_masks(ds)["gold_ties"]
     if not mask.any():
         return []
     n = int(mask.sum())
@@ -332,6 +341,21 @@ def _gold_ties(ds: Dataset) -> list[Finding]:
         f"with a non-gold one: their ranking metrics depend on the sent_uid tie rule "
         f"(contract §3)",
         n, _query_examples(ds, mask))]
+
+
+def _gold_tie_mask(ds: Dataset) -> np.ndarray:
+    mask = np.zeros(ds.n_queries, dtype=bool)
+    if ds.n_candidates < 2:
+        return mask
+    q = ds.query_of_candidate
+    new_run = np.ones(ds.n_candidates, dtype=bool)
+    new_run[1:] = (q[1:] != q[:-1]) | (ds.score[1:] != ds.score[:-1])
+    run = np.cumsum(new_run) - 1
+    size = np.bincount(run)
+    gold = np.bincount(run, weights=ds.is_gold)
+    mixed_run = (gold > 0) & (gold < size)
+    mask[q[new_run][mixed_run]] = True
+    return mask & ds.positives
 
 
 def _count(n: int, singular: str, plural: str) -> str:

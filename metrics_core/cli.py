@@ -159,6 +159,15 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--per-query", type=Path, help="also write the per-query table (CSV) here")
     ev.add_argument("--exclusions", type=Path, help="write excluded rows (CSV) here")
     ev.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    ev.add_argument("--engine", choices=("memory", "dask"), default="memory",
+                    help="memory: one process (default); dask: a distributed cluster, for "
+                         "partitioned Parquet data (QUERIES and CANDIDATES may be folders or "
+                         "globs; every post's rows in one file of each table)")
+    ev.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="with --engine dask: the scheduler to use (e.g. tcp://host:8786); "
+                         "default: a local cluster sized to this machine")
+    ev.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+                    help="with --scheduler: seconds to wait for the scheduler (default 10)")
     _config_flags(ev)
     _limit_flags(ev)
 
@@ -323,15 +332,29 @@ def _evaluate(args) -> int:
     except ValueError as err:
         print(f"metrics-core: invalid option: {err}", file=sys.stderr)
         return EXIT_INPUT
-    loaded = io.load(args.queries, args.candidates, limits=_limits(args))
-    inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
-    try:
-        check_criterion_gates(config, loaded.dataset)
-    except ValueError as err:
-        print(f"metrics-core: invalid option: {err}", file=sys.stderr)
-        return EXIT_INPUT
-    report = audit(loaded.dataset, loaded=loaded)
-    evaluation = Evaluator(loaded.dataset, audit=report, inputs=inputs).evaluate(config)
+    if args.engine == "dask":
+        from metrics_core import dask_engine
+
+        run = dask_engine.evaluate(args.queries, args.candidates, config,
+                                   scheduler=args.scheduler, timeout=args.connect_timeout)
+        evaluation, loaded, report = run.evaluation, run.loaded, run.audit
+        try:
+            check_criterion_gates(config, loaded.dataset)
+        except ValueError as err:
+            print(f"metrics-core: invalid option: {err}", file=sys.stderr)
+            return EXIT_INPUT
+    else:
+        if args.scheduler is not None:
+            raise ValueError("--scheduler needs --engine dask")
+        loaded = io.load(args.queries, args.candidates, limits=_limits(args))
+        inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
+        try:
+            check_criterion_gates(config, loaded.dataset)
+        except ValueError as err:
+            print(f"metrics-core: invalid option: {err}", file=sys.stderr)
+            return EXIT_INPUT
+        report = audit(loaded.dataset, loaded=loaded)
+        evaluation = Evaluator(loaded.dataset, audit=report, inputs=inputs).evaluate(config)
     outputs = {args.out: evaluation.to_json().encode("utf-8")}
     if args.per_query is not None:
         outputs[args.per_query] = _csv_bytes(evaluation.per_query)

@@ -426,8 +426,13 @@ def hits_within(ds: Dataset, k: np.ndarray) -> np.ndarray:
 
     Reads ``ds.cum_gold`` when the Dataset has computed it already; otherwise counts the gold
     candidates by position, which touches the gold rows only instead of building the
-    per-candidate cumulative array.
+    per-candidate cumulative array. A data set whose candidates live elsewhere (the Dask
+    engine's query-level data set) answers from the counts gathered where they are
+    (``ds.gathered_hits``).
     """
+    gathered = getattr(ds, "gathered_hits", None)
+    if gathered is not None:
+        return gathered(k)
     if "cum_gold" in vars(ds):  # cached_property already computed: one gather per query
         idx = ds.offsets[:-1] + np.maximum(k, 1) - 1
         return np.where(k > 0, ds.cum_gold[np.minimum(idx, max(ds.n_candidates - 1, 0))]

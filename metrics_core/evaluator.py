@@ -128,9 +128,13 @@ class Evaluator:
             if not keep.any():
                 raise InputError(f"no queries match the filter ({filters.describe()})",
                                  hint="choose another fold, split or criteria")
-            return Evaluator(ds.subset(keep), audit=self.audit, inputs=self.inputs)
+            return self._subset(keep)
 
         return self._memo(("filtered", filters), compute)
+
+    def _subset(self, keep: np.ndarray) -> Evaluator:
+        """The evaluator of the queries in ``keep`` (filters)."""
+        return Evaluator(self.ds.subset(keep), audit=self.audit, inputs=self.inputs)
 
     # ---- data-only parts (cached) ----
     def ranking(self, cfg: EvalConfig) -> dict[str, np.ndarray]:

@@ -1,0 +1,217 @@
+"""Benchmark of the Dask engine: wall time and peak memory of every process together.
+
+Writes N queries and 20 N candidates as Parquet parts partitioned by post (part ``i`` of each
+table holds the same posts), chunk by chunk, under a scratch folder (default
+``/tmp/metrics_core_bench_dask``; never committed), then runs the Dask engine
+(``metrics_core.dask_engine.evaluate``, what ``metrics-core evaluate --engine dask`` runs) on
+a local cluster and writes metrics_master.json. A thread samples the resident memory (RSS) of
+this process and all its children (the scheduler runs here; the workers and their nannies are
+children) every 0.2 s; the peak of the sum is reported.
+
+    python benchmarks/bench_dask.py --queries 1000000
+    python benchmarks/bench_dask.py --queries 10000000 --queries-per-part 100000
+
+The data are written once per size and reused (``--regenerate`` writes them again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CRITERIA = tuple(f"C{i}" for i in range(1, 11))
+CANDIDATES_PER_QUERY = 20
+
+
+def write_parts(folder: Path, n_queries: int, per_part: int, seed: int = 0) -> int:
+    """Queries and candidates, ``per_part`` queries (whole posts) per part; returns parts."""
+    n_crit = len(CRITERIA)
+    n_posts = -(-n_queries // n_crit)
+    posts_per_part = max(1, per_part // n_crit)
+    (folder / "queries").mkdir(parents=True, exist_ok=True)
+    (folder / "candidates").mkdir(parents=True, exist_ok=True)
+    uids = np.array([f"s{j:02d}" for j in range(CANDIDATES_PER_QUERY)], dtype=object)
+    crit = np.array(CRITERIA, dtype=object)
+    part = 0
+    for first in range(0, n_posts, posts_per_part):
+        rng = np.random.default_rng([seed, part])
+        ids = np.array([f"post{i:09d}" for i in range(first, min(first + posts_per_part,
+                                                                  n_posts))], dtype=object)
+        nq = ids.size * n_crit
+        post = np.repeat(ids, n_crit)
+        criterion = np.tile(crit, ids.size)
+        y = (rng.random(nq) < 0.3).astype(np.int8)
+        p = np.clip(rng.normal(0.35 + 0.3 * y, 0.2), 0.0, 1.0).round(3)
+        fold = (np.arange(first, first + ids.size) % 5).repeat(n_crit)
+        pq.write_table(pa.table({"post_id": pa.array(post, pa.string()),
+                                 "criterion": pa.array(criterion, pa.string()),
+                                 "has_evidence": y, "p_has_evidence": p, "fold": fold}),
+                       folder / "queries" / f"part-{part:05d}.parquet")
+        nc = nq * CANDIDATES_PER_QUERY
+        gold = np.zeros(nc, dtype=np.int8)
+        pos = np.flatnonzero(y)
+        n_gold = rng.integers(1, 4, size=pos.size)
+        for g in range(3):  # up to three gold candidates at random positions of each query
+            sel = pos[n_gold > g]
+            gold[sel * CANDIDATES_PER_QUERY + rng.integers(0, CANDIDATES_PER_QUERY, sel.size)] = 1
+        score = rng.normal(gold * 1.5, 1.0).round(2)  # rounded: ties in score
+        pq.write_table(pa.table({
+            "post_id": pa.array(np.repeat(post, CANDIDATES_PER_QUERY), pa.string()),
+            "criterion": pa.array(np.repeat(criterion, CANDIDATES_PER_QUERY), pa.string()),
+            "sent_uid": pa.array(np.tile(uids, nq), pa.string()),
+            "score": score, "is_gold": gold}),
+            folder / "candidates" / f"part-{part:05d}.parquet")
+        part += 1
+    return part
+
+
+class PeakMemory:
+    """Peak of the summed RSS of this process and all its descendants, sampled every 0.2 s."""
+
+    def __init__(self, interval: float = 0.2, *, include_self: bool = True):
+        import psutil
+
+        self.include_self = include_self
+        self.root = psutil.Process()
+        self.interval = interval
+        self.peak = self.peak_client = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        import psutil
+
+        client = self.root.memory_info().rss
+        total = client if self.include_self else 0
+        for child in self.root.children(recursive=True):
+            with contextlib.suppress(psutil.Error):  # a child that has just exited
+                total += child.memory_info().rss
+        self.peak = max(self.peak, total)
+        self.peak_client = max(self.peak_client, client)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+
+def compare_memory(folder: Path, dask_doc: dict, bootstrap: int) -> dict:
+    """Run the in-memory engine on the same data (joined files); its time, memory, agreement."""
+    import subprocess
+
+    joined = {}
+    for table in ("queries", "candidates"):
+        joined[table] = folder / f"{table}.parquet"
+        if not joined[table].exists():
+            pq.write_table(pq.read_table(folder / table), joined[table])
+    out = folder / "metrics_master_memory.json"
+    with PeakMemory(include_self=False) as mem:  # the child process alone
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "metrics_core", "evaluate",
+                        str(joined["queries"]), str(joined["candidates"]), "--out", str(out),
+                        "--bootstrap", str(bootstrap), "--quiet"], check=True, cwd=ROOT)
+        wall = time.perf_counter() - t
+    doc = json.loads(out.read_text())
+    worst = 0.0
+    for a, b in zip(doc["metrics"], dask_doc["metrics"], strict=True):
+        assert a["name"] == b["name"], (a, b)
+        pairs = [(a["value"], b["value"])]
+        if a["ci95"] is not None or b["ci95"] is not None:  # Wilson, Wald or bootstrap
+            pairs += list(zip(a["ci95"], b["ci95"], strict=True))
+        for u, v in pairs:
+            if u is None or v is None:
+                assert u == v, (a, b)
+            else:
+                worst = max(worst, abs(u - v))
+    assert worst <= 1e-12, worst
+    return {"memory_engine_wall_s": round(wall, 2),
+            "memory_engine_peak_rss_gb": round(mem.peak / 2**30, 2),
+            "max_abs_difference_of_values_and_cis": worst}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=1_000_000)
+    parser.add_argument("--queries-per-part", type=int, default=100_000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--bootstrap", type=int, default=0)
+    parser.add_argument("--scratch", type=Path, default=Path("/tmp/metrics_core_bench_dask"))
+    parser.add_argument("--regenerate", action="store_true")
+    parser.add_argument("--compare-memory", action="store_true",
+                        help="also run the in-memory engine (metrics-core evaluate in a child "
+                             "process, on the parts joined into one file per table), time it, "
+                             "measure its peak memory, and check every metric value agrees")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="append the figures as one JSON line to this file")
+    args = parser.parse_args(argv)
+
+    from metrics_core import dask_engine
+    from metrics_core.config import EvalConfig
+
+    folder = args.scratch / f"n{args.queries}"
+    if args.regenerate and folder.exists():
+        shutil.rmtree(folder)
+    if not (folder / "done").exists():
+        t = time.perf_counter()
+        parts = write_parts(folder, args.queries, args.queries_per_part)
+        (folder / "done").write_text(str(parts))
+        print(f"wrote {parts} parts in {time.perf_counter() - t:.1f} s", flush=True)
+    parts = int((folder / "done").read_text())
+    size = sum(f.stat().st_size for t in ("queries", "candidates")
+               for f in (folder / t).glob("*.parquet"))
+    out = folder / "metrics_master.json"
+    with PeakMemory() as mem:
+        t0 = time.perf_counter()
+        # as the CLI does: the engine starts a local cluster, gathers the per-query values,
+        # closes the cluster, then builds the report
+        run = dask_engine.evaluate(folder / "queries", folder / "candidates",
+                                   EvalConfig(bootstrap=args.bootstrap),
+                                   n_workers=args.workers)
+        t1 = time.perf_counter()
+        text = run.evaluation.to_json()
+        out.write_text(text)
+        t2 = time.perf_counter()
+    doc = json.loads(text)
+    figures = {
+        "queries": doc["dataset"]["n_queries"], "candidates": doc["dataset"]["n_candidates"],
+        "parts": parts, "parquet_bytes": size, "workers": args.workers,
+        "bootstrap": args.bootstrap,
+        "evaluate_s": round(t1 - t0, 2), "json_s": round(t2 - t1, 2),
+        "wall_s": round(t2 - t0, 2),
+        "peak_rss_all_processes_gb": round(mem.peak / 2**30, 2),
+        "peak_rss_client_gb": round(mem.peak_client / 2**30, 2),
+        "auroc": next(r["value"] for r in doc["metrics"] if r["name"] == "auroc"),
+    }
+    if args.compare_memory:
+        figures.update(compare_memory(folder, doc, args.bootstrap))
+    print(json.dumps(figures, indent=2))
+    if args.results is not None:
+        with open(args.results, "a", encoding="utf-8") as f:
+            f.write(json.dumps(figures) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,288 @@
+"""The Dask engine gives the in-memory engine's metrics_master.json (records, tables,
+intervals), and fails clearly: unreachable scheduler, dying workers, posts split across files."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from distributed import Client, LocalCluster
+
+from metrics_core import dask_engine, io
+from metrics_core.audit import audit
+from metrics_core.cli import main
+from metrics_core.config import EvalConfig, Filters
+from metrics_core.errors import InputError
+from metrics_core.evaluator import Evaluator
+from tests.conftest import random_frames
+
+N_PARTS = 3
+
+
+def _data(seed: int = 3):
+    """Random queries / candidates with ties, missed gold, excluded rows and empty queries."""
+    q, c = random_frames(n_posts=60, seed=seed)
+    q.loc[5, "p_has_evidence"] = np.nan                    # query excluded
+    c.loc[7, "score"] = np.nan                             # candidate excluded
+    empty = (c["post_id"] == "p010") & (c["criterion"] == "C2")
+    q.loc[(q["post_id"] == "p010") & (q["criterion"] == "C2"), "n_gold"] = 0
+    c = c[~empty].reset_index(drop=True)                   # a query without candidates
+    return q, c
+
+
+def _write(q, c, root: Path, n_parts: int = N_PARTS) -> dict:
+    """The two tables as single files and as folders partitioned by a hash of post_id."""
+    q.to_parquet(root / "queries.parquet")
+    c.to_parquet(root / "candidates.parquet")
+    for name, frame in (("queries", q), ("candidates", c)):
+        folder = root / name
+        folder.mkdir()
+        bucket = pd.util.hash_pandas_object(frame["post_id"], index=False).to_numpy() % n_parts
+        for i in range(n_parts):
+            frame[bucket == i].to_parquet(folder / f"part-{i}.parquet")
+    return {"q": root / "queries.parquet", "c": root / "candidates.parquet",
+            "q_dir": root / "queries", "c_dir": root / "candidates"}
+
+
+def _memory(paths, cfg) -> dict:
+    loaded = io.load(paths["q"], paths["c"])
+    report = audit(loaded.dataset, loaded=loaded)
+    return json.loads(Evaluator(loaded.dataset, audit=report).evaluate(cfg).to_json())
+
+
+def _differences(a, b, path="", out=None) -> list[str]:
+    """Every place where two documents differ (floats: beyond 1e-12)."""
+    out = [] if out is None else out
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            out.append(f"{path}: keys {sorted(set(a) ^ set(b))}")
+        for key in set(a) & set(b):
+            _differences(a[key], b[key], f"{path}/{key}", out)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.append(f"{path}: {len(a)} vs {len(b)} items")
+        for i, (u, v) in enumerate(zip(a, b, strict=False)):
+            _differences(u, v, f"{path}[{i}]", out)
+    elif isinstance(a, float) and isinstance(b, float):
+        if not math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12):
+            out.append(f"{path}: {a!r} vs {b!r}")
+    elif a != b or type(a) is not type(b):
+        out.append(f"{path}: {a!r} vs {b!r}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as local, Client(local) as client:
+        yield local, client
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory):
+    q, c = _data()
+    return _write(q, c, tmp_path_factory.mktemp("dask_data"))
+
+
+# ------------------------------------------------------------------- agreement
+@pytest.mark.parametrize("cfg", [
+    EvalConfig(bootstrap=200, seed=7),
+    EvalConfig(bootstrap=200, seed=1, bootstrap_unit="post", tau_neg=0.2, tau_pos=0.5,
+               ks=(1, 2, 5), map_denominator="min_gold_k", evidence_protocol="all_queries",
+               ranking_protocol="all_queries", binning="quantile"),
+    EvalConfig(bootstrap=100, seed=2, bootstrap_unit="post",
+               filters=Filters(fold="1", criteria=("C1", "C3"))),
+], ids=["query-unit", "post-unit-variants", "filtered"])
+def test_partitioned_dask_run_equals_the_in_memory_run(paths, cluster, cfg):
+    _, client = cluster
+    expected = _memory(paths, cfg)
+    run = dask_engine.evaluate(paths["q_dir"], paths["c_dir"], cfg, client=client)
+    got = json.loads(run.evaluation.to_json())
+    # the inputs differ in name only (a folder of parts against one file): compare the rest
+    for doc in (expected, got):
+        doc.pop("run")
+        doc["dataset"].pop("queries_file")
+        doc["dataset"].pop("candidates_file")
+        for finding in doc["audit"]["findings"]:
+            if finding["check"] == "no_exclusions":
+                finding["examples"] = [e.split(" ", 1)[1] for e in finding["examples"]]
+    assert _differences(expected, got) == []
+    # the intervals are identical, not merely close: the same resamples of the same units
+    assert [r["ci95"] for r in got["metrics"]] == [r["ci95"] for r in expected["metrics"]]
+    assert sum(r["ci95"] is not None for r in got["metrics"]) > 20
+    assert len(got["per_criterion"]) >= 2 and got["gamma_sweep"]
+    assert got["dataset"]["n_excluded_queries"] == 1
+    assert got["dataset"]["n_candidates"] == expected["dataset"]["n_candidates"]
+
+
+def test_dask_run_on_the_same_files_equals_the_in_memory_run_exactly(paths, cluster):
+    _, client = cluster
+    cfg = EvalConfig(bootstrap=100, seed=3)
+    expected = _memory(paths, cfg)
+    got = json.loads(dask_engine.evaluate(paths["q"], paths["c"], cfg,
+                                          client=client).evaluation.to_json())
+    for doc in (expected, got):
+        doc["run"].pop("created")
+        doc["run"].pop("inputs")
+    assert _differences(expected, got) == []
+    # the exclusion examples name the input file and row, as in memory
+    examples = next(f for f in got["audit"]["findings"] if f["check"] == "no_exclusions")
+    assert examples["examples"][0] == "queries.parquet row 6: post p001, criterion C3 " \
+                                      "(p_has_evidence missing)"
+
+
+def test_cli_dask_engine_on_a_scheduler_writes_the_same_files(paths, cluster, tmp_path):
+    local, _ = cluster
+    mem, dsk = tmp_path / "memory.json", tmp_path / "dask.json"
+    common = ["--bootstrap", "50", "--seed", "4", "--quiet"]
+    assert main(["evaluate", str(paths["q"]), str(paths["c"]), "--out", str(mem),
+                 "--per-query", str(tmp_path / "pq_mem.csv"), *common]) == 0
+    assert main(["evaluate", str(paths["q_dir"]), str(paths["c_dir"] / "*.parquet"),
+                 "--engine", "dask", "--scheduler", local.scheduler_address,
+                 "--out", str(dsk), "--per-query", str(tmp_path / "pq_dask.csv"),
+                 *common]) == 0
+    a, b = json.loads(mem.read_text()), json.loads(dsk.read_text())
+    assert [r["value"] for r in a["metrics"]] == [r["value"] for r in b["metrics"]]
+    assert [r["ci95"] for r in a["metrics"]] == [r["ci95"] for r in b["metrics"]]
+    assert len(b["run"]["inputs"]) == 2 * N_PARTS  # every part file is fingerprinted
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "pq_mem.csv"),
+                                  pd.read_csv(tmp_path / "pq_dask.csv"))
+
+
+def test_units_group_files_that_share_posts():
+    q_posts = [np.array(["a", "b"], dtype=object), np.array(["c"], dtype=object)]
+    c_posts = [np.array(["a"], dtype=object), np.array(["c"], dtype=object),
+               np.array(["b"], dtype=object)]
+    q_files = [Path("q0"), Path("q1")]
+    c_files = [Path("c0"), Path("c1"), Path("c2")]
+    assert dask_engine.plan_units(q_posts, c_posts, q_files, c_files) == [
+        ([0], [0, 2]), ([1], [1])]
+    with pytest.raises(InputError, match=r"candidates of posts that have no query: 'z'"):
+        dask_engine.plan_units(q_posts, [np.array(["z"], dtype=object)], q_files, [Path("c")])
+
+
+# ---------------------------------------------------------------------- errors
+def test_post_split_across_input_partitions_exits_2_naming_it(tmp_path, cluster, capsys):
+    local, _ = cluster
+    q, c = _data()
+    root = tmp_path / "split"
+    root.mkdir()
+    paths = _write(q, c, root, n_parts=2)
+    holder = next(f for f in sorted(paths["q_dir"].iterdir())
+                  if "p001" not in set(pd.read_parquet(f)["post_id"]))
+    moved = q[q["post_id"] == "p001"].iloc[:1]
+    pd.concat([pd.read_parquet(holder), moved]).to_parquet(holder)
+    out = tmp_path / "m.json"
+    code = main(["evaluate", str(paths["q_dir"]), str(paths["c_dir"]), "--engine", "dask",
+                 "--scheduler", local.scheduler_address, "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "queries table: 1 post is split across input partitions: post 'p001' in " in err
+    assert "part-0.parquet" in err and "part-1.parquet" in err
+    assert not out.exists()
+
+
+def test_post_split_is_reported_with_post_and_files(tmp_path, cluster):
+    _, client = cluster
+    q, c = _data()
+    root = tmp_path / "split"
+    root.mkdir()
+    paths = _write(q, c, root, n_parts=2)
+    files = sorted(paths["c_dir"].iterdir())
+    moved = c[c["post_id"] == "p001"].iloc[:1]
+    holder = next(f for f in files if "p001" not in set(pd.read_parquet(f)["post_id"]))
+    pd.concat([pd.read_parquet(holder), moved]).to_parquet(holder)
+    with pytest.raises(InputError) as info:
+        dask_engine.evaluate(paths["q_dir"], paths["c_dir"], EvalConfig(bootstrap=0),
+                             client=client)
+    text = info.value.render()
+    assert "1 post is split across input partitions" in text
+    assert "post 'p001'" in text
+    assert all(str(f) in text for f in files)
+
+
+def test_unreachable_scheduler_names_the_address(paths, tmp_path, capsys):
+    out = tmp_path / "m.json"
+    code = main(["evaluate", str(paths["q_dir"]), str(paths["c_dir"]), "--engine", "dask",
+                 "--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "1",
+                 "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 1 s" in err
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_scheduler_needs_the_dask_engine(paths, tmp_path, capsys):
+    code = main(["evaluate", str(paths["q"]), str(paths["c"]), "--scheduler", "tcp://x:1",
+                 "--out", str(tmp_path / "m.json")])
+    assert code == 2 and "--scheduler needs --engine dask" in capsys.readouterr().err
+
+
+def _die_once(q_paths, c_paths, config, *, marker, **kwargs):
+    """Kill the worker process the first time any unit runs; then work normally."""
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL)
+    except FileExistsError:
+        return dask_engine.evaluate_unit(q_paths, c_paths, config, **kwargs)
+    os.close(fd)
+    os._exit(1)
+
+
+def _die_always(q_paths, c_paths, config, **kwargs):
+    os._exit(1)
+
+
+def test_a_dying_worker_is_retried_or_fails_with_a_message(paths, tmp_path):
+    import dask
+
+    cfg = EvalConfig(bootstrap=50, seed=5)
+    expected = _memory(paths, cfg)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         dashboard_address=":0") as local, Client(local) as client:
+        marker = tmp_path / "died"
+        run = dask_engine.evaluate(paths["q_dir"], paths["c_dir"], cfg, client=client,
+                                   task=functools.partial(_die_once, marker=str(marker)))
+        assert marker.exists()  # a worker did die, and the unit ran again elsewhere
+        got = json.loads(run.evaluation.to_json())
+        assert [r["value"] for r in got["metrics"]] == [r["value"] for r in expected["metrics"]]
+        assert [r["ci95"] for r in got["metrics"]] == [r["ci95"] for r in expected["metrics"]]
+        with pytest.raises(RuntimeError, match="a Dask worker died each time"):
+            dask_engine.evaluate(paths["q_dir"], paths["c_dir"], cfg, client=client,
+                                 task=_die_always)
+
+
+def test_the_query_level_data_set_refuses_candidate_reads(paths, cluster):
+    _, client = cluster
+    run = dask_engine.evaluate(paths["q_dir"], paths["c_dir"], EvalConfig(bootstrap=0),
+                               client=client)
+    ds = run.evaluator.ds
+    loaded = io.load(paths["q"], paths["c"])
+    assert ds.n_candidates == loaded.dataset.n_candidates
+    np.testing.assert_array_equal(ds.n_cand, loaded.dataset.n_cand)
+    np.testing.assert_array_equal(ds.n_gold, loaded.dataset.n_gold)
+    with pytest.raises(RuntimeError, match="stay on the workers"):
+        _ = ds.cum_gold
+    with pytest.raises(RuntimeError, match="stay on the workers"):
+        run.evaluator.sentences(EvalConfig(), "p001", "C1")
+
+
+def test_a_file_that_is_not_parquet_exits_2_naming_it(paths, tmp_path, capsys):
+    bad = tmp_path / "queries.csv"
+    pd.read_parquet(paths["q"]).to_csv(bad, index=False)
+    out = tmp_path / "m.json"
+    code = main(["evaluate", str(bad), str(paths["c_dir"]), "--engine", "dask",
+                 "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "queries.csv" in err and "not a readable Parquet file" in err
+    assert "Traceback" not in err and not out.exists()
+    missing = tmp_path / "nowhere" / "*.parquet"
+    assert main(["evaluate", str(missing), str(paths["c_dir"]), "--engine", "dask",
+                 "--out", str(out)]) == 2
+    assert "no Parquet files found for the queries table" in capsys.readouterr().err
