@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from metrics_core.choices import STRATEGIES
 from metrics_core.classification import check_binary_inputs
 from metrics_core.uncertainty import wilson_interval
 
@@ -52,8 +53,6 @@ __all__ = [
     "reliability_bins",
     "top_label",
 ]
-
-STRATEGIES = ("uniform", "quantile")
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
                          help="evaluate this criterion only (repeat for several)")
 
 
-#: Input limits and their flags (metrics_core.io.Limits).
+#: Input limits and their flags (metrics_core.limits.Limits, also metrics_core.io.Limits).
 _LIMIT_FLAGS = (("max_decompressed_bytes", "--max-bytes", "bytes of content after decompression"),
                 ("max_rows", "--max-rows", "data rows of one file"),
                 ("max_columns", "--max-columns", "columns of one file"),
@@ -93,7 +93,7 @@ _LIMIT_FLAGS = (("max_decompressed_bytes", "--max-bytes", "bytes of content afte
 
 
 def _limit_flags(parser: argparse.ArgumentParser) -> None:
-    from metrics_core.io import DEFAULT_LIMITS
+    from metrics_core.limits import DEFAULT_LIMITS
 
     group = parser.add_argument_group(
         "input limits", "a file over a limit is refused (exit 2) before memory is committed")
@@ -104,7 +104,7 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _limits(args):
-    from metrics_core.io import Limits
+    from metrics_core.limits import Limits
 
     return Limits(**{name: getattr(args, name) for name, _, _ in _LIMIT_FLAGS})
 

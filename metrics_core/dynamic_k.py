@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
+from metrics_core.choices import EVIDENCE_PROTOCOLS, MASS_RULES
 from metrics_core.dataset import Dataset
 from metrics_core.registry import GATE_STATES
 
@@ -56,10 +57,7 @@ __all__ = [
     "select_k",
 ]
 
-#: Candidate mass rules (contract §7): ``softmax(score / T)`` (default) or ``score / Σ score``.
-MASS_RULES = ("softmax", "probability")
-#: Evidence protocols (contract §7): seed 003 (default) or seed 000's all-queries conventions.
-EVIDENCE_PROTOCOLS = ("positives_only", "all_queries")
+# MASS_RULES and EVIDENCE_PROTOCOLS: the variant values (metrics_core.choices).
 
 # Gate state codes (metrics_core.gate.GateState); repeated here to keep this module free of a
 # dependency on the gate's result types.

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from metrics_core.choices import DECISION_RULES
 from metrics_core.dataset import Dataset
 
 __all__ = ["DECISION_RULES", "PostLabels", "decision_labels", "multilabel_metrics",
            "post_matrix"]
 
-#: Decision rules (contract §8): ``p ≥ τ``, screen-in (state ≠ NEG), alert (state = POS).
-DECISION_RULES = ("threshold", "screen_in", "alert")
+# DECISION_RULES: the variant values (metrics_core.choices).
 
 _NEG, _POS = 0, 2  # metrics_core.gate.GateState codes
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from metrics_core.choices import GAINS, MAP_DENOMINATORS, PRECISION_DENOMINATORS
 from metrics_core.dataset import Dataset
 
 __all__ = [
@@ -45,13 +46,7 @@ __all__ = [
 
 #: Default cut-offs (contract §3).
 DEFAULT_KS = (1, 3, 5, 10, 20)
-#: ``precision@K`` denominators: ``K`` (default) or ``min(K, n_candidates)`` (seed 002).
-PRECISION_DENOMINATORS = ("k", "min_k_n")
-#: ``map@K`` denominators: ``|Gold|`` (default, trec_eval ``map_cut``), ``min(|Gold|, K)``
-#: (seed 000) or the number of gold hits within K (seed 002).
-MAP_DENOMINATORS = ("n_gold", "min_gold_k", "hits")
-#: nDCG gains: binary (default) or graded ``2^rel - 1`` from ``Dataset.relevance``.
-GAINS = ("binary", "graded")
+# PRECISION_DENOMINATORS, MAP_DENOMINATORS, GAINS: the variant values (metrics_core.choices).
 
 #: Largest graded label: 2^1023 - 1 is the last gain a float64 holds.
 _MAX_RELEVANCE = 1023
