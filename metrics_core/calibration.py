@@ -334,13 +334,28 @@ def _newton(X: np.ndarray, y: np.ndarray, offset: np.ndarray, *, max_iter: int =
 
 
 def _newton_steps(X, y, offset, max_iter, tol):
-    beta = np.zeros(X.shape[1])
+    # The design has one or two columns: the Hessian and gradient entries are plain sums over
+    # the rows (numpy's pairwise summation), not BLAS products, whose worker threads cost
+    # more than the arithmetic on a shared machine.
+    cols = [np.ascontiguousarray(X[:, j]) for j in range(X.shape[1])]
+
+    def linear(beta):
+        eta = offset + beta[0] * cols[0]
+        for j in range(1, len(cols)):
+            eta += beta[j] * cols[j]
+        return eta
+
+    def information(w):
+        wc = [w * c for c in cols]
+        return np.array([[np.sum(wc[i] * cols[j]) for j in range(len(cols))]
+                         for i in range(len(cols))])
+
+    beta = np.zeros(len(cols))
     for _ in range(max_iter):
-        eta = X @ beta + offset
-        mu = 1.0 / (1.0 + np.exp(-eta))
-        w = mu * (1.0 - mu)
-        hessian = (X * w[:, None]).T @ X
-        gradient = X.T @ (y - mu)
+        mu = 1.0 / (1.0 + np.exp(-linear(beta)))
+        resid = y - mu
+        hessian = information(mu * (1.0 - mu))
+        gradient = np.array([np.sum(c * resid) for c in cols])
         try:
             step = np.linalg.solve(hessian, gradient)
         except np.linalg.LinAlgError:
@@ -349,11 +364,9 @@ def _newton_steps(X, y, offset, max_iter, tol):
         if not np.all(np.isfinite(beta)) or np.abs(beta).max() > 1e6:
             return None
         if np.abs(step).max() < tol:
-            eta = X @ beta + offset
-            mu = 1.0 / (1.0 + np.exp(-eta))
-            hessian = (X * (mu * (1.0 - mu))[:, None]).T @ X
+            mu = 1.0 / (1.0 + np.exp(-linear(beta)))
             try:
-                return beta, np.linalg.inv(hessian)
+                return beta, np.linalg.inv(information(mu * (1.0 - mu)))
             except np.linalg.LinAlgError:
                 return None
     return None

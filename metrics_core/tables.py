@@ -46,9 +46,22 @@ def group_codes(ev, label: str) -> tuple[np.ndarray, list[str]]:
 
 
 def _grouped_mean(codes, g, values, mask=None) -> np.ndarray:
-    keep = np.ones(codes.size, dtype=bool) if mask is None else mask
-    num = np.bincount(codes[keep], weights=np.nan_to_num(values[keep]), minlength=g)
-    return outcomes.ratio(num, np.bincount(codes[keep], minlength=g))
+    return _grouped_means(codes, g, {None: values}, mask)[None]
+
+
+def _grouped_means(codes, g, columns: dict, mask=None) -> dict:
+    """:func:`_grouped_mean` of several columns under one mask (the mask applied once)."""
+    if mask is not None and not mask.all():
+        codes = codes[mask]
+    else:
+        mask = None
+    count = np.bincount(codes, minlength=g)
+    out = {}
+    for name, values in columns.items():
+        kept = values if mask is None else values[mask]
+        num = np.bincount(codes, weights=np.nan_to_num(kept), minlength=g)
+        out[name] = outcomes.ratio(num, count)
+    return out
 
 
 def _members(codes, g) -> list[np.ndarray]:
@@ -129,7 +142,7 @@ def _counting(ds, inter, codes, g) -> dict[str, np.ndarray]:
 
 
 def _ranking_and_k(inter, codes, g, n) -> dict[str, np.ndarray]:
-    out = {name: _grouped_mean(codes, g, values, inter.rmask) for name, values in inter.rk.items()}
+    out = _grouped_means(codes, g, inter.rk, inter.rmask)
     out["evidence_recall"] = _grouped_mean(codes, g, inter.rec, inter.emask)
     out["evidence_precision"] = _grouped_mean(codes, g, inter.prec, inter.emask)
     k = inter.k.astype(np.float64)
@@ -202,7 +215,9 @@ def group_table(ev, inter, *, label: str, boot=None) -> pd.DataFrame:
     """Every per-group metric per ``criterion`` (then ``micro``, ``macro``) or per ``fold``
     (then ``mean``, ``std`` with ddof 0, and ``pooled``)."""
     body, metrics = _columns(ev, inter, label, boot)
-    pooled, _ = _columns(ev, inter, "pooled", None)
+    # The pooled row is the same for both tables of one run: computed once per configuration.
+    pooled = ev._memo(("pooled_columns", inter.cfg),
+                      lambda: _columns(ev, inter, "pooled", None)[0]).copy()
     pooled.loc["pooled", "auroc_defined"] = ev.classification()["auroc"].defined
     averaged = ["positive_rate", *metrics]
     data = body[averaged].to_numpy(dtype=np.float64)
@@ -234,9 +249,10 @@ def fold_summary(per_fold: pd.DataFrame, records) -> pd.DataFrame:
     """
     by_name = {r.name: r for r in records}
     rows = []
+    # Three row reads, not three per metric (each pandas read copies the table's attrs).
+    means, stds, pools = (per_fold.loc[row].to_dict() for row in ("mean", "std", "pooled"))
     for name, count in per_fold.attrs.get("n_groups", {}).items():
-        mean, std = per_fold.loc["mean", name], per_fold.loc["std", name]
-        pooled = per_fold.loc["pooled", name]
+        mean, std, pooled = means[name], stds[name], pools[name]
         rec = by_name.get(name)
         lo, hi = rec.ci95 if rec is not None and rec.ci95 is not None else (np.nan, np.nan)
         text = "undefined" if np.isnan(mean) else f"{mean:.3f} ± {std:.3f}"
