@@ -223,22 +223,8 @@ class Dataset:
         """
         q_post = _arrow_strings(queries["post_id"])
         q_crit = _arrow_strings(queries["criterion"])
-        criteria = tuple(sorted(pc.unique(q_crit).to_pylist(), key=_natural_key))
-        posts = np.array(sorted(pc.unique(q_post).to_pylist()), dtype=object)
-        crit_code_q = _codes(q_crit, criteria).astype(np.int32)
-        post_code_q = _codes(q_post, posts)
-
-        # Canonical query order: by post then criterion. The (post, criterion) keys are sorted,
-        # never spread over a dense posts x criteria table: memory stays proportional to the
-        # number of queries however many distinct posts and criteria there are.
-        n_crit = max(len(criteria), 1)
-        key_q = post_code_q * n_crit + crit_code_q
-        order = np.argsort(key_q, kind="stable")
-        sorted_key = key_q[order]
-        if sorted_key.size > 1 and np.any(sorted_key[1:] == sorted_key[:-1]):
-            raise ValueError("duplicate (post_id, criterion) in queries")
-        post_code_q, crit_code_q = post_code_q[order], crit_code_q[order]
-        n_queries = int(order.size)
+        keys = _QueryKeys.of(q_post, q_crit)
+        order = keys.order
 
         def qcol(name, dtype=None):
             if name not in queries.columns or queries[name].isna().all():
@@ -246,23 +232,16 @@ class Dataset:
             values = queries[name].to_numpy()[order]
             return values.astype(dtype) if dtype is not None else values
 
-        # Candidates -> query index, then ranking order within each query.
+        # Candidates -> query index (canonical order), then ranking order within each query.
         qidx = _query_index(_arrow_strings(candidates["post_id"]),
-                            _arrow_strings(candidates["criterion"]), posts, criteria,
-                            sorted_key)
-        score = candidates["score"].to_numpy(dtype=np.float64)
+                            _arrow_strings(candidates["criterion"]), keys.posts, keys.criteria,
+                            keys.sorted_key)
         uid = _arrow_strings(candidates["sent_uid"])
         has_rank = "rank" in candidates.columns and not candidates["rank"].isna().all()
-        if has_rank:
-            rank = candidates["rank"].to_numpy(dtype=np.float64)
-            c_order, n_cand = _grouped_order(qidx, n_queries, rank)
-        else:
-            c_order, n_cand = _grouped_order(qidx, n_queries, -score)
-        offsets = np.concatenate(([0], np.cumsum(n_cand)))
-        if not has_rank:
-            c_order = _break_ties(c_order, offsets, score[c_order], uid)
-            if _adjacent_equal(uid, c_order, offsets):
-                raise ValueError("duplicate sent_uid within a query")
+        rank = candidates["rank"].to_numpy(dtype=np.float64) if has_rank else None
+        score = candidates["score"].to_numpy(dtype=np.float64)
+        c_order, offsets = _candidate_order(qidx, keys.n_queries, score, rank, uid,
+                                            check_unique=True)
         if uid.null_count:  # keep pandas' missing-value object (nan) in the object array
             sent_uid = candidates["sent_uid"].astype(str).to_numpy(dtype=object)[c_order]
         else:
@@ -280,6 +259,7 @@ class Dataset:
             # A blank n_gold means "not given" for that query: use the gold found.
             given = pd.to_numeric(pd.Series(n_gold_given)).to_numpy(dtype=np.float64)
             if np.isnan(given).any():
+                n_cand = np.diff(offsets)
                 found = np.add.reduceat(np.concatenate((is_gold, [False])).astype(np.int64),
                                         offsets[:-1]) * (n_cand > 0)
                 given = np.where(np.isnan(given), found, given)
@@ -287,15 +267,7 @@ class Dataset:
         fold = qcol("fold")
         if fold is not None:
             fold = pd.to_numeric(pd.Series(fold)).to_numpy(dtype=np.int64)
-        split = qcol("split")
-        if split is not None:
-            if isinstance(queries["split"].dtype, pd.StringDtype):
-                # Few distinct values: convert those, and share one str object per value
-                # (less memory; sorting and hashing compare identical objects quickly).
-                codes, uniques = pd.factorize(split, use_na_sentinel=False)
-                split = np.asarray(uniques, dtype=object).astype(str).astype(object)[codes]
-            else:
-                split = split.astype(str).astype(object)
+        split = _split_objects(queries["split"], order) if "split" in queries.columns else None
         sentence = None
         if "sentence" in candidates.columns:
             text = candidates["sentence"]
@@ -310,14 +282,53 @@ class Dataset:
             relevance = relevance.astype(np.int64)
 
         return cls(
-            post_id=posts[post_code_q], criterion=np.array(criteria, dtype=object)[crit_code_q],
-            criterion_code=crit_code_q, criteria=criteria, post_code=post_code_q, posts=posts,
+            **keys.fields(),
             y=queries["has_evidence"].to_numpy()[order].astype(np.int8),
             p=queries["p_has_evidence"].to_numpy()[order].astype(np.float64),
             fold=fold, split=split, n_gold_given=n_gold_given, offsets=offsets,
             score=score[c_order], is_gold=is_gold,
             sent_uid=sent_uid, sentence=sentence, relevance=relevance,
             ranked_by="rank" if has_rank else "score", meta=dict(meta or {}),
+        )
+
+    @classmethod
+    def _from_checked(cls, q: dict, c: dict, c_query: np.ndarray, *,
+                      meta: dict | None = None) -> Dataset:
+        """Build from columns the loader (:mod:`metrics_core.io`) has parsed and validated.
+
+        ``q`` and ``c`` map canonical names to numpy arrays (ids, ``split`` and ``sentence``:
+        pandas ``str`` Series); ``c_query`` is every candidate's row in ``q``. The result
+        equals :meth:`from_frames` of the same tables; the loader has checked the keys
+        already, so the candidates' query lookup and the uniqueness check are not repeated.
+        """
+        keys = _QueryKeys.of(_arrow_strings(q["post_id"]), _arrow_strings(q["criterion"]))
+        order = keys.order
+        canonical = np.empty(keys.n_queries, dtype=np.int64)
+        canonical[order] = np.arange(keys.n_queries, dtype=np.int64)
+        qidx = canonical[c_query]
+        del canonical
+        uid = _arrow_strings(c["sent_uid"])
+        rank = c.get("rank")
+        score = c["score"]
+        c_order, offsets = _candidate_order(
+            qidx, keys.n_queries, score, None if rank is None else rank.astype(np.float64),
+            uid, check_unique=False)
+        del qidx
+        sentence = None
+        if "sentence" in c and len(c["sentence"]):  # (from_frames: no rows, no sentences)
+            sentence = _LazyStrings(_arrow_strings(c["sentence"]), c_order)
+        relevance = c.get("relevance")
+        return cls(
+            **keys.fields(),
+            y=q["has_evidence"][order].astype(np.int8),
+            p=q["p_has_evidence"][order].astype(np.float64),
+            fold=None if "fold" not in q else q["fold"][order].astype(np.int64),
+            split=_split_objects(q["split"], order) if "split" in q else None,
+            n_gold_given=None if "n_gold" not in q else q["n_gold"][order].astype(np.int64),
+            offsets=offsets, score=score[c_order], is_gold=c["is_gold"][c_order].astype(bool),
+            sent_uid=_LazyStrings(uid, c_order), sentence=sentence,
+            relevance=None if relevance is None else relevance[c_order].astype(np.int64),
+            ranked_by="score" if rank is None else "rank", meta=dict(meta or {}),
         )
 
     def query_frame(self) -> pd.DataFrame:
@@ -337,6 +348,74 @@ def _natural_key(name: str):
     import re
 
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(name))]
+
+
+@dataclass(frozen=True)
+class _QueryKeys:
+    """The queries' ids as codes, and the canonical query order (post, then criterion)."""
+
+    posts: np.ndarray  # object, sorted unique post ids
+    criteria: tuple  # criterion names, natural sort
+    post_code: np.ndarray  # int64 per query, canonical order
+    crit_code: np.ndarray  # int32 per query, canonical order
+    order: np.ndarray  # input row of each query in canonical order
+    sorted_key: np.ndarray  # post code * n_criteria + criterion code, increasing
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.order.size)
+
+    @classmethod
+    def of(cls, q_post, q_crit) -> _QueryKeys:
+        criteria = tuple(sorted(pc.unique(q_crit).to_pylist(), key=_natural_key))
+        posts = np.array(sorted(pc.unique(q_post).to_pylist()), dtype=object)
+        crit_code_q = _codes(q_crit, criteria).astype(np.int32)
+        post_code_q = _codes(q_post, posts)
+        # Canonical query order: by post then criterion. The (post, criterion) keys are
+        # sorted, never spread over a dense posts x criteria table: memory stays proportional
+        # to the number of queries however many distinct posts and criteria there are.
+        key_q = post_code_q * max(len(criteria), 1) + crit_code_q
+        order = np.argsort(key_q, kind="stable")
+        sorted_key = key_q[order]
+        if sorted_key.size > 1 and np.any(sorted_key[1:] == sorted_key[:-1]):
+            raise ValueError("duplicate (post_id, criterion) in queries")
+        return cls(posts, criteria, post_code_q[order], crit_code_q[order], order, sorted_key)
+
+    def fields(self) -> dict:
+        """The Dataset fields these keys determine."""
+        return {"post_id": self.posts[self.post_code],
+                "criterion": np.array(self.criteria, dtype=object)[self.crit_code],
+                "criterion_code": self.crit_code, "criteria": self.criteria,
+                "post_code": self.post_code, "posts": self.posts}
+
+
+def _split_objects(values: pd.Series, order: np.ndarray):
+    """The ``split`` column in canonical order as an object array of str (None if empty)."""
+    if values.isna().all():
+        return None
+    split = values.to_numpy()[order]
+    if isinstance(values.dtype, pd.StringDtype):
+        # Few distinct values: convert those, and share one str object per value (less
+        # memory; sorting and hashing compare identical objects quickly).
+        codes, uniques = pd.factorize(split, use_na_sentinel=False)
+        return np.asarray(uniques, dtype=object).astype(str).astype(object)[codes]
+    return split.astype(str).astype(object)
+
+
+def _candidate_order(qidx: np.ndarray, n_queries: int, score: np.ndarray, rank, uid, *,
+                     check_unique: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(row order grouped by query in ranking order, offsets); ``rank`` (float) wins over
+    ``score``, ties of score are broken by ``sent_uid`` descending (contract §3)."""
+    if rank is not None:
+        c_order, n_cand = _grouped_order(qidx, n_queries, rank)
+    else:
+        c_order, n_cand = _grouped_order(qidx, n_queries, np.negative(score))
+    offsets = np.concatenate(([0], np.cumsum(n_cand)))
+    if rank is None:
+        c_order = _break_ties(c_order, offsets, score[c_order], uid)
+        if check_unique and _adjacent_equal(uid, c_order, offsets):
+            raise ValueError("duplicate sent_uid within a query")
+    return c_order, offsets
 
 
 #: Up to this many tied candidates, the tie-break sorts with Python's ``sorted``.

@@ -665,6 +665,11 @@ def _as_float(s: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _as_binary(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """(int8 0/1 values, invalid mask); accepts bool, 0/1 numbers, "0"/"1", "true"/"false"."""
+    if (pd.api.types.is_integer_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype)) \
+            and isinstance(s.dtype, np.dtype):  # the usual case: no float copy of the column
+        v = s.to_numpy()
+        one = v == 1
+        return one.view(np.int8), ~(one | (v == 0))
     if pd.api.types.is_numeric_dtype(s.dtype):
         v = s.to_numpy(dtype=np.float64, na_value=np.nan)
         one = v == 1
@@ -1247,9 +1252,9 @@ def _two_tables(q_table, q_rows, q_file, q_map, c_table, c_file, c_map, errors) 
     c_rows = np.arange(1, n_c + 1, dtype=np.int64)
     c_chk = _Checker(c_file, c_rows, c_map, errors)
     c, score_missing = _check_candidates(c_table, c_chk)
-    parts = _Parts(q, q_rows, p_missing, c, c_rows, np.full(n_c, -1, dtype=np.int64),
-                   score_missing)
+    parts = _Parts(q, q_rows, p_missing, c, c_rows, None, score_missing)
     if not (q_chk.ids_ok and c_chk.ids_ok):
+        parts.c_query = np.full(n_c, -1, dtype=np.int64)
         return parts
     q_post, posts = _factorize(q["post_id"])
     q_crit, crits = _factorize(q["criterion"])
@@ -1272,9 +1277,11 @@ def _two_tables(q_table, q_rows, q_file, q_map, c_table, c_file, c_map, errors) 
         pos = np.searchsorted(q_key[order], run_key).clip(max=n_q - 1)
         run_query = np.where(q_key[order][pos] == run_key, order[pos], -1)
     parts.c_query = np.repeat(run_query, lengths)
-    c_chk.flag(parts.c_query < 0, "every candidate must belong to a query",
-               hint=f"no row with this (post_id, criterion) in {q_file}")
-    _check_within_query(parts, q_chk, c_chk)
+    if (run_query < 0).any():
+        c_chk.flag(parts.c_query < 0, "every candidate must belong to a query",
+                   hint=f"no row with this (post_id, criterion) in {q_file}")
+    grouped = len(np.unique(run_query)) == len(run_query)  # each query's rows together
+    _check_within_query(parts, q_chk, c_chk, grouped=grouped)
     return parts
 
 
@@ -1318,9 +1325,27 @@ def _split_long(table, rows, file, q_map, c_map, errors) -> _Parts:
     return parts
 
 
-def _check_within_query(parts: _Parts, q_chk: _Checker, c_chk: _Checker) -> None:
+def _ordered_within_runs(c_query: np.ndarray, uid: pd.Series) -> bool:
+    """Whether ``sent_uid`` strictly increases (or strictly decreases) along the rows of every
+    query, the rows of each query being consecutive: then no id repeats within a query, and
+    no id needs hashing. Candidate files written query by query in id order take this path."""
+    n = len(c_query)
+    if n < 2:
+        return True
+    arr = _arrow(uid)
+    inner = c_query[1:] == c_query[:-1]
+    for compare in (pc.greater, pc.less):
+        step = compare(arr.slice(1), arr.slice(0, n - 1)).to_numpy()
+        if np.all(step | ~inner):
+            return True
+    return False
+
+
+def _check_within_query(parts: _Parts, q_chk: _Checker, c_chk: _Checker, *,
+                        grouped: bool = False) -> None:
     """Checks that need each candidate's query: ``sent_uid`` and ``rank`` unique within a
-    query, ``n_gold`` not below the gold found."""
+    query, ``n_gold`` not below the gold found. ``grouped``: the rows of each query are
+    consecutive."""
     c_query = parts.c_query
     known = c_query >= 0
     all_known = bool(known.all())
@@ -1332,9 +1357,10 @@ def _check_within_query(parts: _Parts, q_chk: _Checker, c_chk: _Checker) -> None
         return key
 
     if known.any():
-        uid, uids = _factorize(parts.c["sent_uid"])
-        c_chk.flag(_duplicated(within_query(uid, len(uids))),
-                   "(post_id, criterion, sent_uid) must be unique")
+        if not (grouped and all_known and _ordered_within_runs(c_query, parts.c["sent_uid"])):
+            uid, uids = _factorize(parts.c["sent_uid"])
+            c_chk.flag(_duplicated(within_query(uid, len(uids))),
+                       "(post_id, criterion, sent_uid) must be unique")
         if "rank" in parts.c:
             rank = parts.c["rank"]
             if rank.max() < (1 << 31):
@@ -1384,21 +1410,24 @@ def _finish(parts: _Parts, q_file, c_file, layout, warnings, column_map) -> Load
             warnings.append(f"{gold_lost} excluded candidates are gold: without an n_gold "
                             f"column they no longer count in |Gold|")
     c_keep = ~(c_by_query | c_by_score)
-    queries = pd.DataFrame({k: _kept(v, ~q_drop) for k, v in q.items()})
-    candidates = pd.DataFrame({k: _kept(v, c_keep) for k, v in c.items()})
-    candidates["is_gold"] = candidates["is_gold"].astype(bool)
+    c_query = parts.c_query
+    if q_drop.any():  # renumber the kept queries
+        c_query = (np.cumsum(~q_drop) - 1)[c_query]
     meta = {"queries_file": q_file, "candidates_file": c_file, "layout": layout,
             "n_excluded_queries": int(q_drop.sum()),
             "n_excluded_candidates": int((~c_keep).sum())}
-    dataset = Dataset.from_frames(queries, candidates, meta=meta)
+    dataset = Dataset._from_checked(
+        {k: _kept(v, ~q_drop) for k, v in q.items()}, {k: _kept(v, c_keep) for k, v in c.items()},
+        _kept(c_query, c_keep), meta=meta)
     return Loaded(dataset=dataset, exclusions=exclusions, warnings=warnings,
                   column_map=column_map)
 
 
 def _kept(values, keep: np.ndarray):
-    if isinstance(values, pd.Series):
-        return values.array if keep.all() else values[keep].array
-    return values if keep.all() else values[keep]
+    """``values`` (a pandas Series or a numpy array) at the ``keep`` rows; no copy when all."""
+    if keep.all():
+        return values
+    return values[keep].reset_index(drop=True) if isinstance(values, pd.Series) else values[keep]
 
 
 def _exclusions(groups) -> pd.DataFrame:
