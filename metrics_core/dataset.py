@@ -140,6 +140,26 @@ class Dataset:
         position -= np.repeat(self.offsets[:-1], self.n_cand)
         return position
 
+    def locate(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(query index, 1-based position) of the candidate ``rows``: the values of
+        :attr:`query_of_candidate` and :attr:`position` at those rows, found by binary search
+        in ``offsets`` so that a kernel reading a few rows (the gold ones) does not build
+        either full-length array.
+
+        >>> import pandas as pd
+        >>> q = pd.DataFrame({"post_id": ["p", "p"], "criterion": ["A", "B"],
+        ...                   "has_evidence": [1, 1], "p_has_evidence": [0.9, 0.8]})
+        >>> c = pd.DataFrame({"post_id": "p", "criterion": ["A", "A", "B"],
+        ...                   "sent_uid": ["s1", "s2", "s1"], "score": [0.9, 0.8, 0.5],
+        ...                   "is_gold": [0, 1, 1]})
+        >>> query, position = Dataset.from_frames(q, c).locate(np.array([1, 2]))
+        >>> query.tolist(), position.tolist()
+        ([0, 1], [2, 1])
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        query = np.searchsorted(self.offsets, rows, side="right") - 1
+        return query, rows - self.offsets[query] + 1
+
     @cached_property
     def cum_gold(self) -> np.ndarray:
         """Number of gold candidates at positions 1..i of the same query (int64, inclusive)."""

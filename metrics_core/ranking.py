@@ -148,7 +148,6 @@ def ranking_per_query(
 
     n_queries = ds.n_queries
     n_cand = np.asarray(ds.n_cand, dtype=np.int64)
-    query_of, position = ds.query_of_candidate, ds.position
 
     # Cut-off bands: band j holds positions cutoffs[j-1] < i <= cutoffs[j]. A per-query sum over
     # positions <= K is one bincount over (query, band) followed by a cumulative sum over bands.
@@ -167,7 +166,7 @@ def ranking_per_query(
 
     # Gold candidates only: their query, 1-based position and rank among the query's gold.
     gold_idx = np.flatnonzero(ds.is_gold)
-    gold_q, gold_pos = query_of[gold_idx], position[gold_idx]
+    gold_q, gold_pos = ds.locate(gold_idx)
     n_found = np.bincount(gold_q, minlength=n_queries)
     gold_rank = _rank_within_query(gold_q, n_found)
 
@@ -190,7 +189,7 @@ def ranking_per_query(
         idcgs = None
     else:
         graded = np.flatnonzero(relevance > 0)
-        gr_q, gr_pos, gr_rel = query_of[graded], position[graded], relevance[graded]
+        (gr_q, gr_pos), gr_rel = ds.locate(graded), relevance[graded]
         keep, keys = band_keys(gr_q, gr_pos)
         dcgs = up_to_cutoffs(keys, (np.exp2(gr_rel[keep].astype(np.float64)) - 1.0)
                              * discount[gr_pos[keep]])
