@@ -336,26 +336,34 @@ def _newton(X: np.ndarray, y: np.ndarray, offset: np.ndarray, *, max_iter: int =
 def _newton_steps(X, y, offset, max_iter, tol):
     # The design has one or two columns: the Hessian and gradient entries are plain sums over
     # the rows (numpy's pairwise summation), not BLAS products, whose worker threads cost
-    # more than the arithmetic on a shared machine.
+    # more than the arithmetic on a shared machine. A column of ones is not multiplied.
     cols = [np.ascontiguousarray(X[:, j]) for j in range(X.shape[1])]
+    ones = [bool(np.all(c == 1.0)) for c in cols]
+    k = len(cols)
 
     def linear(beta):
-        eta = offset + beta[0] * cols[0]
-        for j in range(1, len(cols)):
-            eta += beta[j] * cols[j]
+        eta = offset + beta[0] if ones[0] else offset + beta[0] * cols[0]
+        for j in range(1, k):
+            eta += beta[j] if ones[j] else beta[j] * cols[j]
         return eta
 
-    def information(w):
-        wc = [w * c for c in cols]
-        return np.array([[np.sum(wc[i] * cols[j]) for j in range(len(cols))]
-                         for i in range(len(cols))])
+    def times(a, j):
+        return a if ones[j] else a * cols[j]
 
-    beta = np.zeros(len(cols))
+    def information(w):
+        out = np.empty((k, k))
+        for i in range(k):
+            wi = times(w, i)
+            for j in range(i, k):
+                out[i, j] = out[j, i] = np.sum(times(wi, j))
+        return out
+
+    beta = np.zeros(k)
     for _ in range(max_iter):
         mu = 1.0 / (1.0 + np.exp(-linear(beta)))
         resid = y - mu
         hessian = information(mu * (1.0 - mu))
-        gradient = np.array([np.sum(c * resid) for c in cols])
+        gradient = np.array([np.sum(times(resid, j)) for j in range(k)])
         try:
             step = np.linalg.solve(hessian, gradient)
         except np.linalg.LinAlgError:
