@@ -1280,7 +1280,9 @@ def _two_tables(q_table, q_rows, q_file, q_map, c_table, c_file, c_map, errors) 
     if (run_query < 0).any():
         c_chk.flag(parts.c_query < 0, "every candidate must belong to a query",
                    hint=f"no row with this (post_id, criterion) in {q_file}")
-    grouped = len(np.unique(run_query)) == len(run_query)  # each query's rows together
+    # Each query's rows together: no query starts two runs.
+    grouped = bool(np.all(run_query >= 0)) and int(
+        np.bincount(run_query, minlength=1).max(initial=0)) <= 1
     _check_within_query(parts, q_chk, c_chk, grouped=grouped)
     return parts
 
