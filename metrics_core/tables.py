@@ -88,7 +88,9 @@ def _discrimination(ev, label, cfg) -> dict[str, np.ndarray]:
         codes, names = group_codes(ev, label)
         out: dict[str, list] = {}
         for m in _members(codes, len(names)):
-            prepared = classification.prepare(ds.y[m], ds.p[m])
+            # A group of every query (the pooled row) is the run's own prepared scores.
+            prepared = (ev.prepared() if m.size == ds.n_queries
+                        else classification.prepare(ds.y[m], ds.p[m]))
             auroc = classification.roc_auc(prepared)
             auprc = classification.average_precision(prepared)
             out.setdefault("auroc_defined", []).append(auroc.defined)
@@ -110,11 +112,14 @@ def _calibration(ev, label, cfg) -> dict[str, np.ndarray]:
     def compute():
         codes, names = group_codes(ev, label)
         conf, outcome = ev.calibration_inputs(cfg)
-        rel = _per_group(codes, len(names), lambda m: calibration.reliability_bins(
-            outcome[m], conf[m], n_bins=cfg.n_bins, strategy=cfg.binning) if m.size else None)
+        n = ev.ds.n_queries  # a group of every query (pooled) reuses the run's own values
+        rel = _per_group(codes, len(names), lambda m: None if not m.size else (
+            ev.reliability(cfg) if m.size == n else calibration.reliability_bins(
+                outcome[m], conf[m], n_bins=cfg.n_bins, strategy=cfg.binning)))
         sq = (ev.ds.p - ev.ds.y) ** 2
-        fits = _per_group(codes, len(names), lambda m: calibration.logistic_calibration(
-            ev.ds.y[m], ev.ds.p[m]))
+        fits = _per_group(codes, len(names), lambda m: ev.logistic_calibration()
+                          if m.size == n else calibration.logistic_calibration(
+                              ev.ds.y[m], ev.ds.p[m]))
         return {"ece": np.array([np.nan if r is None else r.ece for r in rel]),
                 "mce": np.array([np.nan if r is None else r.mce for r in rel]),
                 "brier": _grouped_mean(codes, len(names), sq),
