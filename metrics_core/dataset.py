@@ -323,10 +323,13 @@ class Dataset:
         """
         keys = _QueryKeys.of(_arrow_strings(q["post_id"]), _arrow_strings(q["criterion"]))
         order = keys.order
-        canonical = np.empty(keys.n_queries, dtype=np.int64)
-        canonical[order] = np.arange(keys.n_queries, dtype=np.int64)
-        qidx = canonical[c_query]
-        del canonical
+        if np.array_equal(order, np.arange(keys.n_queries)):  # queries in canonical order
+            qidx = c_query
+        else:
+            canonical = np.empty(keys.n_queries, dtype=np.int64)
+            canonical[order] = np.arange(keys.n_queries, dtype=np.int64)
+            qidx = canonical[c_query]
+            del canonical
         uid = _arrow_strings(c["sent_uid"])
         rank = c.get("rank")
         score = c["score"]
@@ -557,9 +560,8 @@ def _break_ties(c_order: np.ndarray, offsets: np.ndarray, score_sorted: np.ndarr
         ties = pd.DataFrame({"run": runs, "uid": pd.Series(uids, dtype=object)})
         ties = ties.sort_values(["run", "uid"], ascending=[True, False], kind="mergesort")
         ranked = ties.index.to_numpy()
-    out = c_order.copy()
-    out[idx] = c_order[idx[ranked]]
-    return out
+    c_order[idx] = c_order[idx[ranked]]  # the caller's own array: re-sorted in place
+    return c_order
 
 
 def _adjacent_equal(uid, c_order: np.ndarray, offsets: np.ndarray) -> bool:

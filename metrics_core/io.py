@@ -941,6 +941,30 @@ class Loaded:
         return int((self.exclusions["sent_uid"] != "").sum())
 
 
+class _RowNumbers:
+    """The 1-based data-row numbers 1..n of a table read as is, without an n-row array: it is
+    built only when an error lists rows (``np.asarray``); indexing returns the numbers."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int):
+        self.n = int(n)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return np.arange(1, self.n + 1, dtype=np.int64 if dtype is None else dtype)
+
+    def __getitem__(self, index) -> np.ndarray:
+        index = np.asarray(index)
+        if index.dtype == bool:
+            index = np.flatnonzero(index)
+        if index.size and (index.min() < -self.n or index.max() >= self.n):
+            raise IndexError(f"row index out of range for {self.n} rows")
+        return np.where(index < 0, index + self.n, index).astype(np.int64) + 1
+
+
 @dataclass
 class _Parts:
     """Parsed columns of both tables, validated, before exclusion (internal)."""
@@ -949,7 +973,7 @@ class _Parts:
     q_rows: np.ndarray  # source row of every query
     p_missing: np.ndarray
     c: dict  # canonical -> parsed values, one per candidate
-    c_rows: np.ndarray
+    c_rows: np.ndarray | _RowNumbers
     c_query: np.ndarray  # query index of every candidate (-1: no such query)
     score_missing: np.ndarray
 
@@ -1249,7 +1273,7 @@ def _two_tables(q_table, q_rows, q_file, q_map, c_table, c_file, c_map, errors) 
     q_chk = _Checker(q_file, q_rows, q_map, errors)
     q, p_missing = _check_queries(q_table, q_chk)
     n_q, n_c = len(q_table["post_id"]), len(c_table["post_id"])
-    c_rows = np.arange(1, n_c + 1, dtype=np.int64)
+    c_rows = _RowNumbers(n_c)
     c_chk = _Checker(c_file, c_rows, c_map, errors)
     c, score_missing = _check_candidates(c_table, c_chk)
     parts = _Parts(q, q_rows, p_missing, c, c_rows, None, score_missing)
