@@ -14,6 +14,7 @@ import hashlib
 import os
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
 
@@ -269,8 +270,11 @@ def _evaluate(args) -> int:
     except ValueError as err:
         print(f"metrics-core: invalid option: {err}", file=sys.stderr)
         return EXIT_INPUT
-    loaded = io.load(args.queries, args.candidates, limits=_limits(args))
-    inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
+    paths = [p for p in (args.queries, args.candidates) if p is not None]
+    with ThreadPoolExecutor(max_workers=1) as pool:  # hashing releases the GIL: overlap it
+        hashing = pool.submit(lambda: [_sha256(p) for p in paths])
+        loaded = io.load(args.queries, args.candidates, limits=_limits(args))
+        inputs = hashing.result()
     report = audit(loaded.dataset, loaded=loaded)
     evaluation = Evaluator(loaded.dataset, audit=report, inputs=inputs).evaluate(config)
     outputs = {args.out: evaluation.to_json().encode("utf-8")}
