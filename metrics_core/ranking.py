@@ -31,6 +31,7 @@ import numpy as np
 
 from metrics_core.choices import GAINS, MAP_DENOMINATORS, PRECISION_DENOMINATORS
 from metrics_core.dataset import Dataset
+from metrics_core.dynamic_k import _cumsum_rows
 
 __all__ = [
     "DEFAULT_KS",
@@ -162,7 +163,7 @@ def ranking_per_query(
 
     def up_to_cutoffs(keys, weights=None):
         sums = np.bincount(keys, weights=weights, minlength=n_queries * n_bands)
-        return sums.reshape(n_queries, n_bands).cumsum(axis=1)
+        return _cumsum_rows(sums.reshape(n_queries, n_bands))
 
     # Gold candidates only: their query, 1-based position and rank among the query's gold.
     gold_idx = np.flatnonzero(ds.is_gold)
