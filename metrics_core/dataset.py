@@ -416,6 +416,14 @@ def _split_objects(values: pd.Series, order: np.ndarray):
     """The ``split`` column in canonical order as an object array of str (None if empty)."""
     if values.isna().all():
         return None
+    if isinstance(values.dtype, pd.StringDtype) and not values.hasnans:
+        # Encode in Arrow and convert the few distinct values only (no str object per row).
+        arr = _arrow_strings(values)
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        encoded = pc.dictionary_encode(arr)
+        uniques = np.array(encoded.dictionary.to_pylist(), dtype=object).astype(str)
+        return uniques.astype(object)[np.asarray(encoded.indices)[order]]
     split = values.to_numpy()[order]
     if isinstance(values.dtype, pd.StringDtype):
         # Few distinct values: convert those, and share one str object per value (less

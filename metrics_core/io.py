@@ -395,9 +395,13 @@ def _check_table(table: pa.Table, name, limits: Limits) -> None:
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
                 or pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
             continue
-        lengths = pc.binary_length(column)
-        longest = pc.max(lengths).as_py()
+        # The longest value, chunk by chunk: no column-long array of lengths at once.
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        longest = max((value for chunk in chunks if len(chunk)
+                       if (value := pc.max(pc.binary_length(chunk)).as_py()) is not None),
+                      default=None)
         if longest is not None and longest > limits.max_cell_bytes:
+            lengths = pc.binary_length(column)
             too_long = np.asarray(pc.fill_null(pc.greater(lengths, limits.max_cell_bytes),
                                                False).to_numpy(zero_copy_only=False))
             raise InputError.from_mask(
