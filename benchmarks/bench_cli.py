@@ -209,6 +209,8 @@ def environment() -> dict:
 
 
 def fmt_s(seconds: float) -> str:
+    if seconds < 0.001:  # a difference of two process times: below their noise
+        return "< 1 ms"
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 

@@ -260,8 +260,8 @@ class Dataset:
         has_rank = "rank" in candidates.columns and not candidates["rank"].isna().all()
         rank = candidates["rank"].to_numpy(dtype=np.float64) if has_rank else None
         score = candidates["score"].to_numpy(dtype=np.float64)
-        c_order, offsets = _candidate_order(qidx, keys.n_queries, score, rank, uid,
-                                            check_unique=True)
+        c_order, offsets, score_sorted = _candidate_order(qidx, keys.n_queries, score, rank,
+                                                          uid, check_unique=True)
         if uid.null_count:  # keep pandas' missing-value object (nan) in the object array
             sent_uid = candidates["sent_uid"].astype(str).to_numpy(dtype=object)[c_order]
         else:
@@ -306,7 +306,7 @@ class Dataset:
             y=queries["has_evidence"].to_numpy()[order].astype(np.int8),
             p=queries["p_has_evidence"].to_numpy()[order].astype(np.float64),
             fold=fold, split=split, n_gold_given=n_gold_given, offsets=offsets,
-            score=score[c_order], is_gold=is_gold,
+            score=score_sorted, is_gold=is_gold,
             sent_uid=sent_uid, sentence=sentence, relevance=relevance,
             ranked_by="rank" if has_rank else "score", meta=dict(meta or {}),
         )
@@ -333,7 +333,7 @@ class Dataset:
         uid = _arrow_strings(c["sent_uid"])
         rank = c.get("rank")
         score = c["score"]
-        c_order, offsets = _candidate_order(
+        c_order, offsets, score_sorted = _candidate_order(
             qidx, keys.n_queries, score, None if rank is None else rank.astype(np.float64),
             uid, check_unique=False)
         del qidx
@@ -348,7 +348,7 @@ class Dataset:
             fold=None if "fold" not in q else q["fold"][order].astype(np.int64),
             split=_split_objects(q["split"], order) if "split" in q else None,
             n_gold_given=None if "n_gold" not in q else q["n_gold"][order].astype(np.int64),
-            offsets=offsets, score=score[c_order], is_gold=c["is_gold"][c_order].astype(bool),
+            offsets=offsets, score=score_sorted, is_gold=c["is_gold"][c_order].astype(bool),
             sent_uid=_LazyStrings(uid, c_order), sentence=sentence,
             relevance=None if relevance is None else relevance[c_order].astype(np.int64),
             ranked_by="score" if rank is None else "rank", meta=dict(meta or {}),
@@ -434,9 +434,10 @@ def _split_objects(values: pd.Series, order: np.ndarray):
 
 
 def _candidate_order(qidx: np.ndarray, n_queries: int, score: np.ndarray, rank, uid, *,
-                     check_unique: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(row order grouped by query in ranking order, offsets); ``rank`` (float) wins over
-    ``score``, ties of score are broken by ``sent_uid`` descending (contract §3).
+                     check_unique: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row order grouped by query in ranking order, offsets, ``score`` in that order);
+    ``rank`` (float) wins over ``score``, ties of score are broken by ``sent_uid``
+    descending (contract §3).
 
     ``check_unique=False`` is for input validated already: ``rank`` and ``sent_uid`` unique
     within each query. Then no two rows of a query have the same rank, and rows of equal score
@@ -446,13 +447,15 @@ def _candidate_order(qidx: np.ndarray, n_queries: int, score: np.ndarray, rank, 
     if rank is not None:
         c_order, n_cand = _grouped_order(qidx, n_queries, rank, stable=stable)
     else:
-        c_order, n_cand = _grouped_order(qidx, n_queries, np.negative(score), stable=stable)
+        c_order, n_cand = _grouped_order(qidx, n_queries, score, stable=stable,
+                                         descending=True)
     offsets = np.concatenate(([0], np.cumsum(n_cand)))
+    score_sorted = score[c_order]
     if rank is None:
-        c_order = _break_ties(c_order, offsets, score[c_order], uid)
+        c_order = _break_ties(c_order, offsets, score_sorted, uid)
         if check_unique and _adjacent_equal(uid, c_order, offsets):
             raise ValueError("duplicate sent_uid within a query")
-    return c_order, offsets
+    return c_order, offsets, score_sorted
 
 
 #: Up to this many tied candidates, the tie-break sorts with Python's ``sorted``.
@@ -506,7 +509,7 @@ def _query_index(post, crit, posts, criteria, query_key: np.ndarray) -> np.ndarr
 
 
 def _grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
-                   stable: bool = True):
+                   stable: bool = True, descending: bool = False):
     """Stable order of the rows by (query, ``key`` ascending), and the rows per query.
 
     Equivalent to ``np.lexsort((key, qidx))`` without sorting all rows at once: the rows are
@@ -514,7 +517,8 @@ def _grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
     the row number packed into the low bits), then each query's rows are sorted by ``key``,
     one 2-D ``argsort`` per distinct number of rows per query. ``stable=False``: rows of one
     query with equal keys may come in any order (numpy's SIMD quicksort, about twice as fast),
-    for callers that order such ties themselves.
+    for callers that order such ties themselves. ``descending``: sort by ``-key`` (negated
+    block by block, without a negated copy of the whole column).
     """
     n = qidx.size
     if n > 1 and np.any(qidx[1:] < qidx[:-1]):
@@ -539,7 +543,10 @@ def _grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
         for i, length in enumerate(lengths.tolist()):  # loop over distinct list lengths
             head = start[multi[bounds[i]:bounds[i + 1]]][:, None]
             rows = head + np.arange(length)
-            order[rows] = head + np.argsort(key[rows], axis=1,
+            block = key[rows]
+            if descending:
+                np.negative(block, out=block)
+            order[rows] = head + np.argsort(block, axis=1,
                                             kind="stable" if stable else "quicksort")
     return (order if grouped is None else grouped[order]), n_cand
 
@@ -556,6 +563,8 @@ def _break_ties(c_order: np.ndarray, offsets: np.ndarray, score_sorted: np.ndarr
     """Re-sort each run of equal scores within a query by ``sent_uid`` descending (trec_eval).
 
     Only the tied rows' ids are read, so data with distinct scores never compares strings.
+    ``score_sorted`` (the scores in ``c_order``) is permuted along, so it stays
+    ``score[c_order]``.
     """
     if c_order.size < 2:
         return c_order
@@ -578,7 +587,9 @@ def _break_ties(c_order: np.ndarray, offsets: np.ndarray, score_sorted: np.ndarr
         ties = pd.DataFrame({"run": runs, "uid": pd.Series(uids, dtype=object)})
         ties = ties.sort_values(["run", "uid"], ascending=[True, False], kind="mergesort")
         ranked = ties.index.to_numpy()
-    c_order[idx] = c_order[idx[ranked]]  # the caller's own array: re-sorted in place
+    moved = idx[ranked]
+    c_order[idx] = c_order[moved]  # the caller's own arrays: re-sorted in place
+    score_sorted[idx] = score_sorted[moved]  # equal scores, but keep each one's sign of zero
     return c_order
 
 
