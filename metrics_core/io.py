@@ -695,6 +695,11 @@ def _as_text(s: pd.Series) -> tuple[pd.Series, np.ndarray]:
     elif pd.api.types.is_bool_dtype(s.dtype) and s.dtype != object:
         s = s.astype("boolean")
     text = s.astype("str")
+    if isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow" and len(s):
+        arr = _arrow(s)  # Arrow strings already: no null and no empty value is the usual case
+        if arr.null_count == 0 and all(pc.min(pc.binary_length(chunk)).as_py() > 0
+                                       for chunk in arr.chunks if len(chunk)):
+            return text.reset_index(drop=True), np.zeros(len(s), dtype=bool)
     missing = s.isna().to_numpy(dtype=bool) | (text == "").to_numpy(dtype=bool, na_value=True)
     return text.reset_index(drop=True), missing
 
