@@ -657,6 +657,9 @@ def _nan_like(values: pd.Series, idx: np.ndarray) -> np.ndarray:
 
 def _as_float(s: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(float64 values, missing mask, non-numeric mask)."""
+    if s.dtype == np.float64 and isinstance(s.dtype, np.dtype):  # the usual case: no copy
+        values = s.to_numpy()
+        return values, np.isnan(values), np.zeros(len(values), dtype=bool)
     if pd.api.types.is_numeric_dtype(s.dtype):
         values = s.to_numpy(dtype=np.float64, na_value=np.nan)
         return values, np.isnan(values), np.zeros(len(values), dtype=bool)
