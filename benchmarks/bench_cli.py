@@ -17,9 +17,10 @@ both see the same machine load:
    pandas reading the same Parquet files, scikit-learn for the classification and calibration
    metrics and pytrec_eval for the ranking metrics (the subset they can compute), both from
    process start to exit, imports included;
-4. at 1M queries / 20M candidates: ``Evaluator(ds).evaluate(EvalConfig(bootstrap=0))`` on a
-   loaded Dataset against reading the candidate table (``pandas.read_parquet`` and
-   ``pyarrow.parquet.read_table``, best of 3 each), and the peak resident memory of the whole
+4. at 1M queries / 20M candidates: one cold ``Evaluator(ds).evaluate(EvalConfig(bootstrap=0))``
+   on a freshly loaded Dataset (then every table of ``to_json``) against one cold read of the
+   candidate table (``pyarrow.parquet.read_table``, ``pandas.read_parquet``), each in its own
+   process, alternating, medians; and the peak resident memory of the whole
    ``metrics-core evaluate`` process (``wait4`` rusage of the child).
 """
 
@@ -103,41 +104,30 @@ print(json.dumps({"seconds": time.perf_counter() - t, "n_queries": loaded.datase
 
 EVALUATE = r'''
 import gc, json, resource, sys, time
-import pandas as pd
-import pyarrow.parquet as pq
 from metrics_core import io
 from metrics_core.config import EvalConfig
 from metrics_core.evaluator import Evaluator
 
-def best(fn, repeats=3):
-    times = []
-    for _ in range(repeats):
-        gc.collect()
-        t = time.perf_counter(); fn(); times.append(time.perf_counter() - t)
-        gc.collect()
-    return min(times)
-
-t_pd = best(lambda: pd.read_parquet(sys.argv[2]))
-t_pa = best(lambda: pq.read_table(sys.argv[2]))
 ds = io.load(sys.argv[1], sys.argv[2]).dataset
-cold = ("n_cand", "query_of_candidate", "position", "cum_gold", "n_gold_found", "n_gold",
-        "positives")
-evals, jsons = [], []
-for _ in range(3):
-    for name in cold:  # cold: the Dataset's derived arrays are recomputed every time
-        ds.__dict__.pop(name, None)
-    gc.collect()
-    t = time.perf_counter()
-    evaluation = Evaluator(ds).evaluate(EvalConfig(bootstrap=0))
-    evals.append(time.perf_counter() - t)
-    t = time.perf_counter()
-    evaluation.to_json()
-    jsons.append(time.perf_counter() - t)
-    del evaluation
-print(json.dumps({"read_parquet": t_pd, "read_table": t_pa, "evaluate": min(evals),
-                  "evaluate_and_tables": min(e + j for e, j in zip(evals, jsons)),
-                  "n_queries": ds.n_queries, "n_candidates": ds.n_candidates,
+gc.collect()
+t = time.perf_counter()
+evaluation = Evaluator(ds).evaluate(EvalConfig(bootstrap=0))
+t_eval = time.perf_counter() - t
+evaluation.to_json()
+t_all = time.perf_counter() - t
+print(json.dumps({"evaluate": t_eval, "evaluate_and_tables": t_all, "n_queries": ds.n_queries,
+                  "n_candidates": ds.n_candidates,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+'''
+
+#: One cold read of the candidate table, after every import it triggers.
+READ_ONE = r'''
+import json, sys, time
+import pandas, pyarrow.dataset, pyarrow.parquet as pq
+read = pq.read_table if sys.argv[2] == "read_table" else pandas.read_parquet
+t = time.perf_counter()
+read(sys.argv[1])
+print(json.dumps({"seconds": time.perf_counter() - t}))
 '''
 
 
@@ -271,8 +261,8 @@ def table(res: dict) -> list[str]:
              "|---|---:|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in rows]
     env = res["environment"]
-    lines += ["", f"Medians of {res['repeats']} alternating fresh processes (the 1M-query "
-              f"evaluate: best of 3 in one process). Python {env['python']}, numpy "
+    lines += ["", f"Medians of {res['repeats']} alternating fresh processes (1M queries: of "
+              f"{res['large_repeats']}). Python {env['python']}, numpy "
               f"{env['numpy']}, pandas {env['pandas']}, pyarrow {env['pyarrow']}; "
               f"{env['cpus']} cores; load average {env['load_average']:.1f} at the start; "
               f"{env['date']}."]
@@ -294,11 +284,14 @@ def main(argv=None) -> int:
     parser.add_argument("--large-posts", type=int, default=100_000,
                         help="posts of the large size (x 10 queries)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--large-repeats", type=int, default=3,
+                        help="repeats of the 1M-query measurements")
     parser.add_argument("--skip-large", action="store_true", help="no 1M-query measurements")
     parser.add_argument("--no-readme", action="store_true", help="do not edit the README")
     args = parser.parse_args(argv)
     py = sys.executable
-    res: dict = {"repeats": args.repeats, "environment": environment()}
+    res: dict = {"repeats": args.repeats, "large_repeats": args.large_repeats,
+                 "environment": environment()}
     # Bytecode as an installed package has it: with PYTHONDONTWRITEBYTECODE set (as on this
     # project's machines) every process would otherwise recompile the package's sources
     # (~80 ms), while the peers' packages come compiled from their wheels.
@@ -330,7 +323,16 @@ def main(argv=None) -> int:
 
     if not args.skip_large:
         qp, cp = data_files(args.large_posts)
-        large = json.loads(run([py, "-c", EVALUATE, str(qp), str(cp)])["stdout"])
+        runs = alternate({"evaluate": [py, "-c", EVALUATE, str(qp), str(cp)],
+                          "read_table": [py, "-c", READ_ONE, str(cp), "read_table"],
+                          "read_parquet": [py, "-c", READ_ONE, str(cp), "read_parquet"]},
+                         args.large_repeats)
+        evals = [json.loads(r["stdout"]) for r in runs["evaluate"]]
+        large = {key: evals[0][key] for key in ("n_queries", "n_candidates")}
+        for key in ("evaluate", "evaluate_and_tables", "peak_rss_mb"):
+            large[key] = median(e[key] for e in evals)
+        for key in ("read_table", "read_parquet"):
+            large[key] = median(json.loads(r["stdout"])["seconds"] for r in runs[key])
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "metrics_master.json"
             cli = run([py, "-m", "metrics_core", "evaluate", str(qp), str(cp), "--bootstrap",
