@@ -347,14 +347,21 @@ def _gold_tie_mask(ds: Dataset) -> np.ndarray:
     mask = np.zeros(ds.n_queries, dtype=bool)
     if ds.n_candidates < 2:
         return mask
-    q = ds.query_of_candidate
-    new_run = np.ones(ds.n_candidates, dtype=bool)
-    new_run[1:] = (q[1:] != q[:-1]) | (ds.score[1:] != ds.score[:-1])
+    # Only the rows tied with a neighbour of the same query can be in a mixed run.
+    same = ds.score[1:] == ds.score[:-1]  # same[i]: rows i and i + 1 tie
+    inner = ds.offsets[1:-1]
+    same[inner[(inner > 0) & (inner <= same.size)] - 1] = False  # not across two queries
+    pairs = np.flatnonzero(same)
+    if pairs.size == 0:
+        return mask
+    tied = np.union1d(pairs, pairs + 1)
+    new_run = np.ones(tied.size, dtype=bool)
+    new_run[1:] = ~same[tied[1:] - 1]
     run = np.cumsum(new_run) - 1
     size = np.bincount(run)
-    gold = np.bincount(run, weights=ds.is_gold)
+    gold = np.bincount(run, weights=ds.is_gold[tied])
     mixed_run = (gold > 0) & (gold < size)
-    mask[q[new_run][mixed_run]] = True
+    mask[ds.locate(tied[new_run][mixed_run])[0]] = True
     return mask & ds.positives
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from metrics_core.choices import STRATEGIES
 from metrics_core.classification import check_binary_inputs
 from metrics_core.uncertainty import wilson_interval
 
@@ -53,8 +54,6 @@ __all__ = [
     "smoothed_calibration",
     "top_label",
 ]
-
-STRATEGIES = ("uniform", "quantile")
 
 
 @dataclass(frozen=True)
@@ -336,13 +335,36 @@ def _newton(X: np.ndarray, y: np.ndarray, offset: np.ndarray, *, max_iter: int =
 
 
 def _newton_steps(X, y, offset, max_iter, tol):
-    beta = np.zeros(X.shape[1])
+    # The design has one or two columns: the Hessian and gradient entries are plain sums over
+    # the rows (numpy's pairwise summation), not BLAS products, whose worker threads cost
+    # more than the arithmetic on a shared machine. A column of ones is not multiplied.
+    cols = [np.ascontiguousarray(X[:, j]) for j in range(X.shape[1])]
+    ones = [bool(np.all(c == 1.0)) for c in cols]
+    k = len(cols)
+
+    def linear(beta):
+        eta = offset + beta[0] if ones[0] else offset + beta[0] * cols[0]
+        for j in range(1, k):
+            eta += beta[j] if ones[j] else beta[j] * cols[j]
+        return eta
+
+    def times(a, j):
+        return a if ones[j] else a * cols[j]
+
+    def information(w):
+        out = np.empty((k, k))
+        for i in range(k):
+            wi = times(w, i)
+            for j in range(i, k):
+                out[i, j] = out[j, i] = np.sum(times(wi, j))
+        return out
+
+    beta = np.zeros(k)
     for _ in range(max_iter):
-        eta = X @ beta + offset
-        mu = 1.0 / (1.0 + np.exp(-eta))
-        w = mu * (1.0 - mu)
-        hessian = (X * w[:, None]).T @ X
-        gradient = X.T @ (y - mu)
+        mu = 1.0 / (1.0 + np.exp(-linear(beta)))
+        resid = y - mu
+        hessian = information(mu * (1.0 - mu))
+        gradient = np.array([np.sum(times(resid, j)) for j in range(k)])
         try:
             step = np.linalg.solve(hessian, gradient)
         except np.linalg.LinAlgError:
@@ -351,11 +373,9 @@ def _newton_steps(X, y, offset, max_iter, tol):
         if not np.all(np.isfinite(beta)) or np.abs(beta).max() > 1e6:
             return None
         if np.abs(step).max() < tol:
-            eta = X @ beta + offset
-            mu = 1.0 / (1.0 + np.exp(-eta))
-            hessian = (X * (mu * (1.0 - mu))[:, None]).T @ X
+            mu = 1.0 / (1.0 + np.exp(-linear(beta)))
             try:
-                return beta, np.linalg.inv(hessian)
+                return beta, np.linalg.inv(information(mu * (1.0 - mu)))
             except np.linalg.LinAlgError:
                 return None
     return None

@@ -287,7 +287,9 @@ class PreparedScores:
             return float("nan"), float("nan")
         tps = np.r_[0.0, self.tps]
         fps = np.r_[0.0, self.fps]
-        twice_pairs = float(np.dot(np.diff(fps), tps[1:] + tps[:-1]))
+        # Integer-valued terms and partial sums below 2^53: exact in any order, so numpy's sum
+        # (no BLAS threads to wake) gives the same value as a dot product.
+        twice_pairs = float(np.sum(np.diff(fps) * (tps[1:] + tps[:-1])))
         auc = twice_pairs / (2.0 * self.n_pos * self.n_neg)
         ap = float(np.dot(np.diff(tps), self.tps / (self.tps + self.fps))) / self.n_pos
         return auc, ap

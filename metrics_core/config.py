@@ -19,10 +19,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, make_dataclass, replace
 from types import MappingProxyType
 
-from metrics_core import calibration, dynamic_k, multilabel, ranking
-
-#: The two protocols of the contract (§1): ranking / extraction on positives, the rest on all.
-PROTOCOLS = ("positives_only", "all_queries")
+from metrics_core import choices
+from metrics_core.choices import PROTOCOLS
 
 __all__ = [
     "SECTIONS",
@@ -39,18 +37,18 @@ __all__ = [
 #: kernels' own option tuples, so a kernel and the configuration cannot disagree.
 VARIANTS = MappingProxyType({
     # §3 ranking
-    "precision_denominator": ranking.PRECISION_DENOMINATORS,
-    "map_denominator": ranking.MAP_DENOMINATORS,
-    "gain": ranking.GAINS,
+    "precision_denominator": choices.PRECISION_DENOMINATORS,
+    "map_denominator": choices.MAP_DENOMINATORS,
+    "gain": choices.GAINS,
     "ranking_protocol": PROTOCOLS,
     # §5 calibration
-    "binning": calibration.STRATEGIES,
+    "binning": choices.STRATEGIES,
     "calibration_view": ("positive", "top_label"),
     # §7 dynamic-K
-    "mass": dynamic_k.MASS_RULES,
-    "evidence_protocol": dynamic_k.EVIDENCE_PROTOCOLS,
+    "mass": choices.MASS_RULES,
+    "evidence_protocol": choices.EVIDENCE_PROTOCOLS,
     # §8 multi-label decision rule
-    "multilabel_rule": multilabel.DECISION_RULES,
+    "multilabel_rule": choices.DECISION_RULES,
     # §9 bootstrap unit
     "bootstrap_unit": ("query", "post"),
 })

@@ -140,6 +140,26 @@ class Dataset:
         position -= np.repeat(self.offsets[:-1], self.n_cand)
         return position
 
+    def locate(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(query index, 1-based position) of the candidate ``rows``: the values of
+        :attr:`query_of_candidate` and :attr:`position` at those rows, found by binary search
+        in ``offsets`` so that a kernel reading a few rows (the gold ones) does not build
+        either full-length array.
+
+        >>> import pandas as pd
+        >>> q = pd.DataFrame({"post_id": ["p", "p"], "criterion": ["A", "B"],
+        ...                   "has_evidence": [1, 1], "p_has_evidence": [0.9, 0.8]})
+        >>> c = pd.DataFrame({"post_id": "p", "criterion": ["A", "A", "B"],
+        ...                   "sent_uid": ["s1", "s2", "s1"], "score": [0.9, 0.8, 0.5],
+        ...                   "is_gold": [0, 1, 1]})
+        >>> query, position = Dataset.from_frames(q, c).locate(np.array([1, 2]))
+        >>> query.tolist(), position.tolist()
+        ([0, 1], [2, 1])
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        query = np.searchsorted(self.offsets, rows, side="right") - 1
+        return query, rows - self.offsets[query] + 1
+
     @cached_property
     def cum_gold(self) -> np.ndarray:
         """Number of gold candidates at positions 1..i of the same query (int64, inclusive)."""
@@ -223,22 +243,8 @@ class Dataset:
         """
         q_post = _arrow_strings(queries["post_id"])
         q_crit = _arrow_strings(queries["criterion"])
-        criteria = tuple(sorted(pc.unique(q_crit).to_pylist(), key=_natural_key))
-        posts = np.array(sorted(pc.unique(q_post).to_pylist()), dtype=object)
-        crit_code_q = _codes(q_crit, criteria).astype(np.int32)
-        post_code_q = _codes(q_post, posts)
-
-        # Canonical query order: by post then criterion. The (post, criterion) keys are sorted,
-        # never spread over a dense posts x criteria table: memory stays proportional to the
-        # number of queries however many distinct posts and criteria there are.
-        n_crit = max(len(criteria), 1)
-        key_q = post_code_q * n_crit + crit_code_q
-        order = np.argsort(key_q, kind="stable")
-        sorted_key = key_q[order]
-        if sorted_key.size > 1 and np.any(sorted_key[1:] == sorted_key[:-1]):
-            raise ValueError("duplicate (post_id, criterion) in queries")
-        post_code_q, crit_code_q = post_code_q[order], crit_code_q[order]
-        n_queries = int(order.size)
+        keys = _QueryKeys.of(q_post, q_crit)
+        order = keys.order
 
         def qcol(name, dtype=None):
             if name not in queries.columns or queries[name].isna().all():
@@ -246,23 +252,16 @@ class Dataset:
             values = queries[name].to_numpy()[order]
             return values.astype(dtype) if dtype is not None else values
 
-        # Candidates -> query index, then ranking order within each query.
+        # Candidates -> query index (canonical order), then ranking order within each query.
         qidx = _query_index(_arrow_strings(candidates["post_id"]),
-                            _arrow_strings(candidates["criterion"]), posts, criteria,
-                            sorted_key)
-        score = candidates["score"].to_numpy(dtype=np.float64)
+                            _arrow_strings(candidates["criterion"]), keys.posts, keys.criteria,
+                            keys.sorted_key)
         uid = _arrow_strings(candidates["sent_uid"])
         has_rank = "rank" in candidates.columns and not candidates["rank"].isna().all()
-        if has_rank:
-            rank = candidates["rank"].to_numpy(dtype=np.float64)
-            c_order, n_cand = _grouped_order(qidx, n_queries, rank)
-        else:
-            c_order, n_cand = _grouped_order(qidx, n_queries, -score)
-        offsets = np.concatenate(([0], np.cumsum(n_cand)))
-        if not has_rank:
-            c_order = _break_ties(c_order, offsets, score[c_order], uid)
-            if _adjacent_equal(uid, c_order, offsets):
-                raise ValueError("duplicate sent_uid within a query")
+        rank = candidates["rank"].to_numpy(dtype=np.float64) if has_rank else None
+        score = candidates["score"].to_numpy(dtype=np.float64)
+        c_order, offsets, score_sorted = _candidate_order(qidx, keys.n_queries, score, rank,
+                                                          uid, check_unique=True)
         if uid.null_count:  # keep pandas' missing-value object (nan) in the object array
             sent_uid = candidates["sent_uid"].astype(str).to_numpy(dtype=object)[c_order]
         else:
@@ -280,6 +279,7 @@ class Dataset:
             # A blank n_gold means "not given" for that query: use the gold found.
             given = pd.to_numeric(pd.Series(n_gold_given)).to_numpy(dtype=np.float64)
             if np.isnan(given).any():
+                n_cand = np.diff(offsets)
                 found = np.add.reduceat(np.concatenate((is_gold, [False])).astype(np.int64),
                                         offsets[:-1]) * (n_cand > 0)
                 given = np.where(np.isnan(given), found, given)
@@ -287,15 +287,7 @@ class Dataset:
         fold = qcol("fold")
         if fold is not None:
             fold = pd.to_numeric(pd.Series(fold)).to_numpy(dtype=np.int64)
-        split = qcol("split")
-        if split is not None:
-            if isinstance(queries["split"].dtype, pd.StringDtype):
-                # Few distinct values: convert those, and share one str object per value
-                # (less memory; sorting and hashing compare identical objects quickly).
-                codes, uniques = pd.factorize(split, use_na_sentinel=False)
-                split = np.asarray(uniques, dtype=object).astype(str).astype(object)[codes]
-            else:
-                split = split.astype(str).astype(object)
+        split = _split_objects(queries["split"], order) if "split" in queries.columns else None
         sentence = None
         if "sentence" in candidates.columns:
             text = candidates["sentence"]
@@ -310,14 +302,56 @@ class Dataset:
             relevance = relevance.astype(np.int64)
 
         return cls(
-            post_id=posts[post_code_q], criterion=np.array(criteria, dtype=object)[crit_code_q],
-            criterion_code=crit_code_q, criteria=criteria, post_code=post_code_q, posts=posts,
+            **keys.fields(),
             y=queries["has_evidence"].to_numpy()[order].astype(np.int8),
             p=queries["p_has_evidence"].to_numpy()[order].astype(np.float64),
             fold=fold, split=split, n_gold_given=n_gold_given, offsets=offsets,
-            score=score[c_order], is_gold=is_gold,
+            score=score_sorted, is_gold=is_gold,
             sent_uid=sent_uid, sentence=sentence, relevance=relevance,
             ranked_by="rank" if has_rank else "score", meta=dict(meta or {}),
+        )
+
+    @classmethod
+    def _from_checked(cls, q: dict, c: dict, c_query: np.ndarray, *,
+                      meta: dict | None = None) -> Dataset:
+        """Build from columns the loader (:mod:`metrics_core.io`) has parsed and validated.
+
+        ``q`` and ``c`` map canonical names to numpy arrays (ids, ``split`` and ``sentence``:
+        pandas ``str`` Series); ``c_query`` is every candidate's row in ``q``. The result
+        equals :meth:`from_frames` of the same tables; the loader has checked the keys
+        already, so the candidates' query lookup and the uniqueness check are not repeated.
+        """
+        keys = _QueryKeys.of(_arrow_strings(q["post_id"]), _arrow_strings(q["criterion"]))
+        order = keys.order
+        if np.array_equal(order, np.arange(keys.n_queries)):  # queries in canonical order
+            qidx = c_query
+        else:
+            canonical = np.empty(keys.n_queries, dtype=np.int64)
+            canonical[order] = np.arange(keys.n_queries, dtype=np.int64)
+            qidx = canonical[c_query]
+            del canonical
+        uid = _arrow_strings(c["sent_uid"])
+        rank = c.get("rank")
+        score = c["score"]
+        c_order, offsets, score_sorted = _candidate_order(
+            qidx, keys.n_queries, score, None if rank is None else rank.astype(np.float64),
+            uid, check_unique=False)
+        del qidx
+        sentence = None
+        if "sentence" in c and len(c["sentence"]):  # (from_frames: no rows, no sentences)
+            sentence = _LazyStrings(_arrow_strings(c["sentence"]), c_order)
+        relevance = c.get("relevance")
+        return cls(
+            **keys.fields(),
+            y=q["has_evidence"][order].astype(np.int8),
+            p=q["p_has_evidence"][order].astype(np.float64),
+            fold=None if "fold" not in q else q["fold"][order].astype(np.int64),
+            split=_split_objects(q["split"], order) if "split" in q else None,
+            n_gold_given=None if "n_gold" not in q else q["n_gold"][order].astype(np.int64),
+            offsets=offsets, score=score_sorted, is_gold=c["is_gold"][c_order].astype(bool),
+            sent_uid=_LazyStrings(uid, c_order), sentence=sentence,
+            relevance=None if relevance is None else relevance[c_order].astype(np.int64),
+            ranked_by="score" if rank is None else "rank", meta=dict(meta or {}),
         )
 
     def query_frame(self) -> pd.DataFrame:
@@ -337,6 +371,91 @@ def _natural_key(name: str):
     import re
 
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(name))]
+
+
+@dataclass(frozen=True)
+class _QueryKeys:
+    """The queries' ids as codes, and the canonical query order (post, then criterion)."""
+
+    posts: np.ndarray  # object, sorted unique post ids
+    criteria: tuple  # criterion names, natural sort
+    post_code: np.ndarray  # int64 per query, canonical order
+    crit_code: np.ndarray  # int32 per query, canonical order
+    order: np.ndarray  # input row of each query in canonical order
+    sorted_key: np.ndarray  # post code * n_criteria + criterion code, increasing
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.order.size)
+
+    @classmethod
+    def of(cls, q_post, q_crit) -> _QueryKeys:
+        criteria = tuple(sorted(pc.unique(q_crit).to_pylist(), key=_natural_key))
+        posts = np.array(sorted(pc.unique(q_post).to_pylist()), dtype=object)
+        crit_code_q = _codes(q_crit, criteria).astype(np.int32)
+        post_code_q = _codes(q_post, posts)
+        # Canonical query order: by post then criterion. The (post, criterion) keys are
+        # sorted, never spread over a dense posts x criteria table: memory stays proportional
+        # to the number of queries however many distinct posts and criteria there are.
+        key_q = post_code_q * max(len(criteria), 1) + crit_code_q
+        order = np.argsort(key_q, kind="stable")
+        sorted_key = key_q[order]
+        if sorted_key.size > 1 and np.any(sorted_key[1:] == sorted_key[:-1]):
+            raise ValueError("duplicate (post_id, criterion) in queries")
+        return cls(posts, criteria, post_code_q[order], crit_code_q[order], order, sorted_key)
+
+    def fields(self) -> dict:
+        """The Dataset fields these keys determine."""
+        return {"post_id": self.posts[self.post_code],
+                "criterion": np.array(self.criteria, dtype=object)[self.crit_code],
+                "criterion_code": self.crit_code, "criteria": self.criteria,
+                "post_code": self.post_code, "posts": self.posts}
+
+
+def _split_objects(values: pd.Series, order: np.ndarray):
+    """The ``split`` column in canonical order as an object array of str (None if empty)."""
+    if values.isna().all():
+        return None
+    if isinstance(values.dtype, pd.StringDtype) and not values.hasnans:
+        # Encode in Arrow and convert the few distinct values only (no str object per row).
+        arr = _arrow_strings(values)
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        encoded = pc.dictionary_encode(arr)
+        uniques = np.array(encoded.dictionary.to_pylist(), dtype=object).astype(str)
+        return uniques.astype(object)[np.asarray(encoded.indices)[order]]
+    split = values.to_numpy()[order]
+    if isinstance(values.dtype, pd.StringDtype):
+        # Few distinct values: convert those, and share one str object per value (less
+        # memory; sorting and hashing compare identical objects quickly).
+        codes, uniques = pd.factorize(split, use_na_sentinel=False)
+        return np.asarray(uniques, dtype=object).astype(str).astype(object)[codes]
+    return split.astype(str).astype(object)
+
+
+def _candidate_order(qidx: np.ndarray, n_queries: int, score: np.ndarray, rank, uid, *,
+                     check_unique: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row order grouped by query in ranking order, offsets, ``score`` in that order);
+    ``rank`` (float) wins over ``score``, ties of score are broken by ``sent_uid``
+    descending (contract §3).
+
+    ``check_unique=False`` is for input validated already: ``rank`` and ``sent_uid`` unique
+    within each query. Then no two rows of a query have the same rank, and rows of equal score
+    are put in ``sent_uid`` order afterwards, so the first sort need not be stable.
+    """
+    stable = check_unique
+    if rank is not None:
+        c_order, n_cand = _grouped_order(qidx, n_queries, rank, stable=stable)
+    else:
+        c_order, n_cand = _grouped_order(qidx, n_queries, score, stable=stable,
+                                         descending=True)
+    offsets = np.concatenate(([0], np.cumsum(n_cand)))
+    score_sorted = score[c_order]
+    if rank is None:
+        c_order = _break_ties(c_order, offsets, score_sorted, uid)
+        if check_unique and _adjacent_equal(uid, c_order, offsets):
+            raise ValueError("duplicate sent_uid within a query")
+    return c_order, offsets, score_sorted
 
 
 #: Up to this many tied candidates, the tie-break sorts with Python's ``sorted``.
@@ -389,13 +508,17 @@ def _query_index(post, crit, posts, criteria, query_key: np.ndarray) -> np.ndarr
     return qidx if heads is None else np.repeat(qidx, np.diff(np.append(heads, n)))
 
 
-def _grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray):
+def _grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
+                   stable: bool = True, descending: bool = False):
     """Stable order of the rows by (query, ``key`` ascending), and the rows per query.
 
     Equivalent to ``np.lexsort((key, qidx))`` without sorting all rows at once: the rows are
     grouped by query (a no-op when they already are; else one integer sort of ``qidx`` with
     the row number packed into the low bits), then each query's rows are sorted by ``key``,
-    one 2-D ``argsort`` per distinct number of rows per query.
+    one 2-D ``argsort`` per distinct number of rows per query. ``stable=False``: rows of one
+    query with equal keys may come in any order (numpy's SIMD quicksort, about twice as fast),
+    for callers that order such ties themselves. ``descending``: sort by ``-key`` (negated
+    block by block, without a negated copy of the whole column).
     """
     n = qidx.size
     if n > 1 and np.any(qidx[1:] < qidx[:-1]):
@@ -420,7 +543,11 @@ def _grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray):
         for i, length in enumerate(lengths.tolist()):  # loop over distinct list lengths
             head = start[multi[bounds[i]:bounds[i + 1]]][:, None]
             rows = head + np.arange(length)
-            order[rows] = head + np.argsort(key[rows], axis=1, kind="stable")
+            block = key[rows]
+            if descending:
+                np.negative(block, out=block)
+            order[rows] = head + np.argsort(block, axis=1,
+                                            kind="stable" if stable else "quicksort")
     return (order if grouped is None else grouped[order]), n_cand
 
 
@@ -436,6 +563,8 @@ def _break_ties(c_order: np.ndarray, offsets: np.ndarray, score_sorted: np.ndarr
     """Re-sort each run of equal scores within a query by ``sent_uid`` descending (trec_eval).
 
     Only the tied rows' ids are read, so data with distinct scores never compares strings.
+    ``score_sorted`` (the scores in ``c_order``) is permuted along, so it stays
+    ``score[c_order]``.
     """
     if c_order.size < 2:
         return c_order
@@ -458,9 +587,10 @@ def _break_ties(c_order: np.ndarray, offsets: np.ndarray, score_sorted: np.ndarr
         ties = pd.DataFrame({"run": runs, "uid": pd.Series(uids, dtype=object)})
         ties = ties.sort_values(["run", "uid"], ascending=[True, False], kind="mergesort")
         ranked = ties.index.to_numpy()
-    out = c_order.copy()
-    out[idx] = c_order[idx[ranked]]
-    return out
+    moved = idx[ranked]
+    c_order[idx] = c_order[moved]  # the caller's own arrays: re-sorted in place
+    score_sorted[idx] = score_sorted[moved]  # equal scores, but keep each one's sign of zero
+    return c_order
 
 
 def _adjacent_equal(uid, c_order: np.ndarray, offsets: np.ndarray) -> bool:

@@ -37,6 +37,7 @@ import pyarrow.parquet as pa_parquet
 
 from metrics_core.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS, Dataset
 from metrics_core.errors import InputError, InputErrors, shown_value
+from metrics_core.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["ALIASES", "EXCLUSION_COLUMNS", "REQUIRED", "Limits", "Loaded", "Sniffed",
            "columns_of", "load", "read_table", "resolve_columns", "sniff"]
@@ -85,60 +86,6 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _PARQUET_MAGIC = b"PAR1"
 _CHUNK = 1 << 20  # bytes read or decompressed at a time while scanning
 _MAX_BLOCK = (1 << 31) - 1  # largest block pyarrow's CSV reader takes
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Bounds on one input file, each checked before the memory it guards is committed.
-
-    The defaults are generous for real data (the reference set is a few MB) and stop hostile
-    or broken files (gzip bombs, a file of one endless line, a million columns) with a clear
-    :class:`~metrics_core.errors.InputError` instead of exhausting memory.
-
-    Attributes
-    ----------
-    max_decompressed_bytes : int, default 1 GiB
-        Content size after decompression (the file size for an uncompressed file). A gzip
-        stream is decompressed chunk by chunk and abandoned at the limit, before anything is
-        parsed; for Parquet the uncompressed size recorded in the file's metadata counts.
-    max_rows : int, default 50,000,000
-        Data rows. Delimited text and JSON Lines count lines while decompressing (a quoted
-        value with line breaks counts once per line); Parquet reads the count from its
-        metadata; the parsed table is checked again.
-    max_columns : int, default 200
-        Columns, from the header line (delimited text) or the metadata (Parquet), before the
-        rows are parsed.
-    max_cell_bytes : int, default 1 MiB
-        Bytes of one value (UTF-8 text). Delimited text is scanned for over-long lines before
-        parsing (a line longer than ``max_columns`` quoted cells of this size cannot be
-        valid); every text value is then checked, naming the column and the rows.
-
-    Examples
-    --------
-    >>> Limits(max_rows=1_000).max_rows
-    1000
-    """
-
-    max_decompressed_bytes: int = 1 << 30
-    max_rows: int = 50_000_000
-    max_columns: int = 200
-    max_cell_bytes: int = 1 << 20
-
-    def __post_init__(self) -> None:
-        for name in ("max_decompressed_bytes", "max_rows", "max_columns", "max_cell_bytes"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-    @property
-    def max_line_bytes(self) -> int:
-        """Longest line of delimited text that can still be valid: ``max_columns`` cells of
-        ``max_cell_bytes``, each quoted with every character escaped, plus delimiters."""
-        return self.max_columns * (2 * self.max_cell_bytes + 3)
-
-
-#: The limits :func:`load` and :func:`read_table` apply when given none.
-DEFAULT_LIMITS = Limits()
 
 
 def _norm(name) -> str:
@@ -458,9 +405,13 @@ def _check_table(table: pa.Table, name, limits: Limits) -> None:
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
                 or pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
             continue
-        lengths = pc.binary_length(column)
-        longest = pc.max(lengths).as_py()
+        # The longest value, chunk by chunk: no column-long array of lengths at once.
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        longest = max((value for chunk in chunks if len(chunk)
+                       if (value := pc.max(pc.binary_length(chunk)).as_py()) is not None),
+                      default=None)
         if longest is not None and longest > limits.max_cell_bytes:
+            lengths = pc.binary_length(column)
             too_long = np.asarray(pc.fill_null(pc.greater(lengths, limits.max_cell_bytes),
                                                False).to_numpy(zero_copy_only=False))
             raise InputError.from_mask(
@@ -716,6 +667,9 @@ def _nan_like(values: pd.Series, idx: np.ndarray) -> np.ndarray:
 
 def _as_float(s: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(float64 values, missing mask, non-numeric mask)."""
+    if s.dtype == np.float64 and isinstance(s.dtype, np.dtype):  # the usual case: no copy
+        values = s.to_numpy()
+        return values, np.isnan(values), np.zeros(len(values), dtype=bool)
     if pd.api.types.is_numeric_dtype(s.dtype):
         values = s.to_numpy(dtype=np.float64, na_value=np.nan)
         return values, np.isnan(values), np.zeros(len(values), dtype=bool)
@@ -728,6 +682,11 @@ def _as_float(s: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _as_binary(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """(int8 0/1 values, invalid mask); accepts bool, 0/1 numbers, "0"/"1", "true"/"false"."""
+    if (pd.api.types.is_integer_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype)) \
+            and isinstance(s.dtype, np.dtype):  # the usual case: no float copy of the column
+        v = s.to_numpy()
+        one = v == 1
+        return one.view(np.int8), ~(one | (v == 0))
     if pd.api.types.is_numeric_dtype(s.dtype):
         v = s.to_numpy(dtype=np.float64, na_value=np.nan)
         one = v == 1
@@ -749,6 +708,11 @@ def _as_text(s: pd.Series) -> tuple[pd.Series, np.ndarray]:
     elif pd.api.types.is_bool_dtype(s.dtype) and s.dtype != object:
         s = s.astype("boolean")
     text = s.astype("str")
+    if isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow" and len(s):
+        arr = _arrow(s)  # Arrow strings already: no null and no empty value is the usual case
+        if arr.null_count == 0 and all(pc.min(pc.binary_length(chunk)).as_py() > 0
+                                       for chunk in arr.chunks if len(chunk)):
+            return text.reset_index(drop=True), np.zeros(len(s), dtype=bool)
     missing = s.isna().to_numpy(dtype=bool) | (text == "").to_numpy(dtype=bool, na_value=True)
     return text.reset_index(drop=True), missing
 
@@ -1002,6 +966,30 @@ class Loaded:
         return int((self.exclusions["sent_uid"] != "").sum())
 
 
+class _RowNumbers:
+    """The 1-based data-row numbers 1..n of a table read as is, without an n-row array: it is
+    built only when an error lists rows (``np.asarray``); indexing returns the numbers."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int):
+        self.n = int(n)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return np.arange(1, self.n + 1, dtype=np.int64 if dtype is None else dtype)
+
+    def __getitem__(self, index) -> np.ndarray:
+        index = np.asarray(index)
+        if index.dtype == bool:
+            index = np.flatnonzero(index)
+        if index.size and (index.min() < -self.n or index.max() >= self.n):
+            raise IndexError(f"row index out of range for {self.n} rows")
+        return np.where(index < 0, index + self.n, index).astype(np.int64) + 1
+
+
 @dataclass
 class _Parts:
     """Parsed columns of both tables, validated, before exclusion (internal)."""
@@ -1010,7 +998,7 @@ class _Parts:
     q_rows: np.ndarray  # source row of every query
     p_missing: np.ndarray
     c: dict  # canonical -> parsed values, one per candidate
-    c_rows: np.ndarray
+    c_rows: np.ndarray | _RowNumbers
     c_query: np.ndarray  # query index of every candidate (-1: no such query)
     score_missing: np.ndarray
 
@@ -1333,12 +1321,12 @@ def _two_tables(q_table, q_rows, q_file, q_map, c_table, c_file, c_map, errors) 
     q_chk = _Checker(q_file, q_rows, q_map, errors)
     q, p_missing = _check_queries(q_table, q_chk)
     n_q, n_c = len(q_table["post_id"]), len(c_table["post_id"])
-    c_rows = np.arange(1, n_c + 1, dtype=np.int64)
+    c_rows = _RowNumbers(n_c)
     c_chk = _Checker(c_file, c_rows, c_map, errors)
     c, score_missing = _check_candidates(c_table, c_chk)
-    parts = _Parts(q, q_rows, p_missing, c, c_rows, np.full(n_c, -1, dtype=np.int64),
-                   score_missing)
+    parts = _Parts(q, q_rows, p_missing, c, c_rows, None, score_missing)
     if not (q_chk.ids_ok and c_chk.ids_ok):
+        parts.c_query = np.full(n_c, -1, dtype=np.int64)
         return parts
     q_post, posts = _factorize(q["post_id"])
     q_crit, crits = _factorize(q["criterion"])
@@ -1361,12 +1349,16 @@ def _two_tables(q_table, q_rows, q_file, q_map, c_table, c_file, c_map, errors) 
         pos = np.searchsorted(q_key[order], run_key).clip(max=n_q - 1)
         run_query = np.where(q_key[order][pos] == run_key, order[pos], -1)
     parts.c_query = np.repeat(run_query, lengths)
-    c_chk.flag(parts.c_query < 0, "every candidate must belong to a query",
-               hint=f"no row with this (post_id, criterion) in {q_file}",
-               values=lambda idx: [f"({shown_value(p)}, {shown_value(k)})" for p, k in zip(
-                   c["post_id"].iloc[idx].tolist(), c["criterion"].iloc[idx].tolist(),
-                   strict=True)])
-    _check_within_query(parts, q_chk, c_chk)
+    if (run_query < 0).any():
+        c_chk.flag(parts.c_query < 0, "every candidate must belong to a query",
+                   hint=f"no row with this (post_id, criterion) in {q_file}",
+                   values=lambda idx: [f"({shown_value(p)}, {shown_value(k)})" for p, k in zip(
+                       c["post_id"].iloc[idx].tolist(), c["criterion"].iloc[idx].tolist(),
+                       strict=True)])
+    # Each query's rows together: no query starts two runs.
+    grouped = bool(np.all(run_query >= 0)) and int(
+        np.bincount(run_query, minlength=1).max(initial=0)) <= 1
+    _check_within_query(parts, q_chk, c_chk, grouped=grouped)
     return parts
 
 
@@ -1410,9 +1402,27 @@ def _split_long(table, rows, file, q_map, c_map, errors) -> _Parts:
     return parts
 
 
-def _check_within_query(parts: _Parts, q_chk: _Checker, c_chk: _Checker) -> None:
+def _ordered_within_runs(c_query: np.ndarray, uid: pd.Series) -> bool:
+    """Whether ``sent_uid`` strictly increases (or strictly decreases) along the rows of every
+    query, the rows of each query being consecutive: then no id repeats within a query, and
+    no id needs hashing. Candidate files written query by query in id order take this path."""
+    n = len(c_query)
+    if n < 2:
+        return True
+    arr = _arrow(uid)
+    inner = c_query[1:] == c_query[:-1]
+    for compare in (pc.greater, pc.less):
+        step = compare(arr.slice(1), arr.slice(0, n - 1)).to_numpy()
+        if np.all(step | ~inner):
+            return True
+    return False
+
+
+def _check_within_query(parts: _Parts, q_chk: _Checker, c_chk: _Checker, *,
+                        grouped: bool = False) -> None:
     """Checks that need each candidate's query: ``sent_uid`` and ``rank`` unique within a
-    query, ``n_gold`` not below the gold found."""
+    query, ``n_gold`` not below the gold found. ``grouped``: the rows of each query are
+    consecutive."""
     c_query = parts.c_query
     known = c_query >= 0
     all_known = bool(known.all())
@@ -1424,9 +1434,10 @@ def _check_within_query(parts: _Parts, q_chk: _Checker, c_chk: _Checker) -> None
         return key
 
     if known.any():
-        uid, uids = _factorize(parts.c["sent_uid"])
-        c_chk.flag(_duplicated(within_query(uid, len(uids))),
-                   "(post_id, criterion, sent_uid) must be unique")
+        if not (grouped and all_known and _ordered_within_runs(c_query, parts.c["sent_uid"])):
+            uid, uids = _factorize(parts.c["sent_uid"])
+            c_chk.flag(_duplicated(within_query(uid, len(uids))),
+                       "(post_id, criterion, sent_uid) must be unique")
         if "rank" in parts.c:
             rank = parts.c["rank"]
             if rank.max() < (1 << 31):
@@ -1476,21 +1487,24 @@ def _finish(parts: _Parts, q_file, c_file, layout, warnings, column_map) -> Load
             warnings.append(f"{gold_lost} excluded candidates are gold: without an n_gold "
                             f"column they no longer count in |Gold|")
     c_keep = ~(c_by_query | c_by_score)
-    queries = pd.DataFrame({k: _kept(v, ~q_drop) for k, v in q.items()})
-    candidates = pd.DataFrame({k: _kept(v, c_keep) for k, v in c.items()})
-    candidates["is_gold"] = candidates["is_gold"].astype(bool)
+    c_query = parts.c_query
+    if q_drop.any():  # renumber the kept queries
+        c_query = (np.cumsum(~q_drop) - 1)[c_query]
     meta = {"queries_file": q_file, "candidates_file": c_file, "layout": layout,
             "n_excluded_queries": int(q_drop.sum()),
             "n_excluded_candidates": int((~c_keep).sum())}
-    dataset = Dataset.from_frames(queries, candidates, meta=meta)
+    dataset = Dataset._from_checked(
+        {k: _kept(v, ~q_drop) for k, v in q.items()}, {k: _kept(v, c_keep) for k, v in c.items()},
+        _kept(c_query, c_keep), meta=meta)
     return Loaded(dataset=dataset, exclusions=exclusions, warnings=warnings,
                   column_map=column_map)
 
 
 def _kept(values, keep: np.ndarray):
-    if isinstance(values, pd.Series):
-        return values.array if keep.all() else values[keep].array
-    return values if keep.all() else values[keep]
+    """``values`` (a pandas Series or a numpy array) at the ``keep`` rows; no copy when all."""
+    if keep.all():
+        return values
+    return values[keep].reset_index(drop=True) if isinstance(values, pd.Series) else values[keep]
 
 
 def _exclusions(groups) -> pd.DataFrame:

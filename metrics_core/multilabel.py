@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from metrics_core.choices import DECISION_RULES
 from metrics_core.dataset import Dataset
 
 __all__ = ["DECISION_RULES", "MULTILABEL_NAMES", "PostLabels", "decision_labels",
@@ -33,8 +34,7 @@ __all__ = ["DECISION_RULES", "MULTILABEL_NAMES", "PostLabels", "decision_labels"
 MULTILABEL_NAMES = ("exact_match", "hamming_score", "hamming_loss", "micro_f1", "samples_f1",
                     "macro_f1", "weighted_f1")
 
-#: Decision rules (contract §8): ``p ≥ τ``, screen-in (state ≠ NEG), alert (state = POS).
-DECISION_RULES = ("threshold", "screen_in", "alert")
+# DECISION_RULES: the variant values (metrics_core.choices).
 
 _NEG, _POS = 0, 2  # metrics_core.gate.GateState codes
 

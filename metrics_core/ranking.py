@@ -29,7 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from metrics_core.choices import GAINS, MAP_DENOMINATORS, PRECISION_DENOMINATORS
 from metrics_core.dataset import Dataset
+from metrics_core.dynamic_k import _cumsum_rows
 
 __all__ = [
     "DEFAULT_KS",
@@ -45,13 +47,7 @@ __all__ = [
 
 #: Default cut-offs (contract §3).
 DEFAULT_KS = (1, 3, 5, 10, 20)
-#: ``precision@K`` denominators: ``K`` (default) or ``min(K, n_candidates)`` (seed 002).
-PRECISION_DENOMINATORS = ("k", "min_k_n")
-#: ``map@K`` denominators: ``|Gold|`` (default, trec_eval ``map_cut``), ``min(|Gold|, K)``
-#: (seed 000) or the number of gold hits within K (seed 002).
-MAP_DENOMINATORS = ("n_gold", "min_gold_k", "hits")
-#: nDCG gains: binary (default) or graded ``2^rel - 1`` from ``Dataset.relevance``.
-GAINS = ("binary", "graded")
+# PRECISION_DENOMINATORS, MAP_DENOMINATORS, GAINS: the variant values (metrics_core.choices).
 
 #: Largest graded label: 2^1023 - 1 is the last gain a float64 holds.
 _MAX_RELEVANCE = 1023
@@ -153,7 +149,6 @@ def ranking_per_query(
 
     n_queries = ds.n_queries
     n_cand = np.asarray(ds.n_cand, dtype=np.int64)
-    query_of, position = ds.query_of_candidate, ds.position
 
     # Cut-off bands: band j holds positions cutoffs[j-1] < i <= cutoffs[j]. A per-query sum over
     # positions <= K is one bincount over (query, band) followed by a cumulative sum over bands.
@@ -168,11 +163,11 @@ def ranking_per_query(
 
     def up_to_cutoffs(keys, weights=None):
         sums = np.bincount(keys, weights=weights, minlength=n_queries * n_bands)
-        return sums.reshape(n_queries, n_bands).cumsum(axis=1)
+        return _cumsum_rows(sums.reshape(n_queries, n_bands))
 
     # Gold candidates only: their query, 1-based position and rank among the query's gold.
     gold_idx = np.flatnonzero(ds.is_gold)
-    gold_q, gold_pos = query_of[gold_idx], position[gold_idx]
+    gold_q, gold_pos = ds.locate(gold_idx)
     n_found = np.bincount(gold_q, minlength=n_queries)
     gold_rank = _rank_within_query(gold_q, n_found)
 
@@ -195,7 +190,7 @@ def ranking_per_query(
         idcgs = None
     else:
         graded = np.flatnonzero(relevance > 0)
-        gr_q, gr_pos, gr_rel = query_of[graded], position[graded], relevance[graded]
+        (gr_q, gr_pos), gr_rel = ds.locate(graded), relevance[graded]
         keep, keys = band_keys(gr_q, gr_pos)
         dcgs = up_to_cutoffs(keys, (np.exp2(gr_rel[keep].astype(np.float64)) - 1.0)
                              * discount[gr_pos[keep]])

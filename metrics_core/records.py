@@ -290,6 +290,9 @@ def frame_records(frame: pd.DataFrame) -> list[dict]:
 def _rows_json(frame: pd.DataFrame) -> str:
     """A table as a JSON array of row objects, built one row at a time."""
     columns = [str(c) for c in frame.columns]
+    if frame.attrs:  # pandas copies attrs into every column it hands out: drop them once
+        frame = frame.copy(deep=False)
+        frame.attrs = {}
     rows = (json.dumps(dict(zip(columns, clean(list(values)), strict=True)), allow_nan=False)
             for values in frame.itertuples(index=False, name=None))
     return "[\n" + ",\n".join(rows) + "\n]"

@@ -46,13 +46,31 @@ def group_codes(ev, label: str) -> tuple[np.ndarray, list[str]]:
 
 
 def _grouped_mean(codes, g, values, mask=None) -> np.ndarray:
-    keep = np.ones(codes.size, dtype=bool) if mask is None else mask
-    num = np.bincount(codes[keep], weights=np.nan_to_num(values[keep]), minlength=g)
-    return outcomes.ratio(num, np.bincount(codes[keep], minlength=g))
+    return _grouped_means(codes, g, {None: values}, mask)[None]
+
+
+def _grouped_means(codes, g, columns: dict, mask=None) -> dict:
+    """:func:`_grouped_mean` of several columns under one mask (the mask applied once)."""
+    if mask is not None and not mask.all():
+        codes = codes[mask]
+    else:
+        mask = None
+    count = np.bincount(codes, minlength=g)
+    out = {}
+    for name, values in columns.items():
+        kept = values if mask is None else values[mask]
+        num = np.bincount(codes, weights=np.nan_to_num(kept), minlength=g)
+        out[name] = outcomes.ratio(num, count)
+    return out
 
 
 def _members(codes, g) -> list[np.ndarray]:
-    """The query indices of each group, from one stable sort (linear in the queries)."""
+    """The query indices of each group (ascending), from one stable sort; a few groups (folds,
+    criteria) by one scan each instead."""
+    if g == 1:
+        return [np.arange(codes.size)]
+    if g <= 32:
+        return [np.flatnonzero(codes == i) for i in range(g)]
     order = np.argsort(codes, kind="stable")
     return np.split(order, np.searchsorted(codes[order], np.arange(1, g)))
 
@@ -70,7 +88,9 @@ def _discrimination(ev, label, cfg) -> dict[str, np.ndarray]:
         codes, names = group_codes(ev, label)
         out: dict[str, list] = {}
         for m in _members(codes, len(names)):
-            prepared = classification.prepare(ds.y[m], ds.p[m])
+            # A group of every query (the pooled row) is the run's own prepared scores.
+            prepared = (ev.prepared() if m.size == ds.n_queries
+                        else classification.prepare(ds.y[m], ds.p[m]))
             auroc = classification.roc_auc(prepared)
             auprc = classification.average_precision(prepared)
             out.setdefault("auroc_defined", []).append(auroc.defined)
@@ -92,11 +112,14 @@ def _calibration(ev, label, cfg) -> dict[str, np.ndarray]:
     def compute():
         codes, names = group_codes(ev, label)
         conf, outcome = ev.calibration_inputs(cfg)
-        rel = _per_group(codes, len(names), lambda m: calibration.reliability_bins(
-            outcome[m], conf[m], n_bins=cfg.n_bins, strategy=cfg.binning) if m.size else None)
+        n = ev.ds.n_queries  # a group of every query (pooled) reuses the run's own values
+        rel = _per_group(codes, len(names), lambda m: None if not m.size else (
+            ev.reliability(cfg) if m.size == n else calibration.reliability_bins(
+                outcome[m], conf[m], n_bins=cfg.n_bins, strategy=cfg.binning)))
         sq = (ev.ds.p - ev.ds.y) ** 2
-        fits = _per_group(codes, len(names), lambda m: calibration.logistic_calibration(
-            ev.ds.y[m], ev.ds.p[m]))
+        fits = _per_group(codes, len(names), lambda m: ev.logistic_calibration()
+                          if m.size == n else calibration.logistic_calibration(
+                              ev.ds.y[m], ev.ds.p[m]))
         return {"ece": np.array([np.nan if r is None else r.ece for r in rel]),
                 "mce": np.array([np.nan if r is None else r.mce for r in rel]),
                 "brier": _grouped_mean(codes, len(names), sq),
@@ -129,7 +152,7 @@ def _counting(ds, inter, codes, g) -> dict[str, np.ndarray]:
 
 
 def _ranking_and_k(inter, codes, g, n) -> dict[str, np.ndarray]:
-    out = {name: _grouped_mean(codes, g, values, inter.rmask) for name, values in inter.rk.items()}
+    out = _grouped_means(codes, g, inter.rk, inter.rmask)
     out["evidence_recall"] = _grouped_mean(codes, g, inter.rec, inter.emask)
     out["evidence_precision"] = _grouped_mean(codes, g, inter.prec, inter.emask)
     k = inter.k.astype(np.float64)
@@ -202,7 +225,9 @@ def group_table(ev, inter, *, label: str, boot=None) -> pd.DataFrame:
     """Every per-group metric per ``criterion`` (then ``micro``, ``macro``) or per ``fold``
     (then ``mean``, ``std`` with ddof 0, and ``pooled``)."""
     body, metrics = _columns(ev, inter, label, boot)
-    pooled, _ = _columns(ev, inter, "pooled", None)
+    # The pooled row is the same for both tables of one run: computed once per configuration.
+    pooled = ev._memo(("pooled_columns", inter.cfg),
+                      lambda: _columns(ev, inter, "pooled", None)[0]).copy()
     pooled.loc["pooled", "auroc_defined"] = ev.classification()["auroc"].defined
     averaged = ["positive_rate", *metrics]
     data = body[averaged].to_numpy(dtype=np.float64)
@@ -234,9 +259,10 @@ def fold_summary(per_fold: pd.DataFrame, records) -> pd.DataFrame:
     """
     by_name = {r.name: r for r in records}
     rows = []
+    # Three row reads, not three per metric (each pandas read copies the table's attrs).
+    means, stds, pools = (per_fold.loc[row].to_dict() for row in ("mean", "std", "pooled"))
     for name, count in per_fold.attrs.get("n_groups", {}).items():
-        mean, std = per_fold.loc["mean", name], per_fold.loc["std", name]
-        pooled = per_fold.loc["pooled", name]
+        mean, std, pooled = means[name], stds[name], pools[name]
         rec = by_name.get(name)
         lo, hi = rec.ci95 if rec is not None and rec.ci95 is not None else (np.nan, np.nan)
         text = "undefined" if np.isnan(mean) else f"{mean:.3f} ± {std:.3f}"
