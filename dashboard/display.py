@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from types import MappingProxyType
 
 import pandas as pd
 import streamlit as st
@@ -17,16 +18,25 @@ from metrics_core import registry
 __all__ = [
     "GATE_LABELS",
     "HEADLINE",
+    "KINDS",
     "PLOTLY_CONFIG",
     "RECORD_COLUMN_CONFIG",
+    "RECORD_COLUMN_ORDER",
     "TABLE_ROWS",
+    "UNDEFINED",
     "checks_frame",
+    "ci_text",
+    "column_config_for",
     "download_csv",
     "fmt",
+    "fmt_interval",
+    "fmt_metric",
+    "fold_summary_frame",
     "gate_card",
     "gate_card_frame",
     "group_frame",
     "headline_frame",
+    "kind_of",
     "latency_frame",
     "metric_tile",
     "operating_points_frame",
@@ -34,14 +44,17 @@ __all__ = [
     "plot",
     "ranking_frame",
     "records_frame",
+    "show_records",
     "show_table",
     "small_n_note",
+    "table_height",
     "targets_frame",
     "tools_frame",
     "tpr_frame",
     "triage_class_frame",
     "triage_frame",
     "trials_frame",
+    "undefined_reason",
 ]
 
 #: Plotly options: no logo, no link to external editors (nothing leaves the page).
@@ -49,12 +62,47 @@ PLOTLY_CONFIG = {"displaylogo": False, "showLink": False, "showSendToCloud": Fal
 #: Rows shown in an on-page table; the download holds all rows.
 TABLE_ROWS = 1000
 
-#: Column formats of the record tables (values keep full precision in the data).
+#: How an undefined or missing value is shown, in tiles, text and table cells.
+UNDEFINED = "—"
+#: Number kinds and their format: counts as integers with thousands separators, per-1,000
+#: values and the spread of a count over folds to 1 decimal, rates, scores and mean K (whose
+#: values on the γ sweep differ in the second decimal) to 3 decimals.
+KINDS = ("count", "per_1000", "average", "score")
+#: The same formats for table columns (sprintf, as st.column_config.NumberColumn takes them).
+COLUMN_FORMATS = MappingProxyType({"count": "%,d", "per_1000": "%,.1f", "average": "%,.1f",
+                                   "score": "%.3f"})
+#: Registry units (metrics_core.registry.MetricSpec.unit) that are not rates or scores.
+_UNIT_KINDS = MappingProxyType({"count": "count", "per_1000": "per_1000"})
+#: Columns of the page tables that hold counts although they are no metric of the registry.
+COUNT_COLUMNS = frozenset({
+    "n", "count", "n_positive", "n_folds", "n_queries", "n_posts", "n_candidates", "K", "k",
+    "TP", "FP", "TN", "FN", "tp", "fp", "tn", "fn", "selected_k", "n_gold", "rank",
+    "position", "trials", "queries", "positives"})
+#: Plain headers of table columns that are settings rather than metrics.
+COLUMN_LABELS = MappingProxyType({"gamma": "γ", "tau_neg": "τ_neg", "tau_pos": "τ_pos",
+                                  "ci_lo": "95% CI low", "ci_hi": "95% CI high",
+                                  "ci95_lo": "95% CI low", "ci95_hi": "95% CI high"})
+#: Row height (px) of tables with long text: above 4 rem, Streamlit wraps text in cells.
+WRAP_ROW_HEIGHT = 72
+#: Default row height (px) of st.dataframe, and the header.
+_ROW_HEIGHT = 35
+#: Tables with more rows than this scroll inside a box of this many rows (said in a caption).
+MAX_VISIBLE_ROWS = 60
+#: Text columns whose longest cell has more characters than this are wrapped.
+_LONG_TEXT = 48
+
+#: The record tables: text columns shown, the numeric ones kept (hidden) for exactness.
+RECORD_COLUMN_ORDER = ("label", "shown", "ci95", "ci_method", "subset", "variant", "n",
+                       "status", "interpretation", "metric")
 RECORD_COLUMN_CONFIG = {
-    "value": st.column_config.NumberColumn("value", format="%.4f"),
-    "ci95_lo": st.column_config.NumberColumn("95% CI low", format="%.4f"),
-    "ci95_hi": st.column_config.NumberColumn("95% CI high", format="%.4f"),
+    "label": st.column_config.TextColumn("metric", pinned=True, width="medium"),
+    "shown": st.column_config.TextColumn("value", help="Undefined values show as —; the "
+                                         "status column says why."),
+    "ci95": st.column_config.TextColumn("95% CI"),
+    "ci_method": st.column_config.TextColumn("interval", width="medium"),
     "interpretation": st.column_config.TextColumn("interpretation", width="large"),
+    "metric": st.column_config.TextColumn("id", help="The metric's name in "
+                                          "metrics_master.json and the CSV exports."),
 }
 
 #: The gate card's metrics and their labels (from the metric registry).
@@ -68,16 +116,77 @@ HEADLINE = tuple(registry.headline(
     + ["tpr@fpr=0.01", "tpr@fpr=0.05", "recall@10", "ndcg@10", "map@10"]))
 
 
-def fmt(value, digits: int = 4) -> str:
-    """A number as shown on the page: fixed decimals, 'undefined' for None / NaN."""
+def kind_of(name: str) -> str:
+    """The number kind of a metric or table column (one of :data:`KINDS`).
+
+    Metrics take it from their registry unit (``count``, ``per_1000``; every proportion,
+    probability, correlation, ratio and number of sentences is a ``score``); other
+    columns are counts when :data:`COUNT_COLUMNS` names them, scores otherwise.
+    """
+    try:
+        unit = registry.spec(name).unit
+    except KeyError:
+        return "count" if name in COUNT_COLUMNS else "score"
+    return _UNIT_KINDS.get(unit, "score")
+
+
+def _finite(value) -> float | None:
+    if value is None or value is pd.NA or isinstance(value, str):
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def fmt(value, kind: str = "score") -> str:
+    """A number as shown on every page: the one format of its ``kind`` (:data:`KINDS`).
+
+    ``count`` -> ``13,230``; ``per_1000`` and ``average`` (mean or std of a count) -> ``4.5``;
+    ``score`` (rates, proportions, scores, mean K) -> ``0.598``. None, NaN and infinities
+    are :data:`UNDEFINED` (—).
+    """
+    if kind not in COLUMN_FORMATS:
+        raise ValueError(f"number kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    value = _finite(value)
     if value is None:
-        return "undefined"
-    value = float(value)
-    if not math.isfinite(value):
-        return "undefined"
-    if value == int(value):
-        return f"{int(value):,}"
-    return f"{value:.{digits}f}"
+        return UNDEFINED
+    if kind == "count":
+        return f"{round(value):,}"
+    if kind in ("per_1000", "average"):
+        return f"{value:,.1f}"
+    return f"{value:.3f}"
+
+
+def fmt_metric(name: str, value) -> str:
+    """``value`` of metric ``name`` in its registry kind, e.g. ``fmt_metric("fn", 449)``."""
+    return fmt(value, kind_of(name))
+
+
+def fmt_interval(lo, hi, kind: str = "score") -> str:
+    """An interval in brackets, ``[0.571, 0.624]``; :data:`UNDEFINED` when an end is missing."""
+    lo_text, hi_text = fmt(lo, kind), fmt(hi, kind)
+    if UNDEFINED in (lo_text, hi_text):
+        return UNDEFINED
+    return f"[{lo_text}, {hi_text}]"
+
+
+#: Metrics that need both classes (queries with and without evidence) to be defined.
+_BOTH_CLASSES = frozenset({"auroc", "auprc", "mcc", "balanced_accuracy",
+                           "calibration_intercept", "calibration_slope"})
+
+
+def undefined_reason(record) -> str:
+    """Why ``record`` shows as —: no queries, one class only, or a 0/0 ratio ('' if defined)."""
+    if record.defined and _finite(record.value) is not None:
+        return ""
+    if not record.n:
+        return "undefined: no queries in this subset"
+    name = record.name or ""
+    if name in _BOTH_CLASSES or name.startswith(("tpr@fpr=", "threshold@fpr=")):
+        return "undefined: only one class present (needs queries with and without evidence)"
+    return "undefined: 0/0 (no query in its denominator)"
 
 
 def page_header(title: str, v, *, caption: str | None = None) -> None:
@@ -105,22 +214,85 @@ def plot(fig, *, key: str) -> None:
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key)
 
 
+def column_config_for(frame: pd.DataFrame, given: dict | None = None, *,
+                      pin: str | None = None) -> dict:
+    """Column configuration of a page table: plain labels, number formats, wrapped text.
+
+    Every column ``given`` does not configure gets one: a column named after a metric shows
+    its registry label (the column keeps its id, so exports and tests still find it) and the
+    format of its kind (:func:`kind_of`); other number columns are counts or scores; long text
+    is wide. ``pin`` (default: the first column) stays visible while scrolling sideways.
+    """
+    config = dict(given or {})
+    columns = [str(c) for c in frame.columns]
+    pin = columns[0] if pin is None and columns else pin
+    for column in columns:
+        series = frame[column]
+        if column in config:
+            continue
+        header = COLUMN_LABELS.get(column) or registry.label(column)
+        help_text = registry.describe(column) or None
+        pinned = True if column == pin else None
+        if pd.api.types.is_bool_dtype(series):
+            config[column] = st.column_config.CheckboxColumn(header, help=help_text,
+                                                             pinned=pinned)
+        elif pd.api.types.is_numeric_dtype(series):
+            config[column] = st.column_config.NumberColumn(
+                header, format=COLUMN_FORMATS[kind_of(column)], help=help_text, pinned=pinned)
+        elif _longest(series) > _LONG_TEXT:
+            config[column] = st.column_config.TextColumn(header, width="large", help=help_text,
+                                                         pinned=pinned)
+        else:
+            config[column] = st.column_config.Column(header, help=help_text, pinned=pinned)
+    if pin in config and isinstance(config[pin], dict) and config[pin].get("pinned") is None:
+        config[pin] = {**config[pin], "pinned": True}
+    return config
+
+
+def _longest(series: pd.Series) -> int:
+    if series.empty or not (pd.api.types.is_object_dtype(series)
+                            or pd.api.types.is_string_dtype(series)):
+        return 0
+    lengths = series.dropna().astype(str).str.len()
+    return int(lengths.max()) if len(lengths) else 0
+
+
+def table_height(n_rows: int, row_height: int = _ROW_HEIGHT) -> int:
+    """Pixels that show ``n_rows`` rows and the header (up to :data:`MAX_VISIBLE_ROWS`)."""
+    return (min(n_rows, MAX_VISIBLE_ROWS) + 1) * row_height + 3
+
+
 def show_table(frame: pd.DataFrame, *, key: str, hide_index: bool = True,
-               column_config: dict | None = None) -> None:
+               column_config: dict | None = None, column_order=None,
+               pin: str | None = None) -> None:
     """An on-page table (first :data:`TABLE_ROWS` rows; the downloads hold everything).
 
-    The table sits in a container keyed ``key`` (CSS class ``st-key-<key>``), so tests and
-    browser automation find it by that key.
+    Sized to show every row up to :data:`MAX_VISIBLE_ROWS` (longer tables scroll, and say so),
+    the first shown column pinned, long text wrapped, numbers in the format of their kind and
+    missing values as :data:`UNDEFINED`. The data stay numeric (``column_order`` may leave
+    numeric twins of text columns out of sight). The table sits in a container keyed ``key``
+    (CSS class ``st-key-<key>``), so tests and browser automation find it by that key.
     """
     with st.container(key=key):
         if len(frame) > TABLE_ROWS:
             st.caption(f"Showing the first {TABLE_ROWS:,} of {len(frame):,} rows; the download "
                        f"holds all of them.")
             frame = frame.head(TABLE_ROWS)
-        st.dataframe(frame, hide_index=hide_index, column_config=column_config)
-        if frame.isna().to_numpy().any():
-            st.caption("Empty cells (None) are undefined (a 0/0 ratio, or one class present) "
-                       "or not computed; they are never shown as 0.")
+        shown = [str(c) for c in (column_order or frame.columns)]
+        config = column_config_for(frame, column_config, pin=pin or (shown[0] if shown
+                                                                      else None))
+        wrap = any(_longest(frame[c]) > _LONG_TEXT for c in shown if c in frame.columns)
+        row_height = WRAP_ROW_HEIGHT if wrap else _ROW_HEIGHT
+        if len(frame) > MAX_VISIBLE_ROWS:
+            st.caption(f"{len(frame):,} rows: the table shows {MAX_VISIBLE_ROWS} at a time; "
+                       "scroll inside it, or sort by a column header.")
+        st.dataframe(frame, hide_index=hide_index, column_config=config,
+                     column_order=column_order, height=table_height(len(frame), row_height),
+                     row_height=row_height if wrap else None, placeholder=UNDEFINED)
+        if frame[[c for c in shown if c in frame.columns]].isna().to_numpy().any() or (
+                "shown" in frame.columns and (frame["shown"] == UNDEFINED).any()):
+            st.caption(f"{UNDEFINED} marks a value that is undefined (a 0/0 ratio, or only one "
+                       "class present) or not computed; it is never shown as 0.")
 
 
 def download_csv(label: str, frame_fn: Callable[[], pd.DataFrame], file_name: str, *,
@@ -132,14 +304,6 @@ def download_csv(label: str, frame_fn: Callable[[], pd.DataFrame], file_name: st
 
 
 # ---------------------------------------------------------------------------- tables
-def _undefined_note(record) -> str:
-    if record.defined:
-        return ""
-    if record.name in ("auroc", "auprc") and record.value is not None:
-        return "undefined (one class)"
-    return "undefined"
-
-
 def headline_frame(evaluation, names=HEADLINE) -> pd.DataFrame:
     """Metric, value, 95% CI, subset / protocol, n, interpretation (seed 003 §10.2)."""
     rows = []
@@ -157,8 +321,8 @@ def records_frame(evaluation) -> pd.DataFrame:
     return pd.DataFrame([_record_row(r) for r in evaluation.records], columns=_RECORD_COLUMNS)
 
 
-_RECORD_COLUMNS = ["metric", "value", "ci95_lo", "ci95_hi", "ci_method", "subset", "variant",
-                   "n", "status", "interpretation"]
+_RECORD_COLUMNS = ["label", "shown", "ci95", "metric", "value", "ci95_lo", "ci95_hi",
+                   "ci_method", "subset", "variant", "n", "status", "interpretation"]
 
 
 def _no_interval(r) -> str:
@@ -168,15 +332,31 @@ def _no_interval(r) -> str:
         return "count of these data (no sampling interval)"
     if r.name.startswith("threshold@"):
         return "a threshold chosen on these data"
-    return "" if r.defined else "undefined"
+    if not r.defined:
+        return "undefined"
+    return "not computed: switch on bootstrap CIs under Uncertainty"
 
 
 def _record_row(r) -> dict:
+    """One record as a table row: its label, the value and interval as shown (text, in the
+    format of its kind, — when undefined), and the numbers themselves (``value``, ``ci95_lo``,
+    ``ci95_hi``) for exports and checks."""
     lo, hi = r.ci95 if r.ci95 is not None else (math.nan, math.nan)
-    return {"metric": r.name, "value": math.nan if r.value is None else r.value,
+    reason = undefined_reason(r)
+    value = math.nan if r.value is None or reason else r.value
+    kind = kind_of(r.name)
+    return {"label": registry.label(r.name), "shown": fmt(value, kind),
+            "ci95": fmt_interval(lo, hi, kind), "metric": r.name, "value": value,
             "ci95_lo": lo, "ci95_hi": hi, "ci_method": r.ci_method or _no_interval(r),
-            "subset": r.subset, "variant": r.variant or "", "n": r.n,
-            "status": _undefined_note(r), "interpretation": r.interpretation}
+            "subset": r.subset, "variant": r.variant or "", "n": r.n, "status": reason,
+            "interpretation": r.interpretation}
+
+
+def show_records(frame: pd.DataFrame, *, key: str) -> None:
+    """A table of records (:func:`headline_frame`, :func:`records_frame`, ...): labels, values
+    and intervals as text in their kind's format, the metric id last."""
+    show_table(frame, key=key, column_config=RECORD_COLUMN_CONFIG,
+               column_order=[c for c in RECORD_COLUMN_ORDER if c in frame.columns])
 
 
 def gate_card_frame(gate, targets: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -189,9 +369,12 @@ def gate_card_frame(gate, targets: pd.DataFrame | None = None) -> pd.DataFrame:
         lo, hi = gate.ci(name) or (math.nan, math.nan)
         t = by_metric.get(name)
         n = denominators.get(name, gate.n)
+        value, kind = getattr(gate, name), kind_of(name)
         rows.append({
-            "metric": GATE_LABELS[name], "value": getattr(gate, name), "ci95_lo": lo,
-            "ci95_hi": hi, "n": n, "small_n": small_n_note(n),
+            "label": GATE_LABELS[name], "shown": fmt(value, kind),
+            "ci95": fmt_interval(lo, hi, kind), "metric": name, "value": value,
+            "ci95_lo": lo, "ci95_hi": hi, "ci_method": "Wilson" if _finite(lo) is not None
+            else "undefined", "n": n, "small_n": small_n_note(n),
             "target": t["target"] if t is not None else "",
             "result": "" if t is None else t["status"],
         })
@@ -216,11 +399,12 @@ def small_n_note(n) -> str:
     return f"n = {int(n)} < {MIN_N}: wide interval" if int(n) < MIN_N else ""
 
 
-def ci_text(lo, hi, method: str = "") -> str:
-    """``95% CI 0.571 – 0.624 (Wilson)``; ``no interval`` when there is none."""
-    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+def ci_text(lo, hi, method: str = "", kind: str = "score") -> str:
+    """``95% CI [0.571, 0.624] (Wilson)``; ``no interval`` when there is none."""
+    interval = fmt_interval(lo, hi, kind)
+    if interval == UNDEFINED:
         return "no interval"
-    return f"95% CI {fmt(lo)} – {fmt(hi)}" + (f" ({method})" if method else "")
+    return f"95% CI {interval}" + (f" ({method})" if method else "")
 
 
 def checks_frame(evaluation) -> pd.DataFrame:
@@ -244,9 +428,10 @@ def gate_card(v) -> None:
             ("NEG (auto-cleared)", g.count_neg, g.neg_rate, "neg_rate"),
             ("UNCERTAIN (review)", g.count_uncertain, g.uncertain_rate, "uncertain_rate"),
             ("POS (alert)", g.count_pos, g.pos_rate, "pos_rate")), strict=True):
-        col.metric(name, f"{count:,}", help=f"share of queries: {fmt(rate)}", border=True)
+        col.metric(name, fmt(count, "count"), help=f"share of queries: {fmt(rate)}",
+                   border=True)
         lo, hi = g.ci(key) or (None, None)
-        col.caption(f"{fmt(rate)} of {g.n:,} queries; {ci_text(lo, hi, 'Wilson')}")
+        col.caption(f"{fmt(rate)} of {fmt(g.n, 'count')} queries; {ci_text(lo, hi, 'Wilson')}")
     targets = v.evaluation.targets
     by_metric = {r["metric"]: r for r in targets.to_dict("records")}
     cols = st.columns(3)
@@ -254,12 +439,15 @@ def gate_card(v) -> None:
                                 "alert_precision"), strict=True):
         t = by_metric.get(name)
         lo, hi = g.ci(name) or (None, None)
-        text = ci_text(lo, hi, "Wilson")
+        value = fmt_metric(name, getattr(g, name))
+        text = ci_text(lo, hi, "Wilson", kind_of(name))
+        if value == UNDEFINED:
+            text = _GATE_UNDEFINED.get(name, "undefined: 0/0")
         if t is None:
-            col.metric(GATE_LABELS[name], fmt(getattr(g, name)), border=True, help=text)
+            col.metric(GATE_LABELS[name], value, border=True, help=text)
         else:
             met = t["status"] == "met (whole interval)"
-            col.metric(GATE_LABELS[name], fmt(getattr(g, name)),
+            col.metric(GATE_LABELS[name], value,
                        delta=f"{t['status']}: target {t['target']}",
                        delta_color="green" if met else "red" if t["status"] == "not met"
                        else "orange", delta_arrow="off", border=True, help=text)
@@ -267,16 +455,25 @@ def gate_card(v) -> None:
     words = per_thousand(g)
     st.markdown(words.sentence("queries (post × criterion)"))
     st.caption("Per 1,000 with 95% Wilson intervals: flagged "
-               f"{ci_text(*(g.ci('alert_rate_per_1000') or (None, None)))[7:]}, sent to review "
+               f"{_per_1000_ci(g, 'alert_rate_per_1000', 1)}, sent to review "
                f"{_per_1000_ci(g, 'uncertain_rate')}, auto-cleared {_per_1000_ci(g, 'neg_rate')}, "
-               f"missed {ci_text(*(g.ci('screening_fn_per_1000') or (None, None)))[7:]}.")
-    show_table(gate_card_frame(g, targets), key="gate_card_table",
-               column_config=RECORD_COLUMN_CONFIG)
+               f"missed {_per_1000_ci(g, 'screening_fn_per_1000', 1)}.")
+    show_records(gate_card_frame(g, targets), key="gate_card_table")
 
 
-def _per_1000_ci(g, name: str) -> str:
+#: Why a gate tile is undefined.
+_GATE_UNDEFINED = MappingProxyType({
+    "screening_sensitivity": "undefined: no query with evidence (0/0)",
+    "alert_precision": "undefined: no POS alert (0/0)",
+    "screening_fn_per_1000": "undefined: no queries"})
+
+
+def _per_1000_ci(g, name: str, scale: float = 1000) -> str:
+    """A gate rate's Wilson interval per 1,000 queries, ``[3.1, 7.9]``."""
     lo, hi = g.ci(name) or (None, None)
-    return "no interval" if lo is None else ci_text(lo * 1000, hi * 1000)[7:]
+    if lo is None:
+        return "no interval"
+    return fmt_interval(lo * scale, hi * scale, "per_1000")
 
 
 def tpr_frame(evaluation) -> pd.DataFrame:
@@ -305,22 +502,44 @@ def ranking_frame(evaluation) -> pd.DataFrame:
     """Mean, median, P25, P75, std and n of every ranking metric, one row per metric@K."""
     rows = []
     for name, s in evaluation.ranking_summary.items():
-        head, _, k = name.partition("@")
-        rows.append({"metric": head, "K": int(k) if k.isdigit() else None, "name": name,
+        k = name.partition("@")[2]
+        rows.append({"label": registry.label(name), "K": int(k) if k.isdigit() else None,
+                     "name": name,
                      "mean": s.mean, "median": s.median, "p25": s.p25, "p75": s.p75,
                      "std": s.std, "n": s.n})
     frame = pd.DataFrame(rows)
     return frame.astype({"K": "Int64"})
 
 
+def fold_summary_frame(summary: pd.DataFrame) -> pd.DataFrame:
+    """The fold summary for the page: plain labels, ``mean ± std`` and the pooled value with
+    its interval in the format of each metric's kind (an average of counts to 1 decimal)."""
+    rows = []
+    for r in summary.to_dict("records"):
+        kind = kind_of(r["metric"])
+        spread = "average" if kind == "count" else kind
+        mean = fmt(r["mean"], spread)
+        text = mean if mean == UNDEFINED else f"{mean} ± {fmt(r['std'], spread)}"
+        rows.append({"label": registry.label(r["metric"]), "mean ± std": text,
+                     "n_folds": r["n_folds"], "pooled": fmt(r["pooled"], kind),
+                     "pooled 95% CI": fmt_interval(r["ci_lo"], r["ci_hi"], kind),
+                     "metric": r["metric"], "mean": r["mean"], "std": r["std"]})
+    return pd.DataFrame(rows)
+
+
 def metric_tile(column, evaluation, name: str, label: str) -> None:
     """One record as a metric tile: value, and its 95% CI as caption."""
     r = evaluation.record(name)
-    column.metric(label, fmt(r.value), border=True, help=r.interpretation or None)
-    if r.ci95 is not None:
-        column.caption(f"95% CI {fmt(r.ci95[0])} – {fmt(r.ci95[1])} ({r.ci_method})")
+    reason = undefined_reason(r)
+    value = fmt(math.nan if reason else r.value, kind_of(name))
+    column.metric(label, value, border=True,
+                  help=(reason + ". " if reason else "") + (r.interpretation or "") or None)
+    if reason:
+        column.caption(f"{reason} · n = {fmt(r.n, 'count')} · {r.subset}")
+    elif r.ci95 is not None:
+        column.caption(f"{ci_text(*r.ci95, r.ci_method, kind_of(name))}")
     else:
-        column.caption(f"n = {r.n:,} · {r.subset}")
+        column.caption(f"n = {fmt(r.n, 'count')} · {r.subset}")
 
 
 def operating_points_frame(points: dict) -> pd.DataFrame:
@@ -378,6 +597,6 @@ def tools_frame(report) -> pd.DataFrame:
 
 def trials_frame(report) -> pd.DataFrame:
     return pd.DataFrame([{"metric": k, "mean": a.mean, "std": a.std, "trials": a.n_trials,
-                          "mean ± std": f"{fmt(a.mean)} ± {fmt(a.std)}"}
+                          "mean ± std": f"{fmt(a.mean, kind_of(k))} ± {fmt(a.std, kind_of(k))}"}
                          for k, a in report.across_trials.items()
                          if not k.startswith(("n_", "tp", "fp", "tn", "fn"))])

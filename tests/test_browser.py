@@ -479,7 +479,7 @@ def test_meeting_mode_at_projector_size(browser, app_url, demo_evaluator):
         wait_idle(page)
         ev = demo_evaluator.evaluate(EvalConfig(bootstrap=0))
         expect(metric(page, "Screening sensitivity")).to_have_text(
-            display.fmt(ev.record("screening_sensitivity").value, 3))
+            display.fmt_metric("screening_sensitivity", ev.record("screening_sensitivity").value))
         # The sidebar holds no settings widget on this page: the only sliders are the page's.
         assert page.locator('[data-testid="stSidebar"] input[type="range"]').count() == 0
         assert page.locator('[data-testid="stMain"] input[type="range"]').count() == 3

@@ -78,9 +78,13 @@ found = pd.DataFrame([{
     "ci95_lo": None if r["ci95"] is None else r["ci95"][0],
     "ci95_hi": None if r["ci95"] is None else r["ci95"][1],
     "small_n": display.small_n_note(r["n"])} for r in results])
+score = display.COLUMN_FORMATS[display.kind_of(target.metric)]
 display.show_table(found, key="finder_table", column_config={
-    target.parameter: st.column_config.NumberColumn(format="%.4f"),
-    "achieves": st.column_config.NumberColumn(format="%.4f"),
+    # A threshold is a setting to copy, not a rate: four decimals, as the button sets it.
+    target.parameter: st.column_config.NumberColumn(
+        display.COLUMN_LABELS.get(target.parameter, target.parameter), format="%.4f"),
+    "achieves": st.column_config.NumberColumn(
+        f"achieves ({registry.label(target.metric)})", format=score),
     "ci95_lo": st.column_config.NumberColumn("95% CI low (re-selected)", format="%.4f"),
     "ci95_hi": st.column_config.NumberColumn("95% CI high (re-selected)", format="%.4f")})
 if not n_boot:

@@ -39,8 +39,7 @@ with left:
     display.show_table(display.tpr_frame(ev), key="tpr_table")
 with right:
     st.subheader(f"Confusion at τ = {v.config.threshold:g}")
-    display.show_table(display.group_frame(ev, "confusion"), key="confusion_table",
-                       column_config=display.RECORD_COLUMN_CONFIG)
+    display.show_records(display.group_frame(ev, "confusion"), key="confusion_table")
 
 st.subheader("Threshold grid")
 st.caption("Every valid (τ_neg ≤ τ_pos) pair on a 0.05 grid plus the current values; "
