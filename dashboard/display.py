@@ -92,16 +92,21 @@ MAX_VISIBLE_ROWS = 60
 _LONG_TEXT = 48
 
 #: The record tables: text columns shown, the numeric ones kept (hidden) for exactness.
-RECORD_COLUMN_ORDER = ("label", "shown", "ci95", "ci_method", "subset", "variant", "n",
-                       "status", "interpretation", "metric")
+#: Widths in pixels: the columns fit the main area of a 1,400 px wide window, text wraps.
+RECORD_COLUMN_ORDER = ("label", "shown", "ci95", "ci_method", "computed_on", "n",
+                       "interpretation", "metric")
 RECORD_COLUMN_CONFIG = {
-    "label": st.column_config.TextColumn("metric", pinned=True, width="medium"),
-    "shown": st.column_config.TextColumn("value", help="Undefined values show as —; the "
-                                         "status column says why."),
-    "ci95": st.column_config.TextColumn("95% CI"),
-    "ci_method": st.column_config.TextColumn("interval", width="medium"),
-    "interpretation": st.column_config.TextColumn("interpretation", width="large"),
-    "metric": st.column_config.TextColumn("id", help="The metric's name in "
+    "label": st.column_config.TextColumn("metric", pinned=True, width=120),
+    "shown": st.column_config.TextColumn("value", width=62, help="— is undefined; the "
+                                         "interval column says why."),
+    "ci95": st.column_config.TextColumn("95% CI", width=112),
+    "ci_method": st.column_config.TextColumn("interval", width=120, help="How the 95% "
+                                             "interval was computed, or why there is none."),
+    "computed_on": st.column_config.TextColumn("computed on", width=170, help="Subset or "
+                                               "protocol, and the variant."),
+    "n": st.column_config.NumberColumn("n", format=COLUMN_FORMATS["count"], width=62),
+    "interpretation": st.column_config.TextColumn("interpretation", width=200),
+    "metric": st.column_config.TextColumn("id", width=90, help="The metric's name in "
                                           "metrics_master.json and the CSV exports."),
 }
 
@@ -257,14 +262,16 @@ def _longest(series: pd.Series) -> int:
     return int(lengths.max()) if len(lengths) else 0
 
 
-def table_height(n_rows: int, row_height: int = _ROW_HEIGHT) -> int:
-    """Pixels that show ``n_rows`` rows and the header (up to :data:`MAX_VISIBLE_ROWS`)."""
-    return (min(n_rows, MAX_VISIBLE_ROWS) + 1) * row_height + 3
+def table_height(n_rows: int, row_height: int = _ROW_HEIGHT,
+                 max_rows: int = MAX_VISIBLE_ROWS) -> int:
+    """Pixels that show ``n_rows`` rows and the header (up to ``max_rows``)."""
+    return (min(n_rows, max_rows) + 1) * row_height + 3
 
 
 def show_table(frame: pd.DataFrame, *, key: str, hide_index: bool = True,
                column_config: dict | None = None, column_order=None,
-               pin: str | None = None) -> None:
+               pin: str | None = None, max_rows: int = MAX_VISIBLE_ROWS,
+               wrap: bool | None = None) -> None:
     """An on-page table (first :data:`TABLE_ROWS` rows; the downloads hold everything).
 
     Sized to show every row up to :data:`MAX_VISIBLE_ROWS` (longer tables scroll, and say so),
@@ -281,13 +288,15 @@ def show_table(frame: pd.DataFrame, *, key: str, hide_index: bool = True,
         shown = [str(c) for c in (column_order or frame.columns)]
         config = column_config_for(frame, column_config, pin=pin or (shown[0] if shown
                                                                       else None))
-        wrap = any(_longest(frame[c]) > _LONG_TEXT for c in shown if c in frame.columns)
+        if wrap is None:
+            wrap = any(_longest(frame[c]) > _LONG_TEXT for c in shown if c in frame.columns)
         row_height = WRAP_ROW_HEIGHT if wrap else _ROW_HEIGHT
-        if len(frame) > MAX_VISIBLE_ROWS:
-            st.caption(f"{len(frame):,} rows: the table shows {MAX_VISIBLE_ROWS} at a time; "
+        if len(frame) > max_rows:
+            st.caption(f"{len(frame):,} rows: the table shows {max_rows} at a time; "
                        "scroll inside it, or sort by a column header.")
         st.dataframe(frame, hide_index=hide_index, column_config=config,
-                     column_order=column_order, height=table_height(len(frame), row_height),
+                     column_order=column_order,
+                     height=table_height(len(frame), row_height, max_rows),
                      row_height=row_height if wrap else None, placeholder=UNDEFINED)
         if frame[[c for c in shown if c in frame.columns]].isna().to_numpy().any() or (
                 "shown" in frame.columns and (frame["shown"] == UNDEFINED).any()):
@@ -322,19 +331,20 @@ def records_frame(evaluation) -> pd.DataFrame:
 
 
 _RECORD_COLUMNS = ["label", "shown", "ci95", "metric", "value", "ci95_lo", "ci95_hi",
-                   "ci_method", "subset", "variant", "n", "status", "interpretation"]
+                   "ci_method", "computed_on", "subset", "variant", "n", "status",
+                   "interpretation"]
 
 
 def _no_interval(r) -> str:
     """Why a record has no interval."""
     unit = registry.spec(r.name).unit if r.name else ""
     if unit == "count":
-        return "count of these data (no sampling interval)"
+        return "none: a count of these data"
     if r.name.startswith("threshold@"):
         return "a threshold chosen on these data"
     if not r.defined:
         return "undefined"
-    return "not computed: switch on bootstrap CIs under Uncertainty"
+    return "not computed (bootstrap off)"
 
 
 def _record_row(r) -> dict:
@@ -347,16 +357,20 @@ def _record_row(r) -> dict:
     kind = kind_of(r.name)
     return {"label": registry.label(r.name), "shown": fmt(value, kind),
             "ci95": fmt_interval(lo, hi, kind), "metric": r.name, "value": value,
-            "ci95_lo": lo, "ci95_hi": hi, "ci_method": r.ci_method or _no_interval(r),
+            "ci95_lo": lo, "ci95_hi": hi,
+            "ci_method": reason or r.ci_method or _no_interval(r),
+            "computed_on": r.subset + (f" · {r.variant}" if r.variant else ""),
             "subset": r.subset, "variant": r.variant or "", "n": r.n, "status": reason,
             "interpretation": r.interpretation}
 
 
-def show_records(frame: pd.DataFrame, *, key: str) -> None:
+def show_records(frame: pd.DataFrame, *, key: str, extra: tuple[str, ...] = ()) -> None:
     """A table of records (:func:`headline_frame`, :func:`records_frame`, ...): labels, values
-    and intervals as text in their kind's format, the metric id last."""
+    and intervals as text in their kind's format, the metric id last (``extra`` columns
+    before it)."""
+    order = [c for c in RECORD_COLUMN_ORDER[:-1] if c in frame.columns]
     show_table(frame, key=key, column_config=RECORD_COLUMN_CONFIG,
-               column_order=[c for c in RECORD_COLUMN_ORDER if c in frame.columns])
+               column_order=[*order, *extra, "metric"], wrap=True)
 
 
 def gate_card_frame(gate, targets: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -374,7 +388,7 @@ def gate_card_frame(gate, targets: pd.DataFrame | None = None) -> pd.DataFrame:
             "label": GATE_LABELS[name], "shown": fmt(value, kind),
             "ci95": fmt_interval(lo, hi, kind), "metric": name, "value": value,
             "ci95_lo": lo, "ci95_hi": hi, "ci_method": "Wilson" if _finite(lo) is not None
-            else "undefined", "n": n, "small_n": small_n_note(n),
+            else _GATE_UNDEFINED.get(name, "undefined"), "n": n, "small_n": small_n_note(n),
             "target": t["target"] if t is not None else "",
             "result": "" if t is None else t["status"],
         })
@@ -386,6 +400,10 @@ def targets_frame(targets: pd.DataFrame) -> pd.DataFrame:
     out = targets.copy()
     if len(out):
         out.insert(0, "label", out["metric"].map(registry.label))
+        kinds = out["metric"].map(kind_of)
+        out.insert(3, "shown", [fmt(v, k) for v, k in zip(out["value"], kinds, strict=True)])
+        out.insert(4, "95% CI", [fmt_interval(lo, hi, k) for lo, hi, k in zip(
+            out["ci_lo"], out["ci_hi"], kinds, strict=True)])
         out["small_n"] = out["n"].map(small_n_note)
     return out
 
@@ -548,14 +566,16 @@ def operating_points_frame(points: dict) -> pd.DataFrame:
 
     def ci(k, n) -> str:
         if n <= 0:
-            return "—"
+            return UNDEFINED
         lo, hi = wilson_interval(int(k), int(n))
-        return f"[{float(lo):.3f}, {float(hi):.3f}]"
+        return fmt_interval(lo, hi)
 
     return pd.DataFrame([{"point": label, "threshold": c.threshold, "TPR (sensitivity)":
                           c.sensitivity, "TPR 95% CI": ci(c.tp, c.tp + c.fn), "FPR": c.fpr,
                           "FPR 95% CI": ci(c.fp, c.fp + c.tn), "precision": c.precision,
                           "precision 95% CI": ci(c.tp, c.tp + c.fp),
+                          "TP / FP / TN / FN": " / ".join(fmt(x, "count")
+                                                          for x in (c.tp, c.fp, c.tn, c.fn)),
                           "TP": c.tp, "FP": c.fp, "TN": c.tn, "FN": c.fn}
                          for label, c in points.items()])
 

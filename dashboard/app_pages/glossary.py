@@ -73,4 +73,6 @@ rows = [{"metric": registry.label(s.name) if not s.family
                               .replace("{t:.0%}", "the FPR target")),
          "group": s.group, "written as": WRITTEN[display.kind_of(s.name)],
          "id": s.name} for s in registry.SPECS]
-display.show_table(pd.DataFrame(rows), key="glossary_metrics")
+display.show_table(pd.DataFrame(rows), key="glossary_metrics", max_rows=len(rows),
+                   column_config={"metric": st.column_config.TextColumn(
+                       "metric", width=170, pinned=True)})

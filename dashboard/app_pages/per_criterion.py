@@ -43,11 +43,13 @@ focus["status"] = ["" if ok else "undefined: only one class present" if k in (0,
 focus["small_n"] = [display.small_n_note(n) or display.small_n_note(k).replace("n =", "positives =")
                     for n, k in zip(focus["n"], focus["n_positive"], strict=True)]
 kind = display.kind_of(metric)
-focus.insert(2, "95% CI", [display.fmt_interval(lo, hi, kind)
+focus["ci_method"] = focus["ci_method"].fillna("not computed (bootstrap off)")
+focus.insert(3, "95% CI", [display.fmt_interval(lo, hi, kind)
                            for lo, hi in zip(focus["ci_lo"], focus["ci_hi"], strict=True)])
 number = st.column_config.NumberColumn(format=display.COLUMN_FORMATS[kind])
 display.show_table(focus.drop(columns=["defined"]), key="per_criterion_focus",
-                   column_config={registry.label(metric): number},
+                   column_config={registry.label(metric): number,
+                                  "ci_method": st.column_config.TextColumn("interval")},
                    column_order=[c for c in focus.columns
                                  if c not in ("defined", "ci_lo", "ci_hi")])
 with st.expander("Every metric per criterion (point values)", icon=":material/table:"):
