@@ -81,7 +81,8 @@ COUNT_COLUMNS = frozenset({
 #: Plain headers of table columns that are settings rather than metrics.
 COLUMN_LABELS = MappingProxyType({"gamma": "γ", "tau_neg": "τ_neg", "tau_pos": "τ_pos",
                                   "ci_lo": "95% CI low", "ci_hi": "95% CI high",
-                                  "ci95_lo": "95% CI low", "ci95_hi": "95% CI high"})
+                                  "ci95_lo": "95% CI low", "ci95_hi": "95% CI high",
+                                  "n_positive": "with evidence", "small_n": "small cell"})
 #: Row height (px) of tables with long text: above 4 rem, Streamlit wraps text in cells.
 WRAP_ROW_HEIGHT = 72
 #: Default row height (px) of st.dataframe, and the header.

@@ -23,6 +23,8 @@ st.caption("A target is met only when the whole 95% interval clears it; switch o
            "intervals under *Uncertainty* for the metrics without a Wilson interval.")
 targets = display.targets_frame(ev.targets)
 display.show_table(targets, key="targets_table", column_config={
+    "label": st.column_config.TextColumn("metric", width=200, pinned=True),
+    "metric": st.column_config.TextColumn("id"),
     "shown": st.column_config.TextColumn("value"), "target": st.column_config.TextColumn(
         "target")}, column_order=[c for c in targets.columns
                                   if c not in ("value", "ci_lo", "ci_hi")])

@@ -63,14 +63,13 @@ st.markdown(
     f"({display.fmt_interval(0.5712, 0.6238)}); undefined as {display.UNDEFINED}.")
 
 st.subheader("Metrics")
-st.caption("Every metric the dashboard reports, by contract section. K and FPR stand for the "
-           "cut-off or target of a family (Recall@10, TPR at FPR ≤ 5%).")
+st.caption("Every metric the dashboard reports, by contract section. K is the cut-off and t "
+           "the FPR target of a family (Recall@10, TPR at FPR ≤ 5%).")
 WRITTEN = {"count": "whole number", "per_1000": "1 decimal", "average": "1 decimal",
            "score": "3 decimals"}
 rows = [{"metric": registry.label(s.name) if not s.family
-         else s.label.replace("{k}", "K").replace("{t:.0%}", "FPR target"),
-         "what it measures": (s.description.replace("{k}", "K")
-                              .replace("{t:.0%}", "the FPR target")),
+         else s.label.replace("{k}", "K").replace("{t:.0%}", "t"),
+         "what it measures": s.description.replace("{k}", "K").replace("{t:.0%}", "t"),
          "group": s.group, "written as": WRITTEN[display.kind_of(s.name)],
          "id": s.name} for s in registry.SPECS]
 display.show_table(pd.DataFrame(rows), key="glossary_metrics", max_rows=len(rows),

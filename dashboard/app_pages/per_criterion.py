@@ -18,7 +18,10 @@ metrics = list(counts)
 default = metrics.index("auroc") if "auroc" in metrics else 0
 metric = st.selectbox("Metric", metrics, index=default, key="criterion_metric",
                       format_func=registry.label, persist_state="session")
-groups = tables.group_intervals(v.source.evaluator(), ev.config, metric)
+groups = tables.group_intervals(v.source.evaluator(), ev.config, metric).copy()
+# A value the registry's convention fills in (one-class AUROC = 0.5) is neither drawn nor
+# shown as a number.
+groups.loc[~groups["defined"].astype(bool), "value"] = math.nan
 shown = (groups[["group", "value", "ci_lo", "ci_hi", "n"]].set_index("group").astype(float)
          .rename(columns={"value": metric, "ci_lo": f"{metric}_ci_lo",
                           "ci_hi": f"{metric}_ci_hi"}))
@@ -34,8 +37,6 @@ st.caption("Dots: each criterion, with its 95% interval (" + ("; ".join(methods)
            f"macro (mean over the criteria where {metric} is defined: "
            f"{counts.get(metric, 0)} of {n_criteria}).")
 focus = groups.rename(columns={"group": "criterion", "value": registry.label(metric)})
-# A value the registry's convention fills in (one-class AUROC = 0.5) is shown as undefined.
-focus.loc[~focus["defined"].astype(bool), registry.label(metric)] = math.nan
 focus["status"] = ["" if ok else "undefined: only one class present" if k in (0, n)
                    else "undefined" for ok, k, n in zip(focus["defined"], focus["n_positive"],
                                                         focus["n"], strict=True)]
