@@ -77,12 +77,17 @@ _UNIT_KINDS = MappingProxyType({"count": "count", "per_1000": "per_1000"})
 COUNT_COLUMNS = frozenset({
     "n", "count", "n_positive", "n_folds", "n_queries", "n_posts", "n_candidates", "K", "k",
     "TP", "FP", "TN", "FN", "tp", "fp", "tn", "fn", "selected_k", "n_gold", "rank",
-    "position", "trials", "queries", "positives"})
+    "position", "trials", "queries", "positives", "min_k", "max_k"})
 #: Plain headers of table columns that are settings rather than metrics.
 COLUMN_LABELS = MappingProxyType({"gamma": "γ", "tau_neg": "τ_neg", "tau_pos": "τ_pos",
                                   "ci_lo": "95% CI low", "ci_hi": "95% CI high",
                                   "ci95_lo": "95% CI low", "ci95_hi": "95% CI high",
-                                  "n_positive": "with evidence", "small_n": "small cell"})
+                                  "n_positive": "with evidence", "small_n": "small cell",
+                                  "mean_confidence": "mean predicted p",
+                                  "observed_frequency": "observed share",
+                                  "wilson_lo": "Wilson 95% low", "wilson_hi": "Wilson 95% high",
+                                  "positive_rate": "positive rate",
+                                  "auroc_defined": "AUROC defined"})
 #: Row height (px) of tables with long text: above 4 rem, Streamlit wraps text in cells.
 WRAP_ROW_HEIGHT = 72
 #: Default row height (px) of st.dataframe, and the header.
@@ -90,7 +95,7 @@ _ROW_HEIGHT = 35
 #: Tables with more rows than this scroll inside a box of this many rows (said in a caption).
 MAX_VISIBLE_ROWS = 60
 #: Text columns whose longest cell has more characters than this are wrapped.
-_LONG_TEXT = 48
+_LONG_TEXT = 80
 
 #: The record tables: text columns shown, the numeric ones kept (hidden) for exactness.
 #: Widths in pixels: the columns fit the main area of a 1,400 px wide window, text wraps.

@@ -102,7 +102,7 @@ def test_undefined_reason(record, reason):
 def test_column_config_labels_formats_and_pins():
     frame = pd.DataFrame({"criterion": ["A", "B"], "auroc": [0.9, np.nan],
                           "tp": [449.0, 13230.0], "screening_fn_per_1000": [37.5, 4.0],
-                          "gamma": [0.7, 0.8], "n": [10, 20], "note": ["x" * 60, "y"]})
+                          "gamma": [0.7, 0.8], "n": [10, 20], "note": ["x" * 90, "y"]})
     config = display.column_config_for(frame)
     assert config["criterion"]["pinned"] is True
     assert config["auroc"]["label"] == "AUROC"
