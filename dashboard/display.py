@@ -270,8 +270,9 @@ def _longest(series: pd.Series) -> int:
 
 def table_height(n_rows: int, row_height: int = _ROW_HEIGHT,
                  max_rows: int = MAX_VISIBLE_ROWS) -> int:
-    """Pixels that show ``n_rows`` rows and the header (up to ``max_rows``)."""
-    return (min(n_rows, max_rows) + 1) * row_height + 3
+    """Pixels that show ``n_rows`` rows of ``row_height`` (up to ``max_rows``), the header
+    (one default row high) and the border."""
+    return min(n_rows, max_rows) * row_height + _ROW_HEIGHT + 3
 
 
 def show_table(frame: pd.DataFrame, *, key: str, hide_index: bool = True,

@@ -123,7 +123,7 @@ def test_column_config_labels_formats_and_pins():
 
 def test_table_height_shows_every_row_up_to_the_cap():
     assert display.table_height(26) == 27 * 35 + 3
-    assert display.table_height(26, 72) == 27 * 72 + 3
+    assert display.table_height(26, 72) == 26 * 72 + 35 + 3
     assert display.table_height(500) == (display.MAX_VISIBLE_ROWS + 1) * 35 + 3
     assert display.table_height(69, 35, max_rows=69) == 70 * 35 + 3
 
@@ -297,7 +297,7 @@ def test_tables_are_sized_to_their_rows_and_wrap_long_text(monkeypatch):
     for n_rows, kwargs in calls.values():
         row_height = kwargs.get("row_height") or 35
         # every row in view (no table of 26 rows in a 10-row box), up to the cap
-        assert kwargs["height"] >= (min(n_rows, display.MAX_VISIBLE_ROWS) + 1) * row_height
+        assert kwargs["height"] >= min(n_rows, display.MAX_VISIBLE_ROWS) * row_height + 35
         assert kwargs["placeholder"] == "—"
     element = at.get_by_key("headline_table").dataframe[0].proto
     assert element.row_height > 64  # Streamlit wraps cell text above 4 rem
