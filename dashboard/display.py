@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable
 from types import MappingProxyType
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -249,7 +250,8 @@ def column_config_for(frame: pd.DataFrame, given: dict | None = None, *,
                                                              pinned=pinned)
         elif pd.api.types.is_numeric_dtype(series):
             config[column] = st.column_config.NumberColumn(
-                header, format=COLUMN_FORMATS[kind_of(column)], help=help_text, pinned=pinned)
+                header, format=COLUMN_FORMATS[_column_kind(column, series)], help=help_text,
+                pinned=pinned)
         elif _longest(series) > _LONG_TEXT:
             config[column] = st.column_config.TextColumn(header, width="large", help=help_text,
                                                          pinned=pinned)
@@ -258,6 +260,19 @@ def column_config_for(frame: pd.DataFrame, given: dict | None = None, *,
     if pin in config and isinstance(config[pin], dict) and config[pin].get("pinned") is None:
         config[pin] = {**config[pin], "pinned": True}
     return config
+
+
+def _column_kind(column: str, series: pd.Series) -> str:
+    """The kind of a number column: its metric's, or a count when it is no metric and holds
+    whole numbers only (a fold, a 0/1 label or a number of sentences read as floats)."""
+    try:
+        registry.spec(column)
+    except KeyError:
+        values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+        values = values[np.isfinite(values)]
+        if values.size and np.array_equal(values, np.round(values)):
+            return "count"
+    return kind_of(column)
 
 
 def _longest(series: pd.Series) -> int:

@@ -102,7 +102,8 @@ def test_undefined_reason(record, reason):
 def test_column_config_labels_formats_and_pins():
     frame = pd.DataFrame({"criterion": ["A", "B"], "auroc": [0.9, np.nan],
                           "tp": [449.0, 13230.0], "screening_fn_per_1000": [37.5, 4.0],
-                          "gamma": [0.7, 0.8], "n": [10, 20], "note": ["x" * 90, "y"]})
+                          "gamma": [0.7, 0.8], "n": [10, 20], "note": ["x" * 90, "y"],
+                          "fold": [4.0, np.nan], "precision@1": [1.0, 0.0]})
     config = display.column_config_for(frame)
     assert config["criterion"]["pinned"] is True
     assert config["auroc"]["label"] == "AUROC"
@@ -115,6 +116,8 @@ def test_column_config_labels_formats_and_pins():
     assert config["gamma"]["label"] == "γ"
     assert config["n"]["type_config"]["format"] == "%,d"
     assert config["note"]["width"] == "large"
+    assert config["fold"]["type_config"]["format"] == "%,d"  # whole numbers read as floats
+    assert config["precision@1"]["type_config"]["format"] == "%.3f"  # a metric stays a score
     assert not config["auroc"].get("pinned")
     # what the page gives wins; the pin still applies to it
     given = display.column_config_for(frame, {"criterion": {"label": "Criterion"}})
