@@ -42,10 +42,11 @@ _EVIDENCE_PAGES = (
     ("meeting.py", "Meeting mode", "meeting", ":material/co_present:"),
 )
 #: Pages that draw their own few controls (or need none) instead of the settings sidebar.
-_OWN_CONTROLS = ("meeting", "triage", "rag")
+_OWN_CONTROLS = ("meeting", "triage", "rag", "help")
 _TRIAGE = ("triage.py", "Triage", "triage", ":material/rule:")
 _DATA = ("data_source.py", "Data & audit", "data", ":material/database:")
 _RAG = ("rag.py", "RAG", "rag", ":material/quiz:")
+_HELP = ("glossary.py", "Help & glossary", "help", ":material/help:")
 
 
 def _page(file: str, title: str, url_path: str, icon: str, *, default: bool = False):
@@ -54,11 +55,11 @@ def _page(file: str, title: str, url_path: str, icon: str, *, default: bool = Fa
 
 def _pages(source: data.Source) -> list:
     if source.is_triage:
-        return [_page(*_TRIAGE, default=True), _page(*_RAG), _page(*_DATA)]
+        return [_page(*_TRIAGE, default=True), _page(*_RAG), _page(*_DATA), _page(*_HELP)]
     pages = [_page(*_EVIDENCE_PAGES[0], default=True), *(_page(*p) for p in _EVIDENCE_PAGES[1:])]
     if source.triage is not None:
         pages.append(_page(*_TRIAGE))
-    return [*pages, _page(*_RAG), _page(*_DATA)]
+    return [*pages, _page(*_RAG), _page(*_DATA), _page(*_HELP)]
 
 
 def _show_failure(exc: BaseException) -> None:

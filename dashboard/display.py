@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from types import MappingProxyType
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -17,18 +19,27 @@ from metrics_core import registry
 __all__ = [
     "GATE_LABELS",
     "HEADLINE",
+    "KINDS",
     "PLOTLY_CONFIG",
     "RECORD_COLUMN_CONFIG",
+    "RECORD_COLUMN_ORDER",
     "TABLE_ROWS",
+    "UNDEFINED",
     "checks_frame",
+    "ci_text",
+    "column_config_for",
     "dash",
     "dashed",
     "download_csv",
     "fmt",
+    "fmt_interval",
+    "fmt_metric",
+    "fold_summary_frame",
     "gate_card",
     "gate_card_frame",
     "group_frame",
     "headline_frame",
+    "kind_of",
     "latency_frame",
     "metric_tile",
     "operating_points_frame",
@@ -36,14 +47,17 @@ __all__ = [
     "plot",
     "ranking_frame",
     "records_frame",
+    "show_records",
     "show_table",
     "small_n_note",
+    "table_height",
     "targets_frame",
     "tools_frame",
     "tpr_frame",
     "triage_class_frame",
     "triage_frame",
     "trials_frame",
+    "undefined_reason",
 ]
 
 #: Plotly options: no logo, no link to external editors (nothing leaves the page).
@@ -51,12 +65,58 @@ PLOTLY_CONFIG = {"displaylogo": False, "showLink": False, "showSendToCloud": Fal
 #: Rows shown in an on-page table; the download holds all rows.
 TABLE_ROWS = 1000
 
-#: Column formats of the record tables (values keep full precision in the data).
+#: How an undefined or missing value is shown, in tiles, text and table cells.
+UNDEFINED = "—"
+#: Number kinds and their format: counts as integers with thousands separators, per-1,000
+#: values and the spread of a count over folds to 1 decimal, rates, scores and mean K (whose
+#: values on the γ sweep differ in the second decimal) to 3 decimals.
+KINDS = ("count", "per_1000", "average", "score")
+#: The same formats for table columns (sprintf, as st.column_config.NumberColumn takes them).
+COLUMN_FORMATS = MappingProxyType({"count": "%,d", "per_1000": "%,.1f", "average": "%,.1f",
+                                   "score": "%.3f"})
+#: Registry units (metrics_core.registry.MetricSpec.unit) that are not rates or scores.
+_UNIT_KINDS = MappingProxyType({"count": "count", "per_1000": "per_1000"})
+#: Columns of the page tables that hold counts although they are no metric of the registry.
+COUNT_COLUMNS = frozenset({
+    "n", "count", "n_positive", "n_folds", "n_queries", "n_posts", "n_candidates", "K", "k",
+    "TP", "FP", "TN", "FN", "tp", "fp", "tn", "fn", "selected_k", "n_gold", "rank",
+    "position", "trials", "queries", "positives", "min_k", "max_k"})
+#: Plain headers of table columns that are settings rather than metrics.
+COLUMN_LABELS = MappingProxyType({"gamma": "γ", "tau_neg": "τ_neg", "tau_pos": "τ_pos",
+                                  "ci_lo": "95% CI low", "ci_hi": "95% CI high",
+                                  "ci95_lo": "95% CI low", "ci95_hi": "95% CI high",
+                                  "n_positive": "with evidence", "small_n": "small cell",
+                                  "mean_confidence": "mean predicted p",
+                                  "observed_frequency": "observed share",
+                                  "wilson_lo": "Wilson 95% low", "wilson_hi": "Wilson 95% high",
+                                  "positive_rate": "positive rate",
+                                  "auroc_defined": "AUROC defined"})
+#: Row height (px) of tables with long text: above 4 rem, Streamlit wraps text in cells.
+WRAP_ROW_HEIGHT = 72
+#: Default row height (px) of st.dataframe, and the header.
+_ROW_HEIGHT = 35
+#: Tables with more rows than this scroll inside a box of this many rows (said in a caption).
+MAX_VISIBLE_ROWS = 60
+#: Text columns whose longest cell has more characters than this are wrapped.
+_LONG_TEXT = 80
+
+#: The record tables: text columns shown, the numeric ones kept (hidden) for exactness.
+#: Widths in pixels: the columns fit the main area of a 1,400 px wide window, text wraps.
+RECORD_COLUMN_ORDER = ("label", "shown", "ci95", "ci_method", "computed_on", "n",
+                       "interpretation", "metric")
 RECORD_COLUMN_CONFIG = {
-    "value": st.column_config.NumberColumn("value", format="%.4f"),
-    "ci95_lo": st.column_config.NumberColumn("95% CI low", format="%.4f"),
-    "ci95_hi": st.column_config.NumberColumn("95% CI high", format="%.4f"),
-    "interpretation": st.column_config.TextColumn("interpretation", width="large"),
+    "label": st.column_config.TextColumn("metric", pinned=True, width=120),
+    "shown": st.column_config.TextColumn("value", width=62, help="— is undefined; the "
+                                         "interval column says why."),
+    "ci95": st.column_config.TextColumn("95% CI", width=112),
+    "ci_method": st.column_config.TextColumn("interval", width=120, help="How the 95% "
+                                             "interval was computed, or why there is none."),
+    "computed_on": st.column_config.TextColumn("computed on", width=170, help="Subset or "
+                                               "protocol, and the variant."),
+    "n": st.column_config.NumberColumn("n", format=COLUMN_FORMATS["count"], width=62),
+    "interpretation": st.column_config.TextColumn("interpretation", width=200),
+    "metric": st.column_config.TextColumn("id", width=90, help="The metric's name in "
+                                          "metrics_master.json and the CSV exports."),
 }
 
 #: The gate card's metrics and their labels (from the metric registry).
@@ -70,16 +130,77 @@ HEADLINE = tuple(registry.headline(
     + ["tpr@fpr=0.01", "tpr@fpr=0.05", "recall@10", "ndcg@10", "map@10"]))
 
 
-def fmt(value, digits: int = 4) -> str:
-    """A number as shown on the page: fixed decimals, 'undefined' for None / NaN."""
+def kind_of(name: str) -> str:
+    """The number kind of a metric or table column (one of :data:`KINDS`).
+
+    Metrics take it from their registry unit (``count``, ``per_1000``; every proportion,
+    probability, correlation, ratio and number of sentences is a ``score``); other
+    columns are counts when :data:`COUNT_COLUMNS` names them, scores otherwise.
+    """
+    try:
+        unit = registry.spec(name).unit
+    except KeyError:
+        return "count" if name in COUNT_COLUMNS else "score"
+    return _UNIT_KINDS.get(unit, "score")
+
+
+def _finite(value) -> float | None:
+    if value is None or value is pd.NA or isinstance(value, str):
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def fmt(value, kind: str = "score") -> str:
+    """A number as shown on every page: the one format of its ``kind`` (:data:`KINDS`).
+
+    ``count`` -> ``13,230``; ``per_1000`` and ``average`` (mean or std of a count) -> ``4.5``;
+    ``score`` (rates, proportions, scores, mean K) -> ``0.598``. None, NaN and infinities
+    are :data:`UNDEFINED` (—).
+    """
+    if kind not in COLUMN_FORMATS:
+        raise ValueError(f"number kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    value = _finite(value)
     if value is None:
-        return "undefined"
-    value = float(value)
-    if not math.isfinite(value):
-        return "undefined"
-    if value == int(value):
-        return f"{int(value):,}"
-    return f"{value:.{digits}f}"
+        return UNDEFINED
+    if kind == "count":
+        return f"{round(value):,}"
+    if kind in ("per_1000", "average"):
+        return f"{value:,.1f}"
+    return f"{value:.3f}"
+
+
+def fmt_metric(name: str, value) -> str:
+    """``value`` of metric ``name`` in its registry kind, e.g. ``fmt_metric("fn", 449)``."""
+    return fmt(value, kind_of(name))
+
+
+def fmt_interval(lo, hi, kind: str = "score") -> str:
+    """An interval in brackets, ``[0.571, 0.624]``; :data:`UNDEFINED` when an end is missing."""
+    lo_text, hi_text = fmt(lo, kind), fmt(hi, kind)
+    if UNDEFINED in (lo_text, hi_text):
+        return UNDEFINED
+    return f"[{lo_text}, {hi_text}]"
+
+
+#: Metrics that need both classes (queries with and without evidence) to be defined.
+_BOTH_CLASSES = frozenset({"auroc", "auprc", "mcc", "balanced_accuracy",
+                           "calibration_intercept", "calibration_slope"})
+
+
+def undefined_reason(record) -> str:
+    """Why ``record`` shows as —: no queries, one class only, or a 0/0 ratio ('' if defined)."""
+    if record.defined and _finite(record.value) is not None:
+        return ""
+    if not record.n:
+        return "undefined: no queries in this subset"
+    name = record.name or ""
+    if name in _BOTH_CLASSES or name.startswith(("tpr@fpr=", "threshold@fpr=")):
+        return "undefined: only one class present (needs queries with and without evidence)"
+    return "undefined: 0/0 (no query in its denominator)"
 
 
 def dash(value, digits: int = 4) -> str:
@@ -127,24 +248,106 @@ def plot(fig, *, key: str) -> None:
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key)
 
 
+def column_config_for(frame: pd.DataFrame, given: dict | None = None, *,
+                      pin: str | None = None) -> dict:
+    """Column configuration of a page table: plain labels, number formats, wrapped text.
+
+    Every column ``given`` does not configure gets one: a column named after a metric shows
+    its registry label (the column keeps its id, so exports and tests still find it) and the
+    format of its kind (:func:`kind_of`); other number columns are counts or scores; long text
+    is wide. ``pin`` (default: the first column) stays visible while scrolling sideways.
+    """
+    config = dict(given or {})
+    columns = [str(c) for c in frame.columns]
+    pin = columns[0] if pin is None and columns else pin
+    for column in columns:
+        series = frame[column]
+        if column in config:
+            continue
+        header = COLUMN_LABELS.get(column) or registry.label(column)
+        help_text = registry.describe(column) or None
+        pinned = True if column == pin else None
+        if pd.api.types.is_bool_dtype(series):
+            config[column] = st.column_config.CheckboxColumn(header, help=help_text,
+                                                             pinned=pinned)
+        elif pd.api.types.is_numeric_dtype(series):
+            config[column] = st.column_config.NumberColumn(
+                header, format=COLUMN_FORMATS[_column_kind(column, series)], help=help_text,
+                pinned=pinned)
+        elif _longest(series) > _LONG_TEXT:
+            config[column] = st.column_config.TextColumn(header, width="large", help=help_text,
+                                                         pinned=pinned)
+        else:
+            config[column] = st.column_config.Column(header, help=help_text, pinned=pinned)
+    if pin in config and isinstance(config[pin], dict) and config[pin].get("pinned") is None:
+        config[pin] = {**config[pin], "pinned": True}
+    return config
+
+
+def _column_kind(column: str, series: pd.Series) -> str:
+    """The kind of a number column: its metric's, or a count when it is no metric and holds
+    whole numbers only (a fold, a 0/1 label or a number of sentences read as floats)."""
+    try:
+        registry.spec(column)
+    except KeyError:
+        values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+        values = values[np.isfinite(values)]
+        if values.size and np.array_equal(values, np.round(values)):
+            return "count"
+    return kind_of(column)
+
+
+def _longest(series: pd.Series) -> int:
+    if series.empty or not (pd.api.types.is_object_dtype(series)
+                            or pd.api.types.is_string_dtype(series)):
+        return 0
+    lengths = series.dropna().astype(str).str.len()
+    return int(lengths.max()) if len(lengths) else 0
+
+
+def table_height(n_rows: int, row_height: int = _ROW_HEIGHT,
+                 max_rows: int = MAX_VISIBLE_ROWS) -> int:
+    """Pixels that show ``n_rows`` rows of ``row_height`` (up to ``max_rows``), the header
+    (one default row high) and the border."""
+    return min(n_rows, max_rows) * row_height + _ROW_HEIGHT + 3
+
+
 def show_table(frame: pd.DataFrame, *, key: str, hide_index: bool = True,
-               column_config: dict | None = None, all_rows: bool = False) -> None:
+               column_config: dict | None = None, column_order=None,
+               pin: str | None = None, max_rows: int = MAX_VISIBLE_ROWS,
+               wrap: bool | None = None, all_rows: bool = False) -> None:
     """An on-page table (first :data:`TABLE_ROWS` rows; the downloads hold everything).
 
-    The table sits in a container keyed ``key`` (CSS class ``st-key-<key>``), so tests and
-    browser automation find it by that key.
+    Sized to show every row up to :data:`MAX_VISIBLE_ROWS` (longer tables scroll, and say so),
+    the first shown column pinned, long text wrapped, numbers in the format of their kind and
+    missing values as :data:`UNDEFINED`. The data stay numeric (``column_order`` may leave
+    numeric twins of text columns out of sight). The table sits in a container keyed ``key``
+    (CSS class ``st-key-<key>``), so tests and browser automation find it by that key.
     """
     with st.container(key=key):
         if len(frame) > TABLE_ROWS:
             st.caption(f"Showing the first {TABLE_ROWS:,} of {len(frame):,} rows; the download "
                        f"holds all of them.")
             frame = frame.head(TABLE_ROWS)
-        # all_rows: tall enough for every row (no inner scrolling; short tables only).
-        height = 35 * (len(frame) + 1) + 3 if all_rows else "auto"
-        st.dataframe(frame, hide_index=hide_index, column_config=column_config, height=height)
-        if frame.isna().to_numpy().any():
-            st.caption("Empty cells (None) are undefined (a 0/0 ratio, or one class present) "
-                       "or not computed; they are never shown as 0.")
+        shown = [str(c) for c in (column_order or frame.columns)]
+        config = column_config_for(frame, column_config, pin=pin or (shown[0] if shown
+                                                                      else None))
+        if wrap is None:
+            wrap = any(_longest(frame[c]) > _LONG_TEXT for c in shown if c in frame.columns)
+        row_height = WRAP_ROW_HEIGHT if wrap else _ROW_HEIGHT
+        if all_rows:  # tall enough for every row (no inner scrolling; short tables only)
+            max_rows = max(len(frame), 1)
+        if len(frame) > max_rows:
+            st.caption(f"{len(frame):,} rows: the table shows {max_rows} at a time; "
+                       "scroll inside it, or sort by a column header.")
+        st.dataframe(frame, hide_index=hide_index, column_config=config,
+                     column_order=column_order,
+                     height=table_height(len(frame), row_height, max_rows),
+                     row_height=row_height if wrap else None, placeholder=UNDEFINED)
+        if frame[[c for c in shown if c in frame.columns]].isna().to_numpy().any() or (
+                "shown" in frame.columns and (frame["shown"] == UNDEFINED).any()):
+            st.caption(f"{UNDEFINED} marks a value that is undefined (a 0/0 ratio, or only one "
+                       "class present) or not computed; it is never shown as 0.")
 
 
 def download_csv(label: str, frame_fn: Callable[[], pd.DataFrame], file_name: str, *,
@@ -156,14 +359,6 @@ def download_csv(label: str, frame_fn: Callable[[], pd.DataFrame], file_name: st
 
 
 # ---------------------------------------------------------------------------- tables
-def _undefined_note(record) -> str:
-    if record.defined:
-        return ""
-    if record.name in ("auroc", "auprc") and record.value is not None:
-        return "undefined (one class)"
-    return "undefined"
-
-
 def headline_frame(evaluation, names=HEADLINE) -> pd.DataFrame:
     """Metric, value, 95% CI, subset / protocol, n, interpretation (seed 003 §10.2)."""
     rows = []
@@ -181,26 +376,47 @@ def records_frame(evaluation) -> pd.DataFrame:
     return pd.DataFrame([_record_row(r) for r in evaluation.records], columns=_RECORD_COLUMNS)
 
 
-_RECORD_COLUMNS = ["metric", "value", "ci95_lo", "ci95_hi", "ci_method", "subset", "variant",
-                   "n", "status", "interpretation"]
+_RECORD_COLUMNS = ["label", "shown", "ci95", "metric", "value", "ci95_lo", "ci95_hi",
+                   "ci_method", "computed_on", "subset", "variant", "n", "status",
+                   "interpretation"]
 
 
 def _no_interval(r) -> str:
     """Why a record has no interval."""
     unit = registry.spec(r.name).unit if r.name else ""
     if unit == "count":
-        return "count of these data (no sampling interval)"
+        return "none: a count of these data"
     if r.name.startswith("threshold@"):
         return "a threshold chosen on these data"
-    return "" if r.defined else "undefined"
+    if not r.defined:
+        return "undefined"
+    return "not computed (bootstrap off)"
 
 
 def _record_row(r) -> dict:
+    """One record as a table row: its label, the value and interval as shown (text, in the
+    format of its kind, — when undefined), and the numbers themselves (``value``, ``ci95_lo``,
+    ``ci95_hi``) for exports and checks."""
     lo, hi = r.ci95 if r.ci95 is not None else (math.nan, math.nan)
-    return {"metric": r.name, "value": math.nan if r.value is None else r.value,
-            "ci95_lo": lo, "ci95_hi": hi, "ci_method": r.ci_method or _no_interval(r),
-            "subset": r.subset, "variant": r.variant or "", "n": r.n,
-            "status": _undefined_note(r), "interpretation": r.interpretation}
+    reason = undefined_reason(r)
+    value = math.nan if r.value is None or reason else r.value
+    kind = kind_of(r.name)
+    return {"label": registry.label(r.name), "shown": fmt(value, kind),
+            "ci95": fmt_interval(lo, hi, kind), "metric": r.name, "value": value,
+            "ci95_lo": lo, "ci95_hi": hi,
+            "ci_method": reason or r.ci_method or _no_interval(r),
+            "computed_on": r.subset + (f" · {r.variant}" if r.variant else ""),
+            "subset": r.subset, "variant": r.variant or "", "n": r.n, "status": reason,
+            "interpretation": r.interpretation}
+
+
+def show_records(frame: pd.DataFrame, *, key: str, extra: tuple[str, ...] = ()) -> None:
+    """A table of records (:func:`headline_frame`, :func:`records_frame`, ...): labels, values
+    and intervals as text in their kind's format, the metric id last (``extra`` columns
+    before it)."""
+    order = [c for c in RECORD_COLUMN_ORDER[:-1] if c in frame.columns]
+    show_table(frame, key=key, column_config=RECORD_COLUMN_CONFIG,
+               column_order=[*order, *extra, "metric"], wrap=True)
 
 
 def gate_card_frame(gate, targets: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -213,9 +429,12 @@ def gate_card_frame(gate, targets: pd.DataFrame | None = None) -> pd.DataFrame:
         lo, hi = gate.ci(name) or (math.nan, math.nan)
         t = by_metric.get(name)
         n = denominators.get(name, gate.n)
+        value, kind = getattr(gate, name), kind_of(name)
         rows.append({
-            "metric": GATE_LABELS[name], "value": getattr(gate, name), "ci95_lo": lo,
-            "ci95_hi": hi, "n": n, "small_n": small_n_note(n),
+            "label": GATE_LABELS[name], "shown": fmt(value, kind),
+            "ci95": fmt_interval(lo, hi, kind), "metric": name, "value": value,
+            "ci95_lo": lo, "ci95_hi": hi, "ci_method": "Wilson" if _finite(lo) is not None
+            else _GATE_UNDEFINED.get(name, "undefined"), "n": n, "small_n": small_n_note(n),
             "target": t["target"] if t is not None else "",
             "result": "" if t is None else t["status"],
         })
@@ -227,6 +446,10 @@ def targets_frame(targets: pd.DataFrame) -> pd.DataFrame:
     out = targets.copy()
     if len(out):
         out.insert(0, "label", out["metric"].map(registry.label))
+        kinds = out["metric"].map(kind_of)
+        out.insert(3, "shown", [fmt(v, k) for v, k in zip(out["value"], kinds, strict=True)])
+        out.insert(4, "95% CI", [fmt_interval(lo, hi, k) for lo, hi, k in zip(
+            out["ci_lo"], out["ci_hi"], kinds, strict=True)])
         out["small_n"] = out["n"].map(small_n_note)
     return out
 
@@ -240,11 +463,12 @@ def small_n_note(n) -> str:
     return f"n = {int(n)} < {MIN_N}: wide interval" if int(n) < MIN_N else ""
 
 
-def ci_text(lo, hi, method: str = "") -> str:
-    """``95% CI 0.571 – 0.624 (Wilson)``; ``no interval`` when there is none."""
-    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+def ci_text(lo, hi, method: str = "", kind: str = "score") -> str:
+    """``95% CI [0.571, 0.624] (Wilson)``; ``no interval`` when there is none."""
+    interval = fmt_interval(lo, hi, kind)
+    if interval == UNDEFINED:
         return "no interval"
-    return f"95% CI {fmt(lo)} – {fmt(hi)}" + (f" ({method})" if method else "")
+    return f"95% CI {interval}" + (f" ({method})" if method else "")
 
 
 def checks_frame(evaluation) -> pd.DataFrame:
@@ -268,9 +492,10 @@ def gate_card(v) -> None:
             ("NEG (auto-cleared)", g.count_neg, g.neg_rate, "neg_rate"),
             ("UNCERTAIN (review)", g.count_uncertain, g.uncertain_rate, "uncertain_rate"),
             ("POS (alert)", g.count_pos, g.pos_rate, "pos_rate")), strict=True):
-        col.metric(name, f"{count:,}", help=f"share of queries: {fmt(rate)}", border=True)
+        col.metric(name, fmt(count, "count"), help=f"share of queries: {fmt(rate)}",
+                   border=True)
         lo, hi = g.ci(key) or (None, None)
-        col.caption(f"{fmt(rate)} of {g.n:,} queries; {ci_text(lo, hi, 'Wilson')}")
+        col.caption(f"{fmt(rate)} of {fmt(g.n, 'count')} queries; {ci_text(lo, hi, 'Wilson')}")
     targets = v.evaluation.targets
     by_metric = {r["metric"]: r for r in targets.to_dict("records")}
     cols = st.columns(3)
@@ -278,12 +503,15 @@ def gate_card(v) -> None:
                                 "alert_precision"), strict=True):
         t = by_metric.get(name)
         lo, hi = g.ci(name) or (None, None)
-        text = ci_text(lo, hi, "Wilson")
+        value = fmt_metric(name, getattr(g, name))
+        text = ci_text(lo, hi, "Wilson", kind_of(name))
+        if value == UNDEFINED:
+            text = _GATE_UNDEFINED.get(name, "undefined: 0/0")
         if t is None:
-            col.metric(GATE_LABELS[name], fmt(getattr(g, name)), border=True, help=text)
+            col.metric(GATE_LABELS[name], value, border=True, help=text)
         else:
             met = t["status"] == "met (whole interval)"
-            col.metric(GATE_LABELS[name], fmt(getattr(g, name)),
+            col.metric(GATE_LABELS[name], value,
                        delta=f"{t['status']}: target {t['target']}",
                        delta_color="green" if met else "red" if t["status"] == "not met"
                        else "orange", delta_arrow="off", border=True, help=text)
@@ -291,16 +519,25 @@ def gate_card(v) -> None:
     words = per_thousand(g)
     st.markdown(words.sentence("queries (post × criterion)"))
     st.caption("Per 1,000 with 95% Wilson intervals: flagged "
-               f"{ci_text(*(g.ci('alert_rate_per_1000') or (None, None)))[7:]}, sent to review "
+               f"{_per_1000_ci(g, 'alert_rate_per_1000', 1)}, sent to review "
                f"{_per_1000_ci(g, 'uncertain_rate')}, auto-cleared {_per_1000_ci(g, 'neg_rate')}, "
-               f"missed {ci_text(*(g.ci('screening_fn_per_1000') or (None, None)))[7:]}.")
-    show_table(gate_card_frame(g, targets), key="gate_card_table",
-               column_config=RECORD_COLUMN_CONFIG)
+               f"missed {_per_1000_ci(g, 'screening_fn_per_1000', 1)}.")
+    show_records(gate_card_frame(g, targets), key="gate_card_table")
 
 
-def _per_1000_ci(g, name: str) -> str:
+#: Why a gate tile is undefined.
+_GATE_UNDEFINED = MappingProxyType({
+    "screening_sensitivity": "undefined: no query with evidence (0/0)",
+    "alert_precision": "undefined: no POS alert (0/0)",
+    "screening_fn_per_1000": "undefined: no queries"})
+
+
+def _per_1000_ci(g, name: str, scale: float = 1000) -> str:
+    """A gate rate's Wilson interval per 1,000 queries, ``[3.1, 7.9]``."""
     lo, hi = g.ci(name) or (None, None)
-    return "no interval" if lo is None else ci_text(lo * 1000, hi * 1000)[7:]
+    if lo is None:
+        return "no interval"
+    return fmt_interval(lo * scale, hi * scale, "per_1000")
 
 
 def tpr_frame(evaluation) -> pd.DataFrame:
@@ -329,22 +566,44 @@ def ranking_frame(evaluation) -> pd.DataFrame:
     """Mean, median, P25, P75, std and n of every ranking metric, one row per metric@K."""
     rows = []
     for name, s in evaluation.ranking_summary.items():
-        head, _, k = name.partition("@")
-        rows.append({"metric": head, "K": int(k) if k.isdigit() else None, "name": name,
+        k = name.partition("@")[2]
+        rows.append({"label": registry.label(name), "K": int(k) if k.isdigit() else None,
+                     "name": name,
                      "mean": s.mean, "median": s.median, "p25": s.p25, "p75": s.p75,
                      "std": s.std, "n": s.n})
     frame = pd.DataFrame(rows)
     return frame.astype({"K": "Int64"})
 
 
+def fold_summary_frame(summary: pd.DataFrame) -> pd.DataFrame:
+    """The fold summary for the page: plain labels, ``mean ± std`` and the pooled value with
+    its interval in the format of each metric's kind (an average of counts to 1 decimal)."""
+    rows = []
+    for r in summary.to_dict("records"):
+        kind = kind_of(r["metric"])
+        spread = "average" if kind == "count" else kind
+        mean = fmt(r["mean"], spread)
+        text = mean if mean == UNDEFINED else f"{mean} ± {fmt(r['std'], spread)}"
+        rows.append({"label": registry.label(r["metric"]), "mean ± std": text,
+                     "n_folds": r["n_folds"], "pooled": fmt(r["pooled"], kind),
+                     "pooled 95% CI": fmt_interval(r["ci_lo"], r["ci_hi"], kind),
+                     "metric": r["metric"], "mean": r["mean"], "std": r["std"]})
+    return pd.DataFrame(rows)
+
+
 def metric_tile(column, evaluation, name: str, label: str) -> None:
     """One record as a metric tile: value, and its 95% CI as caption."""
     r = evaluation.record(name)
-    column.metric(label, fmt(r.value), border=True, help=r.interpretation or None)
-    if r.ci95 is not None:
-        column.caption(f"95% CI {fmt(r.ci95[0])} – {fmt(r.ci95[1])} ({r.ci_method})")
+    reason = undefined_reason(r)
+    value = fmt(math.nan if reason else r.value, kind_of(name))
+    column.metric(label, value, border=True,
+                  help=(reason + ". " if reason else "") + (r.interpretation or "") or None)
+    if reason:
+        column.caption(f"{reason} · n = {fmt(r.n, 'count')} · {r.subset}")
+    elif r.ci95 is not None:
+        column.caption(f"{ci_text(*r.ci95, r.ci_method, kind_of(name))}")
     else:
-        column.caption(f"n = {r.n:,} · {r.subset}")
+        column.caption(f"n = {fmt(r.n, 'count')} · {r.subset}")
 
 
 def operating_points_frame(points: dict) -> pd.DataFrame:
@@ -353,14 +612,16 @@ def operating_points_frame(points: dict) -> pd.DataFrame:
 
     def ci(k, n) -> str:
         if n <= 0:
-            return "—"
+            return UNDEFINED
         lo, hi = wilson_interval(int(k), int(n))
-        return f"[{float(lo):.3f}, {float(hi):.3f}]"
+        return fmt_interval(lo, hi)
 
     return pd.DataFrame([{"point": label, "threshold": c.threshold, "TPR (sensitivity)":
                           c.sensitivity, "TPR 95% CI": ci(c.tp, c.tp + c.fn), "FPR": c.fpr,
                           "FPR 95% CI": ci(c.fp, c.fp + c.tn), "precision": c.precision,
                           "precision 95% CI": ci(c.tp, c.tp + c.fp),
+                          "TP / FP / TN / FN": " / ".join(fmt(x, "count")
+                                                          for x in (c.tp, c.fp, c.tn, c.fn)),
                           "TP": c.tp, "FP": c.fp, "TN": c.tn, "FN": c.fn}
                          for label, c in points.items()])
 
@@ -402,6 +663,6 @@ def tools_frame(report) -> pd.DataFrame:
 
 def trials_frame(report) -> pd.DataFrame:
     return pd.DataFrame([{"metric": k, "mean": a.mean, "std": a.std, "trials": a.n_trials,
-                          "mean ± std": f"{fmt(a.mean)} ± {fmt(a.std)}"}
+                          "mean ± std": f"{fmt(a.mean, kind_of(k))} ± {fmt(a.std, kind_of(k))}"}
                          for k, a in report.across_trials.items()
                          if not k.startswith(("n_", "tp", "fp", "tn", "fn"))])

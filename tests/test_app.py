@@ -234,11 +234,15 @@ def test_gate_slider_changes_the_gate_card(demo_evaluator):
     assert metric(at, "Screening sensitivity") == display.fmt(g.screening_sensitivity)
     assert metric(at, "Alert precision") == display.fmt(g.alert_precision)
     card = table(at, "gate_card_table")
+    assert list(card["metric"]) == list(display.GATE_LABELS)
     for row in card.itertuples():
-        name = {v: k for k, v in display.GATE_LABELS.items()}[row.metric]
+        name = row.metric
+        assert row.label == display.GATE_LABELS[name]
         assert_same(row.value, getattr(g, name))
         lo, hi = g.ci(name)
         assert (row.ci95_lo, row.ci95_hi) == (lo, hi)
+        assert row.shown == display.fmt_metric(name, getattr(g, name))
+        assert row.ci95 == display.fmt_interval(lo, hi, display.kind_of(name))
     # The operating points drawn on ROC / PR moved with the slider.
     points = table(at, "operating_table")
     assert list(points["threshold"]) == [0.2, 0.7, 0.5]

@@ -59,9 +59,10 @@ PAGES = {
     "Meeting mode": "Meeting mode",
     "RAG": "RAG evaluation",
     "Data & audit": "Data & audit",
+    "Help & glossary": "Help & glossary",
 }
-#: Pages that draw no gate slider (the triage and RAG views have no evidence settings).
-NO_GATE_PAGES = ("Triage", "RAG evaluation")
+#: Pages that draw no gate slider (the triage, RAG and help views have no evidence settings).
+NO_GATE_PAGES = ("Triage", "RAG evaluation", "Help & glossary")
 #: Text that means the app failed: a traceback, a Python exception name, the app's own
 #: failure messages (dashboard/app.py) and a Streamlit script error.
 FAILURE_TEXT = re.compile(r"Traceback|\b[A-Z]\w*(Error|Exception)\b|Something went wrong")
@@ -486,7 +487,7 @@ def test_meeting_mode_at_projector_size(browser, app_url, demo_evaluator):
         wait_idle(page)
         ev = demo_evaluator.evaluate(EvalConfig(bootstrap=0))
         expect(metric(page, "Screening sensitivity")).to_have_text(
-            display.fmt(ev.record("screening_sensitivity").value, 3))
+            display.fmt_metric("screening_sensitivity", ev.record("screening_sensitivity").value))
         # The sidebar holds no settings widget on this page: the only sliders are the page's.
         assert page.locator('[data-testid="stSidebar"] input[type="range"]').count() == 0
         assert page.locator('[data-testid="stMain"] input[type="range"]').count() == 3

@@ -10,6 +10,10 @@ from dashboard import charts, data, display, record, state
 from dashboard.safe_text import escape_markdown
 from metrics_core import decision, registry
 
+#: Plain labels of the re-projected quantities that are no metric of the registry.
+PLAIN = {"auto_cleared_npv": "NPV of the auto-cleared (NEG)",
+         "review_per_1000": "Sent to review per 1,000",
+         "auto_cleared_per_1000": "Auto-cleared per 1,000"}
 v = data.view()
 display.page_header("Decision support", v)
 ev = v.evaluation
@@ -17,7 +21,13 @@ ev = v.evaluation
 st.subheader("Targets")
 st.caption("A target is met only when the whole 95% interval clears it; switch on bootstrap "
            "intervals under *Uncertainty* for the metrics without a Wilson interval.")
-display.show_table(display.targets_frame(ev.targets), key="targets_table")
+targets = display.targets_frame(ev.targets)
+display.show_table(targets, key="targets_table", column_config={
+    "label": st.column_config.TextColumn("metric", width=200, pinned=True),
+    "metric": st.column_config.TextColumn("id"),
+    "shown": st.column_config.TextColumn("value"), "target": st.column_config.TextColumn(
+        "target")}, column_order=[c for c in targets.columns
+                                  if c not in ("value", "ci_lo", "ci_hi")])
 
 
 def _set_targets() -> None:
@@ -78,9 +88,13 @@ found = pd.DataFrame([{
     "ci95_lo": None if r["ci95"] is None else r["ci95"][0],
     "ci95_hi": None if r["ci95"] is None else r["ci95"][1],
     "small_n": display.small_n_note(r["n"])} for r in results])
+score = display.COLUMN_FORMATS[display.kind_of(target.metric)]
 display.show_table(found, key="finder_table", column_config={
-    target.parameter: st.column_config.NumberColumn(format="%.4f"),
-    "achieves": st.column_config.NumberColumn(format="%.4f"),
+    # A threshold is a setting to copy, not a rate: four decimals, as the button sets it.
+    target.parameter: st.column_config.NumberColumn(
+        display.COLUMN_LABELS.get(target.parameter, target.parameter), format="%.4f"),
+    "achieves": st.column_config.NumberColumn(
+        f"achieves ({registry.label(target.metric)})", format=score),
     "ci95_lo": st.column_config.NumberColumn("95% CI low (re-selected)", format="%.4f"),
     "ci95_hi": st.column_config.NumberColumn("95% CI high (re-selected)", format="%.4f")})
 if not n_boot:
@@ -168,10 +182,23 @@ except ValueError as exc:
     st.info(escape_markdown(str(exc)), icon=":material/info:")
 else:
     projected = projected.reset_index()
-    projected["metric"] = projected["metric"].map(registry.label)
-    display.show_table(projected.rename(columns={
-        "data": f"at the data's {data_prevalence:.3f}", "deployment": f"at {prevalence:.3f}"}),
-        key="prevalence_table")
+    ids = projected["metric"]
+    projected["metric"] = ids.map(lambda m: PLAIN.get(m) or registry.label(m))
+    kinds = ["per_1000" if m.endswith("_per_1000") else "score" for m in ids]
+    data_col, here_col = f"at the data's {data_prevalence:.3f}", f"at {prevalence:.3f}"
+    projected = projected.rename(columns={"data": data_col, "deployment": here_col})
+    shown = projected.assign(**{
+        "at the data's prevalence": [display.fmt(x, k) for x, k in zip(
+            projected[data_col], kinds, strict=True)],
+        "at the deployment prevalence": [display.fmt(x, k) for x, k in zip(
+            projected[here_col], kinds, strict=True)],
+        "95% CI (deployment)": [display.fmt_interval(lo, hi, k) for lo, hi, k in zip(
+            projected["ci_lo"], projected["ci_hi"], kinds, strict=True)]}, id=ids)
+    display.show_table(shown, key="prevalence_table", column_config={
+        "at the data's prevalence": st.column_config.TextColumn(data_col),
+        "at the deployment prevalence": st.column_config.TextColumn(here_col)},
+        column_order=["metric", "at the data's prevalence", "at the deployment prevalence",
+                      "95% CI (deployment)", "id"])
 
 st.subheader("Decision curve")
 st.caption("Net benefit = TP/N − FP/N · t / (1 − t), positive iff p ≥ t. Above both reference "

@@ -29,8 +29,6 @@ st.subheader("γ sweep")
 st.caption("Mean K, evidence recall and workload for γ ∈ {0.7, 0.8, 0.9, 0.95} and the "
            "current γ (contract §7); other settings as in the sidebar.")
 sweep = v.gamma_sweep()
-left, right = st.columns([2, 3])
-with left:
-    display.show_table(sweep, key="gamma_sweep_table")
-with right:
-    display.plot(charts.gamma_sweep_figure(sweep), key="gamma_sweep_chart")
+# The table takes the full width so that its workload columns are in view.
+display.show_table(sweep, key="gamma_sweep_table")
+display.plot(charts.gamma_sweep_figure(sweep), key="gamma_sweep_chart")

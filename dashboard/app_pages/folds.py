@@ -17,7 +17,16 @@ else:
                "(e.g. AUROC with one class) is left out of its mean: n_folds says how many "
                "folds each mean averages. The pooled value is the metric on all folds' "
                "queries together.")
-    display.show_table(ev.fold_summary[["metric", "text", "mean", "std", "n_folds", "pooled",
-                                        "ci_lo", "ci_hi"]], key="fold_summary_table")
+    summary = display.fold_summary_frame(ev.fold_summary)
+    display.show_table(summary, key="fold_summary_table",
+                       column_order=["label", "mean ± std", "n_folds", "pooled",
+                                     "pooled 95% CI", "metric"],
+                       column_config={"label": st.column_config.TextColumn(
+                           "metric", width=220, pinned=True),
+                           "metric": st.column_config.TextColumn("id")})
     st.subheader("Per fold")
-    display.show_table(per_fold.reset_index(), key="per_fold_table")
+    st.caption("One row per fold and the pooled row; the mean and std over folds are in the "
+               "table above (a count's mean and std to 1 decimal, not as whole numbers).")
+    rows = per_fold.reset_index()
+    display.show_table(rows[~rows.iloc[:, 0].astype(str).isin(("mean", "std"))],
+                       key="per_fold_table")

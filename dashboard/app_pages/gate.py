@@ -31,16 +31,14 @@ with right:
     display.plot(charts.pr_figure(ev.pr, ev.summary["positive_rate"] or 0.0, points=points,
                                   auprc=auprc.value if auprc.defined else None,
                                   band=ev.pr_band), key="pr_chart")
-display.show_table(display.operating_points_frame(v.operating_points), key="operating_table")
+operating = display.operating_points_frame(v.operating_points)
+display.show_table(operating, key="operating_table", column_order=[
+    c for c in operating.columns if c not in ("TP", "FP", "TN", "FN")])
 
-left, right = st.columns(2)
-with left:
-    st.subheader("TPR at fixed FPR")
-    display.show_table(display.tpr_frame(ev), key="tpr_table")
-with right:
-    st.subheader(f"Confusion at τ = {v.config.threshold:g}")
-    display.show_table(display.group_frame(ev, "confusion"), key="confusion_table",
-                       column_config=display.RECORD_COLUMN_CONFIG)
+st.subheader("TPR at fixed FPR")
+display.show_table(display.tpr_frame(ev), key="tpr_table")
+st.subheader(f"Confusion at τ = {v.config.threshold:g}")
+display.show_records(display.group_frame(ev, "confusion"), key="confusion_table")
 
 st.subheader("Threshold grid")
 st.caption("Every valid (τ_neg ≤ τ_pos) pair on a 0.05 grid plus the current values; "

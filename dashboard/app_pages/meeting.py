@@ -35,10 +35,12 @@ names = ("screening_sensitivity", "screening_fn_per_1000", "alert_precision",
 cols = st.columns(3)
 for i, name in enumerate(names):
     r = ev.record(name)
-    ci = "" if r.ci95 is None else (f"95% CI {display.fmt(r.ci95[0], 3)} – "
-                                    f"{display.fmt(r.ci95[1], 3)}")
-    cols[i % 3].metric(registry.label(name), display.fmt(r.value, 3), help=r.interpretation,
-                       border=True)
+    reason = display.undefined_reason(r)
+    ci = reason or ("" if r.ci95 is None else display.ci_text(*r.ci95,
+                                                              kind=display.kind_of(name)))
+    cols[i % 3].metric(registry.label(name),
+                       display.fmt_metric(name, None if reason else r.value),
+                       help=r.interpretation, border=True)
     if ci:
         cols[i % 3].caption(ci)
 

@@ -10,22 +10,20 @@ ev = v.evaluation
 s = ev.summary
 
 cols = st.columns(4)
-cols[0].metric("Queries (post × criterion)", f"{s['n_queries']:,}", border=True)
-cols[1].metric("With evidence", f"{s['n_positive']:,}", border=True,
+cols[0].metric("Queries (post × criterion)", display.fmt(s["n_queries"], "count"), border=True)
+cols[1].metric("With evidence", display.fmt(s["n_positive"], "count"), border=True,
                help="Queries with has_evidence = 1: the positives_only protocol.")
 cols[1].caption(f"positive rate {display.fmt(s['positive_rate'])}")
-cols[2].metric("Posts", f"{s['n_posts']:,}", border=True)
-cols[3].metric("Candidate sentences", f"{s['n_candidates']:,}", border=True)
+cols[2].metric("Posts", display.fmt(s["n_posts"], "count"), border=True)
+cols[3].metric("Candidate sentences", display.fmt(s["n_candidates"], "count"), border=True)
 
 st.subheader("Headline metrics")
 st.caption("Each number says on which queries it is computed (subset / protocol) and under which "
            "variant. 95% CI: Wilson for proportions; bootstrap percentile CIs when switched on "
            "under *Uncertainty* in the sidebar.")
-display.show_table(display.headline_frame(ev), key="headline_table",
-                   column_config=display.RECORD_COLUMN_CONFIG)
+display.show_records(display.headline_frame(ev), key="headline_table")
 with st.expander("All metrics"):
-    display.show_table(display.records_frame(ev), key="all_metrics_table",
-                       column_config=display.RECORD_COLUMN_CONFIG)
+    display.show_records(display.records_frame(ev), key="all_metrics_table")
 
 display.gate_card(v)
 

@@ -1,5 +1,7 @@
 """Per criterion: every headline metric across criteria with intervals, and the full table."""
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -15,8 +17,11 @@ counts = table.attrs.get("n_groups", {})
 metrics = list(counts)
 default = metrics.index("auroc") if "auroc" in metrics else 0
 metric = st.selectbox("Metric", metrics, index=default, key="criterion_metric",
-                      persist_state="session")
-groups = tables.group_intervals(v.source.evaluator(), ev.config, metric)
+                      format_func=registry.label, persist_state="session")
+groups = tables.group_intervals(v.source.evaluator(), ev.config, metric).copy()
+# A value the registry's convention fills in (one-class AUROC = 0.5) is neither drawn nor
+# shown as a number.
+groups.loc[~groups["defined"].astype(bool), "value"] = math.nan
 shown = (groups[["group", "value", "ci_lo", "ci_hi", "n"]].set_index("group").astype(float)
          .rename(columns={"value": metric, "ci_lo": f"{metric}_ci_lo",
                           "ci_hi": f"{metric}_ci_hi"}))
@@ -32,15 +37,26 @@ st.caption("Dots: each criterion, with its 95% interval (" + ("; ".join(methods)
            f"macro (mean over the criteria where {metric} is defined: "
            f"{counts.get(metric, 0)} of {n_criteria}).")
 focus = groups.rename(columns={"group": "criterion", "value": registry.label(metric)})
+focus["status"] = ["" if ok else "undefined: only one class present" if k in (0, n)
+                   else "undefined" for ok, k, n in zip(focus["defined"], focus["n_positive"],
+                                                        focus["n"], strict=True)]
 # Small cells: few queries, or few with evidence (the rarer class drives the interval).
 focus["small_n"] = [display.small_n_note(n) or display.small_n_note(k).replace("n =", "positives =")
                     for n, k in zip(focus["n"], focus["n_positive"], strict=True)]
+kind = display.kind_of(metric)
+focus["ci_method"] = focus["ci_method"].fillna("not computed (bootstrap off)")
+focus.insert(3, "95% CI", [display.fmt_interval(lo, hi, kind)
+                           for lo, hi in zip(focus["ci_lo"], focus["ci_hi"], strict=True)])
+number = st.column_config.NumberColumn(format=display.COLUMN_FORMATS[kind])
 display.show_table(focus.drop(columns=["defined"]), key="per_criterion_focus",
-                   column_config={registry.label(metric): st.column_config.NumberColumn(
-                       format="%.4f"),
-                       "ci_lo": st.column_config.NumberColumn("95% CI low", format="%.4f"),
-                       "ci_hi": st.column_config.NumberColumn("95% CI high", format="%.4f")})
+                   column_config={registry.label(metric): number,
+                                  "ci_method": st.column_config.TextColumn("interval")},
+                   column_order=[c for c in focus.columns
+                                 if c not in ("defined", "ci_lo", "ci_hi")])
 with st.expander("Every metric per criterion (point values)", icon=":material/table:"):
     st.caption("All metrics per criterion at once, as in the per-criterion CSV; the intervals "
                "of each are in the table above when it is the chosen metric.")
-    display.show_table(table.reset_index(), key="per_criterion_table")
+    full = table.reset_index()
+    if "auroc_defined" in full:  # the one-class convention value is not shown as a number
+        full.loc[full["auroc_defined"].eq(False), ["auroc", "auprc"]] = math.nan
+    display.show_table(full, key="per_criterion_table")

@@ -24,5 +24,4 @@ for col, (name, label) in zip(cols, (("samples_f1", "Samples F1 (“Macro F1” 
     display.metric_tile(col, ev, name, label)
 st.caption("Every F1 is 2TP / (2TP + FP + FN), and 1 where that is 0 / 0 (no gold and no "
            "predicted positive), as scikit-learn's zero_division = 1.")
-display.show_table(display.group_frame(ev, "multilabel"), key="multilabel_table",
-                   column_config=display.RECORD_COLUMN_CONFIG)
+display.show_records(display.group_frame(ev, "multilabel"), key="multilabel_table")

@@ -36,8 +36,7 @@ for col, (name, label) in zip(cols, (
     value = getattr(m, name)
     ci = m.ci(name)
     col.metric(label, display.fmt(value), border=True)
-    col.caption(f"95% CI {display.fmt(ci[0])} – {display.fmt(ci[1])} (Wilson)" if ci
-                else "no interval")
+    col.caption(display.ci_text(*ci, "Wilson") if ci else "no interval")
     across = report.across_trials.get(m.key(name))
     if across is not None:
         col.caption(f"per trial: {display.fmt(across.mean)} ± {display.fmt(across.std)} "
