@@ -111,6 +111,7 @@ def main() -> None:
     with st.sidebar:
         upload.data_sidebar(source)
     page = st.navigation(_pages(source), expanded=True)
+    state.keep_widget_values(page.url_path)
     with st.sidebar:
         data.set_view(_view(source, notes, widgets=page.url_path not in _OWN_CONTROLS))
     state.write_to_url()

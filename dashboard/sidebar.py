@@ -69,7 +69,15 @@ def _sync_inputs() -> None:
 
 
 def _typed(key: str) -> None:
-    """A value typed beside a slider: the slider follows, and the value is pre-specified."""
+    """A value typed beside a slider: the slider follows, and the value is pre-specified.
+
+    During quick slider moves the browser may send a box's previous value with a request
+    whose slider value moved (it had not yet drawn the box's new value): that is not typing,
+    and the slider wins."""
+    rendered = st.session_state.get(state.RENDERED_PREFIX + key)
+    if rendered is not None and _same(st.session_state.get(key), rendered) is False:
+        _sync_inputs()
+        return
     if key == "gate":
         lo, hi = (float(st.session_state[k]) for k in state.GATE_INPUTS)
         old_lo = st.session_state.get("gate", (lo, hi))[0]
@@ -83,14 +91,28 @@ def _typed(key: str) -> None:
     _sync_inputs()
 
 
+def _same(a, b) -> bool:
+    """Equal slider values (a range as a tuple, a float)."""
+    a = tuple(a) if isinstance(a, list | tuple) else (a,)
+    b = tuple(b) if isinstance(b, list | tuple) else (b,)
+    return len(a) == len(b) and all(abs(float(x) - float(y)) < 1e-9 for x, y in zip(a, b,
+                                                                                     strict=True))
+
+
 def _typed_inputs(s: Setting, keys: tuple[str, ...], labels: tuple[str, ...]) -> None:
     """Number boxes under a slider, to type a threshold exactly."""
     current = st.session_state.get(s.key)
     values = tuple(current) if s.kind == "range" else (current,)
-    # Assigned on every run (as state.init_defaults does for the settings): a box the browser
-    # draws after a later run has started would otherwise send its own default back.
+    st.session_state[state.RENDERED_PREFIX + s.key] = values if s.kind == "range" else current
+    # Assigned when the slider's value differs from the box's, and on a run that opens a page
+    # (state.keep_widget_values): a box the browser draws after a later run has started would
+    # otherwise send its own default back.
+    drawn_on = f"{state.RENDERED_PREFIX}{s.key}_page"
+    fresh = st.session_state.get(drawn_on) != st.session_state.get(state.LAST_PAGE)
+    st.session_state[drawn_on] = st.session_state.get(state.LAST_PAGE)
     for key, value in zip(keys, values, strict=True):
-        st.session_state[key] = float(value)
+        if fresh or st.session_state.get(key) != float(value):
+            st.session_state[key] = float(value)
     columns = st.columns(len(keys))
     for column, key, label in zip(columns, keys, labels, strict=True):
         column.number_input(f"{label} (type exactly)", float(s.low), float(s.high),

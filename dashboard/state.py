@@ -98,6 +98,11 @@ PROVENANCE = "_threshold_provenance"
 #: Number inputs beside the gate and γ sliders (typing = pre-specified).
 GATE_INPUTS = ("gate_tau_neg_input", "gate_tau_pos_input")
 GAMMA_INPUT = "gamma_input"
+#: The slider value a run drew beside the typed boxes ("_rendered_gate", "_rendered_gamma"):
+#: a box change that arrives with a moved slider is the box's stale value, not typing.
+RENDERED_PREFIX = "_rendered_"
+#: The page of the previous run (settings are assigned again when it changes).
+LAST_PAGE = "_last_page"
 
 _DEFAULT = EvalConfig()
 
@@ -366,9 +371,22 @@ def init_defaults() -> None:
     for s in SETTINGS:
         if s.key not in st.session_state:
             st.session_state[s.key] = list(s.default) if s.kind == "multi" else s.default
-        else:
-            # Re-assign on every run: a widget not drawn on a run (e.g. a click on the sidebar
-            # before the browser has drawn it) would otherwise fall back to its own minimum.
+
+
+def keep_widget_values(page: str) -> None:
+    """On a session's first run and on a run that opens another page, assign every setting's
+    value again, so the browser receives it with the widget.
+
+    A widget the browser draws after a later run has started (a click on the sidebar before
+    it drew the settings) would otherwise fall back to its own minimum and send that back.
+    Not on every run: an assignment sends the server's value to the browser, and during quick
+    slider moves that value is already older than the browser's, which it would undo.
+    """
+    if st.session_state.get(LAST_PAGE) == page:
+        return
+    st.session_state[LAST_PAGE] = page
+    for s in SETTINGS:
+        if s.key in st.session_state:
             st.session_state[s.key] = st.session_state[s.key]
 
 
