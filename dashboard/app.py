@@ -111,7 +111,7 @@ def main() -> None:
     with st.sidebar:
         upload.data_sidebar(source)
     page = st.navigation(_pages(source), expanded=True)
-    state.keep_widget_values(page.url_path)
+    state.keep_widget_values()
     with st.sidebar:
         data.set_view(_view(source, notes, widgets=page.url_path not in _OWN_CONTROLS))
     state.write_to_url()
@@ -123,6 +123,7 @@ def main() -> None:
     except Exception as exc:
         _show_failure(exc)
     else:
+        state.write_to_url(always=True)  # the address of the run that finished last
         data.refine_intervals(st.session_state.get(state.VIEW))
 
 

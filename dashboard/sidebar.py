@@ -26,9 +26,8 @@ _SECTIONS = ("gate", "dynamic_k", "filters", "ranking", "calibration", "multilab
 
 def _widget(s: Setting, *, options: tuple = (), disabled: bool = False) -> None:
     """The widget of a setting; its value lives under ``s.key`` in the session state."""
-    common = {"key": s.key, "help": s.help or None, "disabled": disabled}
-    if s.key in state.THRESHOLD_FIELDS and s.kind in ("range", "float"):
-        common.update(on_change=_moved, args=(s.key,))
+    common = {"key": s.key, "help": s.help or None, "disabled": disabled,
+              "on_change": _moved, "args": (s.key,)}
     if s.kind == "range" or (s.kind == "float" and s.control == "slider"):
         st.slider(s.label, float(s.low), float(s.high), step=float(s.step), **common)
         if s.key == "gate":
@@ -53,8 +52,10 @@ def _widget(s: Setting, *, options: tuple = (), disabled: bool = False) -> None:
 
 
 def _moved(key: str) -> None:
-    """A slider moved on the data shown: its thresholds are exploratory."""
-    state.mark_exploratory(key)
+    """A setting changed in the browser; a moved threshold slider is exploratory."""
+    state.setting_moved()
+    if key in state.THRESHOLD_FIELDS:
+        state.mark_exploratory(key)
     _sync_inputs()
 
 
@@ -62,10 +63,38 @@ def _sync_inputs() -> None:
     """The typed-value boxes follow the sliders (callbacks run before the widgets exist)."""
     gate = st.session_state.get("gate")
     if gate is not None:
-        for key, value in zip(state.GATE_INPUTS, gate, strict=True):
-            st.session_state[key] = float(value)
+        _push(state.GATE_INPUTS, tuple(gate))
     if "gamma" in st.session_state:
-        st.session_state[state.GAMMA_INPUT] = float(st.session_state["gamma"])
+        _push((state.GAMMA_INPUT,), (st.session_state["gamma"],))
+
+
+#: How many recent values the server sent to a pair of boxes are remembered, and for how
+#: long (seconds) a box sending one back counts as an echo of quick slider moves.
+_PUSHED_KEPT = 32
+_ECHO_SECONDS = 3.0
+
+
+def _push(keys: tuple[str, ...], values: tuple) -> None:
+    """Send ``values`` to the boxes ``keys`` and remember them: a box that sends back one of
+    the older values within seconds is echoing quick slider moves, not being typed into."""
+    import time
+
+    values = tuple(round(float(v), 6) for v in values)
+    for key, value in zip(keys, values, strict=True):
+        st.session_state[key] = value
+    history = st.session_state.setdefault(state.BOX_HISTORY, {})
+    pushed = [(v, t) for v, t in history.get(keys, []) if v != values][-_PUSHED_KEPT:]
+    history[keys] = [*pushed, (values, time.monotonic())]
+
+
+def _echo(keys: tuple[str, ...]) -> bool:
+    """True when the boxes ``keys`` hold a value the server sent them just before the last."""
+    import time
+
+    values = tuple(round(float(st.session_state[k]), 6) for k in keys)
+    pushed = st.session_state.get(state.BOX_HISTORY, {}).get(keys, [])
+    now = time.monotonic()
+    return any(v == values and now - t < _ECHO_SECONDS for v, t in pushed[:-1])
 
 
 def _typed(key: str) -> None:
@@ -74,8 +103,10 @@ def _typed(key: str) -> None:
     During quick slider moves the browser may send a box's previous value with a request
     whose slider value moved (it had not yet drawn the box's new value): that is not typing,
     and the slider wins."""
+    state.setting_moved()
     rendered = st.session_state.get(state.RENDERED_PREFIX + key)
-    if rendered is not None and _same(st.session_state.get(key), rendered) is False:
+    keys = state.GATE_INPUTS if key == "gate" else (state.GAMMA_INPUT,)
+    if (rendered is not None and not _same(st.session_state.get(key), rendered)) or _echo(keys):
         _sync_inputs()
         return
     if key == "gate":
@@ -104,15 +135,13 @@ def _typed_inputs(s: Setting, keys: tuple[str, ...], labels: tuple[str, ...]) ->
     current = st.session_state.get(s.key)
     values = tuple(current) if s.kind == "range" else (current,)
     st.session_state[state.RENDERED_PREFIX + s.key] = values if s.kind == "range" else current
-    # Assigned when the slider's value differs from the box's, and on a run that opens a page
+    # Assigned when the slider's value differs from the box's, and whenever the settings are
     # (state.keep_widget_values): a box the browser draws after a later run has started would
     # otherwise send its own default back.
-    drawn_on = f"{state.RENDERED_PREFIX}{s.key}_page"
-    fresh = st.session_state.get(drawn_on) != st.session_state.get(state.LAST_PAGE)
-    st.session_state[drawn_on] = st.session_state.get(state.LAST_PAGE)
-    for key, value in zip(keys, values, strict=True):
-        if fresh or st.session_state.get(key) != float(value):
-            st.session_state[key] = float(value)
+    fresh = st.session_state.get(state.REASSIGNED, True)
+    if fresh or any(st.session_state.get(k) != round(float(v), 6)
+                    for k, v in zip(keys, values, strict=True)):
+        _push(keys, values)
     columns = st.columns(len(keys))
     for column, key, label in zip(columns, keys, labels, strict=True):
         column.number_input(f"{label} (type exactly)", float(s.low), float(s.high),

@@ -101,8 +101,12 @@ GAMMA_INPUT = "gamma_input"
 #: The slider value a run drew beside the typed boxes ("_rendered_gate", "_rendered_gamma"):
 #: a box change that arrives with a moved slider is the box's stale value, not typing.
 RENDERED_PREFIX = "_rendered_"
-#: The page of the previous run (settings are assigned again when it changes).
-LAST_PAGE = "_last_page"
+#: Values the server sent to the typed boxes, newest last (per tuple of box keys).
+BOX_HISTORY = "_box_history"
+#: Set by a setting widget's change (before the run that it starts); read and cleared by
+#: keep_widget_values, which says in REASSIGNED whether this run assigned the settings again.
+SETTING_MOVED = "_setting_moved"
+REASSIGNED = "_settings_reassigned"
 
 _DEFAULT = EvalConfig()
 
@@ -373,21 +377,28 @@ def init_defaults() -> None:
             st.session_state[s.key] = list(s.default) if s.kind == "multi" else s.default
 
 
-def keep_widget_values(page: str) -> None:
-    """On a session's first run and on a run that opens another page, assign every setting's
-    value again, so the browser receives it with the widget.
+def keep_widget_values() -> None:
+    """Assign every setting's value again, so the browser receives it with the widget, except
+    on a run that a setting's own change started.
 
     A widget the browser draws after a later run has started (a click on the sidebar before
-    it drew the settings) would otherwise fall back to its own minimum and send that back.
-    Not on every run: an assignment sends the server's value to the browser, and during quick
-    slider moves that value is already older than the browser's, which it would undo.
+    it drew the settings) would otherwise fall back to its own minimum and send that back. On
+    a run that a moved setting started the browser has drawn the settings (it was moved), and
+    an assignment would send the server's value, which during quick moves is already older
+    than the browser's and would undo the last moves.
     """
-    if st.session_state.get(LAST_PAGE) == page:
+    moved = st.session_state.pop(SETTING_MOVED, False)
+    st.session_state[REASSIGNED] = not moved
+    if moved:
         return
-    st.session_state[LAST_PAGE] = page
     for s in SETTINGS:
         if s.key in st.session_state:
             st.session_state[s.key] = st.session_state[s.key]
+
+
+def setting_moved() -> None:
+    """Called by every setting widget's ``on_change`` (before the run)."""
+    st.session_state[SETTING_MOVED] = True
 
 
 def load_from_url() -> list[str]:
@@ -426,13 +437,16 @@ def current_settings() -> dict[str, Any]:
     return out
 
 
-def write_to_url(values: Mapping[str, Any] | None = None) -> None:
-    """Write the settings into the query string (non-defaults only), if anything changed."""
+def write_to_url(values: Mapping[str, Any] | None = None, *, always: bool = False) -> None:
+    """Write the settings into the query string (non-defaults only), if anything changed.
+
+    ``always``: write even when the server's copy already matches (at the end of a run: an
+    earlier, interrupted run's address may reach the browser after this run's start)."""
     wanted = url_params(current_settings() if values is None else values)
     present = {key: st.query_params.get_all(key) for key in st.query_params}
     present = {k: (v[0] if len(v) == 1 and setting_kind(k) not in ("multi", "gates") else v)
                for k, v in present.items()}
-    if present != wanted:
+    if always or present != wanted:
         st.query_params.from_dict(wanted)
 
 

@@ -85,3 +85,19 @@ def test_intervals_use_fewer_resamples_while_moving_then_the_full_number():
     assert run.config.bootstrap == 3000
     assert run.record("f1").ci_method == "bootstrap (query, 3000 resamples, seed 0)"
     assert run.record("auroc").ci95 is not None
+
+
+def test_a_box_echoing_an_earlier_slider_value_does_not_undo_the_moves(monkeypatch):
+    """Quick slider moves: the browser may send a typed box's older value back after the
+    slider moved on; that echo must not set the gate back. Typing the same value later
+    (seconds after the moves) is typing."""
+    from dashboard import sidebar
+
+    at = open_app(page="gate")
+    at.slider(key="gate").set_value((0.12, 0.6)).run()
+    at.slider(key="gate").set_value((0.14, 0.6)).run()
+    at.number_input(key=state.GATE_INPUTS[0]).set_value(0.12).run()  # the echo of 0.12
+    assert at.slider(key="gate").value == pytest.approx((0.14, 0.6))
+    monkeypatch.setattr(sidebar, "_ECHO_SECONDS", 0.0)  # the same value, typed later
+    at.number_input(key=state.GATE_INPUTS[0]).set_value(0.12).run()
+    assert at.slider(key="gate").value == pytest.approx((0.12, 0.6))
