@@ -383,7 +383,7 @@ def k_histogram(k: np.ndarray, states: np.ndarray) -> go.Figure:
     axes: dict[str, dict] = {}
     annotations = []
     n_panels = len(STATE_NAMES)
-    gap = 0.06
+    gap = 0.1
     height = (1 - gap * (n_panels - 1)) / n_panels
     for code, name in enumerate(STATE_NAMES):
         counts = np.bincount(k[states == code], minlength=width)
@@ -394,14 +394,16 @@ def k_histogram(k: np.ndarray, states: np.ndarray) -> go.Figure:
                                          "<extra></extra>"))
         top = 1 - code * (height + gap)
         axes["yaxis" if code == 0 else f"yaxis{code + 1}"] = {
-            "domain": [top - height, top], "anchor": "x",
+            "domain": [max(0.0, round(top - height, 6)), min(1.0, round(top, 6))],
+            "anchor": "x",
             "title": {"text": "Queries"}, **count_axis(float(counts.max(initial=0)))}
         annotations.append({"text": f"<b>{name}</b>: {int(counts.sum()):,} queries",
                             "xref": "paper", "yref": "paper", "x": 0, "y": top,
                             "xanchor": "left", "yanchor": "bottom", "showarrow": False})
     yaxis = axes.pop("yaxis")
     return _layout(fig, "Selected K by gate state (one panel per state, own count axis)",
-                   "Selected K (sentences extracted)", "Queries", xaxis={"dtick": 1},
+                   "Selected K (sentences extracted)", "Queries",
+                   xaxis={"dtick": 1, "anchor": f"y{n_panels}"},
                    yaxis=yaxis, annotations=annotations, height=640, **axes)
 
 
@@ -504,16 +506,15 @@ def distribution_figure(values: Mapping[str, np.ndarray], *,
                            lowerfence=[v.min()], upperfence=[v.max()], mean=[v.mean()],
                            boxpoints=False, showlegend=False))
     names = [name for name, *_ in shares]
-    parts = (("share = 0", "#bab0ac", [z for *_, z, _ in shares]),
-             ("share in between", "#9ecae9", [1 - z - o for *_, z, o in shares]),
-             ("share = 1", "#4c78a8", [o for *_, o in shares]))
+    parts = (("queries at 0", "#bab0ac", [z for *_, z, _ in shares]),
+             ("queries in between", "#9ecae9", [1 - z - o for *_, z, o in shares]),
+             ("queries at 1", "#4c78a8", [o for *_, o in shares]))
     for label, colour, share in parts:
         if not names:
             break
-        fig.add_trace(_Bar(x=names, y=share, name=f"queries at {label.split('share ')[1]}",
-                           marker={"color": colour}, xaxis="x2", yaxis="y2",
-                           hovertemplate="%{x}<br>" + label + " of queries %{y:.1%}"
-                                         "<extra></extra>"))
+        fig.add_trace(_Bar(x=names, y=share, name=label, marker={"color": colour},
+                           xaxis="x2", yaxis="y2",
+                           hovertemplate="%{x}<br>" + label + ": %{y:.1%}<extra></extra>"))
     if names:
         means = np.array([v.mean() for _, v, _, _ in shares])
         lo = np.array([(intervals.get(n) or (np.nan, np.nan))[0] for n in names], dtype=float)
@@ -702,10 +703,6 @@ def folds_figure(per_fold: pd.DataFrame, summary: pd.DataFrame, metric: str, *,
     values = folds[metric].to_numpy(dtype=float)
     mean, std = float(row["mean"].iloc[0]), float(row["std"].iloc[0])
     fig = _Figure()
-    fig.add_trace(_Scatter(x=names, y=values, mode="markers", name=f"{label} per fold",
-                           marker={"size": 12, "color": "#4c78a8",
-                                   "line": {"width": 1, "color": "black"}},
-                           hovertemplate="%{x}<br>" + label + " %{y:.3f}<extra></extra>"))
     if math.isfinite(mean):
         ends = [names[0], names[-1]] if names else []
         std_text = f" ± {std:.3f}" if math.isfinite(std) else ""
@@ -724,4 +721,10 @@ def folds_figure(per_fold: pd.DataFrame, summary: pd.DataFrame, metric: str, *,
                                y=[float(pooled)] * 2, mode="lines",
                                name=f"pooled {float(pooled):.3f}",
                                line={"color": "grey", "dash": "dot"}))
-    return _layout(fig, f"{label} per fold (mean ± std over folds)", "Fold", label)
+    # The folds last, so the band never covers a point.
+    fig.add_trace(_Scatter(x=names, y=values, mode="markers", name=f"{label} per fold",
+                           marker={"size": 12, "color": "#4c78a8",
+                                   "line": {"width": 1, "color": "black"}},
+                           hovertemplate="%{x}<br>" + label + " %{y:.3f}<extra></extra>"))
+    return _layout(fig, f"{label} per fold (mean ± std over folds)", "Fold", label,
+                   xaxis={"categoryorder": "array", "categoryarray": names})

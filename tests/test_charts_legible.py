@@ -72,6 +72,8 @@ def test_k_histogram_gives_each_state_its_own_count_axis():
     # Panels do not overlap and stack top to bottom.
     domains = [list(a.domain) for a in axes]
     assert domains[0][0] > domains[1][1] and domains[1][0] > domains[2][1]
+    # The shared K axis sits under the bottom panel, not across the middle one.
+    assert layout.xaxis.anchor == "y3"
     assert [a.text for a in layout.annotations] == [
         "<b>NEG</b>: 13,600 queries", "<b>UNCERTAIN</b>: 4 queries", "<b>POS</b>: 3 queries"]
 
@@ -162,15 +164,19 @@ def test_gate_grid_target_for_an_upper_bound_and_bad_operator():
 def test_folds_figure_draws_each_fold_and_mean_plus_minus_std(evaluator):
     ev = evaluator.evaluate(EvalConfig(bootstrap=0))
     fig = charts.folds_figure(ev.per_fold, ev.fold_summary, "auroc", label="AUROC")
-    dots = fig.data[0]
+    # Band, mean line, pooled line, then the fold points on top.
+    assert [t.name.split(" ")[0] for t in fig.data] == ["mean", "mean", "pooled", "AUROC"]
+    dots = fig.data[-1]
     folds = ev.per_fold.drop(index=["mean", "std", "pooled"])
     assert list(dots.x) == [f"fold {i}" for i in folds.index]
+    # Folds in their own order (the band's two ends must not reorder the categories).
+    assert list(fig.layout.xaxis.categoryarray) == [f"fold {i}" for i in folds.index]
     np.testing.assert_array_equal(dots.y, folds["auroc"].to_numpy(dtype=float))
     values = folds["auroc"].to_numpy(dtype=float)
     mean, std = values.mean(), values.std(ddof=0)  # contract §9: ddof = 0
-    band = fig.data[1]
+    band = fig.data[0]
     np.testing.assert_allclose(band.y, [mean + std, mean + std, mean - std, mean - std])
-    line = fig.data[2]
+    line = fig.data[1]
     np.testing.assert_allclose(line.y, [mean, mean])
     assert line.name == f"mean {mean:.3f} ± {std:.3f}"
     assert fig.layout.title.text == "AUROC per fold (mean ± std over folds)"
@@ -187,8 +193,7 @@ def test_mostly_binary_metrics_are_shares_with_mean_and_interval():
     boxes = [t for t in fig.data if t.type == "box"]
     assert [b.name for b in boxes] == ["mrr"]
     bars = [t for t in fig.data if t.type == "bar"]
-    assert [b.name for b in bars] == ["queries at = 0", "queries at in between",
-                                      "queries at = 1"]
+    assert [b.name for b in bars] == ["queries at 0", "queries in between", "queries at 1"]
     np.testing.assert_allclose([b.y[0] for b in bars], [2 / 9, 0, 7 / 9])
     assert all(b.xaxis == "x2" for b in bars)
     mean = next(t for t in fig.data if t.name == "mean (95% CI)")
