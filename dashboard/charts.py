@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from functools import partial
+from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
@@ -313,7 +314,8 @@ def gate_grid_heatmap(grid: pd.DataFrame, current: tuple[float, float], *,
                    "τ_pos (alert threshold)")
 
 
-_MEETS = {">=": np.greater_equal, ">": np.greater, "<=": np.less_equal, "<": np.less}
+_MEETS = MappingProxyType({">=": np.greater_equal, ">": np.greater, "<=": np.less_equal,
+                           "<": np.less})
 
 
 def _add_target_lines(fig: go.Figure, table: pd.DataFrame, target: tuple[str, float]) -> None:
@@ -330,8 +332,10 @@ def _add_target_lines(fig: go.Figure, table: pd.DataFrame, target: tuple[str, fl
     fig.add_trace(go.Contour(
         x=x, y=y, z=z, name=f"target {op} {value:g} (line)", showscale=False,
         contours={"coloring": "none", "start": value, "end": value, "size": 1,
-                  "showlabels": True, "labelfont": {"color": "white", "size": 12}},
-        line={"color": "white", "width": 3}, hoverinfo="skip", showlegend=True))
+                  "showlabels": True, "labelfont": {"color": "black", "size": 12}},
+        # Black dashes: the targets sit at the high (yellow) end of the colour scale.
+        line={"color": "black", "width": 2, "dash": "dash"}, hoverinfo="skip",
+        showlegend=True))
     # Outline of the meeting cells: the edges between a meeting and a non-meeting cell.
     xe, ye = _cell_edges(x), _cell_edges(y)
     sx: list[float | None] = []

@@ -45,7 +45,7 @@ with right:
 
 st.subheader("Threshold grid")
 st.caption("Every valid (τ_neg ≤ τ_pos) pair on a 0.05 grid plus the current values; "
-           "the × marks the current choice. Where the coloured metric has a target, a white "
+           "the × marks the current choice. Where the coloured metric has a target, a dashed "
            "line is drawn at the target value and the cells that meet it are outlined in red.")
 grid = v.gate_grid()
 # One heatmap at a time: each drawn chart costs the browser a redraw on every slider move.
