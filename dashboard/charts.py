@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from functools import partial
+from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
@@ -26,10 +27,13 @@ from metrics_core.classification import PrCurve, RocCurve, downsample
 
 __all__ = [
     "MAX_CURVE_POINTS",
+    "MOSTLY_BINARY_SHARE",
     "STATE_NAMES",
     "OperatingPoint",
+    "count_axis",
     "decision_curve_figure",
     "distribution_figure",
+    "folds_figure",
     "forest_figure",
     "gamma_sweep_figure",
     "gate_flow_figure",
@@ -104,6 +108,42 @@ def _threshold_text(thresholds: np.ndarray) -> list[str]:
 
 
 # ------------------------------------------------------------------------- ROC and PR
+
+#: Marker sizes of the operating points, largest first: a later point drawn on the same spot
+#: sits inside the earlier one, so coinciding points all stay visible.
+_POINT_SIZES = (22, 15, 9, 6, 4)
+_POINT_COLOURS = ("#4c78a8", "#e45756", "#54a24b", "#f58518", "#b279a2")
+
+
+def _point_markers(points: Sequence[OperatingPoint], x: str, y: str):
+    """(point, marker, legend name) of each drawable operating point.
+
+    Each point has its own symbol, colour and size (decreasing, so a point drawn on top of
+    another one is smaller and both show); a point at the same spot as an earlier one says so
+    in its legend entry.
+    """
+    drawn: list[tuple[OperatingPoint, tuple[float, float]]] = []
+    out = []
+    for i, pt in enumerate(points):
+        xv, yv = getattr(pt, x), getattr(pt, y)
+        if not (_finite(xv) and _finite(yv)):
+            continue
+        spot = (float(xv), float(yv))
+        same = [other.label for other, at in drawn
+                if math.isclose(at[0], spot[0], abs_tol=1e-9)
+                and math.isclose(at[1], spot[1], abs_tol=1e-9)]
+        name = f"{pt.label} (p ≥ {pt.threshold:g})"
+        if same:
+            name += f", same point as {' and '.join(same)}"
+        marker = {"size": _POINT_SIZES[min(i, len(_POINT_SIZES) - 1)],
+                  "symbol": _POINT_SYMBOLS[i % len(_POINT_SYMBOLS)],
+                  "color": _POINT_COLOURS[i % len(_POINT_COLOURS)],
+                  "line": {"width": 1.5, "color": "black"}}
+        drawn.append((pt, spot))
+        out.append((pt, marker, name))
+    return out
+
+
 def roc_figure(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
                auroc: float | None = None, max_points: int = MAX_CURVE_POINTS,
                band: pd.DataFrame | None = None) -> go.Figure:
@@ -123,14 +163,10 @@ def roc_figure(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
     fig.add_trace(_Scatter(x=shown.fpr, y=shown.tpr, mode="lines", name=name,
                              line={"shape": "linear"}, text=_threshold_text(shown.thresholds),
                              hovertemplate="FPR %{x:.4f}<br>TPR %{y:.4f}<br>%{text}"))
-    for i, pt in enumerate(points):
-        if not (_finite(pt.fpr) and _finite(pt.tpr)):
-            continue
+    for pt, marker, name in _point_markers(points, "fpr", "tpr"):
         fig.add_trace(_Scatter(
-            x=[pt.fpr], y=[pt.tpr], mode="markers", name=f"{pt.label} (p ≥ {pt.threshold:g})",
-            marker={"size": 12, "symbol": _POINT_SYMBOLS[i % len(_POINT_SYMBOLS)],
-                    "line": {"width": 1, "color": "black"}},
-            hovertemplate=f"{pt.label}<br>FPR %{{x:.4f}}<br>TPR %{{y:.4f}}<extra></extra>"))
+            x=[pt.fpr], y=[pt.tpr], mode="markers", name=name, marker=marker,
+            hovertemplate=f"{name}<br>FPR %{{x:.4f}}<br>TPR %{{y:.4f}}<extra></extra>"))
     return _layout(fig, "ROC curve (all queries)", "False positive rate (1 − specificity)",
                    "True positive rate (sensitivity)", xaxis=_UNIT_RANGE, yaxis=_UNIT_RANGE)
 
@@ -161,15 +197,10 @@ def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] 
     fig.add_trace(_Scatter(x=shown.recall, y=shown.precision, mode="lines", name=name,
                              line={"shape": "vh"}, text=_threshold_text(thresholds),
                              hovertemplate="recall %{x:.4f}<br>precision %{y:.4f}<br>%{text}"))
-    for i, pt in enumerate(points):
-        if not (_finite(pt.tpr) and _finite(pt.precision)):
-            continue
+    for pt, marker, name in _point_markers(points, "tpr", "precision"):
         fig.add_trace(_Scatter(
-            x=[pt.tpr], y=[pt.precision], mode="markers",
-            name=f"{pt.label} (p ≥ {pt.threshold:g})",
-            marker={"size": 12, "symbol": _POINT_SYMBOLS[i % len(_POINT_SYMBOLS)],
-                    "line": {"width": 1, "color": "black"}},
-            hovertemplate=f"{pt.label}<br>recall %{{x:.4f}}<br>precision %{{y:.4f}}"
+            x=[pt.tpr], y=[pt.precision], mode="markers", name=name, marker=marker,
+            hovertemplate=f"{name}<br>recall %{{x:.4f}}<br>precision %{{y:.4f}}"
                           "<extra></extra>"))
     return _layout(fig, "Precision-recall curve (all queries)", "Recall (sensitivity)",
                    "Precision (PPV)", xaxis=_UNIT_RANGE, yaxis=_UNIT_RANGE)
@@ -217,7 +248,30 @@ def reliability_figure(table, *, title: str = "Reliability diagram",
                                hovertemplate="p %{x:.3f}<br>observed %{y:.3f}<extra></extra>"))
     return _layout(fig, title, x_title, y_title, xaxis=_UNIT_RANGE, yaxis=_UNIT_RANGE,
                    yaxis2={"title": {"text": "Queries in bin"}, "overlaying": "y",
-                           "side": "right", "showgrid": False, "rangemode": "tozero"})
+                           "side": "right", "showgrid": False,
+                           **count_axis(float(np.max(frame["count"].to_numpy(), initial=0)))})
+
+
+def _nice_step(top: float, ticks: int = 5) -> int:
+    """An integer tick step of 1, 2 or 5 times a power of ten giving at most ``ticks`` steps
+    up to ``top`` (at least 1: counts have no fractional ticks)."""
+    if not top > ticks:
+        return 1
+    raw = top / ticks
+    power = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 5, 10):
+        if factor * power >= raw:
+            return int(factor * power)
+    return int(10 * power)  # pragma: no cover - the loop always returns
+
+
+def count_axis(top: float) -> dict:
+    """Axis settings for counts: from 0, integer ticks with thousands separators
+    (``1,000`` rather than ``1k``), a round step and head room above ``top``."""
+    step = _nice_step(top)
+    end = max(step, math.ceil(top * 1.05 / step) * step)
+    return {"range": [0, end], "tick0": 0, "dtick": step, "tickmode": "linear",
+            "tickformat": ",d", "rangemode": "tozero"}
 
 
 def _reliability_frame(table) -> pd.DataFrame:
@@ -230,11 +284,14 @@ def _reliability_frame(table) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- gate
 def gate_grid_heatmap(grid: pd.DataFrame, current: tuple[float, float], *,
-                      metric: str = "screening_sensitivity") -> go.Figure:
+                      metric: str = "screening_sensitivity",
+                      target: tuple[str, float] | None = None) -> go.Figure:
     """Heatmap of one gate metric over the (τ_neg, τ_pos) grid with the current choice marked.
 
     ``grid`` comes from :meth:`metrics_core.report.Evaluator.gate_grid` (cells with
-    τ_neg > τ_pos are absent and stay blank).
+    τ_neg > τ_pos are absent and stay blank). ``target`` is ``(operator, value)`` of the
+    metric's target (e.g. ``(">=", 0.995)``): a contour line is drawn at the value and the
+    cells that meet it are outlined; the legend says how many do.
     """
     table = grid.pivot_table(index="tau_pos", columns="tau_neg", values=metric,
                              aggfunc="first", dropna=False)
@@ -246,6 +303,8 @@ def gate_grid_heatmap(grid: pd.DataFrame, current: tuple[float, float], *,
         colorbar={"title": {"text": title.split(" (")[0]}},
         hovertemplate="τ_neg %{x:.3g}<br>τ_pos %{y:.3g}<br>" + title.split(" (")[0]
                       + " %{z:.4f}<extra></extra>"))
+    if target is not None:
+        _add_target_lines(fig, table, target)
     fig.add_trace(_Scatter(
         x=[float(current[0])], y=[float(current[1])], mode="markers",
         name=f"current (τ_neg {current[0]:g}, τ_pos {current[1]:g})",
@@ -255,44 +314,128 @@ def gate_grid_heatmap(grid: pd.DataFrame, current: tuple[float, float], *,
                    "τ_pos (alert threshold)")
 
 
+_MEETS = MappingProxyType({">=": np.greater_equal, ">": np.greater, "<=": np.less_equal,
+                           "<": np.less})
+
+
+def _add_target_lines(fig: go.Figure, table: pd.DataFrame, target: tuple[str, float]) -> None:
+    """The contour at the target value and the outline of the cells meeting the target."""
+    op, value = target[0], float(target[1])
+    if op not in _MEETS:
+        raise ValueError(f"target operator must be one of {sorted(_MEETS)}, got {op!r}")
+    x = table.columns.to_numpy(dtype=float)
+    y = table.index.to_numpy(dtype=float)
+    z = table.to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        meets = _MEETS[op](z, value) & np.isfinite(z)
+    n_meet, n_cells = int(meets.sum()), int(np.isfinite(z).sum())
+    fig.add_trace(go.Contour(
+        x=x, y=y, z=z, name=f"target {op} {value:g} (line)", showscale=False,
+        contours={"coloring": "none", "start": value, "end": value, "size": 1,
+                  "showlabels": True, "labelfont": {"color": "black", "size": 12}},
+        # Black dashes: the targets sit at the high (yellow) end of the colour scale.
+        line={"color": "black", "width": 2, "dash": "dash"}, hoverinfo="skip",
+        showlegend=True))
+    # Outline of the meeting cells: the edges between a meeting and a non-meeting cell.
+    xe, ye = _cell_edges(x), _cell_edges(y)
+    sx: list[float | None] = []
+    sy: list[float | None] = []
+    padded = np.pad(meets, 1, constant_values=False)
+    for i in range(meets.shape[0]):
+        for j in range(meets.shape[1]):
+            if not meets[i, j]:
+                continue
+            r, c = i + 1, j + 1
+            if not padded[r - 1, c]:
+                sx += [xe[j], xe[j + 1], None]
+                sy += [ye[i], ye[i], None]
+            if not padded[r + 1, c]:
+                sx += [xe[j], xe[j + 1], None]
+                sy += [ye[i + 1], ye[i + 1], None]
+            if not padded[r, c - 1]:
+                sx += [xe[j], xe[j], None]
+                sy += [ye[i], ye[i + 1], None]
+            if not padded[r, c + 1]:
+                sx += [xe[j + 1], xe[j + 1], None]
+                sy += [ye[i], ye[i + 1], None]
+    fig.add_trace(_Scatter(
+        x=sx, y=sy, mode="lines", line={"color": "#e45756", "width": 2},
+        name=f"meets target {op} {value:g}: {n_meet:,} of {n_cells:,} cells",
+        hoverinfo="skip"))
+
+
+def _cell_edges(centres: np.ndarray) -> np.ndarray:
+    """Cell boundaries halfway between neighbouring grid values (as the heatmap draws them)."""
+    if centres.size == 1:
+        return np.array([centres[0] - 0.025, centres[0] + 0.025])
+    mid = (centres[1:] + centres[:-1]) / 2
+    return np.r_[2 * centres[0] - mid[0], mid, 2 * centres[-1] - mid[-1]]
+
+
 # ------------------------------------------------------------------------- dynamic-K
 def k_histogram(k: np.ndarray, states: np.ndarray) -> go.Figure:
-    """Stacked bars of how many queries got each K, by gate state (counts are exact)."""
+    """How many queries got each K, one panel per gate state, each with its own count axis.
+
+    Separate panels keep a tall bar (NEG queries at K = 0) from flattening the UNCERTAIN and
+    POS bars; the panels share the K axis and each count axis starts at 0 (counts are exact).
+    """
     k = np.asarray(k, dtype=np.int64)
     states = np.asarray(states)
     width = int(k.max(initial=0)) + 1
-    fig = _Figure()
     values = np.arange(width)
+    fig = _Figure()
+    axes: dict[str, dict] = {}
+    annotations = []
+    n_panels = len(STATE_NAMES)
+    gap = 0.1
+    height = (1 - gap * (n_panels - 1)) / n_panels
     for code, name in enumerate(STATE_NAMES):
         counts = np.bincount(k[states == code], minlength=width)
-        fig.add_trace(_Bar(x=values, y=counts, name=name,
-                             marker={"color": _STATE_COLOURS[name]},
-                             hovertemplate=f"{name}<br>K = %{{x}}<br>%{{y}} queries"
-                                           "<extra></extra>"))
-    return _layout(fig, "Selected K by gate state", "Selected K (sentences extracted)",
-                   "Queries", barmode="stack", xaxis={"dtick": 1})
+        axis = "y" if code == 0 else f"y{code + 1}"
+        fig.add_trace(_Bar(x=values, y=counts, name=name, yaxis=axis,
+                           marker={"color": _STATE_COLOURS[name]},
+                           hovertemplate=f"{name}<br>K = %{{x}}<br>%{{y:,}} queries"
+                                         "<extra></extra>"))
+        top = 1 - code * (height + gap)
+        axes["yaxis" if code == 0 else f"yaxis{code + 1}"] = {
+            "domain": [max(0.0, round(top - height, 6)), min(1.0, round(top, 6))],
+            "anchor": "x",
+            "title": {"text": "Queries"}, **count_axis(float(counts.max(initial=0)))}
+        annotations.append({"text": f"<b>{name}</b>: {int(counts.sum()):,} queries",
+                            "xref": "paper", "yref": "paper", "x": 0, "y": top,
+                            "xanchor": "left", "yanchor": "bottom", "showarrow": False})
+    yaxis = axes.pop("yaxis")
+    return _layout(fig, "Selected K by gate state (one panel per state, own count axis)",
+                   "Selected K (sentences extracted)", "Queries",
+                   xaxis={"dtick": 1, "anchor": f"y{n_panels}"},
+                   yaxis=yaxis, annotations=annotations, height=640, **axes)
 
 
 def gamma_sweep_figure(sweep: pd.DataFrame) -> go.Figure:
     """Evidence recall against workload per 1,000 queries for each γ (current one marked).
 
-    ``sweep`` comes from :meth:`metrics_core.report.Evaluator.gamma_sweep`.
+    ``sweep`` comes from :meth:`metrics_core.report.Evaluator.gamma_sweep`. Each γ is its own
+    legend entry (no text on the chart, which would overlap when points are close); the line
+    joins the γ values in order.
     """
-    sweep = sweep.sort_values("gamma")
+    sweep = sweep.sort_values("gamma").reset_index(drop=True)
     fig = _Figure()
     fig.add_trace(_Scatter(
-        x=sweep["workload_per_1000"], y=sweep["evidence_recall"], mode="lines+markers+text",
-        name="γ sweep", text=[f"γ={g:g}" for g in sweep["gamma"]], textposition="top left",
-        customdata=np.c_[sweep["gamma"], sweep["mean_k"]],
-        hovertemplate="γ %{customdata[0]:g}<br>sentences per 1,000 queries %{x:.1f}"
-                      "<br>evidence recall %{y:.4f}<br>mean K %{customdata[1]:.2f}"
-                      "<extra></extra>"))
-    current = sweep[sweep["current"].astype(bool)]
-    if not current.empty:
+        x=sweep["workload_per_1000"], y=sweep["evidence_recall"], mode="lines",
+        name="γ sweep (in order of γ)", line={"color": "lightgrey"}, hoverinfo="skip"))
+    colours = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#9d755d", "#72b7b2")
+    for i, row in sweep.iterrows():
+        current = bool(row.get("current", False))
+        gamma = float(row["gamma"])
         fig.add_trace(_Scatter(
-            x=current["workload_per_1000"], y=current["evidence_recall"], mode="markers",
-            name=f"current γ = {float(current['gamma'].iloc[0]):g}",
-            marker={"size": 14, "symbol": "star", "line": {"width": 1, "color": "black"}}))
+            x=[row["workload_per_1000"]], y=[row["evidence_recall"]], mode="markers",
+            name=f"γ = {gamma:g}" + (" (current)" if current else ""),
+            marker={"size": 16 if current else 11, "symbol": "star" if current else "circle",
+                    "color": colours[i % len(colours)], "line": {"width": 1, "color": "black"}},
+            customdata=[[gamma, row["mean_k"]]],
+            hovertemplate="γ %{customdata[0]:g}<br>sentences per 1,000 queries %{x:.1f}"
+                          "<br>evidence recall %{y:.3f}<br>mean K %{customdata[1]:.2f}"
+                          "<extra></extra>"))
     return _layout(fig, "Evidence recall vs workload (γ sweep)",
                    "Sentences to read per 1,000 queries", "Evidence recall")
 
@@ -332,24 +475,72 @@ def per_criterion_figure(table: pd.DataFrame, metric: str, *, label: str | None 
     return _layout(fig, f"{label} by criterion", "Criterion", label)
 
 
+#: A metric whose per-query values are exactly 0 or 1 at least this often is drawn as shares
+#: (a box of such values is a flat line at 0 or 1 and says nothing).
+MOSTLY_BINARY_SHARE = 0.8
+
+
 def distribution_figure(values: Mapping[str, np.ndarray], *,
                         title: str = "Per-query distribution",
-                        y_title: str = "Value per query") -> go.Figure:
-    """Box per metric from precomputed quartiles, mean and range (light for any n).
+                        y_title: str = "Value per query",
+                        intervals: Mapping[str, tuple[float, float] | None] | None = None,
+                        binary_share: float = MOSTLY_BINARY_SHARE) -> go.Figure:
+    """Per-query distribution of each metric, in one of two panels.
 
     ``values`` maps a metric name to its per-query values (NaN = undefined, left out).
+    A metric whose values are mostly exactly 0 or 1 (share ≥ ``binary_share``) is drawn in the
+    right panel as stacked shares of queries at 0, in between and at 1, with its mean and
+    the mean's 95% interval from ``intervals`` (``name -> (lo, hi)``) when given; every other
+    metric is a box (quartiles, mean and range, light for any n) in the left panel.
     """
-    fig = _Figure()
+    intervals = intervals or {}
+    boxes, shares = [], []
     for name, v in values.items():
         v = np.asarray(v, dtype=float)
         v = v[np.isfinite(v)]
         if v.size == 0:
             continue
+        zero, one = float(np.mean(v == 0)), float(np.mean(v == 1))
+        (shares if zero + one >= binary_share else boxes).append((name, v, zero, one))
+    split = 0.5 if boxes and shares else (1.0 if boxes else 0.0)
+    fig = _Figure()
+    for name, v, _, _ in boxes:
         q1, median, q3 = np.percentile(v, [25, 50, 75])
         fig.add_trace(_Box(name=name, x=[name], q1=[q1], median=[median], q3=[q3],
-                             lowerfence=[v.min()], upperfence=[v.max()], mean=[v.mean()],
-                             boxpoints=False))
-    return _layout(fig, title, "Metric", y_title, showlegend=False)
+                           lowerfence=[v.min()], upperfence=[v.max()], mean=[v.mean()],
+                           boxpoints=False, showlegend=False))
+    names = [name for name, *_ in shares]
+    parts = (("queries at 0", "#bab0ac", [z for *_, z, _ in shares]),
+             ("queries in between", "#9ecae9", [1 - z - o for *_, z, o in shares]),
+             ("queries at 1", "#4c78a8", [o for *_, o in shares]))
+    for label, colour, share in parts:
+        if not names:
+            break
+        fig.add_trace(_Bar(x=names, y=share, name=label, marker={"color": colour},
+                           xaxis="x2", yaxis="y2",
+                           hovertemplate="%{x}<br>" + label + ": %{y:.1%}<extra></extra>"))
+    if names:
+        means = np.array([v.mean() for _, v, _, _ in shares])
+        lo = np.array([(intervals.get(n) or (np.nan, np.nan))[0] for n in names], dtype=float)
+        hi = np.array([(intervals.get(n) or (np.nan, np.nan))[1] for n in names], dtype=float)
+        fig.add_trace(_Scatter(
+            x=names, y=means, mode="markers", name="mean (95% CI)", xaxis="x2", yaxis="y2",
+            marker={"symbol": "diamond", "size": 12, "color": "black"},
+            error_y={"type": "data", "symmetric": False, "array": hi - means,
+                     "arrayminus": means - lo, "color": "black", "thickness": 2},
+            hovertemplate="%{x}<br>mean %{y:.3f}<extra></extra>"))
+    layout = {"barmode": "stack",
+              "legend": {"orientation": "h", "yanchor": "top", "y": -0.2, "x": split}}
+    if shares:
+        layout["xaxis2"] = {"domain": [split + 0.06 if boxes else 0, 1], "anchor": "y2",
+                            "title": {"text": "Mostly 0 / 1 per query: shares and mean"}}
+        layout["yaxis2"] = {"domain": [0, 1], "anchor": "x2", "range": [0, 1.02],
+                            "title": {"text": "Share of queries / mean"}}
+    x_axis = {"domain": [0, max(split - 0.04, 0.01)]} if shares else {}
+    if not boxes:
+        x_axis["visible"] = False
+    return _layout(fig, title, "Metric (box: quartiles, mean dashed, whiskers min-max)",
+                   y_title, xaxis=x_axis, yaxis={"visible": bool(boxes)}, **layout)
 
 
 # ---------------------------------------------------------------------- decision curve
@@ -494,3 +685,50 @@ def gate_flow_figure(gate) -> go.Figure:
         link={"source": source, "target": target, "value": value, "color": colour})])
     return _layout(fig, "Queries through the gate to the gold outcome", "", "",
                    xaxis={"visible": False}, yaxis={"visible": False})
+
+
+# ------------------------------------------------------------------------------ folds
+def folds_figure(per_fold: pd.DataFrame, summary: pd.DataFrame, metric: str, *,
+                 label: str | None = None) -> go.Figure:
+    """The value of ``metric`` in each fold with the mean ± std over folds (and the pooled
+    value when the summary has it).
+
+    ``per_fold`` is ``Evaluation.per_fold`` (one row per fold, then ``mean`` / ``std`` /
+    ``pooled`` rows, which are not drawn as folds); ``summary`` is ``Evaluation.fold_summary``
+    (columns ``metric``, ``mean``, ``std``, ``pooled``), whose numbers are drawn as given.
+    """
+    label = label or metric
+    row = summary[summary["metric"] == metric]
+    if row.empty or metric not in per_fold.columns:
+        raise ValueError(f"fold summary has no row for metric {metric!r} (or the per-fold "
+                         "table no such column)")
+    folds = per_fold.drop(index=[i for i in ("mean", "std", "pooled") if i in per_fold.index])
+    names = [escape_plotly(f"fold {i}") for i in folds.index]
+    values = folds[metric].to_numpy(dtype=float)
+    mean, std = float(row["mean"].iloc[0]), float(row["std"].iloc[0])
+    fig = _Figure()
+    if math.isfinite(mean):
+        ends = [names[0], names[-1]] if names else []
+        std_text = f" ± {std:.3f}" if math.isfinite(std) else ""
+        if math.isfinite(std):
+            fig.add_trace(_Scatter(
+                x=[*ends, *ends[::-1]], y=[mean + std, mean + std, mean - std, mean - std],
+                fill="toself", mode="lines", line={"width": 0},
+                fillcolor="rgba(245,133,24,0.2)", name="mean ± std (ddof = 0)",
+                hoverinfo="skip"))
+        fig.add_trace(_Scatter(x=ends, y=[mean, mean], mode="lines",
+                               name=f"mean {mean:.3f}{std_text}",
+                               line={"color": "#f58518", "width": 2}))
+    pooled = row["pooled"].iloc[0] if "pooled" in row else None
+    if _finite(pooled):
+        fig.add_trace(_Scatter(x=[names[0], names[-1]] if names else [],
+                               y=[float(pooled)] * 2, mode="lines",
+                               name=f"pooled {float(pooled):.3f}",
+                               line={"color": "grey", "dash": "dot"}))
+    # The folds last, so the band never covers a point.
+    fig.add_trace(_Scatter(x=names, y=values, mode="markers", name=f"{label} per fold",
+                           marker={"size": 12, "color": "#4c78a8",
+                                   "line": {"width": 1, "color": "black"}},
+                           hovertemplate="%{x}<br>" + label + " %{y:.3f}<extra></extra>"))
+    return _layout(fig, f"{label} per fold (mean ± std over folds)", "Fold", label,
+                   xaxis={"categoryorder": "array", "categoryarray": names})

@@ -172,8 +172,9 @@ def test_k_histogram_counts_per_state():
     np.testing.assert_array_equal(fig.data[1].y, [1, 0, 1, 0, 0, 1])
     np.testing.assert_array_equal(fig.data[2].y, [0, 0, 0, 2, 0, 0])
     np.testing.assert_array_equal(fig.data[0].x, np.arange(6))
-    assert fig.layout.barmode == "stack"
-    _assert_labelled(fig, "Selected K by gate state")
+    # One panel per state, each on its own count axis (see test_charts_legible.py).
+    assert [t.yaxis for t in fig.data] == ["y", "y2", "y3"]
+    _assert_labelled(fig, "Selected K by gate state (one panel per state, own count axis)")
 
 
 def test_gamma_sweep_figure_plots_recall_against_workload(evaluator):
@@ -184,8 +185,8 @@ def test_gamma_sweep_figure_plots_recall_against_workload(evaluator):
     ordered = sweep.sort_values("gamma")
     np.testing.assert_array_equal(line.x, ordered["workload_per_1000"])
     np.testing.assert_array_equal(line.y, ordered["evidence_recall"])
-    assert list(line.text) == ["γ=0.7", "γ=0.85", "γ=0.95"]
-    current = _trace(fig, "current γ")
+    assert [t.name for t in fig.data[1:]] == ["γ = 0.7", "γ = 0.85 (current)", "γ = 0.95"]
+    current = _trace(fig, "γ = 0.85")
     row = sweep[sweep["gamma"] == 0.85].iloc[0]
     assert current.x[0] == row["workload_per_1000"]
     np.testing.assert_equal(current.y[0], row["evidence_recall"])

@@ -3,7 +3,8 @@ pooled value and its 95% interval."""
 
 import streamlit as st
 
-from dashboard import data, display
+from dashboard import charts, data, display
+from metrics_core import registry
 
 v = data.view()
 display.page_header("Folds", v)
@@ -24,6 +25,15 @@ else:
                        column_config={"label": st.column_config.TextColumn(
                            "metric", width=220, pinned=True),
                            "metric": st.column_config.TextColumn("id")})
+    st.subheader("Per fold chart")
+    metrics = [m for m in ev.fold_summary["metric"] if m in per_fold.columns]
+    default = "auroc" if "auroc" in metrics else (metrics[0] if metrics else None)
+    fold_metric = st.selectbox("Metric", metrics, index=metrics.index(default) if metrics else 0,
+                               format_func=registry.label, key="fold_chart_metric")
+    if fold_metric is not None:
+        display.plot(charts.folds_figure(per_fold, ev.fold_summary, fold_metric,
+                                         label=registry.label(fold_metric)),
+                     key="fold_chart")
     st.subheader("Per fold")
     st.caption("One row per fold and the pooled row; the mean and std over folds are in the "
                "table above (a count's mean and std to 1 decimal, not as whole numbers).")

@@ -4,6 +4,7 @@ the (τ_neg, τ_pos) grid."""
 import streamlit as st
 
 from dashboard import charts, data, display
+from metrics_core.targets import parse_target
 
 v = data.view()
 display.page_header("Gate & thresholds", v)
@@ -42,7 +43,8 @@ display.show_records(display.group_frame(ev, "confusion"), key="confusion_table"
 
 st.subheader("Threshold grid")
 st.caption("Every valid (τ_neg ≤ τ_pos) pair on a 0.05 grid plus the current values; "
-           "the × marks the current choice.")
+           "the × marks the current choice. Where the coloured metric has a target, a dashed "
+           "line is drawn at the target value and the cells that meet it are outlined in red.")
 grid = v.gate_grid()
 # One heatmap at a time: each drawn chart costs the browser a redraw on every slider move.
 grid_metrics = {name: charts.GRID_METRICS[name]
@@ -50,7 +52,10 @@ grid_metrics = {name: charts.GRID_METRICS[name]
 metric = st.segmented_control("Colour the grid by", list(grid_metrics),
                               format_func=grid_metrics.get, default="screening_sensitivity",
                               key="grid_metric", required=True)
+grid_targets = {name: (op, value) for name, op, value
+                in (parse_target(t) for t in v.config.targets)}
 display.plot(charts.gate_grid_heatmap(grid, (v.config.tau_neg, v.config.tau_pos),
-                                      metric=metric), key="grid_chart")
+                                      metric=metric, target=grid_targets.get(metric)),
+             key="grid_chart")
 with st.expander("Grid as a table"):
     display.show_table(grid, key="grid_table")

@@ -6,6 +6,7 @@ import streamlit as st
 from dashboard import charts, data, display, state
 from dashboard.safe_text import escape_markdown
 from metrics_core import registry
+from metrics_core.targets import parse_target
 
 # Static styling only (no user text): larger type for a room.
 st.html("""<style>
@@ -48,7 +49,12 @@ chart = st.segmented_control("Chart", ["Threshold grid", "Decision curve", "Per 
                              default="Threshold grid", key="meeting_chart", required=True)
 if chart == "Threshold grid":
     display.plot(charts.gate_grid_heatmap(v.gate_grid(), (v.config.tau_neg, v.config.tau_pos),
-                                          metric="screening_sensitivity"), key="meeting_grid")
+                                          metric="screening_sensitivity",
+                                          target=next(((op, value) for name, op, value in
+                                                       map(parse_target, v.config.targets)
+                                                       if name == "screening_sensitivity"),
+                                                      None)),
+                 key="meeting_grid")
 elif chart == "Decision curve":
     display.plot(charts.decision_curve_figure(ev.decision_curve, tau_pos=v.config.tau_pos),
                  key="meeting_decision")

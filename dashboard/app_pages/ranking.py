@@ -20,6 +20,19 @@ k = st.selectbox("K", ks, index=ks.index(10) if 10 in ks else 0, key="ranking_k"
                  persist_state="session")
 names = [f"recall@{k}", f"precision@{k}", f"hit@{k}", f"map@{k}", f"ndcg@{k}", f"mrr@{k}",
          "mrr"]
+
+def _interval(name):
+    """The mean's 95% interval from the evaluation's record (None when it has none)."""
+    try:
+        return ev.record(name).ci95
+    except KeyError:
+        return None
+
+
+st.caption("Metrics that are mostly exactly 0 or 1 per query (e.g. hit@K) are shown as the "
+           "share of queries at 0 and at 1 with the mean and its 95% interval; the others as "
+           "boxes.")
 display.plot(charts.distribution_figure(v.ranking_values(names),
-                                        title=f"Per-query ranking metrics at K = {k}"),
+                                        title=f"Per-query ranking metrics at K = {k}",
+                                        intervals={n: _interval(n) for n in names}),
              key="ranking_distribution")
