@@ -77,7 +77,7 @@ def _table(frame: pd.DataFrame, *, max_rows: int = 200) -> str:
     for values in frame.itertuples(index=False):
         cells = []
         for v in values:
-            numeric = isinstance(v, int | float) and not isinstance(v, bool)
+            numeric = (isinstance(v, int | float) and not isinstance(v, bool)) or v is None
             cells.append(f'<td class="num">{_num(v)}</td>' if numeric else f"<td>{_e(v)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"

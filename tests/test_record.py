@@ -115,3 +115,12 @@ def test_report_with_a_bad_settings_file_exits_2(tmp_path, capsys):
     assert main(["report", str(paths.queries), str(paths.candidates), "--settings", str(bad),
                  "--out", str(tmp_path / "r.html")]) == 2
     assert "tau_neg" in capsys.readouterr().err
+
+
+def test_record_tables_show_undefined_as_a_dash():
+    import pandas as pd
+
+    html = record._table(pd.DataFrame({"metric": ["auroc", "f1"], "value": [None, float("nan")],
+                                       "ci": [None, "x"]}))
+    assert "None" not in html and "nan" not in html.lower()
+    assert html.count("—") == 3
