@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 import tomllib
 import traceback
 from collections import OrderedDict
@@ -347,7 +348,9 @@ def _progress_bar(config: EvalConfig):
     Updating the bar is a Streamlit call: when the user moves a slider meanwhile, Streamlit
     stops this run there and starts the new one, so a long bootstrap is cancelled.
     """
-    if config.bootstrap == 0:
+    if config.bootstrap <= LIVE_RESAMPLES:
+        # A live pass takes a fraction of a second: a bar would only send the browser a
+        # redraw per batch before the charts.
         return None
     bar = st.progress(0.0, text="Bootstrap intervals…")
 
@@ -372,9 +375,16 @@ def refine_intervals(v: View | None) -> None:
         with st.sidebar:
             bar = st.progress(0.0, text="Refining the intervals…")
 
+        last = [0.0]
+
         def progress(done: int, total: int) -> None:
-            bar.progress(done / total, text=f"Refining the intervals: {done:,} of {total:,} "
-                                            f"resamples")
+            # At most a few updates a second: each is a message and a redraw in the browser
+            # (and the point where a new move stops this run).
+            now = time.monotonic()
+            if now - last[0] >= 0.25 or done >= total:
+                last[0] = now
+                bar.progress(done / total, text=f"Refining the intervals: {done:,} of "
+                                                f"{total:,} resamples")
 
         memo[key] = v.source.evaluator().evaluate(config, progress=progress)
         while len(memo) > _EVALUATIONS_KEPT:
