@@ -205,23 +205,28 @@ def tune(ds, targets, *, by: str | None = None, nested: str | None = None,
     return out
 
 
-def _nested(ds, y, p, m, t, subset, nested) -> list[TuneResult]:
+def _held_out_pairs(ds, m, nested) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """``(name, choose-on rows, held-out rows)`` within mask ``m``: each fold held out in turn
+    (``nested="folds"``), or TEST held out with TUNE to choose on (``nested="split"``)."""
     if nested == "folds":
         if ds.fold is None:
             raise ValueError("nested='folds' needs a fold column")
-        pairs = [(f"fold {f}", m & (ds.fold != f), m & (ds.fold == f))
-                 for f in np.unique(ds.fold[m])]
-    elif nested == "split":
+        return [(f"fold {f}", m & (ds.fold != f), m & (ds.fold == f))
+                for f in np.unique(ds.fold[m])]
+    if nested == "split":
         if ds.split is None:
             raise ValueError("nested='split' needs a split column (TUNE / TEST)")
         split = np.char.upper(ds.split.astype(str))
         pairs = [("split TEST", m & (split == "TUNE"), m & (split == "TEST"))]
         if not pairs[0][1].any() or not pairs[0][2].any():
             raise ValueError("nested='split' needs both TUNE and TEST rows")
-    else:
-        raise ValueError(f"nested must be 'folds', 'split' or None; got {nested!r}")
+        return pairs
+    raise ValueError(f"nested must be 'folds', 'split' or None; got {nested!r}")
+
+
+def _nested(ds, y, p, m, t, subset, nested) -> list[TuneResult]:
     out = []
-    for name, train, test in pairs:
+    for name, train, test in _held_out_pairs(ds, m, nested):
         value, _ = find_threshold(y[train], p[train], t)
         achieved = None if value is None else _evaluate_at(y[test], p[test], t, value)
         out.append(TuneResult(str(t), t.parameter, value, achieved, subset, int(test.sum()),
@@ -392,22 +397,22 @@ def nested_summary(ds, target: Target | str, nested: str, *, by_criterion: bool 
               else [np.ones(ds.n_queries, dtype=bool)])
     decided = np.zeros(ds.n_queries, dtype=bool)
     held = np.zeros(ds.n_queries, dtype=bool)
-    rows: dict[str, dict] = {}
+    rows: dict[str, dict] = {}  # held-out name -> its rows (all groups) and thresholds
     for m in groups:
-        for r in _nested(ds, y.astype(np.float64), p, m, target, "", nested):
-            name = r.evaluated_on
-            test = m & (_held_out(ds, name))
+        for name, train, test in _held_out_pairs(ds, m, nested):
+            value, _ = find_threshold(y[train], p[train], target)
             held |= test
-            if r.value is not None:
-                decided[test] = p[test] >= r.value
-            row = rows.setdefault(name, {"held_out": name, "n": 0, "thresholds": []})
-            row["n"] += int(test.sum())
-            row["thresholds"].append(r.value)
+            if value is not None:
+                decided[test] = p[test] >= value
+            row = rows.setdefault(name, {"test": np.zeros(ds.n_queries, dtype=bool),
+                                         "thresholds": []})
+            row["test"] |= test
+            row["thresholds"].append(value)
     out = []
     for name, row in rows.items():
-        test = _held_out(ds, name) & held
+        test = row["test"]
         values = [t for t in row["thresholds"] if t is not None]
-        out.append({"held_out": name, "n": row["n"],
+        out.append({"held_out": name, "n": int(test.sum()),
                     target.parameter: values[0] if len(row["thresholds"]) == 1 and values
                     else (None if not values else float(np.mean(values))),
                     "achieved": _metric_of_decisions(target.metric, y[test], decided[test])})
@@ -422,8 +427,3 @@ def nested_summary(ds, target: Target | str, nested: str, *, by_criterion: bool 
          "achieved": _metric_of_decisions(target.metric, y[held], decided[held])}])
     return pd.concat([frame, summary], ignore_index=True)
 
-
-def _held_out(ds, name: str) -> np.ndarray:
-    if name.startswith("fold "):
-        return ds.fold.astype(str) == name.removeprefix("fold ")
-    return np.char.upper(ds.split.astype(str)) == "TEST"
