@@ -17,7 +17,9 @@ from metrics_core.classification import confusion_rates
 from metrics_core.uncertainty import (
     CI,
     Bootstrap,
+    _ratio,
     bootstrap_cis,
+    indicator_matrix,
     weighted_int_quantiles,
     weighted_means,
 )
@@ -45,18 +47,23 @@ class Intervals(dict):
 KEEP_COUNTS_CELLS = 256 << 20
 
 
+def _kept_counts(ev, cfg, n_units: int):
+    """The count matrix of ``n_units`` units for the run's resamples and seed, drawn once per
+    evaluator and kept when small enough (else None: drawn batch by batch)."""
+    if n_units * cfg.bootstrap > KEEP_COUNTS_CELLS:
+        return None
+    return ev._memo(("bootstrap_counts", n_units, cfg.bootstrap, cfg.seed),
+                    lambda: Bootstrap(n_units, n_resamples=cfg.bootstrap,
+                                      seed=cfg.seed).compact_counts())
+
+
 def _run(ev, cfg, statistics: dict, progress) -> dict:
     ds = ev.ds
     unit_of_row = ds.post_code if cfg.bootstrap_unit == "post" else None
     n_units = int(ds.posts.size) if unit_of_row is not None else ds.n_queries
-    counts = None
-    if n_units * cfg.bootstrap <= KEEP_COUNTS_CELLS:
-        counts = ev._memo(("bootstrap_counts", n_units, cfg.bootstrap, cfg.seed),
-                          lambda: Bootstrap(n_units, n_resamples=cfg.bootstrap,
-                                            seed=cfg.seed).compact_counts())
     return bootstrap_cis(statistics, n_units, unit_of_row=unit_of_row,
                          n_resamples=cfg.bootstrap, seed=cfg.seed, unit=cfg.bootstrap_unit,
-                         progress=progress, counts=counts)
+                         progress=progress, counts=_kept_counts(ev, cfg, n_units))
 
 
 def _method(cfg) -> str:
@@ -105,12 +112,6 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
     return ev._memo(key, compute)
 
 
-def _onehot(index, n_columns: int) -> np.ndarray:
-    out = np.zeros((index.size, n_columns))
-    out[np.arange(index.size), index] = 1.0
-    return out
-
-
 def operating_statistic(y, inter) -> Callable:
     """One statistic for every setting-dependent metric, from one matrix product per batch.
 
@@ -126,16 +127,12 @@ def operating_statistic(y, inter) -> Callable:
     means = np.stack([np.where(emask, np.nan_to_num(inter.rec), 0.0),
                       np.where(emask, np.nan_to_num(inter.prec), 0.0), emask.astype(float),
                       k.astype(np.float64), 1000.0 * k, np.ones(k.size)], axis=1)
-    conf = _onehot((np.asarray(inter.pred, dtype=np.int64) + 1) * 2 + y, 6)
-    abst = _onehot((gate.states_to_prediction(inter.states).astype(np.int64) + 1) * 2 + y, 6)
+    three_way = gate.states_to_prediction(inter.states).astype(np.int64)
+    conf = indicator_matrix((np.asarray(inter.pred, dtype=np.int64) + 1) * 2 + y, 6)
+    abst = indicator_matrix((three_way + 1) * 2 + y, 6)
     n_k = int(k.max()) + 1 if k.size else 1
-    columns = np.concatenate([means, conf, abst, _onehot(k, n_k)], axis=1)
+    columns = np.concatenate([means, conf, abst, indicator_matrix(k, n_k)], axis=1)
     quantiles = weighted_int_quantiles(k, (0.5, 0.9))
-
-    def ratio(num, den):
-        out = np.full(np.shape(num), np.nan)
-        np.divide(num, den, out=out, where=den != 0)
-        return out
 
     def statistic(w: np.ndarray) -> np.ndarray:
         sums = w @ columns
@@ -144,8 +141,8 @@ def operating_statistic(y, inter) -> Callable:
         abstention = outcomes.abstention_ratios(sums[:, 12:18].reshape(-1, 3, 2))
         median_p90 = quantiles.from_histogram(sums[:, 18:])
         return np.column_stack([
-            ratio(recall_num, e_den), ratio(precision_num, e_den), ratio(k_sum, n),
-            ratio(work_sum, n), median_p90[:, 0], median_p90[:, 1],
+            _ratio(recall_num, e_den), _ratio(precision_num, e_den), _ratio(k_sum, n),
+            _ratio(work_sum, n), median_p90[:, 0], median_p90[:, 1],
             confusion["f1"], confusion["mcc"], confusion["balanced_accuracy"],
             abstention["f1_pos"], abstention["f1_neg"], abstention["balanced_accuracy"],
             abstention["mcc"]])
@@ -174,14 +171,9 @@ def multilabel_intervals(ev, cfg, matrix, predicted, mask,
     n_posts = int(matrix.shape[0])
     if cfg.bootstrap == 0 or n_posts == 0:
         return Intervals(None)
-    counts = None
-    if n_posts * cfg.bootstrap <= KEEP_COUNTS_CELLS:
-        counts = ev._memo(("bootstrap_counts", n_posts, cfg.bootstrap, cfg.seed),
-                          lambda: Bootstrap(n_posts, n_resamples=cfg.bootstrap,
-                                            seed=cfg.seed).compact_counts())
     out = Intervals(f"bootstrap (post, {cfg.bootstrap} resamples, seed {cfg.seed})")
     out.update(bootstrap_cis({"multilabel": multilabel.multilabel_weighted(matrix, predicted,
                                                                             mask)},
                              n_posts, n_resamples=cfg.bootstrap, seed=cfg.seed, unit="post",
-                             progress=progress, counts=counts))
+                             progress=progress, counts=_kept_counts(ev, cfg, n_posts)))
     return out

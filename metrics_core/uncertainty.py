@@ -33,11 +33,11 @@ __all__ = [
     "Bootstrap",
     "bootstrap_ci",
     "bootstrap_cis",
+    "indicator_matrix",
     "percentile_ci",
     "weighted_int_quantiles",
     "weighted_mean",
     "weighted_means",
-    "weighted_outcome_tables",
     "weighted_ratio",
     "wilson_interval",
 ]
@@ -430,20 +430,13 @@ def weighted_ratio(num, den) -> Statistic:
     return statistic
 
 
-def weighted_outcome_tables(cell, n_cells: int = 6):
-    """Statistic helper: ``W @ onehot(cell)``, the weighted count of every cell per resample.
-
-    ``cell`` is the cell index of every row (e.g. ``(pred + 1) * 2 + y`` of
-    :func:`metrics_core.outcomes.outcome_counts`); the result has shape ``(b, n_cells)``.
-    """
-    cell = np.asarray(cell, dtype=np.int64)
-    onehot = np.zeros((cell.size, n_cells))
-    onehot[np.arange(cell.size), cell] = 1.0
-
-    def tables(weights: np.ndarray) -> np.ndarray:
-        return weights @ onehot
-
-    return tables
+def indicator_matrix(index, n_columns: int) -> np.ndarray:
+    """One-hot rows: ``out[i, index[i]] = 1``; ``W @ out`` is the weighted count of every
+    index value per resample (e.g. the cells of an outcome table, or a histogram)."""
+    index = np.asarray(index, dtype=np.int64)
+    out = np.zeros((index.size, n_columns))
+    out[np.arange(index.size), index] = 1.0
+    return out
 
 
 def weighted_int_quantiles(values, quantiles) -> Statistic:
@@ -463,7 +456,8 @@ def weighted_int_quantiles(values, quantiles) -> Statistic:
         raise ValueError("values must be a 1-D array of non-negative integers")
     q = np.asarray(quantiles, dtype=np.float64)
     n_values = int(values.max()) + 1 if values.size else 1
-    hist = weighted_outcome_tables(values, n_values)
+    kept: list[np.ndarray] = []  # the one-hot matrix, built on first use (from_histogram
+    # alone, as the report's combined statistic uses it, never needs it)
 
     def from_histogram(counts: np.ndarray) -> np.ndarray:
         cum = np.rint(np.cumsum(counts, axis=1))  # (b, n_values): counts <= v
@@ -480,7 +474,9 @@ def weighted_int_quantiles(values, quantiles) -> Statistic:
         return out
 
     def statistic(weights: np.ndarray) -> np.ndarray:
-        return from_histogram(hist(weights))
+        if not kept:
+            kept.append(indicator_matrix(values, n_values))
+        return from_histogram(weights @ kept[0])
 
     #: The same from weighted counts per value (``W @ onehot(values)``), computed elsewhere.
     statistic.from_histogram = from_histogram
