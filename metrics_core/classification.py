@@ -798,6 +798,23 @@ def confusion_at(y, p=None, *, threshold: float = 0.5) -> Confusion:
     return confusion_sweep(y, p, thresholds=[threshold]).at(0)
 
 
+def _curve_band(y, p, curve, *, n_resamples: int, seed: int, unit_of_row, n_units,
+                grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pointwise percentile band of a curve over ``grid``: ``curve(ws, ys, last)`` gets the
+    resample weights and labels in descending score order and the mask of the last row of each
+    distinct score, and returns ``(b, grid.size)`` values (NaN where undefined)."""
+    from metrics_core.uncertainty import bootstrap_cis
+
+    y = np.asarray(y, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    order = np.argsort(-p, kind="stable")
+    ps, ys = p[order], y[order]
+    last = np.r_[ps[1:] != ps[:-1], True]  # the last row of each distinct score
+    cis = bootstrap_cis({"curve": lambda w: curve(w[:, order], ys, last)}, n_units or y.size,
+                        unit_of_row=unit_of_row, n_resamples=n_resamples, seed=seed)["curve"]
+    return grid, np.array([c.lo for c in cis]), np.array([c.hi for c in cis])
+
+
 def roc_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
              n_units: int | None = None, grid=None) -> tuple[np.ndarray, np.ndarray,
                                                           np.ndarray]:
@@ -807,33 +824,24 @@ def roc_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
     weighted ROC curve is evaluated at each grid FPR as the TPR of its largest point with
     ``FPR ≤ grid`` (the rule of :func:`tpr_at_fpr`). Returns ``(grid, lo, hi)``.
     """
-    from metrics_core.uncertainty import bootstrap_cis
-
-    y = np.asarray(y, dtype=np.float64)
-    p = np.asarray(p, dtype=np.float64)
     grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
-    order = np.argsort(-p, kind="stable")
-    ps, ys = p[order], y[order]
-    last = np.r_[ps[1:] != ps[:-1], True]  # the last row of each distinct score
 
-    def statistic(w):
-        ws = w[:, order]
+    def curve(ws, ys, last):
         tp = np.cumsum(ws * ys, axis=1)[:, last]
         fp = np.cumsum(ws * (1.0 - ys), axis=1)[:, last]
         with np.errstate(invalid="ignore", divide="ignore"):
             tpr = tp / tp[:, -1:]
             fpr = fp / fp[:, -1:]
-        out = np.empty((w.shape[0], grid.size))
-        for r in range(w.shape[0]):
+        out = np.empty((ws.shape[0], grid.size))
+        for r in range(ws.shape[0]):
             idx = np.searchsorted(fpr[r], grid, side="right") - 1
             out[r] = np.where(idx >= 0, tpr[r, np.maximum(idx, 0)], 0.0)
             if not np.isfinite(fpr[r, -1]) or not np.isfinite(tpr[r, -1]):
                 out[r] = np.nan
         return out
 
-    cis = bootstrap_cis({"roc": statistic}, n_units or y.size, unit_of_row=unit_of_row,
-                        n_resamples=n_resamples, seed=seed)["roc"]
-    return grid, np.array([c.lo for c in cis]), np.array([c.hi for c in cis])
+    return _curve_band(y, p, curve, n_resamples=n_resamples, seed=seed,
+                       unit_of_row=unit_of_row, n_units=n_units, grid=grid)
 
 
 def pr_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
@@ -846,33 +854,21 @@ def pr_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
     the step function whose area is average precision. Returns ``(grid, lo, hi)``; NaN where
     no replicate defines it.
     """
-    from metrics_core.uncertainty import bootstrap_cis
-
-    y = np.asarray(y, dtype=np.float64)
-    p = np.asarray(p, dtype=np.float64)
     grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
-    order = np.argsort(-p, kind="stable")
-    ps, ys = p[order], y[order]
-    last = np.r_[ps[1:] != ps[:-1], True]
 
-    def statistic(w):
-        ws = w[:, order]
+    def curve(ws, ys, last):
         tp = np.cumsum(ws * ys, axis=1)[:, last]
         predicted = np.cumsum(ws, axis=1)[:, last]
-        out = np.full((w.shape[0], grid.size), np.nan)
-        for r in range(w.shape[0]):
+        out = np.full((ws.shape[0], grid.size), np.nan)
+        for r in range(ws.shape[0]):
             if tp[r, -1] <= 0:
                 continue
             recall = tp[r] / tp[r, -1]
-            drawn = predicted[r] > 0
-            idx = np.searchsorted(recall, grid, side="left")  # first point with recall >= g
-            idx = np.minimum(idx, recall.size - 1)
-            # Points before the first drawn row have no precision; move to the first drawn.
-            first = int(np.argmax(drawn))
-            idx = np.maximum(idx, first)
+            idx = np.minimum(np.searchsorted(recall, grid, side="left"), recall.size - 1)
+            # Points before the first drawn row have no precision: start at the first drawn.
+            idx = np.maximum(idx, int(np.argmax(predicted[r] > 0)))
             out[r] = tp[r, idx] / predicted[r, idx]
         return out
 
-    cis = bootstrap_cis({"pr": statistic}, n_units or y.size, unit_of_row=unit_of_row,
-                        n_resamples=n_resamples, seed=seed)["pr"]
-    return grid, np.array([c.lo for c in cis]), np.array([c.hi for c in cis])
+    return _curve_band(y, p, curve, n_resamples=n_resamples, seed=seed,
+                       unit_of_row=unit_of_row, n_units=n_units, grid=grid)

@@ -200,15 +200,19 @@ class Evaluator:
             ds = self.ds
             frame = decision.decision_curve(ds.y, ds.p)
             if cfg.bootstrap and ds.n_queries:
-                post = cfg.bootstrap_unit == "post"
-                lo, hi = decision.decision_curve_bands(
-                    ds.y, ds.p, n_resamples=cfg.bootstrap, seed=cfg.seed,
-                    unit_of_row=ds.post_code if post else None,
-                    n_units=int(ds.posts.size) if post else None)
+                lo, hi = decision.decision_curve_bands(ds.y, ds.p, **self._resampling(cfg))
                 frame["net_benefit_ci_lo"], frame["net_benefit_ci_hi"] = lo, hi
             return frame
 
         return self._memo(("decision_curve", cfg.bootstrap_config), compute)
+
+    def _resampling(self, cfg: EvalConfig) -> dict:
+        """Bootstrap arguments of the curve bands: resamples, seed and the unit (queries, or
+        posts as clusters)."""
+        post = cfg.bootstrap_unit == "post"
+        return {"n_resamples": cfg.bootstrap, "seed": cfg.seed,
+                "unit_of_row": self.ds.post_code if post else None,
+                "n_units": int(self.ds.posts.size) if post else None}
 
     def roc_band(self, cfg: EvalConfig) -> pd.DataFrame | None:
         """Pointwise 95 % bootstrap band of the ROC curve (None without resamples; cached)."""
@@ -216,12 +220,8 @@ class Evaluator:
             return None
 
         def compute():
-            ds = self.ds
-            post = cfg.bootstrap_unit == "post"
-            grid, lo, hi = classification.roc_band(
-                ds.y, ds.p, n_resamples=cfg.bootstrap, seed=cfg.seed,
-                unit_of_row=ds.post_code if post else None,
-                n_units=int(ds.posts.size) if post else None)
+            grid, lo, hi = classification.roc_band(self.ds.y, self.ds.p,
+                                                   **self._resampling(cfg))
             return pd.DataFrame({"fpr": grid, "tpr_lo": lo, "tpr_hi": hi})
 
         return self._memo(("roc_band", cfg.bootstrap_config), compute)
@@ -232,12 +232,8 @@ class Evaluator:
             return None
 
         def compute():
-            ds = self.ds
-            post = cfg.bootstrap_unit == "post"
-            grid, lo, hi = classification.pr_band(
-                ds.y, ds.p, n_resamples=cfg.bootstrap, seed=cfg.seed,
-                unit_of_row=ds.post_code if post else None,
-                n_units=int(ds.posts.size) if post else None)
+            grid, lo, hi = classification.pr_band(self.ds.y, self.ds.p,
+                                                  **self._resampling(cfg))
             return pd.DataFrame({"recall": grid, "precision_lo": lo, "precision_hi": hi})
 
         return self._memo(("pr_band", cfg.bootstrap_config), compute)
