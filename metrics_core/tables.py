@@ -282,22 +282,33 @@ def group_intervals(ev, cfg, metric: str, *, label: str = "criterion",
 
     Each group is evaluated on its own queries with the run's settings (its records are those
     of a run filtered to it, so the interval method is the record's: Wilson for proportions,
-    the bootstrap for the rest when ``cfg.bootstrap > 0``). Cached per group and settings, in
-    the filtered evaluators. Columns: ``group``, ``n_positive``, ``value``, ``ci_lo``, ``ci_hi``,
+    the bootstrap for the rest when ``cfg.bootstrap > 0``). The groups' records are kept per
+    settings in ``ev``, so another metric (or a rerun of the page) evaluates nothing again.
+    Columns: ``group``, ``n_positive``, ``value``, ``ci_lo``, ``ci_hi``,
     ``ci_method``, ``n``, ``defined``.
     """
-    from dataclasses import replace as _replace
-
-    _, names = group_codes(ev.for_filters(cfg.filters), label)
     rows = []
-    for name in names:
-        filters = (_replace(cfg.filters, criteria=(name,)) if label == "criterion"
-                   else _replace(cfg.filters, fold=name))
-        run = ev.evaluate(cfg.replace(filters=filters), progress=progress)
-        r = run.record(metric)
-        rows.append({"group": name, "n_positive": int(run.summary["n_positive"]),
-                     "value": r.value,
+    for name, (n_positive, records) in _group_records(ev, cfg, label, progress).items():
+        r = records[metric]
+        rows.append({"group": name, "n_positive": n_positive, "value": r.value,
                      "ci_lo": None if r.ci95 is None else r.ci95[0],
                      "ci_hi": None if r.ci95 is None else r.ci95[1],
                      "ci_method": r.ci_method, "n": r.n, "defined": r.defined})
     return pd.DataFrame(rows)
+
+
+def _group_records(ev, cfg, label: str, progress) -> dict:
+    """group -> (n_positive, records by name) of a run filtered to each group (cached)."""
+    from dataclasses import replace
+
+    def compute():
+        _, names = group_codes(ev.for_filters(cfg.filters), label)
+        out = {}
+        for name in names:
+            filters = (replace(cfg.filters, criteria=(name,)) if label == "criterion"
+                       else replace(cfg.filters, fold=name))
+            run = ev.evaluate(cfg.replace(filters=filters), progress=progress)
+            out[name] = (int(run.summary["n_positive"]), {r.name: r for r in run.records})
+        return out
+
+    return ev._memo(("group_records", cfg, label), compute)
