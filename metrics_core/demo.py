@@ -434,8 +434,7 @@ def _build_demo() -> tuple[pd.DataFrame, pd.DataFrame, PlantedProblems]:
     queries, candidates = make_synthetic(DEMO_N_POSTS, seed=DEMO_SEED)
     rng = np.random.default_rng([DEMO_SEED, 1])
     n_crit = len(CRITERIA)
-    n_cand = candidates.groupby(["post_id", "criterion"], sort=False).size().to_numpy()
-    cand_q = np.repeat(np.arange(len(queries)), n_cand)  # both frames are in query order
+    cand_q = _query_of_candidates(queries, candidates)
     y = queries["has_evidence"].to_numpy()
     is_gold = candidates["is_gold"].to_numpy().copy()
     score = candidates["score"].to_numpy().copy()
@@ -499,6 +498,12 @@ def _build_demo() -> tuple[pd.DataFrame, pd.DataFrame, PlantedProblems]:
     return queries, candidates, planted
 
 
+def _query_of_candidates(queries: pd.DataFrame, candidates: pd.DataFrame) -> np.ndarray:
+    """Query index of every candidate row (both frames are in query order)."""
+    n_cand = candidates.groupby(["post_id", "criterion"], sort=False).size().to_numpy()
+    return np.repeat(np.arange(len(queries)), n_cand)
+
+
 def _best_candidate(cand_q: np.ndarray, score: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Row of the highest score among ``mask`` rows, one per query that has any."""
     rows = np.flatnonzero(mask)
@@ -538,9 +543,7 @@ def make_demo(*, problems: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     queries, candidates = make_synthetic(DEMO_N_POSTS, seed=DEMO_SEED,
                                          separation=DEMO_SEPARATION,
                                          overconfidence=DEMO_OVERCONFIDENCE)
-    n_cand = candidates.groupby(["post_id", "criterion"], sort=False).size().to_numpy()
-    cand_q = np.repeat(np.arange(len(queries)), n_cand)
-    score = _break_ties(cand_q, candidates["score"].to_numpy())
+    score = _break_ties(_query_of_candidates(queries, candidates), candidates["score"].to_numpy())
     return queries, candidates.assign(score=score)
 
 
