@@ -256,6 +256,16 @@ def _config(args) -> EvalConfig:
     return EvalConfig(**values)
 
 
+def _gates_known(config: EvalConfig, dataset) -> bool:
+    """False (after saying why on stderr) when a per-criterion gate names an unknown one."""
+    try:
+        check_criterion_gates(config, dataset)
+    except ValueError as err:
+        print(f"metrics-core: invalid option: {err}", file=sys.stderr)
+        return False
+    return True
+
+
 def check_criterion_gates(config: EvalConfig, dataset) -> None:
     """A per-criterion gate must name a criterion of the data (a typo is not ignored)."""
     unknown = [c for c, _, _ in config.criterion_gates if c not in set(dataset.criteria)]
@@ -339,10 +349,7 @@ def _evaluate(args) -> int:
         run = dask_engine.evaluate(args.queries, args.candidates, config,
                                    scheduler=args.scheduler, timeout=args.connect_timeout)
         evaluation, loaded, report = run.evaluation, run.loaded, run.audit
-        try:
-            check_criterion_gates(config, loaded.dataset)
-        except ValueError as err:
-            print(f"metrics-core: invalid option: {err}", file=sys.stderr)
+        if not _gates_known(config, loaded.dataset):
             return EXIT_INPUT
     else:
         if args.scheduler is not None:
@@ -352,10 +359,7 @@ def _evaluate(args) -> int:
             hashing = pool.submit(lambda: [_sha256(p) for p in paths])
             loaded = io.load(args.queries, args.candidates, limits=_limits(args))
             inputs = hashing.result()
-        try:
-            check_criterion_gates(config, loaded.dataset)
-        except ValueError as err:
-            print(f"metrics-core: invalid option: {err}", file=sys.stderr)
+        if not _gates_known(config, loaded.dataset):
             return EXIT_INPUT
         report = audit(loaded.dataset, loaded=loaded)
         evaluation = Evaluator(loaded.dataset, audit=report, inputs=inputs).evaluate(config)
