@@ -209,10 +209,8 @@ def dash(value, digits: int = 4) -> str:
     >>> dash(float("nan")), dash(0.5), dash(None)
     ('—', '0.5000', '—')
     """
-    if value is None:
-        return "—"
-    value = float(value)
-    return f"{value:.{digits}f}" if math.isfinite(value) else "—"
+    value = _finite(value)
+    return UNDEFINED if value is None else f"{value:.{digits}f}"
 
 
 def dashed(frame: pd.DataFrame, columns) -> pd.DataFrame:
