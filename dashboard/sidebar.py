@@ -8,6 +8,8 @@ as text, never as markdown.
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import streamlit as st
 
@@ -30,10 +32,8 @@ def _widget(s: Setting, *, options: tuple = (), disabled: bool = False) -> None:
               "on_change": _moved, "args": (s.key,)}
     if s.kind == "range" or (s.kind == "float" and s.control == "slider"):
         st.slider(s.label, float(s.low), float(s.high), step=float(s.step), **common)
-        if s.key == "gate":
-            _typed_inputs(s, state.GATE_INPUTS, ("τ_neg", "τ_pos"))
-        elif s.key == "gamma":
-            _typed_inputs(s, (state.GAMMA_INPUT,), ("γ",))
+        if s.key in state.TYPED_BOXES:
+            _typed_inputs(s, ("τ_neg", "τ_pos") if s.key == "gate" else ("γ",))
     elif s.kind == "float":
         st.number_input(s.label, float(s.low), float(s.high), step=float(s.step), **common)
     elif s.kind == "int":
@@ -61,11 +61,9 @@ def _moved(key: str) -> None:
 
 def _sync_inputs() -> None:
     """The typed-value boxes follow the sliders (callbacks run before the widgets exist)."""
-    gate = st.session_state.get("gate")
-    if gate is not None:
-        _push(state.GATE_INPUTS, tuple(gate))
-    if "gamma" in st.session_state:
-        _push((state.GAMMA_INPUT,), (st.session_state["gamma"],))
+    for key, boxes in state.TYPED_BOXES.items():
+        if key in st.session_state:
+            _push(boxes, st.session_state[key])
 
 
 #: How many recent values the server sent to a pair of boxes are remembered, and for how
@@ -74,25 +72,27 @@ _PUSHED_KEPT = 32
 _ECHO_SECONDS = 3.0
 
 
-def _push(keys: tuple[str, ...], values: tuple) -> None:
-    """Send ``values`` to the boxes ``keys`` and remember them: a box that sends back one of
-    the older values within seconds is echoing quick slider moves, not being typed into."""
-    import time
+def _values(value) -> tuple[float, ...]:
+    """A slider's or boxes' value as a tuple of rounded floats (a range has two)."""
+    return tuple(round(float(v), 6) for v in (value if isinstance(value, list | tuple)
+                                              else (value,)))
 
-    values = tuple(round(float(v), 6) for v in values)
-    for key, value in zip(keys, values, strict=True):
-        st.session_state[key] = value
+
+def _push(boxes: tuple[str, ...], value) -> None:
+    """Send ``value`` to the boxes and remember it: a box that sends back one of the older
+    values within seconds is echoing quick slider moves, not being typed into."""
+    values = _values(value)
+    for box, v in zip(boxes, values, strict=True):
+        st.session_state[box] = v
     history = st.session_state.setdefault(state.BOX_HISTORY, {})
-    pushed = [(v, t) for v, t in history.get(keys, []) if v != values][-_PUSHED_KEPT:]
-    history[keys] = [*pushed, (values, time.monotonic())]
+    pushed = [(v, t) for v, t in history.get(boxes, []) if v != values][-_PUSHED_KEPT:]
+    history[boxes] = [*pushed, (values, time.monotonic())]
 
 
-def _echo(keys: tuple[str, ...]) -> bool:
-    """True when the boxes ``keys`` hold a value the server sent them just before the last."""
-    import time
-
-    values = tuple(round(float(st.session_state[k]), 6) for k in keys)
-    pushed = st.session_state.get(state.BOX_HISTORY, {}).get(keys, [])
+def _echo(boxes: tuple[str, ...]) -> bool:
+    """True when the boxes hold a value the server sent them just before the last one."""
+    values = _values([st.session_state[b] for b in boxes])
+    pushed = st.session_state.get(state.BOX_HISTORY, {}).get(boxes, [])
     now = time.monotonic()
     return any(v == values and now - t < _ECHO_SECONDS for v, t in pushed[:-1])
 
@@ -101,51 +101,41 @@ def _typed(key: str) -> None:
     """A value typed beside a slider: the slider follows, and the value is pre-specified.
 
     During quick slider moves the browser may send a box's previous value with a request
-    whose slider value moved (it had not yet drawn the box's new value): that is not typing,
-    and the slider wins."""
+    whose slider value moved (it had not yet drawn the box's new value), or shortly after:
+    that is not typing, and the slider wins."""
     state.setting_moved()
+    boxes = state.TYPED_BOXES[key]
     rendered = st.session_state.get(state.RENDERED_PREFIX + key)
-    keys = state.GATE_INPUTS if key == "gate" else (state.GAMMA_INPUT,)
-    if (rendered is not None and not _same(st.session_state.get(key), rendered)) or _echo(keys):
+    if (rendered is not None and _values(st.session_state.get(key)) != rendered) or _echo(boxes):
         _sync_inputs()
         return
     if key == "gate":
-        lo, hi = (float(st.session_state[k]) for k in state.GATE_INPUTS)
+        lo, hi = _values([st.session_state[b] for b in boxes])
         old_lo = st.session_state.get("gate", (lo, hi))[0]
         # Keep τ_neg <= τ_pos: the value just typed wins, the other one follows it.
         if lo > hi:
             lo, hi = (lo, lo) if lo != old_lo else (hi, hi)
         st.session_state["gate"] = (lo, hi)
     else:
-        st.session_state["gamma"] = float(st.session_state[state.GAMMA_INPUT])
+        st.session_state["gamma"] = float(st.session_state[boxes[0]])
     state.mark_prespecified(key)
     _sync_inputs()
 
 
-def _same(a, b) -> bool:
-    """Equal slider values (a range as a tuple, a float)."""
-    a = tuple(a) if isinstance(a, list | tuple) else (a,)
-    b = tuple(b) if isinstance(b, list | tuple) else (b,)
-    return len(a) == len(b) and all(abs(float(x) - float(y)) < 1e-9 for x, y in zip(a, b,
-                                                                                     strict=True))
-
-
-def _typed_inputs(s: Setting, keys: tuple[str, ...], labels: tuple[str, ...]) -> None:
+def _typed_inputs(s: Setting, labels: tuple[str, ...]) -> None:
     """Number boxes under a slider, to type a threshold exactly."""
-    current = st.session_state.get(s.key)
-    values = tuple(current) if s.kind == "range" else (current,)
-    st.session_state[state.RENDERED_PREFIX + s.key] = values if s.kind == "range" else current
-    # Assigned when the slider's value differs from the box's, and whenever the settings are
+    boxes = state.TYPED_BOXES[s.key]
+    values = _values(st.session_state.get(s.key))
+    st.session_state[state.RENDERED_PREFIX + s.key] = values
+    # Assigned when the slider's value differs from the boxes', and whenever the settings are
     # (state.keep_widget_values): a box the browser draws after a later run has started would
     # otherwise send its own default back.
-    fresh = st.session_state.get(state.REASSIGNED, True)
-    if fresh or any(st.session_state.get(k) != round(float(v), 6)
-                    for k, v in zip(keys, values, strict=True)):
-        _push(keys, values)
-    columns = st.columns(len(keys))
-    for column, key, label in zip(columns, keys, labels, strict=True):
+    if st.session_state.get(state.REASSIGNED, True) or _values(
+            [st.session_state.get(b, float("nan")) for b in boxes]) != values:
+        _push(boxes, values)
+    for column, box, label in zip(st.columns(len(boxes)), boxes, labels, strict=True):
         column.number_input(f"{label} (type exactly)", float(s.low), float(s.high),
-                            step=float(s.step) / 2, format="%.3f", key=key,
+                            step=float(s.step) / 2, format="%.3f", key=box,
                             on_change=_typed, args=(s.key,))
 
 

@@ -98,6 +98,8 @@ PROVENANCE = "_threshold_provenance"
 #: Number inputs beside the gate and γ sliders (typing = pre-specified).
 GATE_INPUTS = ("gate_tau_neg_input", "gate_tau_pos_input")
 GAMMA_INPUT = "gamma_input"
+#: Slider setting -> its typed boxes.
+TYPED_BOXES = MappingProxyType({"gate": GATE_INPUTS, "gamma": (GAMMA_INPUT,)})
 #: The slider value a run drew beside the typed boxes ("_rendered_gate", "_rendered_gamma"):
 #: a box change that arrives with a moved slider is the box's stale value, not typing.
 RENDERED_PREFIX = "_rendered_"
