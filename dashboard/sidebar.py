@@ -67,7 +67,7 @@ def _sync_inputs() -> None:
 
 
 #: How many recent values the server sent to a pair of boxes are remembered, and for how
-#: long (seconds) a box sending one back counts as an echo of quick slider moves.
+#: long (seconds) after the latest one a box sending an older one back counts as an echo.
 _PUSHED_KEPT = 32
 _ECHO_SECONDS = 3.0
 
@@ -90,11 +90,13 @@ def _push(boxes: tuple[str, ...], value) -> None:
 
 
 def _echo(boxes: tuple[str, ...]) -> bool:
-    """True when the boxes hold a value the server sent them just before the last one."""
+    """True when, within seconds of the server's last value for the boxes, they send back a
+    value it sent them before: the browser had not drawn the newer one yet."""
     values = _values([st.session_state[b] for b in boxes])
     pushed = st.session_state.get(state.BOX_HISTORY, {}).get(boxes, [])
-    now = time.monotonic()
-    return any(v == values and now - t < _ECHO_SECONDS for v, t in pushed[:-1])
+    if not pushed or time.monotonic() - pushed[-1][1] >= _ECHO_SECONDS:
+        return False
+    return any(v == values for v, _ in pushed[:-1])
 
 
 def _typed(key: str) -> None:
