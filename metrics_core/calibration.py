@@ -422,24 +422,107 @@ def logistic_calibration(y, p, *, level: float = 0.95) -> LogisticCalibration:
 
 
 # ------------------------------------------------------------- smoothed calibration curve
+def spline_knots(x: np.ndarray, n_knots: int = 5, degree: int = 3) -> np.ndarray:
+    """Knot vector of a cubic B-spline of ``x``: ``n_knots`` knots at the quantiles of ``x``
+    (0 %, 25 %, ..., 100 % for five) and ``degree`` more on each side, spaced as the outer
+    interval (the construction of scikit-learn's ``SplineTransformer(knots="quantile")``).
+
+    >>> spline_knots(np.arange(9.0)).tolist()
+    [-6.0, -4.0, -2.0, 0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0]
+    """
+    base = np.percentile(x, 100 * np.linspace(0.0, 1.0, n_knots))
+    low, high = base[1] - base[0], base[-1] - base[-2]
+    return np.r_[np.linspace(base[0] - degree * low, base[0] - low, degree), base,
+                 np.linspace(base[-1] + high, base[-1] + degree * high, degree)]
+
+
+def bspline_basis(x: np.ndarray, knots: np.ndarray, degree: int = 3) -> np.ndarray:
+    """B-spline basis functions of ``degree`` on ``knots`` at ``x``, one row per value,
+    ``len(knots) - degree - 1`` columns (de Boor's triangle: only the ``degree + 1`` functions
+    that are non-zero on a value's knot interval are computed).
+
+    Only for ``x`` inside the knots' base range ``knots[degree] .. knots[-degree - 1]`` (as
+    every value it is given here is).
+
+    >>> b = bspline_basis(np.array([0.5, 2.0, 4.0]), spline_knots(np.arange(5.0)))
+    >>> b.sum(axis=1).round(12).tolist()  # a partition of unity
+    [1.0, 1.0, 1.0]
+    >>> b[1].round(4).tolist()  # at a knot: 1/6, 2/3, 1/6
+    [0.0, 0.0, 0.1667, 0.6667, 0.1667, 0.0, 0.0]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    t = np.asarray(knots, dtype=np.float64)
+    n_basis = t.size - degree - 1
+    # The knot interval t[i] <= x < t[i + 1] of each value (the last one closed on the right).
+    i = np.clip(np.searchsorted(t, x, side="right") - 1, degree, n_basis - 1)
+    values = [np.ones_like(x)]
+    left, right = [None], [None]
+    for j in range(1, degree + 1):
+        left.append(x - t[i + 1 - j])
+        right.append(t[i + j] - x)
+        saved = np.zeros_like(x)
+        for r in range(j):
+            temp = values[r] / (right[r + 1] + left[j - r])
+            values[r] = saved + right[r + 1] * temp
+            saved = left[j - r] * temp
+        values.append(saved)
+    out = np.zeros((x.size, n_basis))
+    rows = np.arange(x.size)
+    for r in range(degree + 1):
+        out[rows, i - degree + r] = values[r]
+    return out
+
+
+def _logistic_fit(x: np.ndarray, y: np.ndarray, start: np.ndarray, *, max_iter: int = 200,
+                  tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray] | None:
+    """Unpenalised logistic maximum likelihood by Newton's method from ``start`` on a design
+    ``x`` with its intercept column: (coefficients, fitted probabilities), or None when the
+    estimates diverge (separated data) or do not settle. A step that lowers the likelihood is
+    halved until it does not (sparse tails make full steps overshoot); a rank-deficient
+    design (repeated knots) takes minimum-norm steps."""
+
+    def log_likelihood(eta):
+        return float(np.sum(y * eta - np.logaddexp(0.0, eta)))
+
+    beta = np.asarray(start, dtype=np.float64).copy()
+    eta = x @ beta
+    current = log_likelihood(eta)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for _ in range(max_iter):
+            mu = 1.0 / (1.0 + np.exp(-eta))
+            information = x.T @ (x * (mu * (1.0 - mu))[:, None])
+            step = np.linalg.lstsq(information, x.T @ (y - mu), rcond=None)[0]
+            for _ in range(60):
+                trial = x @ (beta + step)
+                value = log_likelihood(trial)
+                if value >= current - 1e-12 * abs(current):
+                    break
+                step = step / 2.0
+            beta, eta, current = beta + step, trial, value
+            if not np.all(np.isfinite(beta)) or np.abs(beta).max() > 1e6:
+                return None
+            if np.abs(step).max() <= tol * max(1.0, np.abs(beta).max()):
+                return beta, 1.0 / (1.0 + np.exp(-eta))
+    return None
+
+
 def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
                          level: float = 0.95):
     """Flexible calibration curve: observed risk as a smooth function of predicted risk.
 
-    A logistic regression of ``y`` on a cubic B-spline of ``logit(p)`` (``n_knots`` knots at
-    quantiles; scikit-learn's ``SplineTransformer`` and an unpenalised ``LogisticRegression``),
-    evaluated on ``n_points`` values of ``p`` between its 1st and 99th percentiles (no
-    extrapolation into the tails), with a pointwise Wald band from the model's covariance
-    ``(Xᵀ W X)⁻¹``. Beside the binned reliability diagram it shows the same calibration
-    without depending on bin edges.
+    An unpenalised logistic regression of ``y`` on a cubic B-spline of ``logit(p)``
+    (``n_knots`` knots at quantiles, the basis of scikit-learn's
+    ``SplineTransformer(knots="quantile", include_bias=False)``; maximum likelihood by
+    Newton's method), evaluated on ``n_points`` values of ``p`` between its 1st and 99th
+    percentiles (no extrapolation into the tails), with a pointwise Wald band from the model's
+    covariance ``(Xᵀ W X)⁻¹``. Beside the binned reliability diagram it shows the same
+    calibration without depending on bin edges. The tests check it against statsmodels' GLM on
+    scikit-learn's spline basis.
 
     Returns columns ``p``, ``observed`` (fitted P(y = 1 | p)), ``lo``, ``hi``; empty when one
-    class is absent or fewer than 20 queries are given.
+    class is absent, fewer than 20 queries are given or the fit does not converge.
     """
     import pandas as pd
-    from scipy.special import expit
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import SplineTransformer
 
     from metrics_core.uncertainty import _z
 
@@ -449,22 +532,32 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
     if y.size < 20 or y.min() == y.max():
         return empty
     eps = LOGIT_EPS
-    logit = np.log(np.clip(p, eps, 1 - eps) / (1 - np.clip(p, eps, 1 - eps)))
-    spline = SplineTransformer(n_knots=n_knots, degree=3, knots="quantile",
-                               include_bias=False, extrapolation="linear")
-    basis = spline.fit_transform(logit[:, None])
-    model = LogisticRegression(C=np.inf, tol=1e-10, max_iter=10_000)
-    model.fit(basis, y)
-    x = np.c_[np.ones(basis.shape[0]), basis]
-    fitted = model.predict_proba(basis)[:, 1]
-    information = (x * (fitted * (1 - fitted))[:, None]).T @ x
-    covariance = np.linalg.pinv(information)
+
+    def logit(values):
+        clipped = np.clip(values, eps, 1 - eps)
+        return np.log(clipped / (1 - clipped))
+
+    knots = spline_knots(logit(p), n_knots)
+    # The basis without its last function (include_bias=False), beside an intercept.
+    x = np.c_[np.ones(y.size), bspline_basis(logit(p), knots)[:, :-1]]
+    # Start from the identity, observed = p: the spline reproduces logit(p) with the knots'
+    # Greville averages as coefficients (the last one is the intercept, as the basis sums to 1).
+    greville = np.convolve(knots[1:-1], np.ones(3) / 3, mode="valid")
+    fit = _logistic_fit(x, y, np.r_[greville[-1], greville[:-1] - greville[-1]])
+    if fit is None:
+        return empty
+    beta, fitted = fit
+    covariance = np.linalg.pinv(x.T @ (x * (fitted * (1 - fitted))[:, None]))
     lo_p, hi_p = np.percentile(p, [1, 99])
     grid = np.linspace(lo_p, hi_p, n_points)
-    g_logit = np.log(np.clip(grid, eps, 1 - eps) / (1 - np.clip(grid, eps, 1 - eps)))
-    xg = np.c_[np.ones(n_points), spline.transform(g_logit[:, None])]
-    eta = xg @ np.r_[model.intercept_, model.coef_[0]]
+    xg = np.c_[np.ones(n_points), bspline_basis(logit(grid), knots)[:, :-1]]
+    eta = xg @ beta
     se = np.sqrt(np.einsum("ij,jk,ik->i", xg, covariance, xg))
     z = _z(level)
+
+    def expit(values):
+        with np.errstate(over="ignore"):
+            return 1.0 / (1.0 + np.exp(-values))
+
     return pd.DataFrame({"p": grid, "observed": expit(eta), "lo": expit(eta - z * se),
                          "hi": expit(eta + z * se)})

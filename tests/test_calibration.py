@@ -309,6 +309,33 @@ def test_smoothed_calibration_equals_a_statsmodels_glm_on_the_same_spline():
     assert smoothed_calibration(np.zeros(50), p[:50]).empty
 
 
+@pytest.mark.parametrize("decimals", [None, 2, 1])
+def test_spline_basis_equals_scikit_learns_spline_transformer(decimals):
+    from sklearn.preprocessing import SplineTransformer
+
+    from metrics_core.calibration import bspline_basis, spline_knots
+
+    p = np.random.default_rng(5).beta(1.2, 4.0, 3000)
+    if decimals is not None:  # tied values: repeated quantile knots
+        p = np.clip(np.round(p, decimals), 0.01, 0.99)
+    logit = np.log(p / (1 - p))
+    spline = SplineTransformer(n_knots=5, degree=3, knots="quantile", include_bias=False,
+                               extrapolation="linear").fit(logit[:, None])
+    np.testing.assert_allclose(spline_knots(logit), spline.bsplines_[0].t, atol=1e-12)
+    np.testing.assert_allclose(bspline_basis(logit, spline_knots(logit))[:, :-1],
+                               spline.transform(logit[:, None]), atol=1e-12)
+
+
+def test_smoothed_calibration_converges_where_full_newton_steps_overshoot():
+    from metrics_core.calibration import smoothed_calibration
+
+    p = np.linspace(0.01, 0.99, 200)  # sparse outcomes in the tails: full steps diverge
+    y = np.random.default_rng(0).random(200) < p
+    curve = smoothed_calibration(y, p)
+    assert len(curve) == 101 and curve["observed"].between(curve["lo"], curve["hi"]).all()
+    assert curve["observed"].is_monotonic_increasing
+
+
 def test_ece_bands_of_seed_004_judged_on_the_interval():
     from metrics_core.targets import ece_band
 
