@@ -473,16 +473,18 @@ def bspline_basis(x: np.ndarray, knots: np.ndarray, degree: int = 3) -> np.ndarr
     return out
 
 
-def _logistic_fit(x: np.ndarray, y: np.ndarray, start: np.ndarray, *, max_iter: int = 200,
+def _logistic_fit(x: np.ndarray, events: np.ndarray, trials: np.ndarray, start: np.ndarray,
+                  *, max_iter: int = 200,
                   tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray] | None:
-    """Unpenalised logistic maximum likelihood by Newton's method from ``start`` on a design
-    ``x`` with its intercept column: (coefficients, fitted probabilities), or None when the
-    estimates diverge (separated data) or do not settle. A step that lowers the likelihood is
-    halved until it does not (sparse tails make full steps overshoot); a rank-deficient
-    design (repeated knots) takes minimum-norm steps."""
+    """Unpenalised logistic maximum likelihood of ``events`` out of ``trials`` at each row of
+    a design ``x`` with its intercept column, by Newton's method from ``start``:
+    (coefficients, fitted probabilities), or None when the estimates diverge (separated data)
+    or do not settle. A step that lowers the likelihood is halved until it does not (sparse
+    tails make full steps overshoot); a rank-deficient design (repeated knots) takes
+    minimum-norm steps."""
 
     def log_likelihood(eta):
-        return float(np.sum(y * eta - np.logaddexp(0.0, eta)))
+        return float(np.sum(events * eta - trials * np.logaddexp(0.0, eta)))
 
     beta = np.asarray(start, dtype=np.float64).copy()
     eta = x @ beta
@@ -490,8 +492,8 @@ def _logistic_fit(x: np.ndarray, y: np.ndarray, start: np.ndarray, *, max_iter: 
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for _ in range(max_iter):
             mu = 1.0 / (1.0 + np.exp(-eta))
-            information = x.T @ (x * (mu * (1.0 - mu))[:, None])
-            step = np.linalg.lstsq(information, x.T @ (y - mu), rcond=None)[0]
+            information = x.T @ (x * (trials * mu * (1.0 - mu))[:, None])
+            step = np.linalg.lstsq(information, x.T @ (events - trials * mu), rcond=None)[0]
             for _ in range(60):
                 trial = x @ (beta + step)
                 value = log_likelihood(trial)
@@ -538,16 +540,20 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
         return np.log(clipped / (1 - clipped))
 
     knots = spline_knots(logit(p), n_knots)
+    # Queries with the same p share a row: events out of trials (the same likelihood).
+    values, where = np.unique(p, return_inverse=True)
+    trials = np.bincount(where, minlength=values.size).astype(np.float64)
+    events = np.bincount(where, weights=y, minlength=values.size)
     # The basis without its last function (include_bias=False), beside an intercept.
-    x = np.c_[np.ones(y.size), bspline_basis(logit(p), knots)[:, :-1]]
+    x = np.c_[np.ones(values.size), bspline_basis(logit(values), knots)[:, :-1]]
     # Start from the identity, observed = p: the spline reproduces logit(p) with the knots'
     # Greville averages as coefficients (the last one is the intercept, as the basis sums to 1).
     greville = np.convolve(knots[1:-1], np.ones(3) / 3, mode="valid")
-    fit = _logistic_fit(x, y, np.r_[greville[-1], greville[:-1] - greville[-1]])
+    fit = _logistic_fit(x, events, trials, np.r_[greville[-1], greville[:-1] - greville[-1]])
     if fit is None:
         return empty
     beta, fitted = fit
-    covariance = np.linalg.pinv(x.T @ (x * (fitted * (1 - fitted))[:, None]))
+    covariance = np.linalg.pinv(x.T @ (x * (trials * fitted * (1 - fitted))[:, None]))
     lo_p, hi_p = np.percentile(p, [1, 99])
     grid = np.linspace(lo_p, hi_p, n_points)
     xg = np.c_[np.ones(n_points), bspline_basis(logit(grid), knots)[:, :-1]]
