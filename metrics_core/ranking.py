@@ -147,8 +147,25 @@ def ranking_per_query(
     _check_option("gain", gain, GAINS)
     relevance = _check_relevance(ds) if gain == "graded" else None
 
-    n_queries = ds.n_queries
-    n_cand = np.asarray(ds.n_cand, dtype=np.int64)
+    n_all = ds.n_queries
+    # Gold candidates only: their query, 1-based position and rank among the query's gold.
+    gold_idx = np.flatnonzero(ds.is_gold)
+    gold_q, gold_pos = ds.locate(gold_idx)
+    n_found = np.bincount(gold_q, minlength=n_all)
+    gold_rank = _rank_within_query(gold_q, n_found)
+    n_gold_all = _check_n_gold(np.asarray(ds.n_gold, dtype=np.int64), n_found)
+
+    # Every value of a query without gold is 0: compute over the queries with gold only
+    # (under a tenth of the queries in a typical screening set) and place them at the end.
+    with_gold = np.flatnonzero(n_gold_all > 0)
+    compact = np.full(n_all + 1, -1, dtype=np.int64)  # the last slot serves index -1
+    compact[with_gold] = np.arange(with_gold.size, dtype=np.int64)
+    gold_q = compact[gold_q]  # every gold candidate's query has n_gold >= 1
+    n_queries = with_gold.size
+    n_cand = np.asarray(ds.n_cand, dtype=np.int64)[with_gold]
+    n_gold = n_gold_all[with_gold]
+    has_gold = np.ones(n_queries, dtype=bool)
+    n_gold_f = n_gold.astype(np.float64)
 
     # Cut-off bands: band j holds positions cutoffs[j-1] < i <= cutoffs[j]. A per-query sum over
     # positions <= K is one bincount over (query, band) followed by a cumulative sum over bands.
@@ -165,18 +182,8 @@ def ranking_per_query(
         sums = np.bincount(keys, weights=weights, minlength=n_queries * n_bands)
         return _cumsum_rows(sums.reshape(n_queries, n_bands))
 
-    # Gold candidates only: their query, 1-based position and rank among the query's gold.
-    gold_idx = np.flatnonzero(ds.is_gold)
-    gold_q, gold_pos = ds.locate(gold_idx)
-    n_found = np.bincount(gold_q, minlength=n_queries)
-    gold_rank = _rank_within_query(gold_q, n_found)
-
-    n_gold = _check_n_gold(np.asarray(ds.n_gold, dtype=np.int64), n_found)
-    has_gold = n_gold > 0
-    n_gold_f = np.where(has_gold, n_gold, 1).astype(np.float64)
-
     # discount[i] = 1 / log2(i + 1) for positions i = 1..; ideal[m] = Σ_{i <= m} discount[i].
-    max_pos = max(max_k, int(n_cand.max(initial=0)))
+    max_pos = max(max_k, int(np.asarray(ds.n_cand).max(initial=0)))
     discount = np.zeros(max_pos + 1)
     discount[1:] = 1.0 / np.log2(np.arange(2, max_pos + 2, dtype=np.float64))
     ideal = np.cumsum(discount)
@@ -191,6 +198,9 @@ def ranking_per_query(
     else:
         graded = np.flatnonzero(relevance > 0)
         (gr_q, gr_pos), gr_rel = ds.locate(graded), relevance[graded]
+        gr_q = compact[gr_q]
+        mine = gr_q >= 0  # labels of a query without gold count nowhere (its nDCG is 0)
+        gr_q, gr_pos, gr_rel = gr_q[mine], gr_pos[mine], gr_rel[mine]
         keep, keys = band_keys(gr_q, gr_pos)
         dcgs = up_to_cutoffs(keys, (np.exp2(gr_rel[keep].astype(np.float64)) - 1.0)
                              * discount[gr_pos[keep]])
@@ -241,6 +251,12 @@ def ranking_per_query(
         out[f"mrr@{k}"] = np.where(first_pos <= k, inv_first, 0.0)
 
     out["mrr"] = inv_first
+    if n_queries == n_all:
+        return out
+    for name, values in out.items():
+        full = np.zeros(n_all)
+        full[with_gold] = values
+        out[name] = full
     return out
 
 
