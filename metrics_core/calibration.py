@@ -327,14 +327,17 @@ class LogisticCalibration:
     reason: str = ""
 
 
-def _newton(X: np.ndarray, y: np.ndarray, offset: np.ndarray, *, max_iter: int = 100,
+def _newton(X: np.ndarray, y: np.ndarray, offset: np.ndarray, *, trials=None,
+            max_iter: int = 100,
             tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray] | None:
-    """Logistic maximum likelihood with an offset; (coefficients, covariance) or None."""
+    """Logistic maximum likelihood with an offset; (coefficients, covariance) or None.
+
+    ``trials``: each row stands for that many observations, ``y`` of them events."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        return _newton_steps(X, y, offset, max_iter, tol)
+        return _newton_steps(X, y, offset, trials, max_iter, tol)
 
 
-def _newton_steps(X, y, offset, max_iter, tol):
+def _newton_steps(X, y, offset, trials, max_iter, tol):
     # The design has one or two columns: the Hessian and gradient entries are plain sums over
     # the rows (numpy's pairwise summation), not BLAS products, whose worker threads cost
     # more than the arithmetic on a shared machine. A column of ones is not multiplied.
@@ -359,11 +362,14 @@ def _newton_steps(X, y, offset, max_iter, tol):
                 out[i, j] = out[j, i] = np.sum(times(wi, j))
         return out
 
+    def weight(mu):
+        return mu * (1.0 - mu) if trials is None else trials * mu * (1.0 - mu)
+
     beta = np.zeros(k)
     for _ in range(max_iter):
         mu = 1.0 / (1.0 + np.exp(-linear(beta)))
-        resid = y - mu
-        hessian = information(mu * (1.0 - mu))
+        resid = y - (mu if trials is None else trials * mu)
+        hessian = information(weight(mu))
         gradient = np.array([np.sum(times(resid, j)) for j in range(k)])
         try:
             step = np.linalg.solve(hessian, gradient)
@@ -375,7 +381,7 @@ def _newton_steps(X, y, offset, max_iter, tol):
         if np.abs(step).max() < tol:
             mu = 1.0 / (1.0 + np.exp(-linear(beta)))
             try:
-                return beta, np.linalg.inv(information(mu * (1.0 - mu)))
+                return beta, np.linalg.inv(information(weight(mu)))
             except np.linalg.LinAlgError:
                 return None
     return None
@@ -403,11 +409,15 @@ def logistic_calibration(y, p, *, level: float = 0.95) -> LogisticCalibration:
     nan = float("nan")
     if y.size == 0 or observed in (0.0, float(y.size)):
         return LogisticCalibration(oe, oe_ci, nan, None, nan, None, "one class present")
-    lp = np.clip(p, LOGIT_EPS, 1.0 - LOGIT_EPS)
-    logit = np.log(lp) - np.log1p(-lp)
-    ones = np.ones((y.size, 1))
-    fit_a = _newton(ones, y, logit)
-    fit_b = _newton(np.column_stack([ones, logit]), y, np.zeros(y.size))
+    # Queries with the same p share a row: events out of trials (the same likelihood).
+    values, where = np.unique(np.clip(p, LOGIT_EPS, 1.0 - LOGIT_EPS), return_inverse=True)
+    trials = np.bincount(where, minlength=values.size).astype(np.float64)
+    events = np.bincount(where, weights=y, minlength=values.size)
+    logit = np.log(values) - np.log1p(-values)
+    ones = np.ones((values.size, 1))
+    fit_a = _newton(ones, events, logit, trials=trials)
+    fit_b = _newton(np.column_stack([ones, logit]), events, np.zeros(values.size),
+                    trials=trials)
 
     def estimate(fit, j):
         if fit is None:
