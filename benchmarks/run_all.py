@@ -3,8 +3,13 @@
 1. ``bench_metrics.py``: metrics_core against scikit-learn, pytrec_eval, ranx, scipy and the
    seeds' naive loops (writes ``benchmarks/results/metrics.{json,md}`` and the table of
    ``benchmarks/README.md``).
-2. ``bench_app_latency.py``, if present: the dashboard latency benchmark, run with its own CLI
-   (``--quick`` is passed on when given here).
+2. ``bench_cli.py``: the whole ``metrics-core`` process (start, loading, the whole evaluate
+   against scikit-learn + pytrec_eval, 1M queries and peak memory; ``--quick`` skips the 1M
+   part);
+3. ``bench_app_latency.py``: the dashboard's slider-to-chart latency in headless Chromium
+   (``--quick`` is passed on when given here);
+4. ``speed_targets.py``: one table of every speed target beside its measurement and ratio
+   (``benchmarks/results/speed_targets.md`` and the README).
 
 Usage::
 
@@ -28,8 +33,9 @@ HERE = Path(__file__).resolve().parent
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run every benchmark of the project.")
     parser.add_argument("--quick", action="store_true", help="small size only (fast check)")
-    parser.add_argument("--only", choices=("metrics", "app"),
-                        help="run only the metrics or only the dashboard latency benchmark")
+    parser.add_argument("--only", choices=("metrics", "cli", "app"),
+                        help="run only the kernels, the whole-process or the dashboard "
+                             "latency benchmark")
     args, rest = parser.parse_known_args(argv)
     quick = ["--quick"] if args.quick else []
     failed = []
@@ -39,14 +45,20 @@ def main(argv: list[str] | None = None) -> int:
         if subprocess.run(cmd, cwd=HERE.parent, check=False).returncode != 0:
             failed.append("bench_metrics.py")
 
+    if args.only in (None, "cli"):
+        cmd = [sys.executable, str(HERE / "bench_cli.py"),
+               *(["--skip-large"] if args.quick else [])]
+        if subprocess.run(cmd, cwd=HERE.parent, check=False).returncode != 0:
+            failed.append("bench_cli.py")
+
     if args.only in (None, "app"):
-        app = HERE / "bench_app_latency.py"
-        if app.exists():
-            cmd = [sys.executable, str(app), *quick]
-            if subprocess.run(cmd, cwd=HERE.parent, check=False).returncode != 0:
-                failed.append(app.name)
-        else:
-            print(f"{app.name} not present: dashboard latency benchmark skipped")
+        cmd = [sys.executable, str(HERE / "bench_app_latency.py"), *quick]
+        if subprocess.run(cmd, cwd=HERE.parent, check=False).returncode != 0:
+            failed.append("bench_app_latency.py")
+
+    cmd = [sys.executable, str(HERE / "speed_targets.py")]
+    if subprocess.run(cmd, cwd=HERE.parent, check=False).returncode != 0:
+        failed.append("speed_targets.py")
 
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
