@@ -126,7 +126,10 @@ def app_rows(res: dict) -> list[tuple]:
         rows.append(("Gate page slider → updated chart, 1,000,000 queries",
                      fmt_ms(big["median_ms"]), "–", "–", "≤ 1 s",
                      verdict(big["median_ms"] <= 1000)))
-        upload = (big.get("info") or {}).get("upload_load_s")
+        info = big.get("info") or {}
+        # The files sent through the uploader, then "Load" until the first page is drawn.
+        parts = [info.get("upload_s"), info.get("load_and_overview_s")]
+        upload = None if None in parts else sum(parts)
         rows.append(("upload + load of the 1M-query Parquet",
                      "–" if upload is None else fmt_s(upload), "–", "–", "≤ 6 s",
                      verdict(None if upload is None else upload <= 6)))
