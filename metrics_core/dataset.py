@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from numpy.lib.stride_tricks import sliding_window_view
 
 __all__ = ["CANDIDATE_COLUMNS", "QUERY_COLUMNS", "Dataset"]
 
@@ -540,14 +541,16 @@ def _grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
         multi = multi[np.argsort(n_cand[multi], kind="stable")]
         lengths, first = np.unique(n_cand[multi], return_index=True)
         bounds = np.append(first, multi.size)
+        # A query's rows are one window of the grouped arrays: read and written through
+        # window views (no index matrix).
         for i, length in enumerate(lengths.tolist()):  # loop over distinct list lengths
-            head = start[multi[bounds[i]:bounds[i + 1]]][:, None]
-            rows = head + np.arange(length)
-            block = key[rows]
+            heads = start[multi[bounds[i]:bounds[i + 1]]]
+            block = sliding_window_view(key, length)[heads]  # (queries, length), a copy
             if descending:
                 np.negative(block, out=block)
-            order[rows] = head + np.argsort(block, axis=1,
-                                            kind="stable" if stable else "quicksort")
+            ranked = np.argsort(block, axis=1, kind="stable" if stable else "quicksort")
+            ranked += heads[:, None]
+            sliding_window_view(order, length, writeable=True)[heads] = ranked
     return (order if grouped is None else grouped[order]), n_cand
 
 
