@@ -13,8 +13,11 @@ from __future__ import annotations
 import operator
 import re
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas
+
 
 __all__ = ["DEFAULT_TARGETS", "ECE_BANDS", "MIN_N", "ece_band", "parse_target", "target_table"]
 
@@ -43,8 +46,10 @@ def parse_target(text: str) -> tuple[str, str, float]:
     return m.group(1), m.group(2), float(m.group(3))
 
 
-def target_table(records, targets=DEFAULT_TARGETS) -> pd.DataFrame:
+def target_table(records, targets=DEFAULT_TARGETS) -> pandas.DataFrame:
     """One row per target: value, interval and status (met / not met / undefined, said so)."""
+    import pandas as pd  # here, not at the top: the command line's start imports this module
+
     by_name = {r.name: r for r in records}
     rows = []
     for text in targets:

@@ -75,3 +75,20 @@ def test_importing_the_package_loads_no_heavy_module():
                          check=True).stdout.split("\n")
     assert out[0] == ""
     assert out[1] == "True"  # the names still work
+
+
+def test_the_command_line_start_loads_no_heavy_module():
+    """``metrics-core --help`` and parsing every command's options (default configuration
+    included) import neither pandas nor pyarrow nor scipy: the start stays fast."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom metrics_core import cli\nparser = cli._parser()\n"
+            "for argv in (['evaluate', 'q.csv', 'c.csv'], ['triage', 't.csv']):\n"
+            "    cli._config(parser.parse_args(argv)) if argv[0] == 'evaluate' else "
+            "parser.parse_args(argv)\n"
+            "print(','.join(m for m in ('pandas', 'pyarrow', 'scipy', 'sklearn') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "", out.stdout
