@@ -18,7 +18,9 @@ both see the same machine load:
    metrics and pytrec_eval for the ranking metrics (the subset they can compute), both from
    process start to exit, imports included;
 4. at 1M queries / 20M candidates: one cold ``Evaluator(ds).evaluate(EvalConfig(bootstrap=0))``
-   on a freshly loaded Dataset (then every table of ``to_json``) against one cold read of the
+   on a freshly loaded Dataset (then every table of ``to_json``), in a process with the
+   allocator settings the command line and the app server use
+   (:func:`metrics_core.allocator.keep_freed_memory`), against one cold read of the
    candidate table (``pyarrow.parquet.read_table``, ``pandas.read_parquet``), each in its own
    process, alternating, medians; and the peak resident memory of the whole
    ``metrics-core evaluate`` process (``wait4`` rusage of the child).
@@ -104,6 +106,8 @@ print(json.dumps({"seconds": time.perf_counter() - t, "n_queries": loaded.datase
 
 EVALUATE = r'''
 import gc, json, resource, sys, time
+from metrics_core.allocator import keep_freed_memory
+keep_freed_memory()  # as the command line and the app server run it
 from metrics_core import io
 from metrics_core.config import EvalConfig
 from metrics_core.evaluator import Evaluator

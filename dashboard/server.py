@@ -2,7 +2,9 @@
 
 It serves the same app (:mod:`dashboard.app`) and adds HTTP security headers to every
 response: the page may not be framed by another site (clickjacking), content types are not
-sniffed, and no referrer leaves the page.
+sniffed, and no referrer leaves the page. The server process keeps freed memory for reuse
+(:func:`metrics_core.allocator.keep_freed_memory`), as the command line does: the temporaries
+of each rerun over a large upload are not page-faulted in afresh.
 """
 
 from pathlib import Path
@@ -10,6 +12,10 @@ from pathlib import Path
 import streamlit as st
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
+
+from metrics_core.allocator import keep_freed_memory
+
+keep_freed_memory()
 
 #: Headers added to every HTTP response of the app.
 SECURITY_HEADERS = (

@@ -570,34 +570,13 @@ def _rag(args) -> int:
     return EXIT_OK
 
 
-def _keep_freed_memory() -> None:
-    """Let glibc's malloc serve large arrays from the heap and keep freed memory for reuse.
-
-    By default every array over 32 MB is a fresh ``mmap`` that is returned to the system when
-    freed, so the next one page-faults its memory in again; a run over millions of candidates
-    allocates many such temporaries, and on virtual machines those faults can cost more than
-    the arithmetic (at 20M candidates: half the page faults, seconds of system time). Only
-    for a command-line process (``main()`` without ``argv``); elsewhere a no-op.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        m_trim_threshold, m_top_pad, m_mmap_max = -1, -2, -4
-        libc.mallopt(m_mmap_max, 0)
-        libc.mallopt(m_trim_threshold, 2**31 - 1)
-        libc.mallopt(m_top_pad, 64 << 20)
-    except (OSError, AttributeError):  # not glibc: keep the allocator's defaults
-        return
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if argv is None:
-        _keep_freed_memory()
+        from metrics_core.allocator import keep_freed_memory
+
+        keep_freed_memory()
     try:
         if args.command == "evaluate":
             return _evaluate(args)
