@@ -51,14 +51,14 @@ def _grouped_mean(codes, g, values, mask=None) -> np.ndarray:
 
 def _grouped_means(codes, g, columns: dict, mask=None) -> dict:
     """:func:`_grouped_mean` of several columns under one mask (the mask applied once)."""
+    rows = None
     if mask is not None and not mask.all():
-        codes = codes[mask]
-    else:
-        mask = None
+        rows = np.flatnonzero(mask)  # once: a gather per column instead of a mask pass
+        codes = codes[rows]
     count = np.bincount(codes, minlength=g)
     out = {}
     for name, values in columns.items():
-        kept = values if mask is None else values[mask]
+        kept = values if rows is None else values.take(rows)
         num = np.bincount(codes, weights=np.nan_to_num(kept), minlength=g)
         out[name] = outcomes.ratio(num, count)
     return out
