@@ -532,7 +532,8 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
     scikit-learn's spline basis.
 
     Returns columns ``p``, ``observed`` (fitted P(y = 1 | p)), ``lo``, ``hi``; empty when one
-    class is absent, fewer than 20 queries are given or the fit does not converge.
+    class is absent, fewer than 20 queries are given, p takes fewer distinct values than the
+    spline has coefficients (``n_knots + 2``) or the fit does not converge.
     """
     import pandas as pd
 
@@ -549,17 +550,25 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
         clipped = np.clip(values, eps, 1 - eps)
         return np.log(clipped / (1 - clipped))
 
-    knots = spline_knots(logit(p), n_knots)
     # Queries with the same p share a row: events out of trials (the same likelihood).
-    values, where = np.unique(p, return_inverse=True)
+    values, where = np.unique(np.clip(p, eps, 1 - eps), return_inverse=True)
+    if values.size < n_knots + 2:  # fewer distinct values than the spline's coefficients
+        return empty
+    knots = spline_knots(logit(p), n_knots)
     trials = np.bincount(where, minlength=values.size).astype(np.float64)
     events = np.bincount(where, weights=y, minlength=values.size)
     # The basis without its last function (include_bias=False), beside an intercept.
-    x = np.c_[np.ones(values.size), bspline_basis(logit(values), knots)[:, :-1]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.c_[np.ones(values.size), bspline_basis(logit(values), knots)[:, :-1]]
+    if not np.isfinite(x).all():  # knots so tied that a data value has no interval
+        return empty
     # Start from the identity, observed = p: the spline reproduces logit(p) with the knots'
     # Greville averages as coefficients (the last one is the intercept, as the basis sums to 1).
     greville = np.convolve(knots[1:-1], np.ones(3) / 3, mode="valid")
-    fit = _logistic_fit(x, events, trials, np.r_[greville[-1], greville[:-1] - greville[-1]])
+    try:
+        fit = _logistic_fit(x, events, trials, np.r_[greville[-1], greville[:-1] - greville[-1]])
+    except np.linalg.LinAlgError:
+        fit = None
     if fit is None:
         return empty
     beta, fitted = fit

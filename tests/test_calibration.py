@@ -345,3 +345,23 @@ def test_ece_bands_of_seed_004_judged_on_the_interval():
     assert ece_band(0.14, (0.1, 0.2)) == ("moderately calibrated by the point estimate; the "
                                           "interval reaches poorly calibrated")
     assert ece_band(0.02) == "well calibrated (point estimate, no interval)"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_smoothed_calibration_never_fails_on_tied_or_degenerate_p(data):
+    """Constant, coarse, extreme or mostly-tied p: an empty curve or a finite one with
+    lo <= observed <= hi, never an error or a warning (the app shows whatever it returns)."""
+    from metrics_core.calibration import smoothed_calibration
+
+    n = data.draw(st.integers(20, 300))
+    pool = data.draw(st.lists(st.sampled_from([0.0, 1e-15, 0.01, 0.2, 0.5, 0.5, 0.7, 0.99, 1.0])
+                              | st.floats(0, 1), min_size=1, max_size=12))
+    p = np.array(data.draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n)))
+    y = np.array(data.draw(st.lists(st.integers(0, 1), min_size=n, max_size=n)))
+    curve = smoothed_calibration(y, p)
+    if len(curve):
+        values = curve.to_numpy()
+        assert np.isfinite(values).all()
+        assert ((curve["lo"] <= curve["observed"] + 1e-12)
+                & (curve["observed"] <= curve["hi"] + 1e-12)).all()
