@@ -575,7 +575,10 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
     covariance = np.linalg.pinv(x.T @ (x * (trials * fitted * (1 - fitted))[:, None]))
     lo_p, hi_p = np.percentile(p, [1, 99])
     grid = np.linspace(lo_p, hi_p, n_points)
-    xg = np.c_[np.ones(n_points), bspline_basis(logit(grid), knots)[:, :-1]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        xg = np.c_[np.ones(n_points), bspline_basis(logit(grid), knots)[:, :-1]]
+    if not np.isfinite(xg).all():
+        return empty
     eta = xg @ beta
     se = np.sqrt(np.einsum("ij,jk,ik->i", xg, covariance, xg))
     z = _z(level)
