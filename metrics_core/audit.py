@@ -156,8 +156,9 @@ def audit(dataset: Dataset, *, loaded: Loaded | None = None) -> AuditReport:
     findings += _criteria_complete(ds)
     if ds.ranked_by == "score":
         checks += ["positive_scores_distinct", "gold_ties_resolved"]
-        findings += _positive_ties(ds)
-        findings += _gold_ties(ds)
+        masks = tie_masks(ds)  # both findings from one pass over the candidates
+        findings += _positive_ties(ds, masks["positive_ties"])
+        findings += _gold_ties(ds, masks["gold_ties"])
     checks.append("both_classes")
     findings += _one_class(ds)
     checks.append("both_classes_per_criterion")
@@ -309,9 +310,8 @@ def _positive_tie_mask(ds: Dataset) -> np.ndarray:
     return tied & multi & ds.positives
 
 
-def _positive_ties(ds: Dataset) -> list[Finding]:
+def _positive_ties(ds: Dataset, mask: np.ndarray) -> list[Finding]:
     """Positive queries (>= 2 candidates) whose candidates all have the same score."""
-    mask = tie_masks(ds)["positive_ties"]
     if not mask.any():
         return []
     n = int(mask.sum())
@@ -322,17 +322,14 @@ def _positive_ties(ds: Dataset) -> list[Finding]:
         n, _query_examples(ds, mask))]
 
 
-def _gold_ties(ds: Dataset) -> list[Finding]:
+def _gold_ties(ds: Dataset, mask: np.ndarray) -> list[Finding]:
     """Positive queries where a gold and a non-gold candidate share a score.
 
     Candidates are stored in ranking order, so equal scores of one query are adjacent: a tie
     run is a maximal block of equal (query, score); a run mixing gold and non-gold makes the
     ranking metrics depend on the ``sent_uid`` tie rule.
     """
-    if ds.n_candidates < 2:
-        return []
-    mask = tie_masks(ds)["gold_ties"]
-    if not mask.any():
+    if ds.n_candidates < 2 or not mask.any():
         return []
     n = int(mask.sum())
     return [Finding(
