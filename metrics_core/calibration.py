@@ -488,10 +488,11 @@ def _logistic_fit(x: np.ndarray, events: np.ndarray, trials: np.ndarray, start: 
                   tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray] | None:
     """Unpenalised logistic maximum likelihood of ``events`` out of ``trials`` at each row of
     a design ``x`` with its intercept column, by Newton's method from ``start``:
-    (coefficients, fitted probabilities), or None when the estimates diverge (separated data)
-    or do not settle. A step that lowers the likelihood is halved until it does not (sparse
-    tails make full steps overshoot); a rank-deficient design (repeated knots) takes
-    minimum-norm steps."""
+    (coefficients, fitted probabilities), or None when they do not settle. A step that lowers
+    the likelihood is halved until it does not (sparse tails make full steps overshoot); a
+    rank-deficient design (repeated knots) takes minimum-norm steps. Separated data (a tail
+    without events) have no maximum: the fit stops where the likelihood stops rising, with
+    that tail's fitted risk near 0 or 1 (the caller leaves such points out)."""
 
     def log_likelihood(eta):
         return float(np.sum(events * eta - trials * np.logaddexp(0.0, eta)))
@@ -510,12 +511,20 @@ def _logistic_fit(x: np.ndarray, events: np.ndarray, trials: np.ndarray, start: 
                 if value >= current - 1e-12 * abs(current):
                     break
                 step = step / 2.0
+            gain = value - current
             beta, eta, current = beta + step, trial, value
-            if not np.all(np.isfinite(beta)) or np.abs(beta).max() > 1e6:
+            if not np.all(np.isfinite(beta)):
                 return None
-            if np.abs(step).max() <= tol * max(1.0, np.abs(beta).max()):
+            # Settled: the step is negligible, or the likelihood no longer rises (under
+            # separation it only creeps towards its supremum while coefficients run off).
+            if (np.abs(step).max() <= tol * max(1.0, np.abs(beta).max())
+                    or gain <= 1e-13 * abs(current)):
                 return beta, 1.0 / (1.0 + np.exp(-eta))
     return None
+
+
+#: Largest |logit| of a smoothed-calibration point that is drawn (fitted risk 1e-13).
+_ESTIMABLE_LOGIT = 30.0
 
 
 def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
@@ -533,7 +542,9 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
 
     Returns columns ``p``, ``observed`` (fitted P(y = 1 | p)), ``lo``, ``hi``; empty when one
     class is absent, fewer than 20 queries are given, p takes fewer distinct values than the
-    spline has coefficients (``n_knots + 2``) or the fit does not converge.
+    spline has coefficients (``n_knots + 2``) or the fit does not converge. Where a tail of p
+    holds no event (or no non-event) the curve does not exist (separation: the fitted risk
+    runs to 0 or 1); grid points with a fitted risk beyond 1e-13 of 0 or 1 are left out.
     """
     import pandas as pd
 
@@ -580,6 +591,12 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
     if not np.isfinite(xg).all():
         return empty
     eta = xg @ beta
+    # A tail with no events (or no non-events) has no maximum-likelihood curve: the fit runs
+    # its coefficients off towards ±∞ there, and a Wald band is meaningless. Such points
+    # (fitted risk below 1e-13 or above 1 - 1e-13; every data value's logit is within ±27.6)
+    # are left out rather than drawn as certain.
+    keep = np.abs(eta) <= _ESTIMABLE_LOGIT
+    grid, xg, eta = grid[keep], xg[keep], eta[keep]
     se = np.sqrt(np.einsum("ij,jk,ik->i", xg, covariance, xg))
     z = _z(level)
 

@@ -365,3 +365,19 @@ def test_smoothed_calibration_never_fails_on_tied_or_degenerate_p(data):
         assert np.isfinite(values).all()
         assert ((curve["lo"] <= curve["observed"] + 1e-12)
                 & (curve["observed"] <= curve["hi"] + 1e-12)).all()
+
+
+def test_smoothed_calibration_leaves_out_a_tail_without_events():
+    """No event below p = 0.3 (separation): the maximum-likelihood curve runs to 0 there; those
+    grid points are left out instead of drawn with a zero-width band."""
+    from metrics_core.calibration import smoothed_calibration
+
+    rng = np.random.default_rng(8)
+    p = np.r_[rng.uniform(0.0, 0.3, 3000), rng.uniform(0.3, 1.0, 3000)]
+    y = (p >= 0.3) & (rng.random(p.size) < p)
+    curve = smoothed_calibration(y, p)
+    assert 0 < len(curve) < 101
+    assert curve["p"].min() > np.percentile(p, 1)  # the first grid points were dropped
+    assert (curve["observed"] > 1e-13).all() and (curve["observed"] < 1 - 1e-13).all()
+    upper = curve[curve["p"] > 0.5]
+    np.testing.assert_allclose(upper["observed"], upper["p"], atol=0.08)  # calibrated above
