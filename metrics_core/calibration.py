@@ -387,6 +387,15 @@ def _newton_steps(X, y, offset, trials, max_iter, tol):
     return None
 
 
+def _distinct_rows(y: np.ndarray, p: np.ndarray):
+    """One row per distinct p (clipped to [LOGIT_EPS, 1 - LOGIT_EPS]): (p, events, trials).
+    A logistic likelihood over these rows equals the one over the queries."""
+    values, where = np.unique(np.clip(p, LOGIT_EPS, 1.0 - LOGIT_EPS), return_inverse=True)
+    trials = np.bincount(where, minlength=values.size).astype(np.float64)
+    events = np.bincount(where, weights=y, minlength=values.size)
+    return values, events, trials
+
+
 def logistic_calibration(y, p, *, level: float = 0.95) -> LogisticCalibration:
     """Calibration-in-the-large, intercept and slope of ``p`` against ``y`` (all queries).
 
@@ -409,10 +418,7 @@ def logistic_calibration(y, p, *, level: float = 0.95) -> LogisticCalibration:
     nan = float("nan")
     if y.size == 0 or observed in (0.0, float(y.size)):
         return LogisticCalibration(oe, oe_ci, nan, None, nan, None, "one class present")
-    # Queries with the same p share a row: events out of trials (the same likelihood).
-    values, where = np.unique(np.clip(p, LOGIT_EPS, 1.0 - LOGIT_EPS), return_inverse=True)
-    trials = np.bincount(where, minlength=values.size).astype(np.float64)
-    events = np.bincount(where, weights=y, minlength=values.size)
+    values, events, trials = _distinct_rows(y, p)
     logit = np.log(values) - np.log1p(-values)
     ones = np.ones((values.size, 1))
     fit_a = _newton(ones, events, logit, trials=trials)
@@ -561,13 +567,10 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
         clipped = np.clip(values, eps, 1 - eps)
         return np.log(clipped / (1 - clipped))
 
-    # Queries with the same p share a row: events out of trials (the same likelihood).
-    values, where = np.unique(np.clip(p, eps, 1 - eps), return_inverse=True)
+    values, events, trials = _distinct_rows(y, p)
     if values.size < n_knots + 2:  # fewer distinct values than the spline's coefficients
         return empty
     knots = spline_knots(logit(p), n_knots)
-    trials = np.bincount(where, minlength=values.size).astype(np.float64)
-    events = np.bincount(where, weights=y, minlength=values.size)
     # The basis without its last function (include_bias=False), beside an intercept.
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.c_[np.ones(values.size), bspline_basis(logit(values), knots)[:, :-1]]

@@ -163,8 +163,7 @@ def ranking_per_query(
     gold_q = compact[gold_q]  # every gold candidate's query has n_gold >= 1
     n_queries = with_gold.size
     n_cand = np.asarray(ds.n_cand, dtype=np.int64)[with_gold]
-    n_gold = n_gold_all[with_gold]
-    has_gold = np.ones(n_queries, dtype=bool)
+    n_gold = n_gold_all[with_gold]  # every one >= 1
     n_gold_f = n_gold.astype(np.float64)
 
     # Cut-off bands: band j holds positions cutoffs[j-1] < i <= cutoffs[j]. A per-query sum over
@@ -225,7 +224,7 @@ def ranking_per_query(
         j = column[k]
         hits_f = hits[:, j].astype(np.float64)
 
-        out[f"recall@{k}"] = np.where(has_gold, hits_f / n_gold_f, 0.0)
+        out[f"recall@{k}"] = hits_f / n_gold_f
 
         if precision_denominator == "k":
             out[f"precision@{k}"] = hits_f / k
@@ -242,11 +241,11 @@ def ranking_per_query(
             ap_denom = np.minimum(n_gold_f, k)
         else:
             ap_denom = np.maximum(hits_f, 1.0)
-        out[f"map@{k}"] = np.where(has_gold, ap_sums[:, j] / ap_denom, 0.0)
+        out[f"map@{k}"] = ap_sums[:, j] / ap_denom
 
         idcg = ideal[np.minimum(n_gold, k)] if idcgs is None else idcgs[:, j]
         out[f"ndcg@{k}"] = np.divide(dcgs[:, j], idcg, out=np.zeros(n_queries),
-                                     where=has_gold & (idcg > 0))
+                                     where=idcg > 0)
 
         out[f"mrr@{k}"] = np.where(first_pos <= k, inv_first, 0.0)
 
