@@ -493,8 +493,10 @@ def test_meeting_mode_at_projector_size(browser, app_url, demo_evaluator):
         expect(metric(page, "Screening sensitivity")).to_have_text(
             display.fmt_metric("screening_sensitivity", ev.record("screening_sensitivity").value))
         # The sidebar holds no settings widget on this page: the only sliders are the page's.
-        assert page.locator('[data-testid="stSidebar"] input[type="range"]').count() == 0
-        assert page.locator('[data-testid="stMain"] input[type="range"]').count() == 3
+        # The browser draws the sliders a moment after the run ends, so wait for all three
+        # before asserting that the sidebar has none.
+        expect(page.locator('[data-testid="stMain"] input[type="range"]')).to_have_count(3)
+        expect(page.locator('[data-testid="stSidebar"] input[type="range"]')).to_have_count(0)
         page.wait_for_timeout(1000)
         assert_no_failure(page)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
