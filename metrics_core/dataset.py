@@ -469,6 +469,12 @@ def _arrow_strings(values: pd.Series):
     pandas' ``str`` columns are Arrow-backed already (no copy); other columns go through
     ``astype(str)`` first, so numbers and objects become the same text as before.
     """
+    if (isinstance(values.dtype, pd.CategoricalDtype) and not values.hasnans
+            and isinstance(values.cat.categories.dtype, pd.StringDtype)):
+        # Strings read as a dictionary (metrics_core.io): decode the codes in Arrow.
+        arr = pa.array(values)
+        return arr.dictionary_decode() if isinstance(arr, pa.Array) else pa.chunked_array(
+            [c.dictionary_decode() for c in arr.chunks], type=arr.type.value_type)
     text = values if isinstance(values.dtype, pd.StringDtype) else values.astype(str)
     if hasattr(text.array, "__arrow_array__"):
         return pa.array(text.array)

@@ -76,6 +76,8 @@ _KIND_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 #: Canonical columns read as text (ids must stay strings: post "007" is not post 7).
 _TEXT_COLUMNS = ("post_id", "criterion", "sent_uid", "split", "sentence")
+#: Ids repeated on every candidate row of a query: read from Parquet as categoricals.
+_REPEATED_IDS = ("post_id", "criterion")
 #: Columns of :attr:`Loaded.exclusions`.
 EXCLUSION_COLUMNS = ("file", "row", "post_id", "criterion", "sent_uid", "column", "reason")
 
@@ -97,7 +99,8 @@ _ALIAS_OWNER = {_norm(a): canon for canon, names in ALIASES.items() for a in (ca
 
 # ---------------------------------------------------------------------------------- reading
 def read_table(source, *, name: str | None = None,
-               string_columns=(), limits: Limits | None = None) -> pd.DataFrame:
+               string_columns=(), limits: Limits | None = None,
+               category_columns=()) -> pd.DataFrame:
     """Read one input table from a path or from bytes (contract §2, formats).
 
     Parameters
@@ -113,6 +116,12 @@ def read_table(source, *, name: str | None = None,
     limits : Limits, optional
         Bounds on size, rows, columns and cell size (default :data:`DEFAULT_LIMITS`), each
         checked before the memory it guards is committed.
+    category_columns : iterable of str, optional
+        Parquet only: text columns of these names (matched as column names are, ignoring
+        case, spaces and hyphens) are read as pandas categoricals of their strings, straight
+        from the file's dictionary encoding. Ids that repeat on many rows (``post_id`` and
+        ``criterion`` of a candidates table) then cost one small code per row instead of one
+        string; the values are the same.
 
     Returns
     -------
@@ -141,6 +150,12 @@ def read_table(source, *, name: str | None = None,
         if fmt == "parquet":
             parquet = pa_parquet.ParquetFile(path if data is None else pa.BufferReader(data))
             _check_parquet_size(parquet.metadata, name, limits)
+            wanted = {_norm(c) for c in category_columns}
+            as_dictionary = [f.name for f in parquet.schema_arrow if _norm(f.name) in wanted
+                             and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))]
+            if as_dictionary:
+                parquet = pa_parquet.ParquetFile(
+                    path if data is None else pa.BufferReader(data), read_dictionary=as_dictionary)
             table = parquet.read()
             _check_table(table, name, limits)
             frame = table.to_pandas()
@@ -401,6 +416,18 @@ def _check_table(table: pa.Table, name, limits: Limits) -> None:
     _check_shape(table.num_rows, table.num_columns, name, limits)
     for column_name, column in zip(table.column_names, table.columns, strict=True):
         if pa.types.is_dictionary(column.type):
+            # Every value is one of its chunk's dictionary: check those, and decode the
+            # column (to find the rows) only when one of them is over the limit.
+            if not (pa.types.is_string(column.type.value_type)
+                    or pa.types.is_large_string(column.type.value_type)
+                    or pa.types.is_binary(column.type.value_type)
+                    or pa.types.is_large_binary(column.type.value_type)):
+                continue
+            longest = max((value for chunk in column.chunks if len(chunk.dictionary)
+                           if (value := pc.max(pc.binary_length(chunk.dictionary)).as_py())
+                           is not None), default=None)
+            if longest is None or longest <= limits.max_cell_bytes:
+                continue
             column = column.cast(column.type.value_type)
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
                 or pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
@@ -699,7 +726,15 @@ def _as_binary(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 def _as_text(s: pd.Series) -> tuple[pd.Series, np.ndarray]:
     """(string values, missing-or-empty mask); numbers read from typed files become their
-    integer text ("7", not "7.0")."""
+    integer text ("7", not "7.0"). A categorical of strings stays one: its codes say which
+    rows are missing or empty."""
+    if _string_categories(s):
+        codes = s.cat.codes.to_numpy()
+        missing = codes < 0
+        empty = np.asarray(s.cat.categories == "", dtype=bool)
+        if empty.any():
+            missing |= empty[codes] & ~missing
+        return s.reset_index(drop=True), missing
     if pd.api.types.is_float_dtype(s.dtype):
         v = s.to_numpy(dtype=np.float64, na_value=np.nan)
         finite = v[np.isfinite(v)]
@@ -715,6 +750,16 @@ def _as_text(s: pd.Series) -> tuple[pd.Series, np.ndarray]:
             return text.reset_index(drop=True), np.zeros(len(s), dtype=bool)
     missing = s.isna().to_numpy(dtype=bool) | (text == "").to_numpy(dtype=bool, na_value=True)
     return text.reset_index(drop=True), missing
+
+
+def _string_categories(s: pd.Series) -> bool:
+    """Whether ``s`` is a categorical whose categories are all strings (as Parquet
+    dictionaries read by :func:`read_table` are): its codes then stand for its text."""
+    if not isinstance(s.dtype, pd.CategoricalDtype):
+        return False
+    categories = s.cat.categories
+    return (isinstance(categories.dtype, pd.StringDtype)
+            or pd.api.types.infer_dtype(categories, skipna=False) in ("string", "empty"))
 
 
 def _all_missing(s: pd.Series) -> bool:
@@ -883,6 +928,10 @@ def _runs(*columns: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     if n > 1:
         change[1:] = False
         for col in columns:
+            if _string_categories(col):  # equal codes, equal strings (categories are unique)
+                codes = col.cat.codes.to_numpy()
+                change[1:] |= codes[1:] != codes[:-1]
+                continue
             arr = _arrow(col)
             change[1:] |= pc.not_equal(arr.slice(1), arr.slice(0, n - 1)).to_numpy()
     starts = np.flatnonzero(change)
@@ -903,7 +952,12 @@ def _duplicated(key: np.ndarray) -> np.ndarray:
 
 
 def _arrow(values: pd.Series) -> pa.ChunkedArray:
+    """The column as an Arrow array of its values (a categorical's decoded)."""
     arr = pa.array(values)
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    if pa.types.is_dictionary(arr.type):
+        return pa.chunked_array([c.dictionary_decode() for c in chunks],
+                                type=arr.type.value_type)
     return arr if isinstance(arr, pa.ChunkedArray) else pa.chunked_array([arr])
 
 
@@ -1229,8 +1283,12 @@ def _frame_of(source, name, default_name, mapping,
         name = getattr(source, "name", None) or default_name
     text_sources = [v for k, v in (mapping or {}).items()
                     if k in _TEXT_COLUMNS and v is not None]
-    return (read_table(source, name=str(name), string_columns=text_sources, limits=limits),
-            str(name))
+    # The ids every candidate row repeats, read as categoricals (their names, aliases and
+    # mapped sources; the loader takes categoricals of strings as they are).
+    repeated = [n for canon in _REPEATED_IDS for n in (canon, *ALIASES[canon])]
+    repeated += [v for k, v in (mapping or {}).items() if k in _REPEATED_IDS and v is not None]
+    return (read_table(source, name=str(name), string_columns=text_sources, limits=limits,
+                       category_columns=repeated), str(name))
 
 
 def _has_column(df: pd.DataFrame, src) -> bool:
