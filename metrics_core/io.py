@@ -729,7 +729,7 @@ def _as_text(s: pd.Series) -> tuple[pd.Series, np.ndarray]:
     integer text ("7", not "7.0"). A categorical of strings stays one: its codes say which
     rows are missing or empty."""
     if _string_categories(s):
-        codes = s.cat.codes.to_numpy()
+        codes = np.asarray(s.array.codes)
         missing = codes < 0
         empty = np.asarray(s.cat.categories == "", dtype=bool)
         if empty.any():
@@ -929,7 +929,7 @@ def _runs(*columns: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         change[1:] = False
         for col in columns:
             if _string_categories(col):  # equal codes, equal strings (categories are unique)
-                codes = col.cat.codes.to_numpy()
+                codes = np.asarray(col.array.codes)
                 change[1:] |= codes[1:] != codes[:-1]
                 continue
             arr = _arrow(col)
