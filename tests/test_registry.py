@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from metrics_core import registry
@@ -92,3 +94,24 @@ def test_the_command_line_start_loads_no_heavy_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "", out.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the setting is Linux only")
+@pytest.mark.parametrize(("environment", "imported_first", "pool"), [
+    ({}, False, "jemalloc"),  # the command line: set before pyarrow is imported
+    ({}, True, "jemalloc"),  # the app server: Streamlit has imported pyarrow already
+    ({"ARROW_DEFAULT_MEMORY_POOL": "system"}, False, "system"),  # the user's choice wins
+])
+def test_the_project_processes_give_arrow_its_jemalloc_pool(environment, imported_first, pool):
+    """``keep_freed_memory`` (command line, app server) makes jemalloc Arrow's default pool
+    whether or not pyarrow is imported yet, unless the environment names a pool."""
+    import os
+    import subprocess
+
+    code = ("import pyarrow\n" if imported_first else "") + (
+        "from metrics_core.allocator import keep_freed_memory\nkeep_freed_memory()\n"
+        "import pyarrow as pa\nprint(pa.default_memory_pool().backend_name)")
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**env, **environment})
+    assert out.stdout.strip() == pool
