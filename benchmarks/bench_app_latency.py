@@ -4,7 +4,8 @@ Scenarios, each its own ``streamlit run`` server (from the repository root, so
 ``.streamlit/config.toml`` applies) and a fresh browser context:
 
 - ``bare``: ``benchmarks/bare_app.py``, one slider and one plotly chart (Streamlit's floor);
-- ``demo``: the dashboard's Gate page on the bundled synthetic demo (14,770 queries);
+- ``demo``: the dashboard's Gate page on the bundled synthetic demo (14,770 queries), served
+  as ``./dev app`` serves it (``dashboard/server.py``);
 - ``1m``: the Gate page on 1,000,000 queries (``make_synthetic(100_000, seed=0,
   with_text=False)``, ~20 M candidate rows, written once as Parquet to ``benchmarks/data/``,
   gitignored) loaded through the app's file uploader, as a user would.
@@ -139,7 +140,7 @@ def bare_scenario(moves: int, warmup: int) -> Scenario:
 def gate_scenario(name: str, title: str, moves: int, warmup: int,
                   prepare: Callable | None = None, query: str = "") -> Scenario:
     return Scenario(
-        name, title, "dashboard/app.py", ("/" if prepare else "/gate") + query,
+        name, title, "dashboard/server.py", ("/" if prepare else "/gate") + query,
         thumb=f'input[type="range"][aria-label="{GATE_LABEL} — start"]',
         dependent=".st-key-roc_chart .legendtext",
         text=lambda v: f"τ_neg (screened in) (p ≥ {v:g})",

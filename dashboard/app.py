@@ -73,23 +73,18 @@ def _show_failure(exc: BaseException) -> None:
              icon=":material/error:")
 
 
-def _view(source: data.Source, notes: list[str], *, widgets: bool = True) -> data.View:
+def _view(source: data.Source, notes: list[str], *, widgets: bool = True,
+          page: str = "") -> data.View:
     """The settings sidebar and downloads, and the view they define (``widgets=False``: the
-    page draws its own controls; the other settings keep their values)."""
+    page draws its own controls; the other settings keep their values). On the pages of
+    :data:`sidebar.PAGE_CONTROLS` the page draws those settings itself, in a fragment."""
     if source.loaded is None:
         return data.View(source=source, filters=data.Filters(), config=state.build_config({}))
     if widgets:
-        sidebar.settings_sidebar(source, notes)
-    values = state.current_settings()
-    try:
-        config = state.build_config(values)
-    except ValueError as exc:
-        notes.append(f"{exc}; the defaults are used.")
-        config = state.build_config({})
-    v = data.View(source=source, filters=sidebar.filters(values), config=config,
-                  show_bootstrap=bool(values["ci"]))
+        sidebar.settings_sidebar(source, notes, on_page=sidebar.PAGE_CONTROLS.get(page, ()))
+    v = sidebar.build_view(source, notes)
     if widgets:
-        sidebar.downloads_sidebar(v)
+        sidebar.downloads_sidebar()
     return v
 
 
@@ -113,7 +108,8 @@ def main() -> None:
     page = st.navigation(_pages(source), expanded=True)
     state.keep_widget_values()
     with st.sidebar:
-        data.set_view(_view(source, notes, widgets=page.url_path not in _OWN_CONTROLS))
+        data.set_view(_view(source, notes, widgets=page.url_path not in _OWN_CONTROLS,
+                            page=page.url_path))
     state.write_to_url()
     for note in dict.fromkeys(notes):
         st.warning(escape_markdown(note), icon=":material/link:")

@@ -364,18 +364,22 @@ def _progress_bar(config: EvalConfig):
     return progress
 
 
-def refine_intervals(v: View | None) -> None:
+def refine_intervals(v: View | None, *, fragment: bool = False) -> None:
     """After a page drew with :data:`LIVE_RESAMPLES`, compute the full bootstrap (with a
     progress bar) and draw again. A setting moved meanwhile stops this run at the next bar
-    update, so nothing queues behind it."""
+    update, so nothing queues behind it. ``fragment``: called at the end of a page fragment's
+    rerun, whose bar is drawn in the fragment and which draws only the fragment again."""
     if v is None or v.pending is None:
         return
     config = v.pending
     memo = st.session_state.setdefault(_EVAL_KEY, OrderedDict())
     key = (v.source.token, config)
     if key not in memo:
-        with st.sidebar:
+        if fragment:  # a fragment draws only inside itself
             bar = st.progress(0.0, text="Refining the intervals…")
+        else:
+            with st.sidebar:
+                bar = st.progress(0.0, text="Refining the intervals…")
 
         last = [0.0]
 
@@ -392,11 +396,28 @@ def refine_intervals(v: View | None) -> None:
         while len(memo) > _EVALUATIONS_KEPT:
             memo.popitem(last=False)
     v.pending = None
-    st.rerun()
+    st.rerun(scope="fragment" if fragment else "app")
+
+
+@dataclass(eq=False)
+class ViewRef:
+    """The view the page shows now: the sidebar's downloads are made on click from it (a page
+    fragment's rerun replaces the view of the app's run)."""
+
+    view: View | None = None
+
+
+def view_ref() -> ViewRef:
+    """The session's :class:`ViewRef` (made on first use)."""
+    ref = st.session_state.get(state.VIEW_REF)
+    if ref is None:
+        ref = st.session_state[state.VIEW_REF] = ViewRef()
+    return ref
 
 
 def set_view(v: View) -> None:
     st.session_state[_VIEW_KEY] = v
+    view_ref().view = v
 
 
 def view() -> View:

@@ -9,6 +9,7 @@ as text, never as markdown.
 from __future__ import annotations
 
 import time
+from types import MappingProxyType
 
 import pandas as pd
 import streamlit as st
@@ -18,7 +19,12 @@ from dashboard.safe_text import escape_markdown
 from dashboard.state import ALL, SETTINGS, Setting
 from metrics_core.config import SECTIONS
 
-__all__ = ["downloads_sidebar", "filters", "settings_sidebar"]
+__all__ = ["PAGE_CONTROLS", "build_view", "downloads_sidebar", "filters", "setting_widget",
+           "settings_sidebar"]
+
+#: Settings a page draws itself, above what depends on them, inside a fragment of the page (a
+#: move reruns that fragment only, not the sidebar and the rest of the app): url path -> keys.
+PAGE_CONTROLS = MappingProxyType({"gate": ("gate",)})
 
 #: Sidebar sections and whether they start open.
 _OPEN = ("gate", "dynamic_k")
@@ -49,6 +55,11 @@ def _widget(s: Setting, *, options: tuple = (), disabled: bool = False) -> None:
         st.multiselect(s.label, options, placeholder="all", **common)
     elif s.kind == "gates":
         _gates_widget(s, options)
+
+
+def setting_widget(key: str) -> None:
+    """The widget of the setting ``key`` where the page draws it (:data:`PAGE_CONTROLS`)."""
+    _widget(state.setting(key))
 
 
 def _moved(key: str) -> None:
@@ -185,7 +196,9 @@ def _filter_options(source: data.Source) -> dict[str, tuple]:
     return {"fold": (ALL, *folds), "split": (ALL, *splits), "criterion": criteria}
 
 
-def settings_sidebar(source: data.Source, notes: list[str]) -> None:
+def settings_sidebar(source: data.Source, notes: list[str], *,
+                     on_page: tuple[str, ...] = ()) -> None:
+    """Every setting's widget, by section; those in ``on_page`` are drawn by the page."""
     options = _filter_options(source)
     # A filter value this data set does not have falls back to "all": with a note when it came
     # from a link, silently when the data source changed (the filter was for other data).
@@ -215,7 +228,9 @@ def settings_sidebar(source: data.Source, notes: list[str]) -> None:
             for s in SETTINGS:
                 if s.section != section:
                     continue
-                if s.kind == "gates":
+                if s.key in on_page:
+                    st.caption(f"{s.label}: set on this page, above its charts.")
+                elif s.kind == "gates":
                     _widget(s, options=options["criterion"])
                 elif s.kind in ("text", "multi"):
                     _widget(s, options=options[s.key], disabled=len(options[s.key]) <= 1
@@ -225,17 +240,55 @@ def settings_sidebar(source: data.Source, notes: list[str]) -> None:
     st.caption("Every setting is in the page address: copy it to share this exact view.")
 
 
-def downloads_sidebar(v: data.View) -> None:
+def build_view(source: data.Source, notes: list[str]) -> data.View:
+    """The view of the current settings (the app's run and a page fragment's rerun)."""
+    values = state.current_settings()
+    try:
+        config = state.build_config(values)
+    except ValueError as exc:
+        notes.append(f"{exc}; the defaults are used.")
+        config = state.build_config({})
+    return data.View(source=source, filters=filters(values), config=config,
+                     show_bootstrap=bool(values["ci"]))
+
+
+def fragment_view(keys: tuple[str, ...]) -> data.View:
+    """The view a page fragment that draws the settings ``keys`` shows: in the app's run, the
+    run's view; in the fragment's own rerun (one of its settings moved), the view of the
+    current settings, which then becomes the session's view (the downloads use it)."""
+    if not state.fragment_rerun():
+        return data.view()
+    state.keep_widget_values(keys)
+    notes: list[str] = []
+    v = build_view(data.current_source(), notes)
+    for note in notes:
+        st.warning(escape_markdown(note), icon=":material/link:")
+    data.set_view(v)
+    return v
+
+
+def end_fragment(v: data.View) -> None:
+    """After a page fragment's own rerun: the address follows the settings, and intervals
+    computed with fewer resamples while moving are refined (the app's run does both itself)."""
+    if state.fragment_rerun():
+        state.write_to_url(always=True)
+        data.refine_intervals(v, fragment=True)
+
+
+def downloads_sidebar() -> None:
+    """The downloads of the view shown. Each file is made when it is clicked, from the view
+    the page shows then (a page fragment's rerun may have replaced the app run's view)."""
+    ref = data.view_ref()
     st.subheader("Downloads")
-    st.download_button("metrics_master.json", data=lambda: v.evaluation.to_json(),
+    st.download_button("metrics_master.json", data=lambda: ref.view.evaluation.to_json(),
                        file_name="metrics_master.json", mime="application/json",
                        key="download_master", on_click="ignore", icon=":material/download:",
                        help="Every metric, the configuration and the checks at these settings.")
-    display.download_csv("Per-query results (CSV)", lambda: v.evaluation.per_query,
+    display.download_csv("Per-query results (CSV)", lambda: ref.view.evaluation.per_query,
                          "per_query.csv", key="download_per_query")
-    display.download_csv("Per-criterion table (CSV)", lambda: v.evaluation.per_criterion,
+    display.download_csv("Per-criterion table (CSV)", lambda: ref.view.evaluation.per_criterion,
                          "per_criterion.csv", key="download_per_criterion", index=True)
-    st.download_button("settings.json", data=lambda: record.settings_json(v.evaluation),
+    st.download_button("settings.json", data=lambda: record.settings_json(ref.view.evaluation),
                        file_name="settings.json", mime="application/json",
                        key="download_settings", on_click="ignore", icon=":material/tune:",
                        help="Every setting of this view; load it below (or give it to "

@@ -51,6 +51,8 @@ URL_LOADED = "_url_loaded"
 #: The session's data source (an upload) and the view the pages show.
 SOURCE = "_source"
 VIEW = "_view"
+#: The view the page shows now, for downloads made on click (dashboard.data.ViewRef).
+VIEW_REF = "_view_ref"
 #: Evaluations of the last few settings (per session).
 EVALUATIONS = "_evaluations"
 #: Upload widgets and buttons.
@@ -379,7 +381,7 @@ def init_defaults() -> None:
             st.session_state[s.key] = list(s.default) if s.kind == "multi" else s.default
 
 
-def keep_widget_values() -> None:
+def keep_widget_values(keys: tuple[str, ...] | None = None) -> None:
     """Assign every setting's value again, so the browser receives it with the widget, except
     on a run that a setting's own change started.
 
@@ -387,15 +389,24 @@ def keep_widget_values() -> None:
     it drew the settings) would otherwise fall back to its own minimum and send that back. On
     a run that a moved setting started the browser has drawn the settings (it was moved), and
     an assignment would send the server's value, which during quick moves is already older
-    than the browser's and would undo the last moves.
+    than the browser's and would undo the last moves. ``keys``: only these settings (a page
+    fragment's rerun draws only its own).
     """
     moved = st.session_state.pop(SETTING_MOVED, False)
     st.session_state[REASSIGNED] = not moved
     if moved:
         return
     for s in SETTINGS:
-        if s.key in st.session_state:
+        if s.key in st.session_state and (keys is None or s.key in keys):
             st.session_state[s.key] = st.session_state[s.key]
+
+
+def fragment_rerun() -> bool:
+    """True while a fragment reruns on its own (not as part of the app's run)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
 
 
 def setting_moved() -> None:

@@ -15,6 +15,7 @@ a widget or a keyed container carries the CSS class ``st-key-<key>``; the page's
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -296,6 +297,46 @@ def test_gate_slider_moves_numbers_and_link(new_page, app_url, demo_evaluator):
     expect(metric(shared, "NEG (auto-cleared)")).to_have_text(f"{after.count_neg:,}")
     expect(metric(shared, "Screening sensitivity")).to_have_text(
         display.fmt(after.screening_sensitivity))
+
+
+def test_gate_moves_redraw_the_fragment_and_the_downloads_follow(new_page, app_url,
+                                                                   demo_evaluator):
+    """A move of the Gate page's own τ slider reruns only the page's gate fragment: the card,
+    the operating points and the threshold grid's × follow it, the tables that do not depend
+    on the gate stay drawn, and the sidebar's metrics_master.json (made on click) is that of
+    the thresholds shown, not of the run before the moves."""
+    page = new_page(f"{app_url}/gate")
+    wait_page(page, "Gate & thresholds")
+    # The gate slider is the page's, above its charts; the sidebar says where it went.
+    expect(page.locator(f'[data-testid="stMain"] {TAU_NEG_THUMB}')).to_have_count(1)
+    expect(page.locator(f'[data-testid="stSidebar"] {TAU_NEG_THUMB}')).to_have_count(0)
+    expect(page.get_by_text(f"{GATE_LABEL}: set on this page, above its charts.")
+           ).to_be_visible()
+    thumb = page.locator(TAU_NEG_THUMB)
+    thumb.focus()
+    for _ in range(3):  # 0.10 -> 0.13
+        page.keyboard.press("ArrowRight")
+    tau_pos = EvalConfig().tau_pos
+    g = gate_expected(demo_evaluator, 0.13, tau_pos)
+    expect(metric(page, "NEG (auto-cleared)")).to_have_text(f"{g.count_neg:,}")
+    expect(page.locator(".st-key-roc_chart .legendtext").filter(
+        has_text="τ_neg (screened in) (p ≥ 0.13)")).to_have_count(1)
+    wait_idle(page)
+    expect(page.locator(".st-key-tpr_table")).to_be_visible()
+    expect(page.locator(".st-key-confusion_table")).to_be_visible()
+    # The grid tab: drawn when opened, with the current choice marked.
+    page.get_by_role("tab", name="Threshold grid").click()
+    expect(page.locator(".st-key-grid_chart")).to_be_visible(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    assert page.locator(".st-key-roc_chart").count() == 0  # the closed tab is not drawn
+    with page.expect_download() as download:
+        page.get_by_role("button", name="metrics_master.json").click()
+    master = json.loads(Path(download.value.path()).read_text())
+    assert (master["config"]["tau_neg"], master["config"]["tau_pos"]) == (0.13, tau_pos)
+    neg = next(r for r in master["metrics"] if r["name"] == "screening_sensitivity")
+    assert neg["value"] == g.screening_sensitivity
+    assert_no_failure(page)
+    screenshot(page, "04_gate_grid_tab")
 
 
 def test_shared_link_restores_the_gate(new_page, app_url, demo_evaluator):

@@ -1,61 +1,96 @@
-"""Gate & thresholds: the three-state gate, ROC / PR with the operating points, TPR@FPR and
-the (τ_neg, τ_pos) grid."""
+"""Gate & thresholds: the three-state gate with its τ_neg / τ_pos slider, ROC / PR with the
+operating points, the (τ_neg, τ_pos) grid, TPR@FPR and the confusion at τ.
+
+Everything that depends on τ_neg and τ_pos is drawn by one fragment together with their
+slider: a move reruns the fragment only (not the sidebar, nor the tables below it, which do
+not depend on the gate), so the charts follow the slider quickly.
+"""
 
 import streamlit as st
 
-from dashboard import charts, data, display
+from dashboard import charts, data, display, sidebar
 from metrics_core.targets import parse_target
 
+#: The settings this page draws itself (dashboard.sidebar.PAGE_CONTROLS).
+CONTROLS = sidebar.PAGE_CONTROLS["gate"]
+
+
+def _curves(v: data.View) -> None:
+    """ROC and PR with the operating points of τ_neg, τ_pos and τ, and their table."""
+    ev = v.evaluation
+    st.caption("The markers are the exact operating points of τ_neg (screened in: "
+               "p ≥ τ_neg), τ_pos (alert: p ≥ τ_pos) and the fixed threshold τ; they move with "
+               "the sliders. Long curves are thinned for drawing only.")
+    points = [charts.operating_point(label, conf) for label, conf in v.operating_points.items()]
+    auroc, auprc = ev.record("auroc"), ev.record("auprc")
+    if not auroc.defined:
+        st.warning("Only one class is present in the evaluated queries: AUROC and AUPRC are "
+                   "undefined (the curves below are degenerate and say nothing about "
+                   "ranking).", icon=":material/info:")
+    left, right = st.columns(2)
+    with left:
+        display.plot(charts.roc_figure(ev.roc, points=points,
+                                       auroc=auroc.value if auroc.defined else None,
+                                       band=ev.roc_band),
+                     key="roc_chart")
+    with right:
+        display.plot(charts.pr_figure(ev.pr, ev.summary["positive_rate"] or 0.0, points=points,
+                                      auprc=auprc.value if auprc.defined else None,
+                                      band=ev.pr_band), key="pr_chart")
+    operating = display.operating_points_frame(v.operating_points)
+    display.show_table(operating, key="operating_table", column_order=[
+        c for c in operating.columns if c not in ("TP", "FP", "TN", "FN")])
+
+
+def _grid(v: data.View) -> None:
+    """The (τ_neg, τ_pos) grid as a heatmap, the current choice marked; as a table on demand."""
+    st.caption("Every valid (τ_neg ≤ τ_pos) pair on a 0.05 grid plus the current values; "
+               "the × marks the current choice. Where the coloured metric has a target, a "
+               "dashed line is drawn at the target value and the cells that meet it are "
+               "outlined in red.")
+    grid = v.gate_grid()
+    # One heatmap at a time: each drawn chart costs the browser a redraw on every slider move.
+    grid_metrics = {name: charts.GRID_METRICS[name]
+                    for name in ("screening_sensitivity", "alert_precision", "review_rate")}
+    metric = st.segmented_control("Colour the grid by", list(grid_metrics),
+                                  format_func=grid_metrics.get, default="screening_sensitivity",
+                                  key="grid_metric", required=True)
+    grid_targets = {name: (op, value) for name, op, value
+                    in (parse_target(t) for t in v.config.targets)}
+    display.plot(charts.gate_grid_heatmap(grid, (v.config.tau_neg, v.config.tau_pos),
+                                          metric=metric, target=grid_targets.get(metric)),
+                 key="grid_chart")
+    table = st.expander("Grid as a table", key="grid_table_open", on_change="rerun")
+    if table.open:
+        with table:
+            display.show_table(grid, key="grid_table")
+
+
+@st.fragment
+def gate_view() -> None:
+    v = sidebar.fragment_view(CONTROLS)
+    display.page_header("Gate & thresholds", v)
+    for key in CONTROLS:
+        sidebar.setting_widget(key)
+    display.gate_card(v)
+
+    # Only the open tab is computed and drawn: a move redraws the charts in view, not both.
+    curves_tab, grid_tab = st.tabs(["ROC and precision-recall curves", "Threshold grid"],
+                                   key="gate_tab", on_change="rerun")
+    if curves_tab.open:
+        with curves_tab:
+            _curves(v)
+    if grid_tab.open:
+        with grid_tab:
+            _grid(v)
+    sidebar.end_fragment(v)
+
+
+gate_view()
+
+# Below: what does not depend on the gate (the fragment's reruns leave it as drawn).
 v = data.view()
-display.page_header("Gate & thresholds", v)
-ev = v.evaluation
-
-display.gate_card(v)
-
-st.subheader("ROC and precision-recall curves")
-st.caption("The markers are the exact operating points of τ_neg (screened in: p ≥ τ_neg), "
-           "τ_pos (alert: p ≥ τ_pos) and the fixed threshold τ; they move with the sliders. "
-           "Long curves are thinned for drawing only.")
-points = [charts.operating_point(label, conf) for label, conf in v.operating_points.items()]
-auroc, auprc = ev.record("auroc"), ev.record("auprc")
-if not auroc.defined:
-    st.warning("Only one class is present in the evaluated queries: AUROC and AUPRC are "
-               "undefined (the curves below are degenerate and say nothing about ranking).",
-               icon=":material/info:")
-left, right = st.columns(2)
-with left:
-    display.plot(charts.roc_figure(ev.roc, points=points,
-                                   auroc=auroc.value if auroc.defined else None,
-                                   band=ev.roc_band),
-                 key="roc_chart")
-with right:
-    display.plot(charts.pr_figure(ev.pr, ev.summary["positive_rate"] or 0.0, points=points,
-                                  auprc=auprc.value if auprc.defined else None,
-                                  band=ev.pr_band), key="pr_chart")
-operating = display.operating_points_frame(v.operating_points)
-display.show_table(operating, key="operating_table", column_order=[
-    c for c in operating.columns if c not in ("TP", "FP", "TN", "FN")])
-
 st.subheader("TPR at fixed FPR")
-display.show_table(display.tpr_frame(ev), key="tpr_table")
+display.show_table(display.tpr_frame(v.evaluation), key="tpr_table")
 st.subheader(f"Confusion at τ = {v.config.threshold:g}")
-display.show_records(display.group_frame(ev, "confusion"), key="confusion_table")
-
-st.subheader("Threshold grid")
-st.caption("Every valid (τ_neg ≤ τ_pos) pair on a 0.05 grid plus the current values; "
-           "the × marks the current choice. Where the coloured metric has a target, a dashed "
-           "line is drawn at the target value and the cells that meet it are outlined in red.")
-grid = v.gate_grid()
-# One heatmap at a time: each drawn chart costs the browser a redraw on every slider move.
-grid_metrics = {name: charts.GRID_METRICS[name]
-                for name in ("screening_sensitivity", "alert_precision", "review_rate")}
-metric = st.segmented_control("Colour the grid by", list(grid_metrics),
-                              format_func=grid_metrics.get, default="screening_sensitivity",
-                              key="grid_metric", required=True)
-grid_targets = {name: (op, value) for name, op, value
-                in (parse_target(t) for t in v.config.targets)}
-display.plot(charts.gate_grid_heatmap(grid, (v.config.tau_neg, v.config.tau_pos),
-                                      metric=metric, target=grid_targets.get(metric)),
-             key="grid_chart")
-with st.expander("Grid as a table"):
-    display.show_table(grid, key="grid_table")
+display.show_records(display.group_frame(v.evaluation, "confusion"), key="confusion_table")
