@@ -8,6 +8,7 @@ keeps the number of resamples on which its statistic was defined.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 
 import numpy as np
@@ -171,9 +172,31 @@ def multilabel_intervals(ev, cfg, matrix, predicted, mask,
     n_posts = int(matrix.shape[0])
     if cfg.bootstrap == 0 or n_posts == 0:
         return Intervals(None)
-    out = Intervals(f"bootstrap (post, {cfg.bootstrap} resamples, seed {cfg.seed})")
-    out.update(bootstrap_cis({"multilabel": multilabel.multilabel_weighted(matrix, predicted,
-                                                                            mask)},
-                             n_posts, n_resamples=cfg.bootstrap, seed=cfg.seed, unit="post",
-                             progress=progress, counts=_kept_counts(ev, cfg, n_posts)))
-    return out
+
+    def compute():
+        out = Intervals(f"bootstrap (post, {cfg.bootstrap} resamples, seed {cfg.seed})")
+        out.update(bootstrap_cis(
+            {"multilabel": multilabel.multilabel_weighted(matrix, predicted, mask)}, n_posts,
+            n_resamples=cfg.bootstrap, seed=cfg.seed, unit="post", progress=progress,
+            counts=_kept_counts(ev, cfg, n_posts)))
+        return out
+
+    # Keyed by the post matrices themselves: a setting change that leaves every post's
+    # decisions as they were (a gate move under the fixed-threshold rule) re-uses them.
+    return ev._memo(("multilabel_intervals", cfg.bootstrap_config,
+                     _digest(matrix, predicted, mask)), compute)
+
+
+def _digest(*parts) -> str:
+    """SHA-256 of arrays and :class:`~metrics_core.multilabel.PostLabels` (``None`` too), by
+    value, dtype and shape: a memo key for results computed from them."""
+    digest = hashlib.sha256()
+    for part in parts:
+        arrays = (() if part is None else (part.row, part.col, part.data)
+                  if isinstance(part, multilabel.PostLabels) else (part,))
+        digest.update(repr(getattr(part, "shape", None)).encode())
+        for a in arrays:
+            a = np.ascontiguousarray(a)
+            digest.update(f"{a.dtype.str}{a.shape}".encode())
+            digest.update(a.data)
+    return digest.hexdigest()

@@ -159,3 +159,36 @@ def test_weighted_statistic_equals_repeating_posts():
         idx = np.repeat(np.arange(40), w.astype(int))
         want = multilabel_metrics(gold[idx], pred[idx], mask[idx])
         assert got[r] == pytest.approx([want[n] for n in MULTILABEL_NAMES], abs=1e-12)
+
+
+@pytest.mark.parametrize("rule", ["threshold", "screen_in", "alert"])
+def test_multilabel_intervals_are_reused_only_for_the_same_post_decisions(rule):
+    """A setting change that leaves every post's decisions as they were (a τ_neg move under
+    the fixed-threshold or the alert rule) re-uses the multi-label intervals; one that moves
+    them (under the screen-in rule) gets its own; both equal a fresh evaluator's."""
+    import json
+
+    from metrics_core.config import EvalConfig
+    from metrics_core.demo import make_synthetic
+    from metrics_core.evaluator import Evaluator
+    from metrics_core.io import load
+
+    queries, candidates = make_synthetic(120, seed=3)
+    ds = load(queries, candidates).dataset
+
+    def intervals(evaluation):
+        doc = json.loads(evaluation.to_json())
+        return {r["name"]: r["ci95"] for r in doc["metrics"] if r["group"] == "multilabel"}
+
+    ev = Evaluator(ds)
+    a = ev.evaluate(EvalConfig(bootstrap=300, multilabel_rule=rule, tau_neg=0.05))
+    b = ev.evaluate(EvalConfig(bootstrap=300, multilabel_rule=rule, tau_neg=0.4))
+    keys = [k for k in ev._cache if k[0] == "multilabel_intervals"]
+    assert len(keys) == (2 if rule == "screen_in" else 1)
+    for got, tau_neg in ((a, 0.05), (b, 0.4)):
+        want = Evaluator(ds).evaluate(EvalConfig(bootstrap=300, multilabel_rule=rule,
+                                                 tau_neg=tau_neg))
+        assert intervals(got) == intervals(want)
+    assert any(ci is not None for ci in intervals(a).values())
+    if rule == "screen_in":  # the screened-in decisions moved with τ_neg
+        assert intervals(a) != intervals(b)
