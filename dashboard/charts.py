@@ -2,8 +2,9 @@
 
 No Streamlit here and no metric math: every number drawn comes from :mod:`metrics_core`
 (curves, reliability tables, gate grids, sweeps, per-query arrays). What a builder does itself
-is display work only: downsampling a long curve (with
-:func:`metrics_core.classification.downsample`, which keeps real points), counting K values
+is display work only: thinning a long curve (with
+:func:`metrics_core.classification.simplify`, which keeps the fewest real points that draw it
+within a quarter of a pixel of its exact path), counting K values
 for a histogram and quartiles for a box, so a million queries never travel to the browser
 while operating points stay exact. Titles and axis labels are set on every figure; the
 synthetic-data label is shown by the page, not the chart.
@@ -23,7 +24,7 @@ import plotly.graph_objects as go
 
 from dashboard.safe_text import escape_plotly
 from metrics_core import registry
-from metrics_core.classification import PrCurve, RocCurve, downsample
+from metrics_core.classification import PrCurve, RocCurve, simplify
 
 __all__ = [
     "MAX_CURVE_POINTS",
@@ -50,7 +51,8 @@ __all__ = [
     "roc_figure",
 ]
 
-#: Points kept when a curve is drawn (the operating points are always exact).
+#: At most this many points are kept when a curve is drawn (fewer where fewer draw it within
+#: ``classification.DRAW_TOLERANCE``; the operating points are always exact).
 MAX_CURVE_POINTS = 2000
 #: Gate state codes (0, 1, 2) and their names (contract §6).
 STATE_NAMES = registry.GATE_STATES
@@ -147,9 +149,9 @@ def _point_markers(points: Sequence[OperatingPoint], x: str, y: str):
 def roc_figure(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
                auroc: float | None = None, max_points: int = MAX_CURVE_POINTS,
                band: pd.DataFrame | None = None) -> go.Figure:
-    """ROC curve (downsampled for display) with the chance diagonal and operating points, and
+    """ROC curve (thinned for display) with the chance diagonal and operating points, and
     the bootstrap band (``Evaluation.roc_band``) when given."""
-    shown = downsample(roc, max_points=max_points)
+    shown = simplify(roc, max_points=max_points)
     name = "ROC" if auroc is None or not _finite(auroc) else f"ROC (AUROC {auroc:.3f})"
     fig = _Figure()
     if band is not None:
@@ -180,7 +182,7 @@ def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] 
     The curve is drawn as a step (precision is constant between recall levels, as average
     precision counts it).
     """
-    shown = downsample(pr, max_points=max_points)
+    shown = simplify(pr, max_points=max_points)
     name = "PR" if auprc is None or not _finite(auprc) else f"PR (AUPRC {auprc:.3f})"
     fig = _Figure()
     if band is not None:
@@ -589,7 +591,7 @@ def overlay_roc_figure(curves: Mapping[str, RocCurve], aurocs: Mapping[str, floa
     fig.add_trace(_Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance",
                            line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
     for i, (name, roc) in enumerate(curves.items()):
-        shown = downsample(roc, max_points=max_points)
+        shown = simplify(roc, max_points=max_points)
         auc = aurocs.get(name)
         label = escape_plotly(name) + ("" if auc is None else f" (AUROC {auc:.3f})")
         fig.add_trace(_Scatter(x=shown.fpr, y=shown.tpr, mode="lines", name=label,
@@ -641,7 +643,7 @@ def overlay_pr_figure(curves: Mapping[str, PrCurve], auprcs: Mapping[str, float 
                            name=f"positive rate {baseline:.3f}", hoverinfo="skip",
                            line={"dash": "dot", "color": "grey"}))
     for i, (name, pr) in enumerate(curves.items()):
-        shown = downsample(pr, max_points=max_points)
+        shown = simplify(pr, max_points=max_points)
         auc = auprcs.get(name)
         label = escape_plotly(name) + ("" if auc is None else f" (AUPRC {auc:.3f})")
         fig.add_trace(_Scatter(x=shown.recall, y=shown.precision, mode="lines", name=label,

@@ -35,6 +35,7 @@ Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 000" is
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
@@ -65,6 +66,7 @@ __all__ = [
     "roc_auc",
     "roc_auc_weighted",
     "roc_points",
+    "simplify",
     "tpr_at_fpr",
 ]
 
@@ -102,6 +104,9 @@ class RocCurve:
     fpr: np.ndarray
     tpr: np.ndarray
     thresholds: np.ndarray
+    #: Thinned copies for drawing, by ``(tolerance, max_points)`` (kept by :func:`simplify`:
+    #: a chart redrawn on every slider move thins the same curve once).
+    drawn: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,9 @@ class PrCurve:
     precision: np.ndarray
     recall: np.ndarray
     thresholds: np.ndarray
+    #: Thinned copies for drawing, by ``(tolerance, max_points)`` (kept by :func:`simplify`:
+    #: a chart redrawn on every slider move thins the same curve once).
+    drawn: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -574,6 +582,106 @@ def downsample(curve, *, max_points: int = 2000):
     with_threshold = idx[idx < curve.thresholds.size]
     return PrCurve(*_readonly(curve.precision[idx], curve.recall[idx],
                               curve.thresholds[with_threshold]))
+
+
+#: How far (in axis units of the unit square) a drawn curve may leave the exact one: a quarter
+#: of a pixel of a 500-pixel axis.
+DRAW_TOLERANCE = 0.0005
+
+
+#: Curves of up to this many points are drawn whole (every threshold can be hovered).
+DRAW_WHOLE = 500
+
+
+def simplify(curve, *, tolerance: float = DRAW_TOLERANCE, max_points: int = 2000):
+    """The fewest points of a curve that draw it within ``tolerance`` of its exact path
+    (a curve of at most :data:`DRAW_WHOLE` points is returned as it is).
+
+    Only existing points are kept, both endpoints always (every drawn point is a real
+    operating point with its threshold). A ROC curve is drawn as straight segments: a point is
+    dropped only when it lies within ``tolerance`` of the segment between the points kept on
+    either side (the Ramer-Douglas-Peucker split). A PR curve is drawn as steps (vertical,
+    then horizontal, as the dashboard draws precision between recall levels): between two
+    kept points ``a`` and ``b`` the drawn path is one vertical and one horizontal segment, and
+    the points between are dropped only when every corner of their exact steps lies within
+    ``tolerance`` of it (the exact steps between two corners are axis-parallel segments, whose
+    farthest point from such a path is one of their ends). Curves with undefined points (one
+    class only) and results over ``max_points`` fall back to :func:`downsample`.
+
+    >>> roc = RocCurve(np.array([0.0, 0.1, 0.2, 0.5, 1.0]), np.array([0.0, 0.3, 0.6, 0.9, 1.0]),
+    ...                np.array([np.inf, 0.9, 0.7, 0.4, 0.1]))
+    >>> simplify(roc).fpr.tolist()  # short: drawn whole
+    [0.0, 0.1, 0.2, 0.5, 1.0]
+    >>> x = np.linspace(0.0, 1.0, 1001)  # a straight line of 1,001 points: its two ends
+    >>> simplify(RocCurve(x, x, np.linspace(1.0, 0.0, 1001))).fpr.tolist()
+    [0.0, 1.0]
+    """
+    if isinstance(curve, RocCurve):
+        x, y, steps = curve.fpr, curve.tpr, False
+    elif isinstance(curve, PrCurve):
+        x, y, steps = curve.recall, curve.precision, True
+    else:
+        raise ValueError(f"curve must be a RocCurve or PrCurve, got {type(curve).__name__}")
+    key = (float(tolerance), int(max_points))
+    if key not in curve.drawn:
+        curve.drawn[key] = _simplified(curve, x, y, steps, tolerance, max_points)
+    return curve.drawn[key]
+
+
+def _simplified(curve, x: np.ndarray, y: np.ndarray, steps: bool, tolerance: float,
+                max_points: int):
+    n = x.size
+    if n <= DRAW_WHOLE:
+        return curve
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        return downsample(curve, max_points=max_points)
+    keep = np.zeros(n, dtype=bool)
+    keep[0] = keep[-1] = True
+    pending = [(0, n - 1)]
+    while pending:
+        a, b = pending.pop()
+        if b - a < 2:
+            continue
+        if steps:
+            off, at = _step_offsets(x, y, a, b)
+        else:
+            dx, dy = x[b] - x[a], y[b] - y[a]
+            length = math.hypot(dx, dy)
+            if length == 0.0:
+                off = np.hypot(x[a + 1:b] - x[a], y[a + 1:b] - y[a])
+            else:  # distance to the line, then clipped to the segment's ends
+                t = np.clip(((x[a + 1:b] - x[a]) * dx + (y[a + 1:b] - y[a]) * dy)
+                            / (length * length), 0.0, 1.0)
+                off = np.hypot(x[a + 1:b] - (x[a] + t * dx), y[a + 1:b] - (y[a] + t * dy))
+            at = np.arange(a + 1, b)
+        worst = int(np.argmax(off))
+        if off[worst] > tolerance:
+            m = int(at[worst])
+            keep[m] = True
+            pending += [(a, m), (m, b)]
+    idx = np.flatnonzero(keep)
+    if idx.size > max_points:
+        return downsample(curve, max_points=max_points)
+    if isinstance(curve, RocCurve):
+        return RocCurve(*_readonly(curve.fpr[idx], curve.tpr[idx], curve.thresholds[idx]))
+    with_threshold = idx[idx < curve.thresholds.size]
+    return PrCurve(*_readonly(curve.precision[idx], curve.recall[idx],
+                              curve.thresholds[with_threshold]))
+
+
+def _step_offsets(x: np.ndarray, y: np.ndarray, a: int, b: int):
+    """Distances of the corners of the exact step path between points ``a`` and ``b`` (drawn
+    vertical-then-horizontal) from the one step ``a`` -> ``b``, and the point index that
+    splits the span at each corner (strictly between ``a`` and ``b``)."""
+    j = np.arange(a, b)
+    cx = np.r_[x[a + 1:b], x[j]]  # the points between, then each step's corner (x_j, y_j+1)
+    cy = np.r_[y[a + 1:b], y[j + 1]]
+    split = np.r_[np.arange(a + 1, b), np.clip(j + 1, a + 1, b - 1)]
+    lo_x, hi_x = min(x[a], x[b]), max(x[a], x[b])
+    lo_y, hi_y = min(y[a], y[b]), max(y[a], y[b])
+    to_h = np.hypot(np.maximum(np.maximum(lo_x - cx, cx - hi_x), 0.0), cy - y[b])
+    to_v = np.hypot(cx - x[a], np.maximum(np.maximum(lo_y - cy, cy - hi_y), 0.0))
+    return np.minimum(to_h, to_v), split
 
 
 def tpr_at_fpr(y, p=None, targets=FPR_TARGETS) -> list[TprAtFpr]:

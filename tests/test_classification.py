@@ -473,3 +473,68 @@ def test_confusion_repr_and_counts():
     assert c.mcc == pytest.approx(13 / np.sqrt(840), abs=1e-15)
     assert c.f1 == 6 / 9 and c.ppv == 0.75 and c.npv == 5 / 7
     assert "_rates" not in repr(c)
+
+
+# --------------------------------------------------------------------------- simplify
+def _distance_to_path(px, py, vx, vy) -> np.ndarray:
+    """Distance of each point (px, py) to the polyline through the vertices (vx, vy)."""
+    ax, ay, bx, by = vx[:-1], vy[:-1], vx[1:], vy[1:]
+    dx, dy = bx - ax, by - ay
+    length2 = np.where(dx * dx + dy * dy > 0, dx * dx + dy * dy, 1.0)
+    out = np.empty(px.size)
+    for s in range(0, px.size, 512):
+        x, y = px[s:s + 512, None], py[s:s + 512, None]
+        t = np.clip(((x - ax) * dx + (y - ay) * dy) / length2, 0.0, 1.0)
+        out[s:s + 512] = np.hypot(x - (ax + t * dx), y - (ay + t * dy)).min(axis=1)
+    return out
+
+
+def _step_path(x, y):
+    """Vertices of the vertical-then-horizontal step path through the points."""
+    vx = np.repeat(x, 2)[:-1]
+    vy = np.r_[y[0], np.repeat(y[1:], 2)]
+    return vx, vy
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(600, 3000), positives=st.floats(0.05, 0.6), seed=st.integers(0, 10**6),
+       decimals=st.sampled_from([2, 3, 6]))
+def test_simplified_curves_stay_within_the_tolerance_of_the_exact_ones(n, positives, seed,
+                                                                       decimals):
+    """The drawn curve keeps real points only (both ends, thresholds aligned), and the exact
+    path lies within DRAW_TOLERANCE of the drawn one: ROC as straight segments, PR as the
+    vertical-then-horizontal steps the dashboard draws (every corner checked)."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < positives).astype(int)
+    y[:2] = (0, 1)
+    p = np.round(np.clip(rng.normal(0.35 + 0.3 * y, 0.25), 0, 1), decimals)
+    tol = classification.DRAW_TOLERANCE
+    roc = roc_points(y, p)
+    drawn = classification.simplify(roc)
+    if roc.fpr.size > classification.DRAW_WHOLE:
+        assert drawn.fpr.size < roc.fpr.size
+    where = {t: i for i, t in enumerate(roc.thresholds.tolist())}
+    idx = np.array([where[t] for t in drawn.thresholds.tolist()])
+    assert idx[0] == 0 and idx[-1] == roc.fpr.size - 1 and np.all(np.diff(idx) > 0)
+    np.testing.assert_array_equal(drawn.fpr, roc.fpr[idx])
+    np.testing.assert_array_equal(drawn.tpr, roc.tpr[idx])
+    assert _distance_to_path(roc.fpr, roc.tpr, drawn.fpr, drawn.tpr).max() <= tol + 1e-12
+
+    pr = pr_points(y, p)
+    shown = classification.simplify(pr)
+    where = {t: i for i, t in enumerate(pr.thresholds.tolist())}
+    idx = np.array([where[t] for t in shown.thresholds.tolist()] + [pr.recall.size - 1])
+    assert idx[0] == 0 and np.all(np.diff(idx) > 0)
+    np.testing.assert_array_equal(shown.recall, pr.recall[idx])
+    np.testing.assert_array_equal(shown.precision, pr.precision[idx])
+    ex, ey = _step_path(pr.recall, pr.precision)
+    dx, dy = _step_path(shown.recall, shown.precision)
+    assert _distance_to_path(ex, ey, dx, dy).max() <= tol + 1e-12
+
+
+def test_a_thinned_curve_is_thinned_once():
+    """A chart redrawn on every slider move thins the same curve object once."""
+    x = np.linspace(0.0, 1.0, 5_001)
+    roc = RocCurve(x, np.sqrt(x), np.linspace(1.0, 0.0, 5_001))
+    assert classification.simplify(roc) is classification.simplify(roc)
+    assert classification.simplify(roc).fpr.size < 200
