@@ -635,6 +635,8 @@ def _simplified(curve, x: np.ndarray, y: np.ndarray, steps: bool, tolerance: flo
         return curve
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         return downsample(curve, max_points=max_points)
+    base = _step_extremes(x, y) if steps else np.arange(n)
+    x, y, n = x[base], y[base], base.size
     keep = np.zeros(n, dtype=bool)
     keep[0] = keep[-1] = True
     pending = [(0, n - 1)]
@@ -659,7 +661,7 @@ def _simplified(curve, x: np.ndarray, y: np.ndarray, steps: bool, tolerance: flo
             m = int(at[worst])
             keep[m] = True
             pending += [(a, m), (m, b)]
-    idx = np.flatnonzero(keep)
+    idx = base[keep]
     if idx.size > max_points:
         return downsample(curve, max_points=max_points)
     if isinstance(curve, RocCurve):
@@ -667,6 +669,22 @@ def _simplified(curve, x: np.ndarray, y: np.ndarray, steps: bool, tolerance: flo
     with_threshold = idx[idx < curve.thresholds.size]
     return PrCurve(*_readonly(curve.precision[idx], curve.recall[idx],
                               curve.thresholds[with_threshold]))
+
+
+def _step_extremes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the points a step path cannot do without: in every run of equal ``x`` (a
+    vertical stretch of the path) its first and last point and those at its lowest and
+    highest ``y``. The path through these covers exactly the same points (each run's
+    vertical extent), so dropping the others changes nothing drawn."""
+    n = x.size
+    starts = np.r_[0, np.flatnonzero(x[1:] != x[:-1]) + 1]
+    lengths = np.diff(np.r_[starts, n])
+    low = np.repeat(np.minimum.reduceat(y, starts), lengths)
+    high = np.repeat(np.maximum.reduceat(y, starts), lengths)
+    needed = (y == low) | (y == high)
+    needed[starts] = True
+    needed[starts + lengths - 1] = True
+    return np.flatnonzero(needed)
 
 
 def _step_offsets(x: np.ndarray, y: np.ndarray, a: int, b: int):
