@@ -7,9 +7,7 @@ show, and the error boundary around the page. Every number comes from :mod:`metr
 
 from __future__ import annotations
 
-import logging
 import sys
-import traceback
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parents[1]
@@ -18,14 +16,12 @@ if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts only das
 
 import streamlit as st  # noqa: E402
 
-from dashboard import data, sidebar, state, upload  # noqa: E402
+from dashboard import data, display, sidebar, state, upload  # noqa: E402
 from dashboard.safe_text import escape_markdown  # noqa: E402
-from metrics_core.errors import InputError  # noqa: E402
 
 _PAGES = Path(__file__).resolve().parent / "app_pages"
 # A local icon: a Material icon name here would make browsers fetch it from a font CDN.
 _FAVICON = _ROOT / "assets" / "favicon.png"
-_LOG = logging.getLogger("dashboard")
 #: Evidence pages: (file, title, url path, icon).
 _EVIDENCE_PAGES = (
     ("overview.py", "Overview", "overview", ":material/dashboard:"),
@@ -62,17 +58,6 @@ def _pages(source: data.Source) -> list:
     return [*pages, _page(*_RAG), _page(*_DATA), _page(*_HELP)]
 
 
-def _show_failure(exc: BaseException) -> None:
-    """A plain message; the traceback (without the exception text) goes to the server log."""
-    if isinstance(exc, InputError):
-        st.error(escape_markdown(exc.render()), icon=":material/error:")
-        return
-    _LOG.warning("view failed: %s\n%s", type(exc).__name__,
-                 "".join(traceback.format_tb(exc.__traceback__)))
-    st.error(f"Something went wrong computing this view: {type(exc).__name__}",
-             icon=":material/error:")
-
-
 def _view(source: data.Source, notes: list[str], *, widgets: bool = True,
           page: str = "") -> data.View:
     """The settings sidebar and downloads, and the view they define (``widgets=False``: the
@@ -98,7 +83,7 @@ def main() -> None:
     try:
         source = data.current_source()
     except Exception as exc:  # the demo files are missing or unreadable: uploads still work
-        _show_failure(exc)
+        display.show_failure(exc)
         with st.sidebar:
             upload.data_sidebar(None)
         upload.mapping_step()
@@ -117,7 +102,7 @@ def main() -> None:
     try:
         page.run()
     except Exception as exc:
-        _show_failure(exc)
+        display.show_failure(exc)
     else:
         state.write_to_url(always=True)  # the address of the run that finished last
         data.refine_intervals(st.session_state.get(state.VIEW))

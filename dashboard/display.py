@@ -4,7 +4,9 @@ tables and download buttons. Formatting only; every number comes from metrics_co
 
 from __future__ import annotations
 
+import logging
 import math
+import traceback
 from collections.abc import Callable
 from types import MappingProxyType
 
@@ -15,6 +17,7 @@ import streamlit as st
 from dashboard import export
 from dashboard.safe_text import escape_markdown
 from metrics_core import registry
+from metrics_core.errors import InputError
 
 __all__ = [
     "GATE_LABELS",
@@ -47,6 +50,7 @@ __all__ = [
     "plot",
     "ranking_frame",
     "records_frame",
+    "show_failure",
     "show_records",
     "show_table",
     "small_n_note",
@@ -239,6 +243,18 @@ def page_header(title: str, v, *, caption: str | None = None) -> None:
                "or found on the data shown, so the numbers computed with it are optimistic; "
                "pre-specified: the default, typed in, or loaded from settings or a link.",
                help="STARD 2015: report whether cut-offs were pre-specified or exploratory.")
+
+
+def show_failure(exc: BaseException) -> None:
+    """A plain message in place of a view that failed (the app's run or a page fragment's);
+    the traceback (without the exception text) goes to the server log."""
+    if isinstance(exc, InputError):
+        st.error(escape_markdown(exc.render()), icon=":material/error:")
+        return
+    logging.getLogger("dashboard").warning("view failed: %s\n%s", type(exc).__name__,
+                                           "".join(traceback.format_tb(exc.__traceback__)))
+    st.error(f"Something went wrong computing this view: {type(exc).__name__}",
+             icon=":material/error:")
 
 
 def plot(fig, *, key: str) -> None:

@@ -608,3 +608,22 @@ def test_uploads_never_touch_a_shared_cache():
                 decorated.add(f"{path.stem}.{node.name}")
     assert decorated == {"data._demo_parts", "data._demo_evaluator"}
     assert uses == len(decorated)  # no other st.cache_* anywhere in the dashboard
+
+
+def test_a_failure_in_the_gate_fragment_is_a_plain_message(monkeypatch):
+    """The Gate page's fragment (rerun on its own when its slider moves, outside the app's
+    error boundary) shows a failure as a plain message, keeps its slider, and the rest of the
+    page still draws."""
+    from dashboard import display as shown_display
+
+    def broken(v):
+        raise ZeroDivisionError("division by zero in a test")
+
+    monkeypatch.setattr(shown_display, "gate_card", broken)
+    at = open_app(page="gate")
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "Something went wrong computing this view: ZeroDivisionError"]
+    assert "division by zero in a test" not in "\n".join(texts(at))
+    assert at.slider(key="gate").value == (0.1, 0.6)
+    assert table(at, "tpr_table") is not None  # below the fragment: still drawn

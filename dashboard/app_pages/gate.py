@@ -68,6 +68,14 @@ def _grid(v: data.View) -> None:
 
 @st.fragment
 def gate_view() -> None:
+    # The app's error boundary does not wrap a fragment's own reruns: this one does.
+    try:
+        _gate_view()
+    except Exception as exc:
+        display.show_failure(exc)
+
+
+def _gate_view() -> None:
     v = sidebar.fragment_view(CONTROLS)
     display.page_header("Gate & thresholds", v)
     for key in CONTROLS:
