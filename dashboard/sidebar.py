@@ -9,6 +9,7 @@ as text, never as markdown.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from types import MappingProxyType
 
 import pandas as pd
@@ -19,12 +20,12 @@ from dashboard.safe_text import escape_markdown
 from dashboard.state import ALL, SETTINGS, Setting
 from metrics_core.config import SECTIONS
 
-__all__ = ["PAGE_CONTROLS", "build_view", "downloads_sidebar", "filters", "setting_widget",
-           "settings_sidebar"]
+__all__ = ["PAGE_CONTROLS", "build_view", "downloads_sidebar", "filters", "page_fragment",
+           "setting_widget", "settings_sidebar"]
 
 #: Settings a page draws itself, above what depends on them, inside a fragment of the page (a
 #: move reruns that fragment only, not the sidebar and the rest of the app): url path -> keys.
-PAGE_CONTROLS = MappingProxyType({"gate": ("gate",)})
+PAGE_CONTROLS = MappingProxyType({"gate": ("gate",), "dynamic-k": ("gamma",)})
 
 #: Sidebar sections and whether they start open.
 _OPEN = ("gate", "dynamic_k")
@@ -265,6 +266,20 @@ def fragment_view(keys: tuple[str, ...]) -> data.View:
         st.warning(escape_markdown(note), icon=":material/link:")
     data.set_view(v)
     return v
+
+
+def page_fragment(keys: tuple[str, ...], draw: Callable[[data.View], None]) -> None:
+    """The body of a page fragment that draws the settings ``keys`` (call it from the page's
+    ``@st.fragment`` function): the view (:func:`fragment_view`), ``draw(v)``, which draws
+    the controls (:func:`setting_widget`) and what depends on them, then
+    :func:`end_fragment`. The app's error boundary does not wrap a fragment's own reruns, so
+    this one does: a failure is a plain message where the fragment stopped."""
+    try:
+        v = fragment_view(keys)
+        draw(v)
+        end_fragment(v)
+    except Exception as exc:
+        display.show_failure(exc)
 
 
 def end_fragment(v: data.View) -> None:

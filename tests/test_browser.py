@@ -339,6 +339,33 @@ def test_gate_moves_redraw_the_fragment_and_the_downloads_follow(new_page, app_u
     screenshot(page, "04_gate_grid_tab")
 
 
+def test_gamma_moves_on_the_dynamic_k_page(new_page, app_url, demo_evaluator):
+    """The Dynamic-K page draws its own γ slider (a fragment): keyboard moves change the K and
+    evidence tiles to metrics_core's values at the new γ and write γ into the address."""
+    page = new_page(f"{app_url}/dynamic-k")
+    wait_page(page, "Dynamic-K")
+    thumb = page.locator('[data-testid="stMain"] input[type="range"]'
+                         '[aria-label="γ (cumulative mass, POS)"]')
+    expect(thumb).to_have_count(1)
+    expect(page.locator('[data-testid="stSidebar"] input[type="range"]'
+                        '[aria-label="γ (cumulative mass, POS)"]')).to_have_count(0)
+    thumb.focus()
+    for _ in range(5):  # 0.90 -> 0.85
+        page.keyboard.press("ArrowLeft")
+    before = demo_evaluator.evaluate(EvalConfig(bootstrap=0))
+    after = demo_evaluator.evaluate(EvalConfig(bootstrap=0, gamma=0.85))
+    assert display.fmt(after.record("mean_k").value) != display.fmt(
+        before.record("mean_k").value)
+    expect(thumb).to_have_attribute("aria-valuetext", "0.85")
+    for label, name in (("Mean K", "mean_k"), ("Evidence recall", "evidence_recall")):
+        r = after.record(name)
+        expect(metric(page, label)).to_have_text(display.fmt(r.value, display.kind_of(name)))
+    page.wait_for_function("() => new URLSearchParams(location.search).get('gamma') === '0.85'",
+                           timeout=EXPECT_TIMEOUT_MS)
+    wait_idle(page)
+    assert_no_failure(page)
+
+
 def test_shared_link_restores_the_gate(new_page, app_url, demo_evaluator):
     """A hand-written link (dashboard/state.py: key ``gate`` = "τ_neg,τ_pos", page path
     ``gate``) opens the Gate page at those thresholds with metrics_core's numbers."""

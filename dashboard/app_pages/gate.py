@@ -66,22 +66,11 @@ def _grid(v: data.View) -> None:
             display.show_table(grid, key="grid_table")
 
 
-@st.fragment
-def gate_view() -> None:
-    # The app's error boundary does not wrap a fragment's own reruns: this one does.
-    try:
-        _gate_view()
-    except Exception as exc:
-        display.show_failure(exc)
-
-
-def _gate_view() -> None:
-    v = sidebar.fragment_view(CONTROLS)
+def _gate_view(v: data.View) -> None:
     display.page_header("Gate & thresholds", v)
     for key in CONTROLS:
         sidebar.setting_widget(key)
     display.gate_card(v)
-
     # Only the open tab is computed and drawn: a move redraws the charts in view, not both.
     curves_tab, grid_tab = st.tabs(["ROC and precision-recall curves", "Threshold grid"],
                                    key="gate_tab", on_change="rerun")
@@ -91,7 +80,11 @@ def _gate_view() -> None:
     if grid_tab.open:
         with grid_tab:
             _grid(v)
-    sidebar.end_fragment(v)
+
+
+@st.fragment
+def gate_view() -> None:
+    sidebar.page_fragment(CONTROLS, _gate_view)
 
 
 gate_view()
