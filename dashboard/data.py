@@ -16,6 +16,7 @@ Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 003" is
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
@@ -375,11 +376,8 @@ def refine_intervals(v: View | None, *, fragment: bool = False) -> None:
     memo = st.session_state.setdefault(_EVAL_KEY, OrderedDict())
     key = (v.source.token, config)
     if key not in memo:
-        if fragment:  # a fragment draws only inside itself
+        with contextlib.nullcontext() if fragment else st.sidebar:  # a fragment: in itself
             bar = st.progress(0.0, text="Refining the intervals…")
-        else:
-            with st.sidebar:
-                bar = st.progress(0.0, text="Refining the intervals…")
 
         last = [0.0]
 

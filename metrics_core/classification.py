@@ -35,7 +35,6 @@ Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 000" is
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
@@ -576,7 +575,12 @@ def downsample(curve, *, max_points: int = 2000):
     last = np.r_[piece[1:] != piece[:-1], True]
     keep = first | last
     keep[0] = keep[-1] = True
-    idx = np.flatnonzero(keep)
+    return _points(curve, np.flatnonzero(keep))
+
+
+def _points(curve, idx: np.ndarray):
+    """The curve's points at the increasing indices ``idx``, each with its threshold (a PR
+    curve's last point has none)."""
     if isinstance(curve, RocCurve):
         return RocCurve(*_readonly(curve.fpr[idx], curve.tpr[idx], curve.thresholds[idx]))
     with_threshold = idx[idx < curve.thresholds.size]
@@ -644,18 +648,7 @@ def _simplified(curve, x: np.ndarray, y: np.ndarray, steps: bool, tolerance: flo
         a, b = pending.pop()
         if b - a < 2:
             continue
-        if steps:
-            off, at = _step_offsets(x, y, a, b)
-        else:
-            dx, dy = x[b] - x[a], y[b] - y[a]
-            length = math.hypot(dx, dy)
-            if length == 0.0:
-                off = np.hypot(x[a + 1:b] - x[a], y[a + 1:b] - y[a])
-            else:  # distance to the line, then clipped to the segment's ends
-                t = np.clip(((x[a + 1:b] - x[a]) * dx + (y[a + 1:b] - y[a]) * dy)
-                            / (length * length), 0.0, 1.0)
-                off = np.hypot(x[a + 1:b] - (x[a] + t * dx), y[a + 1:b] - (y[a] + t * dy))
-            at = np.arange(a + 1, b)
+        off, at = (_step_offsets if steps else _segment_offsets)(x, y, a, b)
         worst = int(np.argmax(off))
         if off[worst] > tolerance:
             m = int(at[worst])
@@ -664,11 +657,17 @@ def _simplified(curve, x: np.ndarray, y: np.ndarray, steps: bool, tolerance: flo
     idx = base[keep]
     if idx.size > max_points:
         return downsample(curve, max_points=max_points)
-    if isinstance(curve, RocCurve):
-        return RocCurve(*_readonly(curve.fpr[idx], curve.tpr[idx], curve.thresholds[idx]))
-    with_threshold = idx[idx < curve.thresholds.size]
-    return PrCurve(*_readonly(curve.precision[idx], curve.recall[idx],
-                              curve.thresholds[with_threshold]))
+    return _points(curve, idx)
+
+
+def _segment_offsets(x: np.ndarray, y: np.ndarray, a: int, b: int):
+    """Distances of the points strictly between ``a`` and ``b`` from the straight segment
+    ``a`` -> ``b``, and their indices."""
+    px, py = x[a + 1:b] - x[a], y[a + 1:b] - y[a]
+    dx, dy = x[b] - x[a], y[b] - y[a]
+    length2 = dx * dx + dy * dy
+    t = np.clip((px * dx + py * dy) / length2, 0.0, 1.0) if length2 > 0 else 0.0
+    return np.hypot(px - t * dx, py - t * dy), np.arange(a + 1, b)
 
 
 def _step_extremes(x: np.ndarray, y: np.ndarray) -> np.ndarray:

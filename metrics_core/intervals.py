@@ -181,22 +181,8 @@ def multilabel_intervals(ev, cfg, matrix, predicted, mask,
             counts=_kept_counts(ev, cfg, n_posts)))
         return out
 
-    # Keyed by the post matrices themselves: a setting change that leaves every post's
-    # decisions as they were (a gate move under the fixed-threshold rule) re-uses them.
-    return ev._memo(("multilabel_intervals", cfg.bootstrap_config,
-                     _digest(matrix, predicted, mask)), compute)
-
-
-def _digest(*parts) -> str:
-    """SHA-256 of arrays and :class:`~metrics_core.multilabel.PostLabels` (``None`` too), by
-    value, dtype and shape: a memo key for results computed from them."""
-    digest = hashlib.sha256()
-    for part in parts:
-        arrays = (() if part is None else (part.row, part.col, part.data)
-                  if isinstance(part, multilabel.PostLabels) else (part,))
-        digest.update(repr(getattr(part, "shape", None)).encode())
-        for a in arrays:
-            a = np.ascontiguousarray(a)
-            digest.update(f"{a.dtype.str}{a.shape}".encode())
-            digest.update(a.data)
-    return digest.hexdigest()
+    # Gold labels and present cells come from the evaluator's data set: keyed by the posts'
+    # decisions, a setting change that leaves them as they were (a gate move under the
+    # fixed-threshold rule) re-uses the intervals.
+    decided = hashlib.sha256(np.ascontiguousarray(predicted.data)).hexdigest()
+    return ev._memo(("multilabel_intervals", cfg.bootstrap_config, decided), compute)
