@@ -35,6 +35,7 @@ Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 000" is
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
@@ -663,11 +664,13 @@ def _simplified(curve, x: np.ndarray, y: np.ndarray, steps: bool, tolerance: flo
 def _segment_offsets(x: np.ndarray, y: np.ndarray, a: int, b: int):
     """Distances of the points strictly between ``a`` and ``b`` from the straight segment
     ``a`` -> ``b``, and their indices."""
-    px, py = x[a + 1:b] - x[a], y[a + 1:b] - y[a]
+    xs, ys = x[a + 1:b], y[a + 1:b]
     dx, dy = x[b] - x[a], y[b] - y[a]
-    length2 = dx * dx + dy * dy
-    t = np.clip((px * dx + py * dy) / length2, 0.0, 1.0) if length2 > 0 else 0.0
-    return np.hypot(px - t * dx, py - t * dy), np.arange(a + 1, b)
+    length = math.hypot(dx, dy)
+    if length == 0.0:
+        return np.hypot(xs - x[a], ys - y[a]), np.arange(a + 1, b)
+    t = np.clip(((xs - x[a]) * dx + (ys - y[a]) * dy) / (length * length), 0.0, 1.0)
+    return np.hypot(xs - (x[a] + t * dx), ys - (y[a] + t * dy)), np.arange(a + 1, b)
 
 
 def _step_extremes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
