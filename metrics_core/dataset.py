@@ -515,6 +515,16 @@ def _query_index(post, crit, posts, criteria, query_key: np.ndarray) -> np.ndarr
     return qidx if heads is None else np.repeat(qidx, np.diff(np.append(heads, n)))
 
 
+def stable_argsort(n: np.ndarray) -> np.ndarray:
+    """``np.argsort(n, kind="stable")`` of integers (candidates per query, group codes): the
+    same order, by numpy's radix sort when every value fits 16 unsigned bits (several times
+    faster than its merge sort of 64-bit integers)."""
+    n = np.asarray(n)
+    if n.size and n.dtype.kind in "iu" and n.min() >= 0 and n.max() < (1 << 16):
+        return np.argsort(n.astype(np.uint16), kind="stable")
+    return np.argsort(n, kind="stable")
+
+
 def _grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
                    stable: bool = True, descending: bool = False):
     """Stable order of the rows by (query, ``key`` ascending), and the rows per query.
@@ -544,7 +554,7 @@ def _grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
     order = np.arange(n, dtype=np.int64)
     multi = np.flatnonzero(n_cand > 1)
     if multi.size:
-        multi = multi[np.argsort(n_cand[multi], kind="stable")]
+        multi = multi[stable_argsort(n_cand[multi])]
         lengths, first = np.unique(n_cand[multi], return_index=True)
         bounds = np.append(first, multi.size)
         # A query's rows are one window of the grouped arrays: read and written through

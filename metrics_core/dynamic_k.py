@@ -41,7 +41,7 @@ import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
 from metrics_core.choices import EVIDENCE_PROTOCOLS, MASS_RULES
-from metrics_core.dataset import Dataset
+from metrics_core.dataset import Dataset, stable_argsort
 from metrics_core.registry import GATE_STATES
 
 __all__ = [
@@ -160,7 +160,8 @@ class MassProfile:
                     f"(contract §7); {int(bad.sum())} candidate(s) are not, first at candidate "
                     f"{_describe_candidate(ds, int(np.flatnonzero(bad)[0]))}")
         offsets = np.asarray(ds.offsets, dtype=np.int64)
-        cum = _cumulative_mass(score, offsets, mass=mass, temperature=temperature)
+        cum = _cumulative_mass(score, offsets, mass=mass, temperature=temperature,
+                               descending=ds.ranked_by == "score")
         if mass == "probability":
             zero = np.flatnonzero(np.isnan(cum))
             if zero.size:
@@ -186,14 +187,25 @@ class MassProfile:
         if self.cum_mass.shape[0] == 0:
             out.fill(np.inf)
         else:
+            # A few thousand queries at a time: each query's first positions are read together
+            # (one or two cache lines), then written transposed; ~2x faster than one strided
+            # gather over all queries per position.
             last = self.cum_mass.shape[0] - 1
-            index = self.offsets[:-1].copy()
-            for j in range(width):  # loop over positions (<= hard_cap), not over queries
-                np.take(self.cum_mass, np.minimum(index, last), out=out[j])
-                np.copyto(out[j], np.inf, where=n_cand <= j)
-                index += 1
+            steps = np.arange(width, dtype=np.int64)
+            starts = self.offsets[:-1]
+            for a in range(0, self.n_queries, _HEAD_CHUNK):  # loop over chunks of queries
+                b = min(a + _HEAD_CHUNK, self.n_queries)
+                index = starts[a:b, None] + steps
+                np.minimum(index, last, out=index)
+                block = self.cum_mass.take(index)
+                block[n_cand[a:b, None] <= steps] = np.inf
+                out[:, a:b] = block.T
         self._heads[width] = out
         return out
+
+
+#: Queries per step of :meth:`MassProfile.head` (a block of ~4,096 x hard_cap stays in cache).
+_HEAD_CHUNK = 1 << 12
 
 
 def _describe_candidate(ds: Dataset, i: int) -> str:
@@ -210,18 +222,29 @@ def _cumsum_rows(block: np.ndarray) -> np.ndarray:
     return block
 
 
+def _max_rows(block: np.ndarray) -> np.ndarray:
+    """``block.max(axis=1)`` one column at a time (exact: a maximum does not round), whole
+    columns per step instead of numpy's per-row loop over a few columns."""
+    top = block[:, 0].copy()
+    for j in range(1, block.shape[1]):
+        np.maximum(top, block[:, j], out=top)
+    return top
+
+
 def _cumulative_mass(score: np.ndarray, offsets: np.ndarray, *, mass: str,
-                     temperature: float) -> np.ndarray:
+                     temperature: float, descending: bool = False) -> np.ndarray:
     """Exact per-query cumulative mass, one 2-D cumsum per distinct candidate count.
 
     Returns NaN for every candidate of a query whose total is 0 (probability rule only).
+    ``descending``: each query's scores are in descending order (a Dataset ranked by score),
+    so its largest is its first.
     """
     n_cand = np.diff(offsets)
     cum = np.empty(score.shape[0], dtype=np.float64)
     # Queries grouped by candidate count once (a stable sort), then sliced per count; a
     # query's candidates are one window of the flat arrays, so rows are read and written
     # through window views, without an index matrix.
-    by_length = np.argsort(n_cand, kind="stable")
+    by_length = stable_argsort(n_cand)
     lengths, first = np.unique(n_cand[by_length], return_index=True)
     bounds = np.append(first, by_length.size)
     for i, length in enumerate(lengths.tolist()):  # loop over distinct lengths, not queries
@@ -232,7 +255,7 @@ def _cumulative_mass(score: np.ndarray, offsets: np.ndarray, *, mass: str,
         if mass == "softmax":
             if temperature != 1.0:  # x / 1.0 == x: skip the pass
                 block /= temperature
-            block -= block.max(axis=1, keepdims=True)
+            block -= (block[:, 0].copy() if descending else _max_rows(block))[:, None]
             np.exp(block, out=block)
         _cumsum_rows(block)
         total = block[:, -1:].copy()

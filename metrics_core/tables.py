@@ -19,6 +19,7 @@ import pandas as pd
 
 from metrics_core import calibration, classification, gate, outcomes, registry
 from metrics_core.classification import confusion_rates
+from metrics_core.dataset import stable_argsort
 from metrics_core.sections import fmt_t, multilabel_values
 
 __all__ = ["fold_summary", "group_codes", "group_intervals", "group_table"]
@@ -71,7 +72,7 @@ def _members(codes, g) -> list[np.ndarray]:
         return [np.arange(codes.size)]
     if g <= 32:
         return [np.flatnonzero(codes == i) for i in range(g)]
-    order = np.argsort(codes, kind="stable")
+    order = stable_argsort(codes)
     return np.split(order, np.searchsorted(codes[order], np.arange(1, g)))
 
 
