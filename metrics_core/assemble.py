@@ -90,7 +90,7 @@ def summary(ds) -> dict:
         "n_posts": int(ds.posts.size), "n_candidates": ds.n_candidates,
         "criteria": list(ds.criteria),
         "folds": None if ds.fold is None else sorted(int(f) for f in pd.unique(ds.fold)),
-        "splits": None if ds.split is None else sorted(str(s) for s in pd.unique(ds.split)),
+        "splits": None if ds.split is None else sorted(str(s) for s in ds.split_codes[1]),
         "ranked_by": ds.ranked_by,
         "n_gold_given": ds.n_gold_given is not None,
         **{k: v for k, v in meta.items() if isinstance(v, str | int | float | bool | list)},

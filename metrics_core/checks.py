@@ -109,7 +109,7 @@ def disjoint_checks(ds) -> list[Check]:
         if values is None:
             out.append(Check(f"{label} post-disjoint", None, f"no {column} column"))
             continue
-        codes = pd.factorize(values)[0]
+        codes = ds.split_codes[0] if column == "split" else pd.factorize(values)[0]
         # Queries are stored post by post (canonical order): compare each post's min and max.
         starts = np.flatnonzero(np.r_[True, np.diff(ds.post_code) != 0])
         lo = np.minimum.reduceat(codes, starts) if codes.size else codes

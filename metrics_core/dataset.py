@@ -130,6 +130,13 @@ class Dataset:
         return np.diff(self.offsets)
 
     @cached_property
+    def split_codes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``pandas.factorize(split)``: (code per query, distinct splits in first-seen order);
+        None without a split column. Computed once for the checks, the summary and the
+        filters (hashing a million strings takes tens of milliseconds)."""
+        return None if self.split is None else pd.factorize(self.split)
+
+    @cached_property
     def query_of_candidate(self) -> np.ndarray:
         """Query index of every candidate (int64)."""
         return np.repeat(np.arange(self.n_queries, dtype=np.int64), self.n_cand)

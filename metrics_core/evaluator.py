@@ -149,8 +149,12 @@ class Evaluator:
 
     def ranking_summary(self, cfg: EvalConfig) -> dict:
         rk, rmask = self.ranking(cfg), self.ranking_mask(cfg)
-        return self._memo(("ranking_summary", cfg.ranking), lambda: {
-            name: ranking_mod.summarize(values, rmask) for name, values in rk.items()})
+
+        def compute():
+            rows = np.flatnonzero(rmask)  # once: a gather per metric instead of a mask pass
+            return {name: ranking_mod.summarize(values.take(rows)) for name, values in rk.items()}
+
+        return self._memo(("ranking_summary", cfg.ranking), compute)
 
     def prepared(self):
         """(y, p) validated and sorted once, for every classification kernel (cached)."""

@@ -43,14 +43,25 @@ def outcome_counts(y, pred, groups=None, n_groups: int | None = None) -> np.ndar
     ``pred`` holds 1 (positive / POS), 0 (negative / NEG) or -1 (abstain / UNCERTAIN);
     ``groups`` (optional) the group code of every row, ``0 <= code < n_groups``.
     """
-    y = np.asarray(y, dtype=np.int64)
-    pred = np.asarray(pred, dtype=np.int64)
-    cell = (pred + 1) * 2 + y
+    y, pred = _integers(y), _integers(pred)
+    cell = pred.astype(np.intp)  # one array of bincount's index type, updated in place
+    cell += 1
+    cell *= 2
+    cell += y
     if groups is None:
         return np.bincount(cell, minlength=6).reshape(1, 3, 2)
-    groups = np.asarray(groups, dtype=np.int64)
+    groups = _integers(groups)
     n_groups = int(groups.max()) + 1 if n_groups is None else int(n_groups)
-    return np.bincount(groups * 6 + cell, minlength=6 * n_groups).reshape(n_groups, 3, 2)
+    key = groups.astype(np.intp)
+    key *= 6
+    key += cell
+    return np.bincount(key, minlength=6 * n_groups).reshape(n_groups, 3, 2)
+
+
+def _integers(values) -> np.ndarray:
+    """``values`` as an integer array: as given when it is one (no widening copy)."""
+    values = np.asarray(values)
+    return values if values.dtype.kind in "iub" else values.astype(np.int64)
 
 
 def ratio(k, n, scale: float = 1.0) -> np.ndarray:

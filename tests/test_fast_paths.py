@@ -1,0 +1,120 @@
+"""The fast paths of the evaluate run agree exactly with their plain definitions.
+
+Each kernel below has a faster formulation for large data (value sorts instead of argsorts,
+blocked gathers, the first score as a ranked query's maximum); these tests hold each to the
+straightforward numpy expression of the same quantity on random data, ties and empty groups
+included.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from metrics_core import calibration, dynamic_k, outcomes
+from metrics_core.dataset import Dataset, stable_argsort
+
+
+def _plain_cumulative_mass(score, offsets, mass, temperature):
+    """Per query: softmax(score / T) (or score / Σ score), cumulated in order."""
+    out = np.empty(score.size)
+    for a, b in zip(offsets[:-1], offsets[1:], strict=True):
+        s = score[a:b]
+        if mass == "softmax":
+            e = np.exp(s / temperature - np.max(s / temperature)) if b > a else s
+            m = e
+        else:
+            m = s
+        c = np.cumsum(m)
+        out[a:b] = c / c[-1] if b > a and c[-1] > 0 else np.nan
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_cumulative_mass_matches_per_query_definition(seed):
+    rng = np.random.default_rng(seed)
+    n = rng.integers(0, 25, rng.integers(1, 200))
+    offsets = np.r_[0, np.cumsum(n)].astype(np.int64)
+    raw = np.round(rng.normal(size=offsets[-1]) * 3, int(rng.integers(0, 3)))  # ties
+    ranked = np.concatenate([np.sort(raw[a:b])[::-1] for a, b in
+                             zip(offsets[:-1], offsets[1:], strict=True)] + [np.empty(0)])
+    for mass, t in (("softmax", 1.0), ("softmax", 0.5), ("probability", 1.0)):
+        score = np.abs(ranked) / (np.abs(ranked).max(initial=0) + 1) if mass == "probability" \
+            else ranked
+        want = _plain_cumulative_mass(score, offsets, mass, t)
+        for descending in (False, True):
+            got = dynamic_k._cumulative_mass(score.copy(), offsets, mass=mass, temperature=t,
+                                             descending=descending)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+        # Unsorted scores (a Dataset ranked by rank): the column maxima path.
+        shuffled = score.copy()
+        rng.shuffle(shuffled)
+        np.testing.assert_allclose(
+            dynamic_k._cumulative_mass(shuffled.copy(), offsets, mass=mass, temperature=t),
+            _plain_cumulative_mass(shuffled, offsets, mass, t), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_mass_head_is_the_first_positions_of_each_query(seed):
+    rng = np.random.default_rng(seed)
+    n = rng.integers(0, 15, int(rng.integers(0, 9000)))  # more queries than one block
+    offsets = np.r_[0, np.cumsum(n)].astype(np.int64)
+    profile = dynamic_k.MassProfile(cum_mass=rng.random(offsets[-1]), offsets=offsets,
+                                    mass="softmax", temperature=1.0)
+    width = int(rng.integers(1, 20))
+    want = np.full((width, n.size), np.inf)
+    for q, (a, b) in enumerate(zip(offsets[:-1], offsets[1:], strict=True)):
+        head = profile.cum_mass[a:min(b, a + width)]
+        want[:head.size, q] = head
+    np.testing.assert_array_equal(profile.head(width), want)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_distinct_rows_are_the_unique_p_with_their_counts(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 5000))
+    p = np.round(rng.random(n), int(rng.integers(1, 5)))
+    p[: n // 10] = 0.0  # clipped to LOGIT_EPS: one row
+    y = (rng.random(n) < p).astype(np.float64)
+    values, events, trials = calibration._distinct_rows(y, p)
+    clipped = np.clip(p, calibration.LOGIT_EPS, 1 - calibration.LOGIT_EPS)
+    want = pd.DataFrame({"p": clipped, "y": y}).groupby("p")["y"].agg(["sum", "count"])
+    np.testing.assert_array_equal(values, want.index.to_numpy())
+    np.testing.assert_array_equal(events, want["sum"].to_numpy())
+    np.testing.assert_array_equal(trials, want["count"].to_numpy(dtype=np.float64))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.float64, bool])
+def test_outcome_counts_of_any_label_dtype(dtype):
+    rng = np.random.default_rng(0)
+    y = rng.random(500) < 0.3
+    pred = rng.integers(-1, 2, 500)
+    groups = rng.integers(0, 7, 500)
+    table = outcomes.outcome_counts(y.astype(dtype), pred.astype(np.int8), groups, 7)
+    for g in range(7):
+        for r, pv in enumerate((-1, 0, 1)):
+            for label in (0, 1):
+                assert table[g, r, label] == np.sum((groups == g) & (pred == pv) & (y == label))
+    np.testing.assert_array_equal(outcomes.outcome_counts(y.astype(dtype), pred)[0],
+                                  table.sum(axis=0))
+
+
+def test_stable_argsort_is_numpy_stable_argsort():
+    rng = np.random.default_rng(0)
+    for values in (rng.integers(0, 60, 10_000), rng.integers(0, 1 << 20, 10_000),
+                   rng.integers(-5, 5, 1000), np.zeros(0, dtype=np.int64)):
+        np.testing.assert_array_equal(stable_argsort(values), np.argsort(values, kind="stable"))
+
+
+def test_split_codes_are_pandas_factorize():
+    q = pd.DataFrame({"post_id": ["a", "a", "b", "c"], "criterion": ["C1", "C2", "C1", "C1"],
+                      "has_evidence": [1, 0, 0, 1], "p_has_evidence": [0.9, 0.2, 0.1, 0.8],
+                      "split": ["test", "test", "dev", "test"]})
+    c = pd.DataFrame({"post_id": ["a"], "criterion": ["C1"], "sent_uid": ["s"], "score": [1.0],
+                      "is_gold": [1]})
+    ds = Dataset.from_frames(q, c)
+    codes, uniques = ds.split_codes
+    assert list(uniques[codes]) == list(ds.split)
+    assert sorted(uniques) == ["dev", "test"]
+    assert Dataset.from_frames(q.drop(columns="split"), c).split_codes is None
