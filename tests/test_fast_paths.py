@@ -8,6 +8,8 @@ included.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,7 +21,7 @@ from metrics_core.dataset import Dataset, stable_argsort
 def _plain_cumulative_mass(score, offsets, mass, temperature):
     """Per query: softmax(score / T) (or score / Σ score), cumulated in order."""
     out = np.empty(score.size)
-    for a, b in zip(offsets[:-1], offsets[1:], strict=True):
+    for a, b in pairwise(offsets):
         s = score[a:b]
         if mass == "softmax":
             e = np.exp(s / temperature - np.max(s / temperature)) if b > a else s
@@ -38,7 +40,7 @@ def test_cumulative_mass_matches_per_query_definition(seed):
     offsets = np.r_[0, np.cumsum(n)].astype(np.int64)
     raw = np.round(rng.normal(size=offsets[-1]) * 3, int(rng.integers(0, 3)))  # ties
     ranked = np.concatenate([np.sort(raw[a:b])[::-1] for a, b in
-                             zip(offsets[:-1], offsets[1:], strict=True)] + [np.empty(0)])
+                             pairwise(offsets)] + [np.empty(0)])
     for mass, t in (("softmax", 1.0), ("softmax", 0.5), ("probability", 1.0)):
         score = np.abs(ranked) / (np.abs(ranked).max(initial=0) + 1) if mass == "probability" \
             else ranked
@@ -64,7 +66,7 @@ def test_mass_head_is_the_first_positions_of_each_query(seed):
                                     mass="softmax", temperature=1.0)
     width = int(rng.integers(1, 20))
     want = np.full((width, n.size), np.inf)
-    for q, (a, b) in enumerate(zip(offsets[:-1], offsets[1:], strict=True)):
+    for q, (a, b) in enumerate(pairwise(offsets)):
         head = profile.cum_mass[a:min(b, a + width)]
         want[:head.size, q] = head
     np.testing.assert_array_equal(profile.head(width), want)
