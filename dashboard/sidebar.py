@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from types import MappingProxyType
 
-import pandas as pd
 import streamlit as st
 
 from dashboard import data, display, record, state
@@ -188,11 +187,9 @@ def _set_gate(key: str, criterion: str, lo, hi) -> None:
 
 def _filter_options(source: data.Source) -> dict[str, tuple]:
     ds = source.dataset
-    # pd.unique is hash-based and vectorised: cheap even at a million queries.
-    folds = () if ds is None or ds.fold is None else tuple(
-        str(f) for f in sorted(int(v) for v in pd.unique(ds.fold)))
-    splits = () if ds is None or ds.split is None else tuple(
-        sorted(str(v) for v in pd.unique(ds.split)))
+    # The Dataset factorizes its folds and splits once: no hashing of every query per rerun.
+    folds = () if ds is None or ds.fold is None else tuple(str(f) for f in ds.folds)
+    splits = () if ds is None or ds.split is None else tuple(ds.splits)
     criteria = () if ds is None else tuple(ds.criteria)
     return {"fold": (ALL, *folds), "split": (ALL, *splits), "criterion": criteria}
 

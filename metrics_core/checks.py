@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
 from metrics_core import dynamic_k, gate, outcomes, registry
 from metrics_core.records import Check
@@ -105,11 +104,11 @@ def disjoint_checks(ds) -> list[Check]:
     """Folds and splits post-disjoint (§10): no post in more than one fold / split."""
     out = []
     for column, label in (("fold", "folds"), ("split", "splits")):
-        values = getattr(ds, column)
-        if values is None:
+        factorized = getattr(ds, f"{column}_codes")
+        if factorized is None:
             out.append(Check(f"{label} post-disjoint", None, f"no {column} column"))
             continue
-        codes = ds.split_codes[0] if column == "split" else pd.factorize(values)[0]
+        codes = factorized[0]
         # Queries are stored post by post (canonical order): compare each post's min and max.
         starts = np.flatnonzero(np.r_[True, np.diff(ds.post_code) != 0])
         lo = np.minimum.reduceat(codes, starts) if codes.size else codes

@@ -130,11 +130,26 @@ class Dataset:
         return np.diff(self.offsets)
 
     @cached_property
+    def fold_codes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``pandas.factorize(fold)``: (code per query, distinct folds in first-seen order);
+        None without a fold column. Computed once per Dataset."""
+        return None if self.fold is None else pd.factorize(self.fold)
+
+    @cached_property
     def split_codes(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """``pandas.factorize(split)``: (code per query, distinct splits in first-seen order);
-        None without a split column. Computed once for the checks, the summary and the
-        filters (hashing a million strings takes tens of milliseconds)."""
+        """``pandas.factorize(split)``, as :attr:`fold_codes` (hashing a million strings takes
+        tens of milliseconds: once per Dataset, not per check, summary or app rerun)."""
         return None if self.split is None else pd.factorize(self.split)
+
+    @property
+    def folds(self) -> list[int] | None:
+        """The distinct folds, ascending (None without a fold column)."""
+        return None if self.fold is None else sorted(int(f) for f in self.fold_codes[1])
+
+    @property
+    def splits(self) -> list[str] | None:
+        """The distinct splits, sorted (None without a split column)."""
+        return None if self.split is None else sorted(str(s) for s in self.split_codes[1])
 
     @cached_property
     def query_of_candidate(self) -> np.ndarray:
@@ -522,14 +537,15 @@ def _query_index(post, crit, posts, criteria, query_key: np.ndarray) -> np.ndarr
     return qidx if heads is None else np.repeat(qidx, np.diff(np.append(heads, n)))
 
 
-def stable_argsort(n: np.ndarray) -> np.ndarray:
-    """``np.argsort(n, kind="stable")`` of integers (candidates per query, group codes): the
-    same order, by numpy's radix sort when every value fits 16 unsigned bits (several times
-    faster than its merge sort of 64-bit integers)."""
-    n = np.asarray(n)
-    if n.size and n.dtype.kind in "iu" and n.min() >= 0 and n.max() < (1 << 16):
-        return np.argsort(n.astype(np.uint16), kind="stable")
-    return np.argsort(n, kind="stable")
+def stable_argsort(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` of integers (candidates per query, group codes):
+    the same order, by numpy's radix sort when every value fits 16 unsigned bits (several
+    times faster than its merge sort of 64-bit integers)."""
+    values = np.asarray(values)
+    if (values.size and values.dtype.kind in "iu" and values.min() >= 0
+            and values.max() < (1 << 16)):
+        return np.argsort(values.astype(np.uint16), kind="stable")
+    return np.argsort(values, kind="stable")
 
 
 def _grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,

@@ -118,5 +118,8 @@ def test_split_codes_are_pandas_factorize():
     ds = Dataset.from_frames(q, c)
     codes, uniques = ds.split_codes
     assert list(uniques[codes]) == list(ds.split)
-    assert sorted(uniques) == ["dev", "test"]
-    assert Dataset.from_frames(q.drop(columns="split"), c).split_codes is None
+    assert sorted(uniques) == ["dev", "test"] == ds.splits
+    assert ds.fold_codes is None and ds.folds is None
+    plain = Dataset.from_frames(q.drop(columns="split").assign(fold=[3, 3, 1, 2]), c)
+    assert plain.split_codes is None and plain.splits is None
+    assert plain.folds == [1, 2, 3]
