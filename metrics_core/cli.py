@@ -333,16 +333,34 @@ def _csv_bytes(frame) -> bytes:
     return csv_bytes(frame)
 
 
-def _evaluate(args) -> int:
-    from metrics_core import io
-    from metrics_core.audit import audit
-    from metrics_core.evaluator import Evaluator
+def _prefetch(args):
+    """Start reading the Parquet inputs on a thread, before the data stack is imported."""
+    from metrics_core.parquet_input import Prefetch
 
+    return Prefetch((args.queries, args.candidates), _limits(args))
+
+
+def _read_inputs(args, prefetch, io, **options):
+    """``io.load`` of the inputs, with the tables ``prefetch`` has read already."""
+    sources, names = [], {}
+    for key, path in (("queries", args.queries), ("candidates", args.candidates)):
+        table = None if prefetch is None else prefetch.table(path)
+        sources.append(path if table is None else table)
+        if table is not None:
+            names[f"{key}_name"] = path.name
+    return io.load(*sources, limits=_limits(args), **names, **options)
+
+
+def _evaluate(args) -> int:
     try:
         config = _config(args)
     except ValueError as err:
         print(f"metrics-core: invalid option: {err}", file=sys.stderr)
         return EXIT_INPUT
+    prefetch = _prefetch(args) if args.engine != "dask" else None
+    from metrics_core import io
+    from metrics_core.audit import audit
+    from metrics_core.evaluator import Evaluator
     if args.engine == "dask":
         from metrics_core import dask_engine
 
@@ -357,7 +375,7 @@ def _evaluate(args) -> int:
         paths = [p for p in (args.queries, args.candidates) if p is not None]
         with ThreadPoolExecutor(max_workers=1) as pool:  # hashing releases the GIL: overlap
             hashing = pool.submit(lambda: [_sha256(p) for p in paths])
-            loaded = io.load(args.queries, args.candidates, limits=_limits(args))
+            loaded = _read_inputs(args, prefetch, io)
             inputs = hashing.result()
         if not _gates_known(config, loaded.dataset):
             return EXIT_INPUT

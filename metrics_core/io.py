@@ -20,7 +20,6 @@ import gzip
 import io
 import json
 import os
-import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,30 +37,16 @@ import pyarrow.parquet as pa_parquet
 from metrics_core.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS, Dataset
 from metrics_core.errors import InputError, InputErrors, shown_value
 from metrics_core.limits import DEFAULT_LIMITS, Limits
+from metrics_core.parquet_input import ALIASES, REPEATED_IDS, dictionary_names, read_parquet
+from metrics_core.parquet_input import PARQUET_MAGIC as _PARQUET_MAGIC
+from metrics_core.parquet_input import check_shape as _check_shape
+from metrics_core.parquet_input import norm as _norm
+
+#: Ids repeated on every candidate row of a query: read from Parquet as categoricals.
+_REPEATED_IDS = REPEATED_IDS
 
 __all__ = ["ALIASES", "EXCLUSION_COLUMNS", "REQUIRED", "Limits", "Loaded", "Sniffed",
            "columns_of", "load", "read_table", "resolve_columns", "sniff"]
-
-#: Canonical column -> other names accepted for it (matched case-insensitively; spaces and
-#: hyphens count as underscores). No name is an alias of two canonical columns.
-ALIASES: dict[str, tuple[str, ...]] = {
-    "post_id": ("post", "postid", "post_uid", "doc", "thread_id"),
-    "criterion": ("criterion_id", "criterion_name", "criteria", "crit", "crit_id"),
-    "has_evidence": ("has_evidence_gold", "label", "y_true", "gold_label", "y", "target",
-                     "evidence_label"),
-    "p_has_evidence": ("prob", "y_prob", "probability", "p", "ne_prob", "p_evidence",
-                       "prob_has_evidence", "has_evidence_prob", "pred_prob"),
-    "fold": ("fold_id", "cv_fold", "kfold"),
-    "split": ("subset", "partition"),
-    "n_gold": ("num_gold", "n_gold_total", "gold_count", "n_gold_sentences", "n_evidence"),
-    "sent_uid": ("sent_id", "sentence_id", "doc_id", "sentence_uid", "sid", "docno"),
-    "score": ("reranker_score", "rerank_score", "logit", "logits", "sentence_score",
-              "candidate_score", "relevance_score"),
-    "is_gold": ("gold", "relevant", "is_evidence", "is_relevant", "evidence", "gold_sentence"),
-    "rank": ("ranking", "position", "rank_position"),
-    "sentence": ("text", "sentence_text", "sent_text"),
-    "relevance": ("grade", "graded_relevance", "relevance_grade", "rel_grade"),
-}
 
 #: Required canonical columns per table kind (contract §2).
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -76,8 +61,6 @@ _KIND_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 #: Canonical columns read as text (ids must stay strings: post "007" is not post 7).
 _TEXT_COLUMNS = ("post_id", "criterion", "sent_uid", "split", "sentence")
-#: Ids repeated on every candidate row of a query: read from Parquet as categoricals.
-_REPEATED_IDS = ("post_id", "criterion")
 #: Columns of :attr:`Loaded.exclusions`.
 EXCLUSION_COLUMNS = ("file", "row", "post_id", "criterion", "sent_uid", "column", "reason")
 
@@ -85,13 +68,8 @@ _NA_TOKENS = frozenset({"", "nan", "-nan", "na", "n/a", "nat", "null", "none", "
 _TRUE_TOKENS = ("1", "1.0", "true")
 _FALSE_TOKENS = ("0", "0.0", "false")
 _GZIP_MAGIC = b"\x1f\x8b"
-_PARQUET_MAGIC = b"PAR1"
 _CHUNK = 1 << 20  # bytes read or decompressed at a time while scanning
 _MAX_BLOCK = (1 << 31) - 1  # largest block pyarrow's CSV reader takes
-
-
-def _norm(name) -> str:
-    return re.sub(r"[\s\-]+", "_", str(name).strip().lower())
 
 
 _ALIAS_OWNER = {_norm(a): canon for canon, names in ALIASES.items() for a in (canon, *names)}
@@ -105,8 +83,11 @@ def read_table(source, *, name: str | None = None,
 
     Parameters
     ----------
-    source : str, os.PathLike, bytes or binary file-like
-        A path, or the file's content (an upload). File-like objects are read whole.
+    source : str, os.PathLike, bytes, binary file-like or pyarrow.Table
+        A path, or the file's content (an upload). File-like objects are read whole. An Arrow
+        table counts as a Parquet file read already (the command line reads its Parquet
+        inputs while it imports, :class:`metrics_core.parquet_input.Prefetch`): its text
+        values are checked and it is converted as a Parquet file's table is.
     name : str, optional
         File name used to pick the format and in error messages (default: the path's name).
     string_columns : iterable of str, optional
@@ -145,18 +126,16 @@ def read_table(source, *, name: str | None = None,
     limits = DEFAULT_LIMITS if limits is None else limits
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a Limits, got {type(limits).__name__}")
-    data, path, name, head, fmt = _open(source, name)
+    if isinstance(source, pa.Table):  # read already (as Parquet is read: see above)
+        data = path = head = None
+        table, name, fmt = source, name or "<table>", "parquet"
+    else:
+        table = None
+        data, path, name, head, fmt = _open(source, name)
     try:
         if fmt == "parquet":
-            parquet = pa_parquet.ParquetFile(path if data is None else pa.BufferReader(data))
-            _check_parquet_size(parquet.metadata, name, limits)
-            wanted = {_norm(c) for c in category_columns}
-            as_dictionary = [f.name for f in parquet.schema_arrow if _norm(f.name) in wanted
-                             and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))]
-            if as_dictionary:
-                parquet = pa_parquet.ParquetFile(
-                    path if data is None else pa.BufferReader(data), read_dictionary=as_dictionary)
-            table = parquet.read()
+            table = (read_parquet(path, data, name, limits, category_columns) if table is None
+                     else table)
             _check_table(table, name, limits)
             frame = table.to_pandas()
         else:
@@ -387,28 +366,6 @@ def _scan(data, path, name, limits: Limits, *, count_lines: bool = True,
     if count_lines and n_bytes and last != newline:
         n_lines += 1
     return _Scan(n_bytes, n_lines, longest)
-
-
-def _check_parquet_size(meta, name, limits: Limits) -> None:
-    """Rows, columns and uncompressed size of a Parquet file, from its metadata alone."""
-    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    if size > limits.max_decompressed_bytes:
-        raise InputError(f"content exceeds the size limit of "
-                         f"{limits.max_decompressed_bytes:,} bytes (after decompression)",
-                         file=name, hint=f"the file's metadata records {size:,} bytes",
-                         code="too_large")
-    _check_shape(meta.num_rows, meta.num_columns, name, limits)
-
-
-def _check_shape(n_rows: int, n_columns: int, name, limits: Limits) -> None:
-    if n_columns > limits.max_columns:
-        raise InputError(f"{n_columns:,} columns: more than the limit of "
-                         f"{limits.max_columns}", file=name,
-                         hint="raise Limits.max_columns if the file is genuine", code="too_large")
-    if n_rows > limits.max_rows:
-        raise InputError(f"{n_rows:,} rows: more than the limit of {limits.max_rows:,}",
-                         file=name, hint="raise Limits.max_rows if the file is genuine",
-                         code="too_large")
 
 
 def _check_table(table: pa.Table, name, limits: Limits) -> None:
@@ -1285,10 +1242,8 @@ def _frame_of(source, name, default_name, mapping,
                     if k in _TEXT_COLUMNS and v is not None]
     # The ids every candidate row repeats, read as categoricals (their names, aliases and
     # mapped sources; the loader takes categoricals of strings as they are).
-    repeated = [n for canon in _REPEATED_IDS for n in (canon, *ALIASES[canon])]
-    repeated += [v for k, v in (mapping or {}).items() if k in _REPEATED_IDS and v is not None]
     return (read_table(source, name=str(name), string_columns=text_sources, limits=limits,
-                       category_columns=repeated), str(name))
+                       category_columns=dictionary_names(mapping, _REPEATED_IDS)), str(name))
 
 
 def _has_column(df: pd.DataFrame, src) -> bool:

@@ -118,6 +118,27 @@ def test_the_project_processes_give_arrow_its_jemalloc_pool(environment, importe
     assert out.stdout.strip() == pool
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the setting is Linux only")
+@pytest.mark.parametrize(("environment", "advised"), [
+    ({"NUMPY_MADVISE_HUGEPAGE": None}, "False"),  # the project's processes: no advice
+    ({"NUMPY_MADVISE_HUGEPAGE": "1"}, "True"),  # the user's choice wins
+])
+def test_the_project_processes_stop_numpy_advising_huge_pages(environment, advised):
+    """``keep_freed_memory`` switches off numpy's huge-page advice for large arrays (a
+    synchronous compaction per first touch where the kernel's defrag obeys the advice),
+    unless ``NUMPY_MADVISE_HUGEPAGE`` is set."""
+    import os
+    import subprocess
+
+    code = ("from metrics_core.allocator import keep_freed_memory\nkeep_freed_memory()\n"
+            "import numpy as np\nprint(np._core.multiarray._set_madvise_hugepage(False))")
+    env = {k: v for k, v in os.environ.items() if k not in environment}
+    env.update({k: v for k, v in environment.items() if v is not None})
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env)
+    assert out.stdout.strip() == advised
+
+
 def test_the_app_server_keeps_its_import_time_objects_out_of_full_collections():
     """Streamlit runs a full garbage collection after every script run. The server entry
     (``dashboard/server.py``) freezes the objects its imports made, before any session
