@@ -23,6 +23,7 @@ import time
 import tomllib
 import traceback
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -213,14 +214,19 @@ def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
                           triage_label=upload.queries_name, files=(upload.queries_name,))
         loaded = mio.load(frame, queries_name=upload.queries_name)
     else:
-        loaded = mio.load(upload.queries, upload.candidates, limits=upload_limits(),
-                          queries_name=upload.queries_name,
-                          candidates_name=upload.candidates_name, mapping=mapping or None)
+        loaded = None
+    with ThreadPoolExecutor(max_workers=1) as pool:  # hashing releases the GIL: overlap
+        hashing = pool.submit(lambda: [
+            {"file": n, "sha256": hashlib.sha256(b).hexdigest(), "bytes": len(b)}
+            for n, b in ((upload.queries_name, upload.queries),
+                         (upload.candidates_name, upload.candidates)) if b is not None])
+        if loaded is None:
+            loaded = mio.load(upload.queries, upload.candidates, limits=upload_limits(),
+                              queries_name=upload.queries_name,
+                              candidates_name=upload.candidates_name, mapping=mapping or None)
+        inputs = hashing.result()
     files = tuple(n for n in (upload.queries_name, upload.candidates_name) if n)
     report = _audit(loaded.dataset, loaded)
-    inputs = [{"file": n, "sha256": hashlib.sha256(b).hexdigest(), "bytes": len(b)}
-              for n, b in ((upload.queries_name, upload.queries),
-                           (upload.candidates_name, upload.candidates)) if b is not None]
     return Source(kind="upload", label=f"Uploaded data: {name}", synthetic=False,
                   token=upload.digest + _mapping_digest(mapping), loaded=loaded,
                   audit=report, files=files, by_hand=_by_hand(mapping),

@@ -145,7 +145,7 @@ def audit(dataset: Dataset, *, loaded: Loaded | None = None) -> AuditReport:
                                ("splits_post_disjoint", ds.split, "splits")):
         if values is not None:
             checks.append(name)
-            findings += _post_disjoint(ds, values, name, noun)
+            findings += _post_disjoint(ds, noun, name)
     checks += ["positives_have_gold", "negatives_without_gold"]
     findings += _gold_consistency(ds)
     if ds.n_gold_given is not None:
@@ -178,9 +178,9 @@ def _query_examples(ds: Dataset, mask: np.ndarray) -> tuple[str, ...]:
     return tuple(_query_label(ds, q) for q in np.flatnonzero(mask)[:MAX_EXAMPLES])
 
 
-def _post_disjoint(ds: Dataset, values: np.ndarray, check: str, noun: str) -> list[Finding]:
+def _post_disjoint(ds: Dataset, noun: str, check: str) -> list[Finding]:
     """Posts whose queries fall into more than one fold (or split)."""
-    codes, labels = pd.factorize(pd.Series(values), sort=True)
+    codes, labels = _sorted_codes(ds.fold_codes if noun == "folds" else ds.split_codes)
     post = ds.post_code
     # Queries in post order (canonical) whose posts each keep one label: one pass, no sort.
     if (post.size > 1 and np.all(post[1:] >= post[:-1])
@@ -206,6 +206,17 @@ def _post_disjoint(ds: Dataset, values: np.ndarray, check: str, noun: str) -> li
                     f"{noun[:-1]}: {noun} are not post-disjoint, so the same post is seen on "
                     f"both sides of an evaluation (leakage, contract §10)",
                     len(bad), tuple(examples))]
+
+
+def _sorted_codes(factorized) -> tuple[np.ndarray, np.ndarray]:
+    """``pandas.factorize(values, sort=True)`` from the Dataset's cached first-seen factorization
+    (``Dataset.fold_codes`` / ``split_codes``): the labels sorted, the codes renumbered."""
+    codes, uniques = factorized
+    uniques = np.asarray(uniques)
+    order = np.argsort(uniques, kind="stable")
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    return rank[codes], uniques[order]
 
 
 def _gold_consistency(ds: Dataset) -> list[Finding]:
@@ -310,8 +321,11 @@ def _positive_tie_mask(ds: Dataset) -> np.ndarray:
     nonempty = np.flatnonzero(ds.n_cand > 0)
     starts = ds.offsets[:-1][nonempty]
     tied = np.zeros(ds.n_queries, dtype=bool)
-    tied[nonempty] = (np.maximum.reduceat(ds.score, starts)
-                      == np.minimum.reduceat(ds.score, starts))
+    if ds.ranked_by == "score":  # scores descend within a query: its first and its last
+        tied[nonempty] = ds.score[starts] == ds.score[ds.offsets[1:][nonempty] - 1]
+    else:
+        tied[nonempty] = (np.maximum.reduceat(ds.score, starts)
+                          == np.minimum.reduceat(ds.score, starts))
     return tied & multi & ds.positives
 
 

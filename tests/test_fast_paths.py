@@ -123,3 +123,40 @@ def test_split_codes_are_pandas_factorize():
     plain = Dataset.from_frames(q.drop(columns="split").assign(fold=[3, 3, 1, 2]), c)
     assert plain.split_codes is None and plain.splits is None
     assert plain.folds == [1, 2, 3]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_audit_fast_paths_are_their_plain_definitions(seed):
+    """The audit's post-disjointness codes are ``pandas.factorize(sort=True)``, and a positive
+    query's all-tied test reads its first and last score when the Dataset is ranked by score
+    (the maximum and minimum of every query's scores otherwise)."""
+    from metrics_core import audit
+    from tests.conftest import random_frames
+
+    rng = np.random.default_rng(seed)
+    q, c = random_frames(n_posts=60, seed=seed, tie_share=0.6)
+    q["split"] = rng.choice(["TUNE", "TEST", "dev", "b"], len(q))
+    positive = q.loc[q["has_evidence"] == 1, ["post_id", "criterion"]].head(6)
+    all_tied = c.merge(positive, on=["post_id", "criterion"], how="left", indicator=True)
+    c.loc[(all_tied["_merge"] == "both").to_numpy(), "score"] = 0.25  # every candidate tied
+    ds = Dataset.from_frames(q, c)
+    for values, factorized in ((ds.fold, ds.fold_codes), (ds.split, ds.split_codes)):
+        codes, labels = audit._sorted_codes(factorized)
+        want_codes, want_labels = pd.factorize(pd.Series(values), sort=True)
+        np.testing.assert_array_equal(codes, want_codes)
+        assert list(labels) == list(want_labels)
+    starts = ds.offsets[:-1]
+    tied = np.array([ds.n_cand[i] > 0 and ds.score[a:b].max() == ds.score[a:b].min()
+                     for i, (a, b) in enumerate(pairwise(ds.offsets))])
+    want = tied & (ds.n_cand >= 2) & ds.positives
+    assert ds.ranked_by == "score" and starts.size == ds.n_queries
+    np.testing.assert_array_equal(audit._positive_tie_mask(ds), want)
+    assert want.any()  # the case is exercised
+    with_rank = Dataset.from_frames(q, c.assign(rank=c.groupby(["post_id", "criterion"])
+                                                .cumcount() + 1))
+    assert with_rank.ranked_by == "rank"
+    tied = np.array([with_rank.n_cand[i] > 0 and with_rank.score[a:b].max()
+                     == with_rank.score[a:b].min()
+                     for i, (a, b) in enumerate(pairwise(with_rank.offsets))])
+    np.testing.assert_array_equal(audit._positive_tie_mask(with_rank),
+                                  tied & (with_rank.n_cand >= 2) & with_rank.positives)
