@@ -139,6 +139,47 @@ def test_the_project_processes_stop_numpy_advising_huge_pages(environment, advis
     assert out.stdout.strip() == advised
 
 
+_ARENA_PROBE = """
+import ctypes, re, sys, tempfile, threading
+if sys.argv[1] == "project":
+    from metrics_core.allocator import keep_freed_memory
+    keep_freed_memory()
+import numpy as np
+
+def work():
+    kept = [np.ones(1000) for _ in range(100)]
+
+threads = [threading.Thread(target=work) for _ in range(3)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+libc = ctypes.CDLL("libc.so.6")
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+with tempfile.NamedTemporaryFile(suffix=".xml") as out:
+    fp = libc.fopen(out.name.encode(), b"w")
+    libc.malloc_info(0, fp)
+    libc.fclose(fp)
+    print(len(re.findall(r'<heap nr="[0-9]+"', open(out.name).read())))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc only")
+def test_the_project_processes_allocate_every_thread_from_one_arena():
+    """``keep_freed_memory``: threads (the app server's script runs) share the main malloc
+    arena, so what one run freed serves the next; glibc otherwise gives threads their own."""
+    import subprocess
+
+    counts = {how: int(subprocess.run([sys.executable, "-c", _ARENA_PROBE, how],
+                                      capture_output=True, text=True, check=True).stdout)
+              for how in ("plain", "project")}
+    assert counts["project"] == 1
+    assert counts["plain"] > 1  # the probe's threads do get arenas of their own by default
+
+
 def test_the_app_server_keeps_its_import_time_objects_out_of_full_collections():
     """Streamlit runs a full garbage collection after every script run. The server entry
     (``dashboard/server.py``) freezes the objects its imports made, before any session
