@@ -357,7 +357,8 @@ def _evaluate(args) -> int:
     except ValueError as err:
         print(f"metrics-core: invalid option: {err}", file=sys.stderr)
         return EXIT_INPUT
-    prefetch = _prefetch(args) if args.engine != "dask" else None
+    # (--scheduler without --engine dask is refused below: nothing to read then)
+    prefetch = _prefetch(args) if args.engine != "dask" and args.scheduler is None else None
     from metrics_core import io
     from metrics_core.audit import audit
     from metrics_core.evaluator import Evaluator
