@@ -160,3 +160,31 @@ def test_audit_fast_paths_are_their_plain_definitions(seed):
                      for i, (a, b) in enumerate(pairwise(with_rank.offsets))])
     np.testing.assert_array_equal(audit._positive_tie_mask(with_rank),
                                   tied & (with_rank.n_cand >= 2) & with_rank.positives)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_text_length_range_is_arrows_min_and_max_of_binary_length(seed, monkeypatch):
+    """The loader's byte-length range of a text column (the cell-size limit, the empty-id
+    check) read from the offsets block by block equals Arrow's ``binary_length`` min / max:
+    the four offset layouts, sliced arrays, empty strings, multi-byte text, nulls (those go to
+    Arrow's kernel)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from metrics_core import io as mio
+
+    monkeypatch.setattr(mio, "_LENGTH_BLOCK", 7)  # several blocks on small arrays
+    rng = np.random.default_rng(seed)
+    words = ["", "a", "ab", "ééé", "x" * 40, "p00012_s03", "日本語テキスト"]
+    values = [words[i] for i in rng.integers(0, len(words), 200)]
+    with_nulls = [None if rng.random() < 0.1 else v for v in values]
+    arrays = [pa.array(values, type=t) for t in (pa.string(), pa.large_string())]
+    arrays += [pa.array([v.encode() for v in values], type=t)
+               for t in (pa.binary(), pa.large_binary())]
+    arrays += [pa.array(with_nulls, type=pa.large_string()), pa.array([None, None], pa.string())]
+    for arr in arrays:
+        for lo, n in ((0, len(arr)), (3, 50), (len(arr) - 1, 1), (17, 0)):
+            part = arr.slice(lo, n)
+            lengths = pc.binary_length(part)
+            assert mio._length_range(part) == (pc.min(lengths).as_py(),
+                                               pc.max(lengths).as_py()), (arr.type, lo, n)
