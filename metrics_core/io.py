@@ -1503,8 +1503,10 @@ def _finish(parts: _Parts, q_file, c_file, layout, warnings, column_map) -> Load
     if n_q == 0:
         raise InputError("no queries", file=q_file, code="no_data")
     q_drop = parts.p_missing
-    c_by_query = q_drop[parts.c_query]
-    c_by_score = parts.score_missing & ~c_by_query
+    queries_dropped = bool(q_drop.any())
+    # Candidate-length masks only where something is excluded (the usual case: nothing).
+    c_by_query = q_drop[parts.c_query] if queries_dropped else np.zeros(0, dtype=bool)
+    c_by_score = parts.score_missing & ~c_by_query if queries_dropped else parts.score_missing
     if q_drop.all():
         raise InputError("every query has an empty p_has_evidence: nothing to evaluate",
                          file=q_file, column=column_map["queries"].get("p_has_evidence"),
@@ -1517,7 +1519,7 @@ def _finish(parts: _Parts, q_file, c_file, layout, warnings, column_map) -> Load
         (c_file, parts.c_rows, c, c_by_score, True, "score",
          "score is missing: candidate excluded"),
     ])
-    if q_drop.any():
+    if queries_dropped:
         warnings.append(f"{int(q_drop.sum())} queries excluded from {q_file}: p_has_evidence "
                         f"is missing (with their {int(c_by_query.sum())} candidates); see "
                         f"the exclusions")
@@ -1528,13 +1530,14 @@ def _finish(parts: _Parts, q_file, c_file, layout, warnings, column_map) -> Load
         if gold_lost:
             warnings.append(f"{gold_lost} excluded candidates are gold: without an n_gold "
                             f"column they no longer count in |Gold|")
-    c_keep = ~(c_by_query | c_by_score)
+    c_excluded = (c_by_query | c_by_score) if queries_dropped else c_by_score
+    n_excluded = int(c_excluded.sum())
+    c_keep = ~c_excluded if n_excluded else None
     c_query = parts.c_query
-    if q_drop.any():  # renumber the kept queries
+    if queries_dropped:  # renumber the kept queries
         c_query = (np.cumsum(~q_drop) - 1)[c_query]
     meta = {"queries_file": q_file, "candidates_file": c_file, "layout": layout,
-            "n_excluded_queries": int(q_drop.sum()),
-            "n_excluded_candidates": int((~c_keep).sum())}
+            "n_excluded_queries": int(q_drop.sum()), "n_excluded_candidates": n_excluded}
     dataset = Dataset._from_checked(
         {k: _kept(v, ~q_drop) for k, v in q.items()}, {k: _kept(v, c_keep) for k, v in c.items()},
         _kept(c_query, c_keep), meta=meta)
@@ -1542,9 +1545,10 @@ def _finish(parts: _Parts, q_file, c_file, layout, warnings, column_map) -> Load
                   column_map=column_map)
 
 
-def _kept(values, keep: np.ndarray):
-    """``values`` (a pandas Series or a numpy array) at the ``keep`` rows; no copy when all."""
-    if keep.all():
+def _kept(values, keep: np.ndarray | None):
+    """``values`` (a pandas Series or a numpy array) at the ``keep`` rows (None: every row);
+    no copy when all."""
+    if keep is None or keep.all():
         return values
     return values[keep].reset_index(drop=True) if isinstance(values, pd.Series) else values[keep]
 
