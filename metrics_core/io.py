@@ -1400,7 +1400,7 @@ def _two_tables(q_table, q_rows, q_file, q_map, c_table, c_file, c_map, errors) 
     # Each query's rows together: no query starts two runs.
     grouped = bool(np.all(run_query >= 0)) and int(
         np.bincount(run_query, minlength=1).max(initial=0)) <= 1
-    _check_within_query(parts, q_chk, c_chk, grouped=grouped)
+    _check_within_query(parts, q_chk, c_chk, run_starts=starts if grouped else None)
     return parts
 
 
@@ -1444,30 +1444,37 @@ def _split_long(table, rows, file, q_map, c_map, errors) -> _Parts:
     return parts
 
 
-def _ordered_within_runs(c_query: np.ndarray, uid: pd.Series) -> bool:
+def _ordered_within_runs(uid: pd.Series, starts: np.ndarray) -> bool:
     """Whether ``sent_uid`` strictly increases (or strictly decreases) along the rows of every
-    query, the rows of each query being consecutive: then no id repeats within a query, and
-    no id needs hashing. Candidate files written query by query in id order take this path."""
-    n = len(c_query)
+    query, the rows of each query being consecutive from ``starts``: then no id repeats within
+    a query, and no id needs hashing. Candidate files written query by query in id order take
+    this path."""
+    n = len(uid)
     if n < 2:
         return True
     arr = _arrow(uid)
-    inner = c_query[1:] == c_query[:-1]
+    straddle = starts[1:] - 1  # the pairs (i, i + 1) of two queries
     for compare in (pc.greater, pc.less):
         step = compare(arr.slice(1), arr.slice(0, n - 1)).to_numpy()
-        if np.all(step | ~inner):
+        if not step.flags.writeable:
+            step = step.copy()
+        step[straddle] = True
+        if step.all():
             return True
     return False
 
 
 def _check_within_query(parts: _Parts, q_chk: _Checker, c_chk: _Checker, *,
-                        grouped: bool = False) -> None:
+                        run_starts: np.ndarray | None = None) -> None:
     """Checks that need each candidate's query: ``sent_uid`` and ``rank`` unique within a
-    query, ``n_gold`` not below the gold found. ``grouped``: the rows of each query are
-    consecutive."""
+    query, ``n_gold`` not below the gold found. ``run_starts``: the first row of each query,
+    when every candidate has a query and the rows of each query are consecutive."""
     c_query = parts.c_query
-    known = c_query >= 0
-    all_known = bool(known.all())
+    if run_starts is not None:  # every candidate has its query: no mask of the known ones
+        known, all_known, any_known = None, True, len(c_query) > 0
+    else:
+        known = c_query >= 0
+        all_known, any_known = bool(known.all()), bool(known.any())
 
     def within_query(code, n_code):
         key = c_query * n_code + code
@@ -1475,8 +1482,9 @@ def _check_within_query(parts: _Parts, q_chk: _Checker, c_chk: _Checker, *,
             key = np.where(known, key, -1 - np.arange(len(key), dtype=np.int64))
         return key
 
-    if known.any():
-        if not (grouped and all_known and _ordered_within_runs(c_query, parts.c["sent_uid"])):
+    if any_known:
+        if not (run_starts is not None
+                and _ordered_within_runs(parts.c["sent_uid"], run_starts)):
             uid, uids = _factorize(parts.c["sent_uid"])
             c_chk.flag(_duplicated(within_query(uid, len(uids))),
                        "(post_id, criterion, sent_uid) must be unique")
@@ -1489,7 +1497,9 @@ def _check_within_query(parts: _Parts, q_chk: _Checker, c_chk: _Checker, *,
             c_chk.flag(_duplicated(within_query(rank_code, n_rank)),
                        "values must be unique within a query", "rank")
     if "n_gold" in parts.q:
-        gold = (parts.c["is_gold"] == 1) & known
+        gold = parts.c["is_gold"] == 1
+        if known is not None:
+            gold &= known
         found = np.bincount(c_query[gold], minlength=len(parts.q_rows))
         q_chk.flag(parts.q["n_gold"] < found,
                    "values must not be smaller than the gold candidates found", "n_gold",

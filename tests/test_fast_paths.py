@@ -188,3 +188,30 @@ def test_text_length_range_is_arrows_min_and_max_of_binary_length(seed, monkeypa
             lengths = pc.binary_length(part)
             assert mio._length_range(part) == (pc.min(lengths).as_py(),
                                                pc.max(lengths).as_py()), (arr.type, lo, n)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_ids_ordered_within_runs_is_the_per_query_definition(seed):
+    """The loader's no-hash uniqueness test: ``sent_uid`` strictly increasing (or strictly
+    decreasing) within every query, queries given by their first rows, whatever the ids do
+    across a boundary between two queries."""
+    from metrics_core import io as mio
+
+    rng = np.random.default_rng(seed)
+    mode = ("increasing", "decreasing", "mixed", "repeat")[seed % 4]
+    sizes = rng.integers(1, 6, rng.integers(2, 40))
+    sizes[0] = 3  # a query with an order to break
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    ids = []
+    for i, size in enumerate(sizes):
+        run = sorted(rng.choice(50, size, replace=False).tolist())
+        if mode == "decreasing" or (mode == "mixed" and i == 0):
+            run = run[::-1]
+        if mode == "repeat" and i == 0:
+            run[-1] = run[0]
+        ids += [f"s{v:02d}" for v in run]
+    queries = [ids[s:s + n] for s, n in zip(starts, sizes, strict=True)]
+    want = (all(all(a < b for a, b in pairwise(q)) for q in queries)
+            or all(all(a > b for a, b in pairwise(q)) for q in queries))
+    assert want == (mode in ("increasing", "decreasing"))
+    assert mio._ordered_within_runs(pd.Series(ids, dtype="str"), starts) == want
