@@ -213,24 +213,27 @@ def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
                           synthetic=False, token=upload.digest, triage=data,
                           triage_label=upload.queries_name, files=(upload.queries_name,))
         loaded = mio.load(frame, queries_name=upload.queries_name)
+        inputs = _input_hashes(upload)
     else:
-        loaded = None
-    with ThreadPoolExecutor(max_workers=1) as pool:  # hashing releases the GIL: overlap
-        hashing = pool.submit(lambda: [
-            {"file": n, "sha256": hashlib.sha256(b).hexdigest(), "bytes": len(b)}
-            for n, b in ((upload.queries_name, upload.queries),
-                         (upload.candidates_name, upload.candidates)) if b is not None])
-        if loaded is None:
+        with ThreadPoolExecutor(max_workers=1) as pool:  # hashing releases the GIL: overlap
+            hashing = pool.submit(_input_hashes, upload)
             loaded = mio.load(upload.queries, upload.candidates, limits=upload_limits(),
                               queries_name=upload.queries_name,
                               candidates_name=upload.candidates_name, mapping=mapping or None)
-        inputs = hashing.result()
+            inputs = hashing.result()
     files = tuple(n for n in (upload.queries_name, upload.candidates_name) if n)
     report = _audit(loaded.dataset, loaded)
     return Source(kind="upload", label=f"Uploaded data: {name}", synthetic=False,
                   token=upload.digest + _mapping_digest(mapping), loaded=loaded,
                   audit=report, files=files, by_hand=_by_hand(mapping),
                   base=Evaluator(loaded.dataset, audit=report, inputs=inputs))
+
+
+def _input_hashes(upload: Upload) -> list[dict]:
+    """File name, SHA-256 and size of each uploaded file (the run record's inputs)."""
+    return [{"file": n, "sha256": hashlib.sha256(b).hexdigest(), "bytes": len(b)}
+            for n, b in ((upload.queries_name, upload.queries),
+                         (upload.candidates_name, upload.candidates)) if b is not None]
 
 
 def _by_hand(mapping) -> dict:

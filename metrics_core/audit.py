@@ -141,11 +141,11 @@ def audit(dataset: Dataset, *, loaded: Loaded | None = None) -> AuditReport:
     findings: list[Finding] = []
     checks: list[str] = []
     ds = dataset
-    for name, values, noun in (("folds_post_disjoint", ds.fold, "folds"),
-                               ("splits_post_disjoint", ds.split, "splits")):
-        if values is not None:
+    for name, factorized, noun in (("folds_post_disjoint", ds.fold_codes, "folds"),
+                                   ("splits_post_disjoint", ds.split_codes, "splits")):
+        if factorized is not None:
             checks.append(name)
-            findings += _post_disjoint(ds, noun, name)
+            findings += _post_disjoint(ds, factorized, name, noun)
     checks += ["positives_have_gold", "negatives_without_gold"]
     findings += _gold_consistency(ds)
     if ds.n_gold_given is not None:
@@ -178,9 +178,10 @@ def _query_examples(ds: Dataset, mask: np.ndarray) -> tuple[str, ...]:
     return tuple(_query_label(ds, q) for q in np.flatnonzero(mask)[:MAX_EXAMPLES])
 
 
-def _post_disjoint(ds: Dataset, noun: str, check: str) -> list[Finding]:
-    """Posts whose queries fall into more than one fold (or split)."""
-    codes, labels = _sorted_codes(ds.fold_codes if noun == "folds" else ds.split_codes)
+def _post_disjoint(ds: Dataset, factorized, check: str, noun: str) -> list[Finding]:
+    """Posts whose queries fall into more than one fold (or split); ``factorized``: the
+    Dataset's ``fold_codes`` (or ``split_codes``)."""
+    codes, labels = _sorted_codes(factorized)
     post = ds.post_code
     # Queries in post order (canonical) whose posts each keep one label: one pass, no sort.
     if (post.size > 1 and np.all(post[1:] >= post[:-1])

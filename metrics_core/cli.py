@@ -340,7 +340,7 @@ def _prefetch(args):
     return Prefetch((args.queries, args.candidates), _limits(args))
 
 
-def _read_inputs(args, prefetch, io, **options):
+def _read_inputs(args, prefetch, io):
     """``io.load`` of the inputs, with the tables ``prefetch`` has read already."""
     sources, names = [], {}
     for key, path in (("queries", args.queries), ("candidates", args.candidates)):
@@ -348,7 +348,7 @@ def _read_inputs(args, prefetch, io, **options):
         sources.append(path if table is None else table)
         if table is not None:
             names[f"{key}_name"] = path.name
-    return io.load(*sources, limits=_limits(args), **names, **options)
+    return io.load(*sources, limits=_limits(args), **names)
 
 
 def _evaluate(args) -> int:
