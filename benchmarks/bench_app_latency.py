@@ -14,8 +14,8 @@ Method: the slider thumb (a visually hidden ``input[type=range]``) is focused an
 with ArrowRight, always to a value not shown before (no memo hit). An in-page recorder notes the
 key press (capture ``keydown`` listener, ``performance.now()``) and, through a
 MutationObserver, the first moment the dependent chart text shows the new value (the plotly
-legend entry of the bare app's marker / of the dashboard's τ_neg operating point on the ROC
-chart) and Streamlit's script state (``[data-testid=stApp][data-test-script-state]``) is back
+legend entry of the bare app's marker / the legend entry of the dashboard's τ_neg operating
+point on its ROC chart, a Vega-Lite chart drawn as SVG) and Streamlit's script state (``[data-testid=stApp][data-test-script-state]``) is back
 to ``notRunning``; the latency is the time to the next animation frame after that. Warm-up
 moves are dropped; median and p90 over the remaining moves; the ratio is the scenario's
 median over the bare app's. Targets: the demo within 1.5x of the bare app; at 1M queries
@@ -142,7 +142,7 @@ def gate_scenario(name: str, title: str, moves: int, warmup: int,
     return Scenario(
         name, title, "dashboard/server.py", ("/" if prepare else "/gate") + query,
         thumb=f'input[type="range"][aria-label="{GATE_LABEL} — start"]',
-        dependent=".st-key-roc_chart .legendtext",
+        dependent=".st-key-roc_chart text",
         text=lambda v: f"τ_neg (screened in) (p ≥ {v:g})",
         moves=moves, warmup=warmup, prepare=prepare, burst=name == "demo")
 

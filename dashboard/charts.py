@@ -32,6 +32,7 @@ __all__ = [
     "STATE_NAMES",
     "OperatingPoint",
     "count_axis",
+    "curve_name",
     "decision_curve_figure",
     "distribution_figure",
     "folds_figure",
@@ -46,9 +47,11 @@ __all__ = [
     "overlay_reliability_figure",
     "overlay_roc_figure",
     "per_criterion_figure",
+    "point_markers",
     "pr_figure",
     "reliability_figure",
     "roc_figure",
+    "threshold_text",
 ]
 
 #: At most this many points are kept when a curve is drawn (fewer where fewer draw it within
@@ -57,7 +60,7 @@ MAX_CURVE_POINTS = 2000
 #: Gate state codes (0, 1, 2) and their names (contract §6).
 STATE_NAMES = registry.GATE_STATES
 _STATE_COLOURS = {"NEG": "#4c78a8", "UNCERTAIN": "#f58518", "POS": "#e45756"}
-_POINT_SYMBOLS = ("circle", "diamond", "square", "triangle-up", "x")
+POINT_SYMBOLS = ("circle", "diamond", "square", "triangle-up", "x")
 
 GRID_METRICS = {name: registry.label(name) for name in (
     "screening_sensitivity", "alert_precision", "review_rate", "screening_fn_per_1000",
@@ -105,19 +108,25 @@ def _finite(value) -> bool:
     return value is not None and math.isfinite(float(value))
 
 
-def _threshold_text(thresholds: np.ndarray) -> list[str]:
+def threshold_text(thresholds: np.ndarray) -> list[str]:
+    """Hover text of a curve's points: the threshold each one is drawn at."""
     return ["all negative" if not np.isfinite(t) else f"p ≥ {t:.4g}" for t in thresholds]
 
 
 # ------------------------------------------------------------------------- ROC and PR
+def curve_name(curve: str, area: str, value: float | None) -> str:
+    """Legend name of a curve: ``"ROC (AUROC 0.873)"``, or ``"ROC"`` when the area is
+    undefined."""
+    return curve if value is None or not _finite(value) else f"{curve} ({area} {value:.3f})"
+
 
 #: Marker sizes of the operating points, largest first: a later point drawn on the same spot
 #: sits inside the earlier one, so coinciding points all stay visible.
-_POINT_SIZES = (22, 15, 9, 6, 4)
-_POINT_COLOURS = ("#4c78a8", "#e45756", "#54a24b", "#f58518", "#b279a2")
+POINT_SIZES = (22, 15, 9, 6, 4)
+POINT_COLOURS = ("#4c78a8", "#e45756", "#54a24b", "#f58518", "#b279a2")
 
 
-def _point_markers(points: Sequence[OperatingPoint], x: str, y: str):
+def point_markers(points: Sequence[OperatingPoint], x: str, y: str):
     """(point, marker, legend name) of each drawable operating point.
 
     Each point has its own symbol, colour and size (decreasing, so a point drawn on top of
@@ -137,9 +146,9 @@ def _point_markers(points: Sequence[OperatingPoint], x: str, y: str):
         name = f"{pt.label} (p ≥ {pt.threshold:g})"
         if same:
             name += f", same point as {' and '.join(same)}"
-        marker = {"size": _POINT_SIZES[min(i, len(_POINT_SIZES) - 1)],
-                  "symbol": _POINT_SYMBOLS[i % len(_POINT_SYMBOLS)],
-                  "color": _POINT_COLOURS[i % len(_POINT_COLOURS)],
+        marker = {"size": POINT_SIZES[min(i, len(POINT_SIZES) - 1)],
+                  "symbol": POINT_SYMBOLS[i % len(POINT_SYMBOLS)],
+                  "color": POINT_COLOURS[i % len(POINT_COLOURS)],
                   "line": {"width": 1.5, "color": "black"}}
         drawn.append((pt, spot))
         out.append((pt, marker, name))
@@ -152,7 +161,7 @@ def roc_figure(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
     """ROC curve (thinned for display) with the chance diagonal and operating points, and
     the bootstrap band (``Evaluation.roc_band``) when given."""
     shown = simplify(roc, max_points=max_points)
-    name = "ROC" if auroc is None or not _finite(auroc) else f"ROC (AUROC {auroc:.3f})"
+    name = curve_name("ROC", "AUROC", auroc)
     fig = _Figure()
     if band is not None:
         fig.add_trace(_Scatter(x=np.r_[band["fpr"], band["fpr"][::-1]],
@@ -163,9 +172,9 @@ def roc_figure(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
     fig.add_trace(_Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance",
                              line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
     fig.add_trace(_Scatter(x=shown.fpr, y=shown.tpr, mode="lines", name=name,
-                             line={"shape": "linear"}, text=_threshold_text(shown.thresholds),
+                             line={"shape": "linear"}, text=threshold_text(shown.thresholds),
                              hovertemplate="FPR %{x:.4f}<br>TPR %{y:.4f}<br>%{text}"))
-    for pt, marker, name in _point_markers(points, "fpr", "tpr"):
+    for pt, marker, name in point_markers(points, "fpr", "tpr"):
         fig.add_trace(_Scatter(
             x=[pt.fpr], y=[pt.tpr], mode="markers", name=name, marker=marker,
             hovertemplate=f"{name}<br>FPR %{{x:.4f}}<br>TPR %{{y:.4f}}<extra></extra>"))
@@ -183,7 +192,7 @@ def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] 
     precision counts it).
     """
     shown = simplify(pr, max_points=max_points)
-    name = "PR" if auprc is None or not _finite(auprc) else f"PR (AUPRC {auprc:.3f})"
+    name = curve_name("PR", "AUPRC", auprc)
     fig = _Figure()
     if band is not None:
         defined = band.dropna()
@@ -197,9 +206,9 @@ def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] 
                              line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
     thresholds = np.r_[shown.thresholds, np.inf][: shown.recall.size]
     fig.add_trace(_Scatter(x=shown.recall, y=shown.precision, mode="lines", name=name,
-                             line={"shape": "vh"}, text=_threshold_text(thresholds),
+                             line={"shape": "vh"}, text=threshold_text(thresholds),
                              hovertemplate="recall %{x:.4f}<br>precision %{y:.4f}<br>%{text}"))
-    for pt, marker, name in _point_markers(points, "tpr", "precision"):
+    for pt, marker, name in point_markers(points, "tpr", "precision"):
         fig.add_trace(_Scatter(
             x=[pt.tpr], y=[pt.precision], mode="markers", name=name, marker=marker,
             hovertemplate=f"{name}<br>recall %{{x:.4f}}<br>precision %{{y:.4f}}"

@@ -44,6 +44,7 @@ __all__ = [
     "headline_frame",
     "kind_of",
     "latency_frame",
+    "live_chart",
     "metric_tile",
     "operating_points_frame",
     "page_header",
@@ -260,6 +261,16 @@ def show_failure(exc: BaseException) -> None:
 def plot(fig, *, key: str) -> None:
     """Show a plotly figure (no logo, no external resources)."""
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key)
+
+
+def live_chart(spec: dict, *, key: str) -> None:
+    """Show a Vega-Lite chart of :mod:`dashboard.live_charts` in a container keyed ``key``.
+
+    The chart element itself takes no key: a keyed chart is identified by its data too, so
+    the browser would draw it anew on every change instead of updating its data in place.
+    """
+    with st.container(key=key):
+        st.vega_lite_chart(spec=spec, width="stretch")
 
 
 def column_config_for(frame: pd.DataFrame, given: dict | None = None, *,

@@ -256,7 +256,7 @@ def test_upload_shows_the_uploaded_numbers(new_page, app_url, demo_evaluator, tm
 
     go_to(page, "Gate & thresholds", "Gate & thresholds")
     expect(metric(page, "NEG (auto-cleared)")).to_have_text(f"{ev.gate.count_neg:,}")
-    expect(page.locator(".st-key-roc_chart .legendtext").filter(
+    expect(page.locator(".st-key-roc_chart text").filter(
         has_text=f"ROC (AUROC {ev.record('auroc').value:.3f})")).to_have_count(1)
     assert_no_failure(page)
 
@@ -319,7 +319,7 @@ def test_gate_moves_redraw_the_fragment_and_the_downloads_follow(new_page, app_u
     tau_pos = EvalConfig().tau_pos
     g = gate_expected(demo_evaluator, 0.13, tau_pos)
     expect(metric(page, "NEG (auto-cleared)")).to_have_text(f"{g.count_neg:,}")
-    expect(page.locator(".st-key-roc_chart .legendtext").filter(
+    expect(page.locator(".st-key-roc_chart text").filter(
         has_text="τ_neg (screened in) (p ≥ 0.13)")).to_have_count(1)
     wait_idle(page)
     expect(page.locator(".st-key-tpr_table")).to_be_visible()

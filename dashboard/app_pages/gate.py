@@ -8,7 +8,7 @@ not depend on the gate), so the charts follow the slider quickly.
 
 import streamlit as st
 
-from dashboard import charts, data, display, sidebar
+from dashboard import charts, data, display, live_charts, sidebar
 from metrics_core.targets import parse_target
 
 #: The settings this page draws itself (dashboard.sidebar.PAGE_CONTROLS).
@@ -29,14 +29,13 @@ def _curves(v: data.View) -> None:
                    "ranking).", icon=":material/info:")
     left, right = st.columns(2)
     with left:
-        display.plot(charts.roc_figure(ev.roc, points=points,
-                                       auroc=auroc.value if auroc.defined else None,
-                                       band=ev.roc_band),
-                     key="roc_chart")
+        display.live_chart(live_charts.roc_chart(
+            ev.roc, points=points, auroc=auroc.value if auroc.defined else None,
+            band=ev.roc_band), key="roc_chart")
     with right:
-        display.plot(charts.pr_figure(ev.pr, ev.summary["positive_rate"] or 0.0, points=points,
-                                      auprc=auprc.value if auprc.defined else None,
-                                      band=ev.pr_band), key="pr_chart")
+        display.live_chart(live_charts.pr_chart(
+            ev.pr, ev.summary["positive_rate"] or 0.0, points=points,
+            auprc=auprc.value if auprc.defined else None, band=ev.pr_band), key="pr_chart")
     operating = display.operating_points_frame(v.operating_points)
     display.show_table(operating, key="operating_table", column_order=[
         c for c in operating.columns if c not in ("TP", "FP", "TN", "FN")])
