@@ -12,14 +12,14 @@ Scenarios, each its own ``streamlit run`` server (from the repository root, so
 
 Method: the slider thumb (a visually hidden ``input[type=range]``) is focused and moved one step
 with ArrowRight, always to a value not shown before (no memo hit). An in-page recorder notes the
-key press (capture ``keydown`` listener, ``performance.now()``) and, through a
-MutationObserver, the first moment the dependent chart text shows the new value (the plotly
-legend entry of the bare app's marker / the legend entry of the dashboard's τ_neg operating
-point on its ROC chart, a Vega-Lite chart drawn as SVG) and Streamlit's script state (``[data-testid=stApp][data-test-script-state]``) is back
-to ``notRunning``; the latency is the time to the next animation frame after that. Warm-up
-moves are dropped; median and p90 over the remaining moves; the ratio is the scenario's
-median over the bare app's. Targets: the demo within 1.5x of the bare app; at 1M queries
-a move within 1 s and the upload + load (the files sent, then "Load" until the first
+key press (capture ``keydown`` listener, ``performance.now()``) and, through a MutationObserver,
+the first moment the dependent chart text shows the new value (the plotly legend entry of the
+bare app's marker / the legend entry of the dashboard's τ_neg operating point on its ROC chart,
+a Vega-Lite chart drawn as SVG) and Streamlit's script state (``[data-testid=stApp][data-test-
+script-state]``) is back to ``notRunning``; the latency is the time to the next animation frame
+after that. Warm-up moves are dropped; median and p90 over the remaining moves; the ratio is the
+scenario's median over the bare app's. Targets: the demo within 1.5x of the bare app; at 1M
+queries a move within 1 s and the upload + load (the files sent, then "Load" until the first
 page is drawn) within 6 s.
 
 ``--profile`` also runs the Gate page in ``streamlit.testing.v1.AppTest`` under cProfile for a

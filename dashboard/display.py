@@ -40,6 +40,7 @@ __all__ = [
     "fold_summary_frame",
     "gate_card",
     "gate_card_frame",
+    "gate_denominator",
     "group_frame",
     "headline_frame",
     "kind_of",
@@ -57,6 +58,7 @@ __all__ = [
     "small_n_note",
     "table_height",
     "targets_frame",
+    "thresholds_caption",
     "tools_frame",
     "tpr_frame",
     "triage_class_frame",
@@ -226,8 +228,11 @@ def dashed(frame: pd.DataFrame, columns) -> pd.DataFrame:
     return out
 
 
-def page_header(title: str, v, *, caption: str | None = None) -> None:
-    """Page title, the data label (synthetic data say so) and the active filter."""
+def page_header(title: str, v, *, caption: str | None = None,
+                thresholds: bool = True) -> None:
+    """Page title, the data label (synthetic data say so), the active filter and, unless
+    ``thresholds`` is false (a page fragment then draws :func:`thresholds_caption` itself,
+    next to the threshold controls), the thresholds and their provenance."""
     st.title(title)
     source_label = escape_markdown(v.source.label)
     if v.source.synthetic:
@@ -238,6 +243,12 @@ def page_header(title: str, v, *, caption: str | None = None) -> None:
     if caption:
         text += f" · {caption}"
     st.caption(text)
+    if thresholds:
+        thresholds_caption(v)
+
+
+def thresholds_caption(v) -> None:
+    """The thresholds of the view and whether each was pre-specified or exploratory."""
     from dashboard import state
 
     st.caption(escape_markdown(state.describe_thresholds(v.config)) + ". Exploratory: moved "
@@ -444,16 +455,24 @@ def show_records(frame: pd.DataFrame, *, key: str, extra: tuple[str, ...] = ()) 
                column_order=[*order, *extra, "metric"], wrap=True)
 
 
+def gate_denominator(gate, name: str) -> tuple[int, str]:
+    """The denominator of a gate metric (its ``n``) and what it counts."""
+    if name == "screening_sensitivity":
+        return gate.n_pos, "queries with evidence"
+    if name == "alert_precision":
+        return gate.count_pos, "POS alerts"
+    return gate.n, "queries"
+
+
 def gate_card_frame(gate, targets: pd.DataFrame | None = None) -> pd.DataFrame:
     """The gate's metrics with Wilson intervals, their denominators and the run's targets
     (met only when the whole interval clears them)."""
     by_metric = {} if targets is None else {r["metric"]: r for r in targets.to_dict("records")}
-    denominators = {"screening_sensitivity": gate.n_pos, "alert_precision": gate.count_pos}
     rows = []
     for name in GATE_LABELS:
         lo, hi = gate.ci(name) or (math.nan, math.nan)
         t = by_metric.get(name)
-        n = denominators.get(name, gate.n)
+        n, _ = gate_denominator(gate, name)
         value, kind = getattr(gate, name), kind_of(name)
         rows.append({
             "label": GATE_LABELS[name], "shown": fmt(value, kind),
@@ -503,8 +522,11 @@ def checks_frame(evaluation) -> pd.DataFrame:
                           else "fail", "detail": c.detail} for c in evaluation.checks])
 
 
-def gate_card(v) -> None:
-    """The three-state gate card: counts and rates, the targets, and the same in words."""
+def gate_card(v, *, table_on_demand: bool = False) -> None:
+    """The three-state gate card: counts and rates, the targets, and the same in words, then
+    the card as a table (denominators and metric ids); ``table_on_demand``: the table is drawn
+    only while its expander is open (the Gate page, whose slider redraws the card on every
+    move)."""
     from metrics_core.gate import per_thousand
 
     g = v.evaluation.gate
@@ -540,6 +562,9 @@ def gate_card(v) -> None:
                        delta=f"{t['status']}: target {t['target']}",
                        delta_color="green" if met else "red" if t["status"] == "not met"
                        else "orange", delta_arrow="off", border=True, help=text)
+        if value != UNDEFINED:  # (an undefined tile's reason names its empty denominator)
+            n, noun = gate_denominator(g, name)
+            text += f"; n = {fmt(n, 'count')} {noun}"
         col.caption(text)
     words = per_thousand(g)
     st.markdown(words.sentence("queries (post × criterion)"))
@@ -547,7 +572,15 @@ def gate_card(v) -> None:
                f"{_per_1000_ci(g, 'alert_rate_per_1000', 1)}, sent to review "
                f"{_per_1000_ci(g, 'uncertain_rate')}, auto-cleared {_per_1000_ci(g, 'neg_rate')}, "
                f"missed {_per_1000_ci(g, 'screening_fn_per_1000', 1)}.")
-    show_records(gate_card_frame(g, targets), key="gate_card_table")
+    if table_on_demand:
+        table = st.expander("Gate metrics as a table (denominators, metric ids)",
+                            key="gate_card_table_open", on_change="rerun")
+        if not table.open:
+            return
+        with table:
+            show_records(gate_card_frame(g, targets), key="gate_card_table")
+    else:
+        show_records(gate_card_frame(g, targets), key="gate_card_table")
 
 
 #: Why a gate tile is undefined.

@@ -233,6 +233,15 @@ def test_gate_slider_changes_the_gate_card(demo_evaluator):
     assert metric(at, "POS (alert)") == f"{g.count_pos:,}"
     assert metric(at, "Screening sensitivity") == display.fmt(g.screening_sensitivity)
     assert metric(at, "Alert precision") == display.fmt(g.alert_precision)
+    # The tiles say their denominators; the card's table is drawn when its expander is open.
+    captions = [c.value for c in at.caption]
+    assert any(c.endswith(f"n = {g.n_pos:,} queries with evidence") for c in captions)
+    assert any(c.endswith(f"n = {g.count_pos:,} POS alerts") for c in captions)
+    with pytest.raises(KeyError):
+        at.get_by_key("gate_card_table")
+    at.session_state["gate_card_table_open"] = True
+    at.run(timeout=TIMEOUT)
+    assert_clean(at)
     card = table(at, "gate_card_table")
     assert list(card["metric"]) == list(display.GATE_LABELS)
     for row in card.itertuples():
@@ -616,7 +625,7 @@ def test_a_failure_in_the_gate_fragment_is_a_plain_message(monkeypatch):
     page still draws."""
     from dashboard import display as shown_display
 
-    def broken(v):
+    def broken(v, **options):
         raise ZeroDivisionError("division by zero in a test")
 
     monkeypatch.setattr(shown_display, "gate_card", broken)

@@ -230,6 +230,8 @@ def test_tiles_and_tables_write_each_kind_in_its_format(demo_evaluator):
         assert confusion.loc[name, "shown"] == f"{round(value):,}"  # before: 449.0000
     assert confusion.loc["tn", "shown"] == f"{round(ev.record('tn').value):,}"
     assert "," in confusion.loc["tn", "shown"]  # 13,230: thousands separator
+    at.session_state["gate_card_table_open"] = True  # the card's table, on demand on this page
+    at.run(timeout=TIMEOUT)
     card = table(at, "gate_card_table").set_index("metric")
     lo, hi = g.ci("screening_sensitivity")
     assert card.loc["screening_sensitivity", "ci95"] == f"[{lo:.3f}, {hi:.3f}]"

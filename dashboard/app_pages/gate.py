@@ -66,10 +66,10 @@ def _grid(v: data.View) -> None:
 
 
 def _gate_view(v: data.View) -> None:
-    display.page_header("Gate & thresholds", v)
+    display.thresholds_caption(v)  # a move makes τ_neg / τ_pos exploratory
     for key in CONTROLS:
         sidebar.setting_widget(key)
-    display.gate_card(v)
+    display.gate_card(v, table_on_demand=True)
     # Only the open tab is computed and drawn: a move redraws the charts in view, not both.
     curves_tab, grid_tab = st.tabs(["ROC and precision-recall curves", "Threshold grid"],
                                    key="gate_tab", on_change="rerun")
@@ -86,6 +86,8 @@ def gate_view() -> None:
     sidebar.page_fragment(CONTROLS, _gate_view)
 
 
+# The title, data label and filter do not depend on the gate: drawn once, above the fragment.
+display.page_header("Gate & thresholds", data.view(), thresholds=False)
 gate_view()
 
 # Below: what does not depend on the gate (the fragment's reruns leave it as drawn).
