@@ -11,7 +11,9 @@ it to the section functions (:mod:`metrics_core.sections`), the per-group tables
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -35,6 +37,11 @@ GRID_STEPS = tuple(np.round(np.arange(0.0, 1.0001, 0.05), 2).tolist())
 #: Bounds of the memo of one evaluator (entries, and bytes of the arrays it holds).
 KEPT_ENTRIES = 64
 KEPT_BYTES = 512 << 20
+#: From this many queries on, :meth:`Evaluator.evaluate` computes the parts that do not
+#: depend on the selected K (ranking metrics, ROC / PR, calibration in the large) on a helper
+#: thread while the caller computes K (numpy releases the interpreter for the large arrays,
+#: so the two share the cores). Smaller data sets gain nothing from the thread.
+PREFETCH_MIN_QUERIES = 100_000
 
 
 def reference_k(ks: tuple[int, ...]) -> int:
@@ -94,21 +101,62 @@ class Evaluator:
         self.inputs = tuple(inputs)
         self._cache: OrderedDict = OrderedDict()
         self._sizes: dict = {}
+        # The memo is shared by threads (the prefetch below; app sessions sharing the demo's
+        # evaluator): one lock guards it, and a value being computed is computed once, the
+        # other callers waiting for it.
+        self._lock = threading.Lock()
+        self._running: dict = {}
 
     def _memo(self, key, compute: Callable):
-        """Bounded LRU memo: at most :data:`KEPT_ENTRIES` values and about :data:`KEPT_BYTES`."""
+        """Bounded LRU memo: at most :data:`KEPT_ENTRIES` values and about :data:`KEPT_BYTES`.
+
+        Thread-safe: a caller that asks for a value another thread is computing waits for it
+        (and computes it itself if that failed, so it gets the error in its own thread).
+        """
         cache = self._cache
-        if key in cache:
-            cache.move_to_end(key)
-            return cache[key]
-        value = compute()
-        cache[key] = value
-        self._sizes[key] = _nbytes(value)
-        while len(cache) > 1 and (len(cache) > KEPT_ENTRIES
-                                  or sum(self._sizes.values()) > KEPT_BYTES):
-            old, _ = cache.popitem(last=False)
-            self._sizes.pop(old, None)
-        return value
+        while True:
+            with self._lock:
+                if key in cache:
+                    cache.move_to_end(key)
+                    return cache[key]
+                running = self._running.get(key)
+                if running is None:
+                    done = self._running[key] = threading.Event()
+                    break
+            running.wait()
+        try:
+            value = compute()
+            with self._lock:
+                cache[key] = value
+                self._sizes[key] = _nbytes(value)
+                while len(cache) > 1 and (len(cache) > KEPT_ENTRIES
+                                          or sum(self._sizes.values()) > KEPT_BYTES):
+                    old, _ = cache.popitem(last=False)
+                    self._sizes.pop(old, None)
+            return value
+        finally:
+            with self._lock:
+                del self._running[key]
+            done.set()
+
+    def prefetch(self, cfg: EvalConfig) -> threading.Thread | None:
+        """Start computing, on a helper thread, the parts of ``cfg``'s evaluation that do not
+        depend on the selected K; :meth:`evaluate` calls it for data sets of at least
+        :data:`PREFETCH_MIN_QUERIES` queries. The values are the memo's, so a caller that
+        needs one before it is done waits for it. A failure is left to the caller that needs
+        the value (it computes it again and gets the error)."""
+        if self.ds.n_queries < PREFETCH_MIN_QUERIES:
+            return None
+
+        def work():
+            for part in (lambda: self.ranking_summary(cfg), self.classification,
+                         self.logistic_calibration):
+                with contextlib.suppress(Exception):  # recomputed, and raised, where needed
+                    part()
+
+        thread = threading.Thread(target=work, name="metrics_core-prefetch", daemon=True)
+        thread.start()
+        return thread
 
     # ---- filters ----
     def for_filters(self, filters: Filters) -> Evaluator:
@@ -313,6 +361,7 @@ class Evaluator:
         if bootstrap is not None:
             cfg = cfg.replace(bootstrap=bootstrap)
         target = self.for_filters(cfg.filters)
+        target.prefetch(cfg)
         return build_evaluation(target, cfg, progress=progress)
 
     # ---- sweeps and drill-downs ----

@@ -341,3 +341,83 @@ def test_group_intervals_equal_the_per_criterion_table_and_filtered_runs():
                 run.record(metric).ci95)
     only = group_intervals(ev, cfg.replace(filters=Filters(criteria=("C1", "C2"))), "f1")
     assert list(only["group"]) == ["C1", "C2"]
+
+
+# ------------------------------------------------------------------ threads and the memo
+def _document(evaluation) -> str:
+    doc = json.loads(evaluation.to_json())
+    doc["run"].pop("generated_at", None)  # the one field that differs between runs
+    return json.dumps(doc, sort_keys=True)
+
+
+def test_prefetched_evaluation_is_the_same_document(dataset, monkeypatch):
+    """The K-independent parts computed on a helper thread give the same document, byte for
+    byte, as computing everything on the caller's thread."""
+    cfg = EvalConfig(bootstrap=0, filters=Filters(criteria=["C1", "C2"]))
+    monkeypatch.setattr(evaluator_mod, "PREFETCH_MIN_QUERIES", 10 ** 9)
+    plain = Evaluator(dataset)
+    assert plain.prefetch(cfg) is None
+    expected = _document(plain.evaluate(cfg))
+    monkeypatch.setattr(evaluator_mod, "PREFETCH_MIN_QUERIES", 0)
+    threaded = Evaluator(dataset)
+    helper = threaded.for_filters(cfg.filters).prefetch(cfg)
+    assert helper is not None
+    got = _document(threaded.evaluate(cfg))
+    helper.join(timeout=60)
+    assert got == expected
+    assert not threaded.for_filters(cfg.filters)._running  # nothing left in flight
+
+
+def test_memo_computes_a_value_once_for_concurrent_callers(dataset):
+    import threading
+
+    ev = Evaluator(dataset)
+    started, release, calls = threading.Event(), threading.Event(), []
+
+    def slow():
+        calls.append(1)
+        started.set()
+        release.wait(10)
+        return np.arange(3)
+
+    results = []
+    first = threading.Thread(target=lambda: results.append(ev._memo(("slow",), slow)))
+    first.start()
+    started.wait(10)
+    second = threading.Thread(target=lambda: results.append(ev._memo(("slow",), slow)))
+    second.start()
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert len(calls) == 1 and len(results) == 2 and results[0] is results[1]
+
+
+def test_memo_failure_reaches_every_caller_in_its_own_thread(dataset):
+    import threading
+
+    ev = Evaluator(dataset)
+    started, release, calls, errors = threading.Event(), threading.Event(), [], []
+
+    def failing():
+        calls.append(1)
+        started.set()
+        release.wait(10)
+        raise ValueError("bad data")
+
+    def call():
+        try:
+            ev._memo(("failing",), failing)
+        except ValueError as exc:
+            errors.append(str(exc))
+
+    first = threading.Thread(target=call)
+    first.start()
+    started.wait(10)
+    second = threading.Thread(target=call)
+    second.start()
+    release.set()
+    first.join(10)
+    second.join(10)
+    # The waiting caller computed it again after the failure and got the error itself.
+    assert errors == ["bad data", "bad data"] and len(calls) == 2
+    assert ("failing",) not in ev._cache and not ev._running
