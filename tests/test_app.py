@@ -252,7 +252,9 @@ def test_gate_slider_changes_the_gate_card(demo_evaluator):
         assert (row.ci95_lo, row.ci95_hi) == (lo, hi)
         assert row.shown == display.fmt_metric(name, getattr(g, name))
         assert row.ci95 == display.fmt_interval(lo, hi, display.kind_of(name))
-    # The operating points drawn on ROC / PR moved with the slider.
+    # The operating points drawn on ROC / PR moved with the slider (their table on demand).
+    at.session_state["operating_table_open"] = True
+    at.run(timeout=TIMEOUT)
     points = table(at, "operating_table")
     assert list(points["threshold"]) == [0.2, 0.7, 0.5]
 

@@ -36,9 +36,15 @@ def _curves(v: data.View) -> None:
         display.live_chart(live_charts.pr_chart(
             ev.pr, ev.summary["positive_rate"] or 0.0, points=points,
             auprc=auprc.value if auprc.defined else None, band=ev.pr_band), key="pr_chart")
-    operating = display.operating_points_frame(v.operating_points)
-    display.show_table(operating, key="operating_table", column_order=[
-        c for c in operating.columns if c not in ("TP", "FP", "TN", "FN")])
+    # On demand, as the gate card's table: a table redrawn on every move costs the browser
+    # more than both charts' updates.
+    table = st.expander("Operating points as a table (TPR, FPR and precision with 95% CIs, "
+                        "counts)", key="operating_table_open", on_change="rerun")
+    if table.open:
+        with table:
+            operating = display.operating_points_frame(v.operating_points)
+            display.show_table(operating, key="operating_table", column_order=[
+                c for c in operating.columns if c not in ("TP", "FP", "TN", "FN")])
 
 
 def _grid(v: data.View) -> None:
