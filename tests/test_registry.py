@@ -99,13 +99,14 @@ def test_the_command_line_start_loads_no_heavy_module():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the setting is Linux only")
 @pytest.mark.parametrize(("environment", "imported_first", "pool"), [
-    ({}, False, "jemalloc"),  # the command line: set before pyarrow is imported
-    ({}, True, "jemalloc"),  # the app server: Streamlit has imported pyarrow already
-    ({"ARROW_DEFAULT_MEMORY_POOL": "system"}, False, "system"),  # the user's choice wins
+    ({}, False, "system"),  # the command line: set before pyarrow is imported
+    ({}, True, "system"),  # the app server: Streamlit has imported pyarrow already
+    ({"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}, False, "jemalloc"),  # the user's choice wins
 ])
-def test_the_project_processes_give_arrow_its_jemalloc_pool(environment, imported_first, pool):
-    """``keep_freed_memory`` (command line, app server) makes jemalloc Arrow's default pool
-    whether or not pyarrow is imported yet, unless the environment names a pool."""
+def test_the_project_processes_give_arrow_the_system_pool(environment, imported_first, pool):
+    """``keep_freed_memory`` (command line, app server) makes the system allocator (glibc's
+    heap, which it configures) Arrow's default pool whether or not pyarrow is imported yet,
+    unless the environment names a pool."""
     import os
     import subprocess
 
