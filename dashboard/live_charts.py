@@ -41,9 +41,6 @@ _SHAPES = MappingProxyType({"circle": "circle", "diamond": "diamond", "square": 
 _CURVE = "#4c78a8"
 _BAND = "rgba(76,120,168,0.2)"
 _REFERENCE = "grey"
-
-
-
 #: Off the drawn area (marks are clipped to it): where an undefined operating point goes.
 _OFF = -1.0
 
@@ -55,10 +52,12 @@ def _points(points: Sequence[OperatingPoint], x: str, y: str) -> pd.DataFrame:
     the others are (the scales map the names in this order). A point that cannot be drawn
     (an undefined coordinate) sits off the drawn area and its legend entry says why.
     """
-    drawn = {id(pt): name for pt, _, name in point_markers(points, x, y)}
+    drawn = point_markers(points, x, y)  # the drawable points, in order, with their names
     rows = []
     for i, pt in enumerate(points):
-        name = drawn.get(id(pt))
+        name = None
+        if drawn and drawn[0][0] is pt:
+            name = drawn.pop(0)[2]
         if name is None:
             rows.append({"x": _OFF, "y": _OFF, "order": i,
                          "name": f"{pt.label} (p ≥ {pt.threshold:g}): undefined, not drawn"})

@@ -131,3 +131,10 @@ def test_the_band_is_drawn_between_its_bounds():
                             "precision_hi": [1.0, np.nan, 0.6]})
     pr_spec = live_charts.pr_chart(pr_points(Y, P), 0.5, band=pr_band)
     assert pr_spec["datasets"]["band"]["x"].tolist() == [0.0, 1.0]  # undefined rows dropped
+
+
+def test_the_same_point_twice_keeps_both_rows_in_order():
+    point = charts.operating_point("τ", confusion_at(Y, P, threshold=0.4))
+    drawn = live_charts.roc_chart(roc_points(Y, P), points=[point, point])["datasets"]["points"]
+    assert drawn["order"].tolist() == [0, 1]
+    assert drawn["name"].tolist() == ["τ (p ≥ 0.4)", "τ (p ≥ 0.4), same point as τ"]
