@@ -85,4 +85,4 @@ def _use_arrow_pool() -> None:
         return
     import pyarrow as pa
 
-    pa.set_memory_pool(pa.system_memory_pool())  # (every pyarrow build has it)
+    pa.set_memory_pool(getattr(pa, f"{ARROW_POOL}_memory_pool")())

@@ -11,7 +11,7 @@ per-setting computations (gate, dynamic-K, thresholds) run on top of it.
 
 from __future__ import annotations
 
-import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -602,14 +602,12 @@ def _grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
             # Each query's rows are sorted on their own, into their own window of ``order``:
             # a second thread takes half of the queries of every length (numpy releases the
             # interpreter while it copies, negates and sorts these blocks). The same order.
-            halves = [(length, heads[:heads.size // 2]) for length, heads in work]
-            helper = threading.Thread(target=lambda: [sort(*part) for part in halves])
-            helper.start()
-            try:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                helper = pool.submit(lambda: [sort(length, heads[:heads.size // 2])
+                                              for length, heads in work])
                 for length, heads in work:
                     sort(length, heads[heads.size // 2:])
-            finally:
-                helper.join()
+                helper.result()  # (raises what the helper raised)
     return (order if grouped is None else grouped[order]), n_cand
 
 
