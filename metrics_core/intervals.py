@@ -9,6 +9,7 @@ keeps the number of resamples on which its statistic was defined.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -20,7 +21,9 @@ from metrics_core.uncertainty import (
     Bootstrap,
     _ratio,
     bootstrap_cis,
+    bootstrap_sums,
     indicator_matrix,
+    percentile_ci,
     weighted_int_quantiles,
     weighted_means,
 )
@@ -113,55 +116,181 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
     return ev._memo(key, compute)
 
 
-def operating_statistic(y, inter) -> Callable:
-    """One statistic for every setting-dependent metric, from one matrix product per batch.
+#: The names of the setting-dependent intervals, in the order :func:`_operating_values`
+#: returns them.
+OPERATING_NAMES = ("evidence_recall", "evidence_precision", "mean_k", "workload_per_1000",
+                   "median_k", "p90_k", "f1", "mcc", "balanced_accuracy", "f1_pos", "f1_neg",
+                   "balanced_accuracy_answered", "mcc_answered")
 
-    Its columns (``names``): the means of §7 (evidence recall / precision over the evidence
-    mask, mean K, workload per 1,000), K's median and P90 (numpy's linear quantiles of the
-    resample, from its weighted K histogram), F1 / MCC / balanced accuracy at τ (§4) and the
-    F1 / MCC / balanced accuracy of the gate's abstention view (§6), each a ratio of the
-    resample's weighted outcome table. Equal to computing each on the repeated rows.
-    """
-    y = np.asarray(y, dtype=np.int64)
-    k = np.asarray(inter.k, dtype=np.int64)
+#: A setting change that alters the integer columns of at most this share of the queries
+#: updates their kept sums by those queries' rows; a larger change sums every row again.
+DELTA_MAX_SHARE = 0.25
+
+#: Leading integer columns before the two one-hot outcome tables and the K histogram:
+#: evidence mask, K, 1000 K, 1.
+_N_LEADING = 4
+
+
+def _float_columns(inter) -> np.ndarray:
+    """The two real-valued columns: evidence recall and precision on the evidence mask."""
     emask = np.asarray(inter.emask, dtype=bool)
-    means = np.stack([np.where(emask, np.nan_to_num(inter.rec), 0.0),
-                      np.where(emask, np.nan_to_num(inter.prec), 0.0), emask.astype(float),
-                      k.astype(np.float64), 1000.0 * k, np.ones(k.size)], axis=1)
-    three_way = gate.states_to_prediction(inter.states).astype(np.int64)
-    conf = indicator_matrix((np.asarray(inter.pred, dtype=np.int64) + 1) * 2 + y, 6)
-    abst = indicator_matrix((three_way + 1) * 2 + y, 6)
-    n_k = int(k.max()) + 1 if k.size else 1
-    columns = np.concatenate([means, conf, abst, indicator_matrix(k, n_k)], axis=1)
-    quantiles = weighted_int_quantiles(k, (0.5, 0.9))
+    return np.stack([np.where(emask, np.nan_to_num(inter.rec), 0.0),
+                     np.where(emask, np.nan_to_num(inter.prec), 0.0)], axis=1)
 
-    def statistic(w: np.ndarray) -> np.ndarray:
-        sums = w @ columns
-        recall_num, precision_num, e_den, k_sum, work_sum, n = sums[:, :6].T
-        confusion = confusion_rates(*outcomes.confusion_cells(sums[:, 6:12].reshape(-1, 3, 2)))
-        abstention = outcomes.abstention_ratios(sums[:, 12:18].reshape(-1, 3, 2))
-        median_p90 = quantiles.from_histogram(sums[:, 18:])
-        return np.column_stack([
-            _ratio(recall_num, e_den), _ratio(precision_num, e_den), _ratio(k_sum, n),
-            _ratio(work_sum, n), median_p90[:, 0], median_p90[:, 1],
-            confusion["f1"], confusion["mcc"], confusion["balanced_accuracy"],
-            abstention["f1_pos"], abstention["f1_neg"], abstention["balanced_accuracy"],
-            abstention["mcc"]])
 
-    statistic.names = ("evidence_recall", "evidence_precision", "mean_k", "workload_per_1000",
-                       "median_k", "p90_k", "f1", "mcc", "balanced_accuracy", "f1_pos",
-                       "f1_neg", "balanced_accuracy_answered", "mcc_answered")
-    return statistic
+def _sources(inter) -> tuple[np.ndarray, ...]:
+    """Per query, the small integers the integer columns are built from: the prediction at
+    τ, the gate's three-way prediction, K and the evidence mask."""
+    return (np.asarray(inter.pred, dtype=np.int64),
+            gate.states_to_prediction(inter.states).astype(np.int64),
+            np.asarray(inter.k, dtype=np.int64), np.asarray(inter.emask, dtype=bool))
+
+
+def _integer_columns(y, pred, three_way, k, emask, n_k: int) -> np.ndarray:
+    """The integer-valued columns of some queries: evidence mask, K, 1000 K, 1; the outcome
+    table at τ and the gate's abstention table (one-hot, 6 cells each); K's histogram (one-hot,
+    ``n_k`` values). Their weighted sums are integers, exact in float64 in any order."""
+    return np.concatenate([
+        np.stack([emask.astype(np.float64), k.astype(np.float64), 1000.0 * k,
+                  np.ones(k.size)], axis=1),
+        indicator_matrix((pred + 1) * 2 + y, 6), indicator_matrix((three_way + 1) * 2 + y, 6),
+        indicator_matrix(k, n_k)], axis=1)
+
+
+def _operating_values(float_sums: np.ndarray, int_sums: np.ndarray) -> np.ndarray:
+    """Each resample's value of every :data:`OPERATING_NAMES` metric from its weighted sums:
+    the means of §7 (evidence recall / precision over the evidence mask, mean K, workload per
+    1,000), K's median and P90 (numpy's linear quantiles of the resample, from its weighted K
+    histogram), F1 / MCC / balanced accuracy at τ (§4) and the F1 / MCC / balanced accuracy of
+    the gate's abstention view (§6), each a ratio of the resample's weighted outcome table.
+    Equal to computing each on the repeated rows."""
+    recall_num, precision_num = float_sums.T
+    e_den, k_sum, work_sum, n = int_sums[:, :_N_LEADING].T
+    lead = _N_LEADING
+    confusion = confusion_rates(*outcomes.confusion_cells(
+        int_sums[:, lead:lead + 6].reshape(-1, 3, 2)))
+    abstention = outcomes.abstention_ratios(int_sums[:, lead + 6:lead + 12].reshape(-1, 3, 2))
+    histogram = int_sums[:, lead + 12:]
+    quantiles = weighted_int_quantiles(np.arange(histogram.shape[1]), (0.5, 0.9))
+    median_p90 = quantiles.from_histogram(histogram)
+    return np.column_stack([
+        _ratio(recall_num, e_den), _ratio(precision_num, e_den), _ratio(k_sum, n),
+        _ratio(work_sum, n), median_p90[:, 0], median_p90[:, 1],
+        confusion["f1"], confusion["mcc"], confusion["balanced_accuracy"],
+        abstention["f1_pos"], abstention["f1_neg"], abstention["balanced_accuracy"],
+        abstention["mcc"]])
+
+
+#: The real-valued columns' sums are kept per block of queries in the order of p (a
+#: threshold move changes the K of the queries between the old and the new threshold only,
+#: so it touches one or two blocks).
+FLOAT_BLOCKS = 64
+
+
+class _KeptSums:
+    """The resamples' weighted sums of the operating columns for the last setting, kept per
+    evaluator and bootstrap configuration (with the count matrix kept), so that the next
+    setting sums only what changed, and gives the sums that summing every row gives:
+
+    - the integer columns through the rows of the queries whose prediction, gate state, K or
+      evidence mask changed (their sums are integers: any order gives the same);
+    - the real-valued columns (evidence recall and precision) per block of queries in the
+      order of p, summed always block by block in the same order, so that only the blocks
+      holding a changed query are summed again (a threshold move: one or two blocks)."""
+
+    def __init__(self, p: np.ndarray):
+        self.lock = threading.Lock()
+        order = np.argsort(p, kind="stable")
+        self.blocks = np.array_split(order, min(FLOAT_BLOCKS, max(order.size, 1)))
+        self.block_of_row = np.empty(order.size, dtype=np.int64)
+        for b, rows in enumerate(self.blocks):
+            self.block_of_row[rows] = b
+        self.floats: np.ndarray | None = None
+        self.block_sums: np.ndarray | None = None
+        self.sources: tuple[np.ndarray, ...] | None = None
+        self.int_sums: np.ndarray | None = None
+        self.blocks_summed = 0  # by the last call (for inspection)
+
+    def float_sums(self, floats, counts, unit_of_row) -> np.ndarray:
+        """The real-valued sums of ``floats``, summing again the blocks that changed."""
+        if self.floats is None or self.floats.shape != floats.shape:
+            stale = range(len(self.blocks))
+            self.block_sums = np.empty((len(self.blocks), counts.shape[0], floats.shape[1]))
+        else:
+            changed = np.flatnonzero((floats != self.floats).any(axis=1))
+            stale = np.unique(self.block_of_row[changed]).tolist()
+        self.blocks_summed = len(stale)
+        for b in stale:
+            rows = self.blocks[b]
+            units = rows if unit_of_row is None else unit_of_row[rows]
+            self.block_sums[b] = counts[:, units].astype(np.float64) @ floats[rows]
+        self.floats = floats
+        total = self.block_sums[0].copy()
+        for part in self.block_sums[1:]:  # always in block order: the same sums
+            total += part
+        return total
+
+    def int_update(self, y, sources, n_k, counts, unit_of_row) -> np.ndarray | None:
+        """The integer sums for ``sources`` from the kept ones (None: sum every row)."""
+        if self.sources is None:
+            return None
+        changed = np.zeros(y.size, dtype=bool)
+        for new, old in zip(sources, self.sources, strict=True):
+            changed |= new != old
+        rows = np.flatnonzero(changed)
+        if rows.size > DELTA_MAX_SHARE * y.size:
+            return None
+        kept_k = self.int_sums.shape[1] - _N_LEADING - 12
+        width = max(n_k, kept_k)
+        sums = np.zeros((self.int_sums.shape[0], _N_LEADING + 12 + width))
+        sums[:, :self.int_sums.shape[1]] = self.int_sums
+        if rows.size:
+            delta = (_integer_columns(y[rows], *(s[rows] for s in sources), width)
+                     - _integer_columns(y[rows], *(s[rows] for s in self.sources), width))
+            units = rows if unit_of_row is None else unit_of_row[rows]
+            sums += counts[:, units].astype(np.float64) @ delta  # integers: exact
+        return sums[:, :_N_LEADING + 12 + n_k]  # the columns cut off are all zero
 
 
 def operating_intervals(ev, cfg, inter, progress: Callable | None = None) -> Intervals:
-    """Percentile CIs of the setting-dependent metrics (:func:`operating_statistic`).
+    """Percentile CIs of the setting-dependent metrics (:data:`OPERATING_NAMES`), from the
+    resamples' weighted column sums.
 
-    The count matrix is the data set's (drawn once per seed); a setting change re-weights."""
+    The count matrix is the data set's (drawn once per seed); a setting change re-weights, and
+    with the count matrix kept (:func:`_kept_counts`), updates the previous setting's sums by
+    what changed (:class:`_KeptSums`): the same intervals as a fresh evaluator's."""
     if cfg.bootstrap == 0 or ev.ds.n_queries == 0:
         return Intervals(None)
+    ds = ev.ds
+    y = np.asarray(ds.y, dtype=np.int64)
+    unit_of_row = ds.post_code if cfg.bootstrap_unit == "post" else None
+    n_units = int(ds.posts.size) if unit_of_row is not None else ds.n_queries
+    counts = _kept_counts(ev, cfg, n_units)
+    floats = _float_columns(inter)
+    sources = _sources(inter)
+    n_k = int(sources[2].max()) + 1
+
+    def summed(matrices):
+        return bootstrap_sums(matrices, n_units, unit_of_row=unit_of_row,
+                              n_resamples=cfg.bootstrap, seed=cfg.seed, progress=progress,
+                              counts=counts)
+
+    if counts is None:  # drawn batch by batch: every row summed
+        float_sums, int_sums = summed([floats, _integer_columns(y, *sources, n_k)])
+    else:
+        kept = ev._memo(("operating_sums", cfg.bootstrap_config), lambda: _KeptSums(ds.p))
+        with kept.lock:
+            int_sums = kept.int_update(y, sources, n_k, counts, unit_of_row)
+            if int_sums is None:
+                (int_sums,) = summed([_integer_columns(y, *sources, n_k)])
+            elif progress is not None:
+                progress(cfg.bootstrap, cfg.bootstrap)
+            kept.sources, kept.int_sums = sources, int_sums
+            float_sums = kept.float_sums(floats, counts, unit_of_row)
+    values = _operating_values(float_sums, int_sums)
     out = Intervals(_method(cfg))
-    out.update(_run(ev, cfg, {"operating": operating_statistic(ev.ds.y, inter)}, progress))
+    for j, name in enumerate(OPERATING_NAMES):
+        out[name] = percentile_ci(values[:, j], unit=cfg.bootstrap_unit)
     return out
 
 

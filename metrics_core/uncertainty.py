@@ -33,6 +33,7 @@ __all__ = [
     "Bootstrap",
     "bootstrap_ci",
     "bootstrap_cis",
+    "bootstrap_sums",
     "indicator_matrix",
     "percentile_ci",
     "weighted_int_quantiles",
@@ -296,33 +297,15 @@ def bootstrap_cis(statistics: Mapping[str, Statistic], n_units: int, *, unit_of_
     _z(level)
     if not statistics:
         return {}
-    n_rows = n_units
-    if unit_of_row is not None:
-        unit_of_row = np.asarray(unit_of_row)
-        n_rows = max(n_units, unit_of_row.size)
-    if batch_size is None:  # size batches by the weight matrix the statistics receive
-        batch_size = max(1, _BATCH_ELEMENTS // n_rows)
-    boot = Bootstrap(n_units, n_resamples=n_resamples, seed=seed, batch_size=batch_size)
-    if counts is not None and counts.shape != (n_resamples, n_units):
-        raise ValueError(f"counts must have shape ({n_resamples}, {n_units}), "
-                         f"got {counts.shape}")
-    batches = boot.count_batches() if counts is None else (
-        counts[i:i + batch_size] for i in range(0, n_resamples, batch_size))
     collected: dict[str, list[np.ndarray]] = {name: [] for name in statistics}
-    done = 0
-    for batch in batches:
-        weights = batch.astype(np.float64)
-        if unit_of_row is not None:
-            weights = Bootstrap.expand(weights, unit_of_row)
+    for weights in _weight_batches(n_units, unit_of_row, n_resamples, seed, batch_size, counts,
+                                   progress):
         for name, statistic in statistics.items():
             values = np.asarray(statistic(weights), dtype=np.float64)
             if values.shape[:1] != (weights.shape[0],) or values.ndim > 2:
                 raise ValueError(f"statistic {name!r} must return shape ({weights.shape[0]},) "
                                  f"or ({weights.shape[0]}, m), got {values.shape}")
             collected[name].append(values)
-        done += batch.shape[0]
-        if progress is not None:
-            progress(done, n_resamples)
     out: dict = {}
     for name, parts in collected.items():
         values = np.concatenate(parts)
@@ -336,6 +319,58 @@ def bootstrap_cis(statistics: Mapping[str, Statistic], n_units: int, *, unit_of_
             out[name] = tuple(percentile_ci(values[:, j], level=level, unit=unit)
                               for j in range(values.shape[1]))
     return out
+
+
+def _weight_batches(n_units: int, unit_of_row, n_resamples: int, seed: int,
+                   batch_size: int | None, counts: np.ndarray | None,
+                   progress: Callable[[int, int], None] | None) -> Iterator[np.ndarray]:
+    """The resamples' float64 row weights, batch by batch (:func:`bootstrap_cis`'s draw):
+    ``batch_size`` resamples a batch (default: about :data:`_BATCH_ELEMENTS` weights), from
+    ``counts`` when given; ``progress(done, n_resamples)`` after each batch is used."""
+    n_rows = n_units
+    if unit_of_row is not None:
+        unit_of_row = np.asarray(unit_of_row)
+        n_rows = max(n_units, unit_of_row.size)
+    if batch_size is None:  # size batches by the weight matrix the statistics receive
+        batch_size = max(1, _BATCH_ELEMENTS // n_rows)
+    boot = Bootstrap(n_units, n_resamples=n_resamples, seed=seed, batch_size=batch_size)
+    if counts is not None and counts.shape != (n_resamples, n_units):
+        raise ValueError(f"counts must have shape ({n_resamples}, {n_units}), "
+                         f"got {counts.shape}")
+    batches = boot.count_batches() if counts is None else (
+        counts[i:i + batch_size] for i in range(0, n_resamples, batch_size))
+    done = 0
+    for batch in batches:
+        weights = batch.astype(np.float64)
+        if unit_of_row is not None:
+            weights = Bootstrap.expand(weights, unit_of_row)
+        yield weights
+        done += batch.shape[0]
+        if progress is not None:
+            progress(done, n_resamples)
+
+
+def bootstrap_sums(matrices, n_units: int, *, unit_of_row=None, n_resamples: int = 10_000,
+                   seed: int = 0, batch_size: int | None = None,
+                   progress: Callable[[int, int], None] | None = None,
+                   counts: np.ndarray | None = None) -> list[np.ndarray]:
+    """``W @ m`` for each matrix ``m`` of per-row columns: every resample's weighted column
+    sums, ``(n_resamples, m.shape[1])`` each, over the resamples of :func:`bootstrap_cis`
+    with the same arguments (batch by batch, one product per matrix and batch, so a matrix's
+    sums do not depend on the other matrices given with it).
+
+    For statistics that are functions of weighted sums: the sums are drawn once, and the
+    statistic is applied to all resamples at once (or the sums are updated, exactly, when a
+    few integer-valued rows change: see :func:`metrics_core.intervals.operating_intervals`).
+    """
+    matrices = [np.asarray(m, dtype=np.float64) for m in matrices]
+    parts: list[list[np.ndarray]] = [[] for _ in matrices]
+    for weights in _weight_batches(n_units, unit_of_row, n_resamples, seed, batch_size, counts,
+                                   progress):
+        for part, matrix in zip(parts, matrices, strict=True):
+            part.append(weights @ matrix)
+    return [np.concatenate(part, axis=0) if part else np.empty((0, m.shape[1]))
+            for part, m in zip(parts, matrices, strict=True)]
 
 
 def bootstrap_ci(statistic: Statistic, n_units: int, *, unit_of_row=None,

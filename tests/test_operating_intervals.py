@@ -1,0 +1,114 @@
+"""The setting-dependent intervals from kept weighted sums (intervals on every slider move).
+
+A setting change updates the previous setting's sums by the rows that changed; the intervals
+must be exactly those of summing every row on a fresh evaluator, for any sequence of moves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from metrics_core import intervals
+from metrics_core.config import EvalConfig
+from metrics_core.dataset import Dataset
+from metrics_core.evaluator import Evaluator
+from metrics_core.uncertainty import Bootstrap, bootstrap_sums
+from tests.conftest import random_frames
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    q, c = random_frames(n_posts=90, seed=11, max_candidates=12)
+    return Dataset.from_frames(q, c)
+
+
+def _cis(ev, cfg):
+    got = intervals.operating_intervals(ev, cfg, ev.intermediate(cfg))
+    assert set(got) == set(intervals.OPERATING_NAMES)
+    return {name: (ci.lo, ci.hi, ci.n_valid, ci.n_resamples, ci.unit) for name, ci in got.items()}
+
+
+def _same(a, b):
+    assert a.keys() == b.keys()
+    for name in a:
+        assert np.array_equal(np.array(a[name][:2]), np.array(b[name][:2]), equal_nan=True), name
+        assert a[name][2:] == b[name][2:], name
+
+
+MOVES = [dict(tau_neg=0.2, tau_pos=0.6), dict(tau_neg=0.22, tau_pos=0.6),
+         dict(tau_neg=0.22, tau_pos=0.64), dict(tau_neg=0.22, tau_pos=0.64, threshold=0.45),
+         dict(tau_neg=0.22, tau_pos=0.64, gamma=0.5),  # K shrinks: the K histogram narrows
+         dict(tau_neg=0.22, tau_pos=0.64, gamma=0.99),  # and widens again
+         dict(tau_neg=0.05, tau_pos=0.95),  # most states change: every row summed again
+         dict(tau_neg=0.06, tau_pos=0.95)]
+
+
+@pytest.mark.parametrize("unit", ["query", "post"])
+def test_moves_on_one_evaluator_equal_fresh_evaluators_exactly(dataset, unit):
+    ev = Evaluator(dataset)
+    for move in MOVES:
+        cfg = EvalConfig(bootstrap=150, seed=4, bootstrap_unit=unit, **move)
+        _same(_cis(ev, cfg), _cis(Evaluator(dataset), cfg))
+
+
+def test_threshold_move_updates_only_the_changed_rows(dataset, monkeypatch):
+    ev = Evaluator(dataset)
+    base = EvalConfig(bootstrap=100, seed=2, tau_neg=0.2, tau_pos=0.6)
+    _cis(ev, base)
+    calls = []
+    real = intervals.bootstrap_sums
+    monkeypatch.setattr(intervals, "bootstrap_sums",
+                        lambda matrices, *a, **k: calls.append(len(matrices))
+                        or real(matrices, *a, **k))
+    moved = EvalConfig(bootstrap=100, seed=2, tau_neg=0.21, tau_pos=0.6)
+    assert np.any(ev.intermediate(moved).states != ev.intermediate(base).states)
+    updated = _cis(ev, moved)
+    assert calls == [], "a small threshold move must not sum every row again"
+    _same(updated, _cis(Evaluator(dataset), moved))
+    calls.clear()
+    kept = ev._cache[("operating_sums", moved.bootstrap_config)]
+    assert kept.blocks_summed == 0  # nothing real-valued changed
+    # A threshold move that changes some queries' K: only their blocks are summed again.
+    for tau_pos in np.arange(0.61, 0.9, 0.01):
+        step = EvalConfig(bootstrap=100, seed=2, tau_neg=0.21, tau_pos=round(tau_pos, 2))
+        before = intervals._float_columns(ev.intermediate(moved))
+        changed = np.flatnonzero((intervals._float_columns(ev.intermediate(step))
+                                  != before).any(axis=1))
+        updated = _cis(ev, step)
+        assert calls == []
+        _same(updated, _cis(Evaluator(dataset), step))
+        calls.clear()  # (the fresh evaluator's sums)
+        moved = step
+        if changed.size:
+            assert kept.blocks_summed == np.unique(kept.block_of_row[changed]).size <= 3
+            break
+    else:
+        pytest.fail("no threshold move changed the evidence columns")
+    moves = EvalConfig(bootstrap=100, seed=2, tau_neg=0.21, tau_pos=0.6, gamma=0.6)
+    assert np.any(ev.intermediate(moves).k != ev.intermediate(moved).k)
+    _same(_cis(ev, moves), _cis(Evaluator(dataset), moves))
+
+
+def test_intervals_equal_the_repeated_rows(dataset):
+    """Evidence recall and mean K on each resample's repeated rows (numpy), and the sums of
+    bootstrap_sums equal to the literal product of the drawn counts."""
+    cfg = EvalConfig(bootstrap=60, seed=9, tau_neg=0.25, tau_pos=0.7)
+    ev = Evaluator(dataset)
+    inter = ev.intermediate(cfg)
+    got = intervals.operating_intervals(ev, cfg, inter)
+    counts = Bootstrap(dataset.n_queries, n_resamples=60, seed=9).counts()
+    rec, k, emask = np.nan_to_num(inter.rec), inter.k, inter.emask
+    recall, mean_k = [], []
+    for row in counts:
+        idx = np.repeat(np.arange(dataset.n_queries), row)
+        sel = idx[emask[idx]]
+        recall.append(rec[sel].mean() if sel.size else np.nan)
+        mean_k.append(k[idx].mean())
+    for name, draws in (("evidence_recall", recall), ("mean_k", mean_k)):
+        valid = np.array(draws)[~np.isnan(draws)]
+        assert (got[name].lo, got[name].hi) == pytest.approx(
+            tuple(np.percentile(valid, [2.5, 97.5])), abs=1e-12), name
+    matrix = np.stack([k.astype(float), emask.astype(float)], axis=1)
+    (sums,) = bootstrap_sums([matrix], dataset.n_queries, n_resamples=60, seed=9)
+    assert np.array_equal(sums, counts.astype(float) @ matrix)
