@@ -41,7 +41,8 @@ import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
 from metrics_core.choices import EVIDENCE_PROTOCOLS, MASS_RULES
-from metrics_core.dataset import Dataset, stable_argsort
+from metrics_core.dataset import Dataset
+from metrics_core.ordering import stable_argsort
 from metrics_core.registry import GATE_STATES
 
 __all__ = [

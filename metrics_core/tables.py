@@ -19,7 +19,7 @@ import pandas as pd
 
 from metrics_core import calibration, classification, gate, outcomes, registry
 from metrics_core.classification import confusion_rates
-from metrics_core.dataset import stable_argsort
+from metrics_core.ordering import stable_argsort
 from metrics_core.sections import fmt_t, multilabel_values
 
 __all__ = ["fold_summary", "group_codes", "group_intervals", "group_table"]

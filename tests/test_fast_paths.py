@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from metrics_core import calibration, dynamic_k, outcomes
-from metrics_core.dataset import Dataset, stable_argsort
+from metrics_core.dataset import Dataset
+from metrics_core.ordering import stable_argsort
 
 
 def _plain_cumulative_mass(score, offsets, mass, temperature):
@@ -220,21 +221,21 @@ def test_ids_ordered_within_runs_is_the_per_query_definition(seed):
 @pytest.mark.parametrize("threads", [False, True])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_grouped_order_is_lexsort_by_query_then_key(seed, threads, monkeypatch):
-    """The within-query sort (one thread, or two from ``_PARALLEL_SORT_ROWS`` rows on) is
+    """The within-query sort (one thread, or two from ``PARALLEL_SORT_ROWS`` rows on) is
     ``np.lexsort((key, query))``: stable ties, descending by negation, rows in any order."""
-    from metrics_core import dataset as dataset_mod
+    from metrics_core import ordering
 
-    monkeypatch.setattr(dataset_mod, "_PARALLEL_SORT_ROWS", 0 if threads else 10 ** 12)
+    monkeypatch.setattr(ordering, "PARALLEL_SORT_ROWS", 0 if threads else 10 ** 12)
     rng = np.random.default_rng(seed)
     n_queries = 300
     qidx = rng.integers(0, n_queries, 5_000)
     key = np.round(rng.random(qidx.size), 1)  # many ties
-    order, n_cand = dataset_mod._grouped_order(qidx, n_queries, key)
+    order, n_cand = ordering.grouped_order(qidx, n_queries, key)
     np.testing.assert_array_equal(order, np.lexsort((key, qidx)))
     np.testing.assert_array_equal(n_cand, np.bincount(qidx, minlength=n_queries))
     grouped = np.sort(qidx)  # rows grouped by query already
-    order, _ = dataset_mod._grouped_order(grouped, n_queries, key, descending=True)
+    order, _ = ordering.grouped_order(grouped, n_queries, key, descending=True)
     np.testing.assert_array_equal(order, np.lexsort((-key, grouped)))
     # Not stable: the same multiset of keys in each query, in order.
-    order, _ = dataset_mod._grouped_order(grouped, n_queries, key, stable=False)
+    order, _ = ordering.grouped_order(grouped, n_queries, key, stable=False)
     np.testing.assert_array_equal(key[order], key[np.lexsort((key, grouped))])

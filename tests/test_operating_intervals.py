@@ -36,12 +36,12 @@ def _same(a, b):
         assert a[name][2:] == b[name][2:], name
 
 
-MOVES = [dict(tau_neg=0.2, tau_pos=0.6), dict(tau_neg=0.22, tau_pos=0.6),
-         dict(tau_neg=0.22, tau_pos=0.64), dict(tau_neg=0.22, tau_pos=0.64, threshold=0.45),
-         dict(tau_neg=0.22, tau_pos=0.64, gamma=0.5),  # K shrinks: the K histogram narrows
-         dict(tau_neg=0.22, tau_pos=0.64, gamma=0.99),  # and widens again
-         dict(tau_neg=0.05, tau_pos=0.95),  # most states change: every row summed again
-         dict(tau_neg=0.06, tau_pos=0.95)]
+MOVES = [{"tau_neg": 0.2, "tau_pos": 0.6}, {"tau_neg": 0.22, "tau_pos": 0.6},
+         {"tau_neg": 0.22, "tau_pos": 0.64}, {"tau_neg": 0.22, "tau_pos": 0.64, "threshold": 0.45},
+         {"tau_neg": 0.22, "tau_pos": 0.64, "gamma": 0.5},  # K shrinks: the K histogram narrows
+         {"tau_neg": 0.22, "tau_pos": 0.64, "gamma": 0.99},  # and widens again
+         {"tau_neg": 0.05, "tau_pos": 0.95},  # most states change: every row summed again
+         {"tau_neg": 0.06, "tau_pos": 0.95}]
 
 
 @pytest.mark.parametrize("unit", ["query", "post"])
