@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,13 +97,52 @@ class Evaluation:
     run: dict = field(default_factory=dict)
     _index: dict = field(default_factory=dict, repr=False)
     _tables: dict = field(default_factory=dict, repr=False)
+    _building: dict = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # The tables are built on first use: a slider move that shows one page pays for one table.
+    # Thread-safe: a table another thread is building is waited for, not built twice (after a
+    # failure there, each caller builds it and gets the error in its own thread).
     def _table(self, name: str):
-        value = self._tables[name]
-        if callable(value):
-            value = self._tables[name] = value()
-        return value
+        while True:
+            with self._lock:
+                value = self._tables[name]
+                if not callable(value):
+                    return value
+                running = self._building.get(name)
+                if running is None:
+                    done = self._building[name] = threading.Event()
+                    break
+            running.wait()
+        try:
+            value = value()
+            with self._lock:
+                self._tables[name] = value
+            return value
+        finally:
+            with self._lock:
+                del self._building[name]
+            done.set()
+
+    def prefetch(self, *names: str) -> threading.Thread:
+        """Start building the tables ``names`` (in that order) on a helper thread, for a
+        caller about to read every table (:meth:`to_json`): it builds the others meanwhile,
+        and waits for one in the making. A failure is left to the caller that reads the
+        table (it builds it again and gets the error)."""
+        unknown = [n for n in names if n not in self._tables]
+        if unknown:
+            raise KeyError(f"no table {unknown[0]!r}; have: {', '.join(self._tables)}")
+
+        def work():
+            for name in names:
+                try:
+                    self._table(name)
+                except Exception:  # built again, and raised, by the caller that reads it
+                    continue
+
+        thread = threading.Thread(target=work, name="metrics_core-tables", daemon=True)
+        thread.start()
+        return thread
 
     @property
     def per_query(self) -> pd.DataFrame:
