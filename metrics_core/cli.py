@@ -10,6 +10,7 @@ the previous files as they were.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import sys
@@ -603,6 +604,19 @@ def main(argv: list[str] | None = None) -> int:
         from metrics_core.allocator import keep_freed_memory
 
         keep_freed_memory()
+    code = _run(args)
+    if argv is None and args.command == "evaluate" and args.engine != "dask":
+        # The process ends here (the console script's own main): its outputs are written and
+        # closed, and it started no process. Skip the interpreter's teardown, which frees
+        # every array and module one by one (~70 ms at 200,000 queries, 5 % of the run).
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # (a closed pipe, a closed stream)
+                stream.flush()
+        os._exit(code)
+    return code
+
+
+def _run(args) -> int:
     try:
         if args.command == "evaluate":
             return _evaluate(args)

@@ -92,6 +92,16 @@ def test_module_entry_point_runs_as_a_process(files, tmp_path):
                           check=False)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.read_text())["dataset"]["n_queries"] == 90
+    # The process ends without the interpreter's teardown: what it printed is all there.
+    assert str(out) in proc.stdout and proc.stdout.endswith("\n")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("post_id,criterion,has_evidence,p_has_evidence\np1,A,1,1.5\n")
+    proc = subprocess.run([sys.executable, "-m", "metrics_core", "evaluate", str(bad),
+                           "--out", str(tmp_path / "n.json")], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 2
+    assert "bad.csv" in proc.stderr and "p_has_evidence" in proc.stderr
+    assert not (tmp_path / "n.json").exists()
 
 
 def test_triage_command(tmp_path):
