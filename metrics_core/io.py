@@ -15,6 +15,7 @@ file of 20 million candidate rows validates in a few seconds.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
@@ -22,6 +23,7 @@ import json
 import os
 import zlib
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -1370,6 +1372,13 @@ def _two_tables(q_table, q_rows, q_file, q_map, c_table, c_file, c_map, errors) 
     if not (q_chk.ids_ok and c_chk.ids_ok):
         parts.c_query = np.full(n_c, -1, dtype=np.int64)
         return parts
+    # The ids' order along the rows (for the uniqueness check within queries) is compared on
+    # a thread, in Arrow without the interpreter, while the queries are matched here.
+    increasing = None
+    if n_c >= _THREADED_UID_ROWS:
+        pool = ThreadPoolExecutor(max_workers=1)
+        increasing = pool.submit(_uid_steps, c["sent_uid"])
+        pool.shutdown(wait=False)
     q_post, posts = _factorize(q["post_id"])
     q_crit, crits = _factorize(q["criterion"])
     n_keys = len(posts) * len(crits)
@@ -1400,8 +1409,13 @@ def _two_tables(q_table, q_rows, q_file, q_map, c_table, c_file, c_map, errors) 
     # Each query's rows together: no query starts two runs.
     grouped = bool(np.all(run_query >= 0)) and int(
         np.bincount(run_query, minlength=1).max(initial=0)) <= 1
-    _check_within_query(parts, q_chk, c_chk, run_starts=starts if grouped else None)
+    _check_within_query(parts, q_chk, c_chk, run_starts=starts if grouped else None,
+                        increasing=increasing)
     return parts
+
+
+#: From this many candidate rows on, the ids' order is compared on a thread.
+_THREADED_UID_ROWS = 100_000
 
 
 def _split_long(table, rows, file, q_map, c_map, errors) -> _Parts:
@@ -1444,20 +1458,32 @@ def _split_long(table, rows, file, q_map, c_map, errors) -> _Parts:
     return parts
 
 
-def _ordered_within_runs(uid: pd.Series, starts: np.ndarray) -> bool:
+def _uid_steps(uid: pd.Series, compare=pc.greater) -> np.ndarray | None:
+    """``compare(uid[i + 1], uid[i])`` for every pair of consecutive rows (numpy bool, a copy
+    the caller may change); None for fewer than two rows."""
+    n = len(uid)
+    if n < 2:
+        return None
+    arr = _arrow(uid)
+    step = compare(arr.slice(1), arr.slice(0, n - 1)).to_numpy()
+    return step if step.flags.writeable else step.copy()
+
+
+def _ordered_within_runs(uid: pd.Series, starts: np.ndarray, increasing=None) -> bool:
     """Whether ``sent_uid`` strictly increases (or strictly decreases) along the rows of every
     query, the rows of each query being consecutive from ``starts``: then no id repeats within
     a query, and no id needs hashing. Candidate files written query by query in id order take
-    this path."""
-    n = len(uid)
-    if n < 2:
+    this path. ``increasing``: :func:`_uid_steps` of ``uid`` computed already (a future)."""
+    if len(uid) < 2:
         return True
-    arr = _arrow(uid)
     straddle = starts[1:] - 1  # the pairs (i, i + 1) of two queries
     for compare in (pc.greater, pc.less):
-        step = compare(arr.slice(1), arr.slice(0, n - 1)).to_numpy()
-        if not step.flags.writeable:
-            step = step.copy()
+        step = None
+        if compare is pc.greater and increasing is not None:
+            with contextlib.suppress(Exception):  # (computed here again if that failed)
+                step = increasing.result()
+        if step is None:
+            step = _uid_steps(uid, compare)
         step[straddle] = True
         if step.all():
             return True
@@ -1465,7 +1491,7 @@ def _ordered_within_runs(uid: pd.Series, starts: np.ndarray) -> bool:
 
 
 def _check_within_query(parts: _Parts, q_chk: _Checker, c_chk: _Checker, *,
-                        run_starts: np.ndarray | None = None) -> None:
+                        run_starts: np.ndarray | None = None, increasing=None) -> None:
     """Checks that need each candidate's query: ``sent_uid`` and ``rank`` unique within a
     query, ``n_gold`` not below the gold found. ``run_starts``: the first row of each query,
     when every candidate has a query and the rows of each query are consecutive."""
@@ -1484,7 +1510,7 @@ def _check_within_query(parts: _Parts, q_chk: _Checker, c_chk: _Checker, *,
 
     if any_known:
         if not (run_starts is not None
-                and _ordered_within_runs(parts.c["sent_uid"], run_starts)):
+                and _ordered_within_runs(parts.c["sent_uid"], run_starts, increasing)):
             uid, uids = _factorize(parts.c["sent_uid"])
             c_chk.flag(_duplicated(within_query(uid, len(uids))),
                        "(post_id, criterion, sent_uid) must be unique")

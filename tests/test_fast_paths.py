@@ -215,7 +215,50 @@ def test_ids_ordered_within_runs_is_the_per_query_definition(seed):
     want = (all(all(a < b for a, b in pairwise(q)) for q in queries)
             or all(all(a > b for a, b in pairwise(q)) for q in queries))
     assert want == (mode in ("increasing", "decreasing"))
-    assert mio._ordered_within_runs(pd.Series(ids, dtype="str"), starts) == want
+    uid = pd.Series(ids, dtype="str")
+    assert mio._ordered_within_runs(uid, starts) == want
+    # With the increasing steps compared on a thread beforehand (the loader's path), and
+    # with a failed one (compared again): the same answer.
+    from concurrent.futures import Future
+
+    done, failed = Future(), Future()
+    done.set_result(mio._uid_steps(uid))
+    failed.set_exception(RuntimeError("lost"))
+    assert mio._ordered_within_runs(uid, starts, done) == want
+    assert mio._ordered_within_runs(uid, starts, failed) == want
+
+
+@pytest.mark.parametrize("duplicate", [False, True])
+def test_threaded_id_order_loads_what_the_plain_check_loads(duplicate, monkeypatch, tmp_path):
+    """The ids' order compared on a thread (from ``_THREADED_UID_ROWS`` candidates on): the
+    same data set, and the same error for a sent_uid repeated within a query."""
+    from metrics_core import io as mio
+    from metrics_core.errors import InputError
+    from tests.conftest import random_frames
+    from tests.test_io import assert_same
+
+    q, c = random_frames(n_posts=30, seed=4)
+    c = c.sort_values(["post_id", "criterion", "sent_uid"], kind="stable")
+    if duplicate:
+        c.iloc[1, c.columns.get_loc("sent_uid")] = c.iloc[0]["sent_uid"]
+    qp, cp = tmp_path / "q.parquet", tmp_path / "c.parquet"
+    q.to_parquet(qp, index=False)
+    c.to_parquet(cp, index=False)
+
+    def outcome():
+        try:
+            return mio.load(qp, cp)
+        except InputError as err:
+            return err.render()
+
+    monkeypatch.setattr(mio, "_THREADED_UID_ROWS", 10 ** 12)
+    plain = outcome()
+    monkeypatch.setattr(mio, "_THREADED_UID_ROWS", 0)
+    threaded = outcome()
+    if duplicate:
+        assert isinstance(plain, str) and "sent_uid" in plain and threaded == plain
+    else:
+        assert_same(threaded.dataset, plain.dataset)
 
 
 @pytest.mark.parametrize("threads", [False, True])
