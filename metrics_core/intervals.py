@@ -220,6 +220,7 @@ class _KeptSums:
             changed = np.flatnonzero((floats != self.floats).any(axis=1))
             stale = np.unique(self.block_of_row[changed]).tolist()
         self.blocks_summed = len(stale)
+        self.floats = None  # (until every stale block is summed again: an error leaves none)
         for b in stale:
             rows = self.blocks[b]
             units = rows if unit_of_row is None else unit_of_row[rows]
