@@ -1,7 +1,7 @@
-"""Orders of rows grouped by query, without pandas: the within-query sort of the candidates.
+"""Orders of rows grouped by query: the within-query sort of the candidates, and the stable
+sort of small integer codes that the data set, the dynamic-K profile and the group tables share.
 
-Kept apart from :mod:`metrics_core.dataset` so that code running while pandas is imported (the
-command line's Parquet prefetch, :mod:`metrics_core.parquet_input`) can sort.
+numpy only (no pandas): code that runs before pandas is imported can use it.
 """
 
 from __future__ import annotations
