@@ -11,7 +11,6 @@ it to the section functions (:mod:`metrics_core.sections`), the per-group tables
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
 from collections import OrderedDict
@@ -26,6 +25,7 @@ from metrics_core import ranking as ranking_mod
 from metrics_core.config import EvalConfig, Filters
 from metrics_core.dataset import Dataset
 from metrics_core.errors import InputError
+from metrics_core.inflight import ComputeOnce, in_background
 
 __all__ = ["GAMMA_SWEEP", "GRID_STEPS", "Evaluator", "Intermediate", "reference_k"]
 
@@ -104,8 +104,7 @@ class Evaluator:
         # The memo is shared by threads (the prefetch below; app sessions sharing the demo's
         # evaluator): one lock guards it, and a value being computed is computed once, the
         # other callers waiting for it.
-        self._lock = threading.Lock()
-        self._running: dict = {}
+        self._once = ComputeOnce()
 
     def _memo(self, key, compute: Callable):
         """Bounded LRU memo: at most :data:`KEPT_ENTRIES` values and about :data:`KEPT_BYTES`.
@@ -114,30 +113,27 @@ class Evaluator:
         (and computes it itself if that failed, so it gets the error in its own thread).
         """
         cache = self._cache
-        while True:
-            with self._lock:
-                if key in cache:
-                    cache.move_to_end(key)
-                    return cache[key]
-                running = self._running.get(key)
-                if running is None:
-                    done = self._running[key] = threading.Event()
-                    break
-            running.wait()
-        try:
-            value = compute()
-            with self._lock:
-                cache[key] = value
-                self._sizes[key] = _nbytes(value)
-                while len(cache) > 1 and (len(cache) > KEPT_ENTRIES
-                                          or sum(self._sizes.values()) > KEPT_BYTES):
-                    old, _ = cache.popitem(last=False)
-                    self._sizes.pop(old, None)
-            return value
-        finally:
-            with self._lock:
-                del self._running[key]
-            done.set()
+
+        def stored(key):
+            if key in cache:
+                cache.move_to_end(key)
+                return True, cache[key]
+            return False, None
+
+        def store(key, value):
+            cache[key] = value
+            self._sizes[key] = _nbytes(value)
+            while len(cache) > 1 and (len(cache) > KEPT_ENTRIES
+                                      or sum(self._sizes.values()) > KEPT_BYTES):
+                old, _ = cache.popitem(last=False)
+                self._sizes.pop(old, None)
+
+        return self._once.get(key, stored, compute, store)
+
+    @property
+    def _running(self) -> dict:
+        """The memo's keys being computed now (empty when nothing is in flight)."""
+        return self._once.running
 
     def prefetch(self, cfg: EvalConfig) -> threading.Thread | None:
         """Start computing, on a helper thread, the parts of ``cfg``'s evaluation that do not
@@ -148,15 +144,8 @@ class Evaluator:
         if self.ds.n_queries < PREFETCH_MIN_QUERIES:
             return None
 
-        def work():
-            for part in (lambda: self.ranking_summary(cfg), self.classification,
-                         self.logistic_calibration):
-                with contextlib.suppress(Exception):  # recomputed, and raised, where needed
-                    part()
-
-        thread = threading.Thread(target=work, name="metrics_core-prefetch", daemon=True)
-        thread.start()
-        return thread
+        return in_background((lambda: self.ranking_summary(cfg), self.classification,
+                              self.logistic_calibration), "metrics_core-prefetch")
 
     # ---- filters ----
     def for_filters(self, filters: Filters) -> Evaluator:

@@ -129,6 +129,8 @@ DELTA_MAX_SHARE = 0.25
 #: Leading integer columns before the two one-hot outcome tables and the K histogram:
 #: evidence mask, K, 1000 K, 1.
 _N_LEADING = 4
+#: Integer columns before the K histogram: the leading ones and two outcome tables of 6 cells.
+_N_FIXED = _N_LEADING + 12
 
 
 def _float_columns(inter) -> np.ndarray:
@@ -170,7 +172,7 @@ def _operating_values(float_sums: np.ndarray, int_sums: np.ndarray) -> np.ndarra
     confusion = confusion_rates(*outcomes.confusion_cells(
         int_sums[:, lead:lead + 6].reshape(-1, 3, 2)))
     abstention = outcomes.abstention_ratios(int_sums[:, lead + 6:lead + 12].reshape(-1, 3, 2))
-    histogram = int_sums[:, lead + 12:]
+    histogram = int_sums[:, _N_FIXED:]
     quantiles = weighted_int_quantiles(np.arange(histogram.shape[1]), (0.5, 0.9))
     median_p90 = quantiles.from_histogram(histogram)
     return np.column_stack([
@@ -241,16 +243,16 @@ class _KeptSums:
         rows = np.flatnonzero(changed)
         if rows.size > DELTA_MAX_SHARE * y.size:
             return None
-        kept_k = self.int_sums.shape[1] - _N_LEADING - 12
+        kept_k = self.int_sums.shape[1] - _N_FIXED
         width = max(n_k, kept_k)
-        sums = np.zeros((self.int_sums.shape[0], _N_LEADING + 12 + width))
+        sums = np.zeros((self.int_sums.shape[0], _N_FIXED + width))
         sums[:, :self.int_sums.shape[1]] = self.int_sums
         if rows.size:
             delta = (_integer_columns(y[rows], *(s[rows] for s in sources), width)
                      - _integer_columns(y[rows], *(s[rows] for s in self.sources), width))
             units = rows if unit_of_row is None else unit_of_row[rows]
             sums += counts[:, units].astype(np.float64) @ delta  # integers: exact
-        return sums[:, :_N_LEADING + 12 + n_k]  # the columns cut off are all zero
+        return sums[:, :_N_FIXED + n_k]  # the columns cut off are all zero
 
 
 def operating_intervals(ev, cfg, inter, progress: Callable | None = None) -> Intervals:

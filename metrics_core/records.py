@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from metrics_core import registry
+from metrics_core.inflight import ComputeOnce, in_background
 
 __all__ = ["Check", "Evaluation", "MetricRecord", "clean", "frame_records"]
 
@@ -97,32 +98,19 @@ class Evaluation:
     run: dict = field(default_factory=dict)
     _index: dict = field(default_factory=dict, repr=False)
     _tables: dict = field(default_factory=dict, repr=False)
-    _building: dict = field(default_factory=dict, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _once: ComputeOnce = field(default_factory=ComputeOnce, repr=False)
 
     # The tables are built on first use: a slider move that shows one page pays for one table.
     # Thread-safe: a table another thread is building is waited for, not built twice (after a
     # failure there, each caller builds it and gets the error in its own thread).
     def _table(self, name: str):
-        while True:
-            with self._lock:
-                value = self._tables[name]
-                if not callable(value):
-                    return value
-                running = self._building.get(name)
-                if running is None:
-                    done = self._building[name] = threading.Event()
-                    break
-            running.wait()
-        try:
-            value = value()
-            with self._lock:
-                self._tables[name] = value
-            return value
-        finally:
-            with self._lock:
-                del self._building[name]
-            done.set()
+        tables = self._tables
+
+        def stored(name):
+            value = tables[name]
+            return not callable(value), value
+
+        return self._once.get(name, stored, lambda: tables[name](), tables.__setitem__)
 
     def prefetch(self, *names: str) -> threading.Thread:
         """Start building the tables ``names`` (in that order) on a helper thread, for a
@@ -132,17 +120,8 @@ class Evaluation:
         unknown = [n for n in names if n not in self._tables]
         if unknown:
             raise KeyError(f"no table {unknown[0]!r}; have: {', '.join(self._tables)}")
-
-        def work():
-            for name in names:
-                try:
-                    self._table(name)
-                except Exception:  # built again, and raised, by the caller that reads it
-                    continue
-
-        thread = threading.Thread(target=work, name="metrics_core-tables", daemon=True)
-        thread.start()
-        return thread
+        return in_background([lambda name=name: self._table(name) for name in names],
+                             "metrics_core-tables")
 
     @property
     def per_query(self) -> pd.DataFrame:
