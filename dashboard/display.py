@@ -4,6 +4,7 @@ tables and download buttons. Formatting only; every number comes from metrics_co
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import traceback
@@ -47,6 +48,7 @@ __all__ = [
     "latency_frame",
     "live_chart",
     "metric_tile",
+    "on_demand",
     "operating_points_frame",
     "page_header",
     "plot",
@@ -272,6 +274,14 @@ def show_failure(exc: BaseException) -> None:
 def plot(fig, *, key: str) -> None:
     """Show a plotly figure (no logo, no external resources)."""
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key)
+
+
+def on_demand(label: str, *, key: str):
+    """An expander whose content is drawn only while it is open (opening or closing it reruns
+    the page): the open expander to draw into, or None while it is closed. For tables beside
+    a slider, which would otherwise be redrawn on every move."""
+    table = st.expander(label, key=key, on_change="rerun")
+    return table if table.open else None
 
 
 def live_chart(spec: dict, *, key: str) -> None:
@@ -572,15 +582,12 @@ def gate_card(v, *, table_on_demand: bool = False) -> None:
                f"{_per_1000_ci(g, 'alert_rate_per_1000', 1)}, sent to review "
                f"{_per_1000_ci(g, 'uncertain_rate')}, auto-cleared {_per_1000_ci(g, 'neg_rate')}, "
                f"missed {_per_1000_ci(g, 'screening_fn_per_1000', 1)}.")
-    if table_on_demand:
-        table = st.expander("Gate metrics as a table (denominators, metric ids)",
-                            key="gate_card_table_open", on_change="rerun")
-        if not table.open:
-            return
-        with table:
+    place = (on_demand("Gate metrics as a table (denominators, metric ids)",
+                       key="gate_card_table_open") if table_on_demand
+             else contextlib.nullcontext())
+    if place is not None:
+        with place:
             show_records(gate_card_frame(g, targets), key="gate_card_table")
-    else:
-        show_records(gate_card_frame(g, targets), key="gate_card_table")
 
 
 #: Why a gate tile is undefined.

@@ -38,9 +38,9 @@ def _curves(v: data.View) -> None:
             auprc=auprc.value if auprc.defined else None, band=ev.pr_band), key="pr_chart")
     # On demand, as the gate card's table: a table redrawn on every move costs the browser
     # more than both charts' updates.
-    table = st.expander("Operating points as a table (TPR, FPR and precision with 95% CIs, "
-                        "counts)", key="operating_table_open", on_change="rerun")
-    if table.open:
+    table = display.on_demand("Operating points as a table (TPR, FPR and precision with 95% "
+                              "CIs, counts)", key="operating_table_open")
+    if table is not None:
         with table:
             operating = display.operating_points_frame(v.operating_points)
             display.show_table(operating, key="operating_table", column_order=[
@@ -65,8 +65,8 @@ def _grid(v: data.View) -> None:
     display.plot(charts.gate_grid_heatmap(grid, (v.config.tau_neg, v.config.tau_pos),
                                           metric=metric, target=grid_targets.get(metric)),
                  key="grid_chart")
-    table = st.expander("Grid as a table", key="grid_table_open", on_change="rerun")
-    if table.open:
+    table = display.on_demand("Grid as a table", key="grid_table_open")
+    if table is not None:
         with table:
             display.show_table(grid, key="grid_table")
 
