@@ -40,9 +40,10 @@ import numpy as np
 import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
+from metrics_core import ordering
 from metrics_core.choices import EVIDENCE_PROTOCOLS, MASS_RULES
 from metrics_core.dataset import Dataset
-from metrics_core.ordering import stable_argsort
+from metrics_core.ordering import by_halves, stable_argsort
 from metrics_core.registry import GATE_STATES
 
 __all__ = [
@@ -234,7 +235,8 @@ def _max_rows(block: np.ndarray) -> np.ndarray:
 
 def _cumulative_mass(score: np.ndarray, offsets: np.ndarray, *, mass: str,
                      temperature: float, descending: bool = False) -> np.ndarray:
-    """Exact per-query cumulative mass, one 2-D cumsum per distinct candidate count.
+    """Exact per-query cumulative mass, one 2-D cumsum per distinct candidate count (on two
+    threads from :data:`metrics_core.ordering.PARALLEL_SORT_ROWS` candidates on).
 
     Returns NaN for every candidate of a query whose total is 0 (probability rule only).
     ``descending``: each query's scores are in descending order (a Dataset ranked by score),
@@ -248,10 +250,8 @@ def _cumulative_mass(score: np.ndarray, offsets: np.ndarray, *, mass: str,
     by_length = stable_argsort(n_cand)
     lengths, first = np.unique(n_cand[by_length], return_index=True)
     bounds = np.append(first, by_length.size)
-    for i, length in enumerate(lengths.tolist()):  # loop over distinct lengths, not queries
-        if length == 0:
-            continue
-        starts = offsets[by_length[bounds[i]:bounds[i + 1]]]
+
+    def rows_of(length: int, starts: np.ndarray) -> None:
         block = sliding_window_view(score, length)[starts]  # (queries, length), a copy
         if mass == "softmax":
             if temperature != 1.0:  # x / 1.0 == x: skip the pass
@@ -264,9 +264,13 @@ def _cumulative_mass(score: np.ndarray, offsets: np.ndarray, *, mass: str,
         if mass == "softmax":  # the top candidate contributes exp(0) = 1: total >= 1
             block /= total
             rows[starts] = block
-            continue
+            return
         with np.errstate(invalid="ignore", divide="ignore"):
             rows[starts] = np.where(total > 0, block / np.where(total > 0, total, 1.0), np.nan)
+
+    work = [(length, offsets[by_length[bounds[i]:bounds[i + 1]]])
+            for i, length in enumerate(lengths.tolist()) if length]  # per distinct count
+    by_halves(rows_of, work, parallel=score.shape[0] >= ordering.PARALLEL_SORT_ROWS)
     return cum
 
 

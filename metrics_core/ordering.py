@@ -1,5 +1,6 @@
-"""Orders of rows grouped by query: the within-query sort of the candidates, and the stable
-sort of small integer codes that the data set, the dynamic-K profile and the group tables share.
+"""Orders of rows grouped by query: the within-query sort of the candidates, the stable sort of
+small integer codes that the data set, the dynamic-K profile and the group tables share, and
+the split of per-query work over two threads (:func:`by_halves`).
 
 numpy only (no pandas): code that runs before pandas is imported can use it.
 """
@@ -11,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-__all__ = ["PARALLEL_SORT_ROWS", "grouped_order", "stable_argsort"]
+__all__ = ["PARALLEL_SORT_ROWS", "by_halves", "grouped_order", "stable_argsort"]
 
 
 def stable_argsort(values: np.ndarray) -> np.ndarray:
@@ -71,21 +72,29 @@ def grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
 
         work = [(length, start[multi[bounds[i]:bounds[i + 1]]])
                 for i, length in enumerate(lengths.tolist())]  # per distinct list length
-        if n < PARALLEL_SORT_ROWS:
-            for length, heads in work:
-                sort(length, heads)
-        else:
-            # Each query's rows are sorted on their own, into their own window of ``order``:
-            # a second thread takes half of the queries of every length (numpy releases the
-            # interpreter while it copies, negates and sorts these blocks). The same order.
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                helper = pool.submit(lambda: [sort(length, heads[:heads.size // 2])
-                                              for length, heads in work])
-                for length, heads in work:
-                    sort(length, heads[heads.size // 2:])
-                helper.result()  # (raises what the helper raised)
+        # Each query's rows are sorted on their own, into their own window of ``order``.
+        by_halves(sort, work, parallel=n >= PARALLEL_SORT_ROWS)
     return (order if grouped is None else grouped[order]), n_cand
 
 
-#: From this many candidate rows on, :func:`grouped_order` sorts on two threads.
+def by_halves(fn, work, *, parallel: bool) -> None:
+    """``fn(length, heads)`` for every ``(length, heads)`` of ``work`` (the queries of each
+    number of rows, by their first rows), each query's rows handled on their own into their
+    own rows of the output. ``parallel``: a second thread takes the first half of the queries
+    of every length (numpy releases the interpreter while it copies and computes these
+    blocks); the same result, as no query is split."""
+    if not parallel:
+        for length, heads in work:
+            fn(length, heads)
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        helper = pool.submit(lambda: [fn(length, heads[:heads.size // 2])
+                                      for length, heads in work])
+        for length, heads in work:
+            fn(length, heads[heads.size // 2:])
+        helper.result()  # (raises what the helper raised)
+
+
+#: From this many candidate rows on, :func:`grouped_order` sorts on two threads (and
+#: :mod:`metrics_core.dynamic_k` cumulates the mass on two).
 PARALLEL_SORT_ROWS = 2_000_000

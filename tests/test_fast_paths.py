@@ -34,8 +34,13 @@ def _plain_cumulative_mass(score, offsets, mass, temperature):
     return out
 
 
+@pytest.mark.parametrize("threads", [False, True])
 @pytest.mark.parametrize("seed", range(20))
-def test_cumulative_mass_matches_per_query_definition(seed):
+def test_cumulative_mass_matches_per_query_definition(seed, threads, monkeypatch):
+    """One thread, or two from ``PARALLEL_SORT_ROWS`` candidates on (here: always)."""
+    from metrics_core import ordering
+
+    monkeypatch.setattr(ordering, "PARALLEL_SORT_ROWS", 0 if threads else 10 ** 12)
     rng = np.random.default_rng(seed)
     n = rng.integers(0, 25, rng.integers(1, 200))
     offsets = np.r_[0, np.cumsum(n)].astype(np.int64)
@@ -56,6 +61,25 @@ def test_cumulative_mass_matches_per_query_definition(seed):
         np.testing.assert_allclose(
             dynamic_k._cumulative_mass(shuffled.copy(), offsets, mass=mass, temperature=t),
             _plain_cumulative_mass(shuffled, offsets, mass, t), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_cumulative_mass_is_the_same_on_two_threads_bitwise(seed, monkeypatch):
+    """The two-thread split gives every query's values bit for bit as one thread does."""
+    from metrics_core import ordering
+
+    rng = np.random.default_rng(seed)
+    n = rng.integers(0, 40, 3_000)
+    offsets = np.r_[0, np.cumsum(n)].astype(np.int64)
+    score = rng.normal(size=offsets[-1]) * 4
+    for mass, t in (("softmax", 0.7), ("probability", 1.0)):
+        values = np.abs(score) if mass == "probability" else score
+        runs = {}
+        for threads in (False, True):
+            monkeypatch.setattr(ordering, "PARALLEL_SORT_ROWS", 0 if threads else 10 ** 12)
+            runs[threads] = dynamic_k._cumulative_mass(values.copy(), offsets, mass=mass,
+                                                       temperature=t)
+        np.testing.assert_array_equal(runs[True].view(np.int64), runs[False].view(np.int64))
 
 
 @pytest.mark.parametrize("seed", range(10))
