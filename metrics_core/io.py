@@ -20,6 +20,7 @@ import csv
 import gzip
 import io
 import json
+import math
 import os
 import zlib
 from collections.abc import Mapping
@@ -783,7 +784,10 @@ class _Checker:
 
     def scalars(self, s: pd.Series, canon: str) -> np.ndarray:
         """Flag records and lists (a JSON object, a Parquet struct or list) where one value
-        belongs; returns the mask of flagged rows."""
+        belongs; returns the mask of flagged rows (``np.False_`` for a column whose type
+        holds none: no column-long mask to build and scan)."""
+        if not _may_nest(s.dtype):
+            return np.False_
         nested = _nested(s)
         self.flag(nested, "values must be single values, not nested objects or lists", canon,
                   hint="flatten the field into plain text or numbers")
@@ -808,6 +812,10 @@ class _Checker:
         return values
 
     def binary(self, s: pd.Series, canon: str) -> np.ndarray:
+        if s.dtype in (np.int8, np.bool_) and isinstance(s.dtype, np.dtype) and len(s):
+            values = s.to_numpy().view(np.int8)
+            if values.min() >= 0 and values.max() <= 1:  # the usual column: nothing to flag
+                return values
         if self.numeric_type(s, canon):
             return np.zeros(len(s), dtype=np.int8)
         nested = self.scalars(s, canon)
@@ -817,6 +825,15 @@ class _Checker:
 
     def number(self, s: pd.Series, canon: str, *, unit_interval: bool = False):
         """(float values, missing mask); missing values are for the caller to exclude."""
+        if s.dtype == np.float64 and isinstance(s.dtype, np.dtype):
+            values = s.to_numpy()
+            # The usual column: no NaN and no infinity, as one sum says (either makes the sum
+            # NaN or infinite; finite values whose sum overflows take the full checks).
+            if math.isfinite(np.add.reduce(values)):
+                if unit_interval:
+                    self.flag((values < 0) | (values > 1), "values must be within [0, 1]",
+                              canon, values=s)
+                return values, np.zeros(len(values), dtype=bool)
         if self.numeric_type(s, canon):
             return np.zeros(len(s)), np.zeros(len(s), dtype=bool)
         nested = self.scalars(s, canon)
@@ -867,6 +884,13 @@ _OVERFLOW_RULE = "values must be integers of magnitude at most 2^53 = 9007199254
 _SCALAR_KINDS = frozenset({"string", "bytes", "integer", "floating", "mixed-integer-float",
                            "decimal", "boolean", "empty", "datetime", "date", "time",
                            "timedelta", "categorical"})
+
+
+def _may_nest(dtype) -> bool:
+    """Whether a column of this type can hold a record or a list (objects, Arrow nested)."""
+    if isinstance(dtype, pd.ArrowDtype):
+        return pa.types.is_nested(dtype.pyarrow_dtype)
+    return pd.api.types.is_object_dtype(dtype)
 
 
 def _nested(s: pd.Series) -> np.ndarray:

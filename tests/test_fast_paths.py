@@ -16,6 +16,7 @@ import pytest
 
 from metrics_core import calibration, dynamic_k, outcomes
 from metrics_core.dataset import Dataset
+from metrics_core.demo import make_synthetic
 from metrics_core.ordering import stable_argsort
 
 
@@ -306,3 +307,50 @@ def test_grouped_order_is_lexsort_by_query_then_key(seed, threads, monkeypatch):
     # Not stable: the same multiset of keys in each query, in order.
     order, _ = ordering.grouped_order(grouped, n_queries, key, stable=False)
     np.testing.assert_array_equal(key[order], key[np.lexsort((key, grouped))])
+
+
+@pytest.mark.parametrize("bad", [None, "gold", "score_nan", "score_inf", "p_out", "p_nan"])
+def test_column_check_fast_paths_load_what_the_general_checks_load(bad):
+    """A float64 column without NaN or infinity and an int8 / bool 0-1 column skip the
+    column-long masks (``_Checker.number`` / ``binary``, ``scalars`` of a type that holds no
+    record): the same data set, exclusions, warnings and errors as the same values in types
+    that take the general checks (object scores and p, int64 gold)."""
+    from metrics_core import io as mio
+    from metrics_core.errors import InputError
+    from tests.test_io import assert_same
+
+    q, c = make_synthetic(60, seed=4)
+    gold = c["is_gold"].to_numpy().astype(np.int8)
+    score = c["score"].to_numpy(dtype=np.float64).copy()
+    p = q["p_has_evidence"].to_numpy(dtype=np.float64).copy()
+    if bad == "gold":
+        gold[5] = 2
+    elif bad == "score_nan":
+        score[[3, 9]] = np.nan
+    elif bad == "score_inf":
+        score[7] = np.inf
+    elif bad == "p_out":
+        p[2] = 1.5
+    elif bad == "p_nan":
+        p[4] = np.nan
+
+    def outcome(fast: bool):
+        cf = c.assign(is_gold=gold if fast else gold.astype(np.int64),
+                      score=score if fast else pd.Series(score, dtype=object))
+        qf = q.assign(p_has_evidence=p if fast else pd.Series(p, dtype=object))
+        try:
+            return mio.load(qf, cf)
+        except InputError as err:
+            return str(err)
+
+    fast, general = outcome(True), outcome(False)
+    if isinstance(general, str):
+        assert fast == general
+        return
+    assert_same(fast.dataset, general.dataset)
+    pd.testing.assert_frame_equal(fast.exclusions, general.exclusions)
+    assert fast.warnings == general.warnings
+    if bad is None:  # and a bool gold column loads as its 0 / 1 does
+        as_bool = mio.load(q.assign(p_has_evidence=p), c.assign(is_gold=gold.astype(bool),
+                                                                  score=score))
+        assert_same(as_bool.dataset, fast.dataset)
