@@ -66,6 +66,10 @@ DEMO_VARIANT = "demo_variant"
 UPLOAD_ERROR = "_upload_error"
 SNIFFED = "_sniffed"
 UPLOAD_DIGEST = "_upload_digest"
+#: The upload widgets' fragment: a Load asks it for a rerun of the whole app; the file ids it
+#: last drew.
+UPLOAD_RERUN = "_upload_rerun"
+UPLOAD_SEEN = "_upload_seen"
 #: The data source the filters were last checked against (a switch resets them silently).
 FILTERS_SOURCE = "_filters_source"
 #: This session was marked not resumable (its uploads are freed when the tab closes).

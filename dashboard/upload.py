@@ -94,6 +94,7 @@ def _load(upload: data.Upload, mapping: dict | None = None) -> None:
 
 
 def _on_load() -> None:
+    st.session_state[state.UPLOAD_RERUN] = True  # the whole app shows the outcome
     upload = _current_upload()
     if upload is not None:
         _load(upload)
@@ -127,15 +128,39 @@ def data_sidebar(source: data.Source | None) -> None:
         st.button("Back to the demo data", key=state.USE_DEMO, on_click=_on_demo,
                   args=(data.DEMO,), icon=":material/undo:")
     with st.expander("Upload your data", expanded=False, icon=":material/upload_file:"):
-        st.file_uploader("Queries table, one long table, or a triage file",
-                         type=list(UPLOAD_TYPES), key=state.UPLOAD_QUERIES,
-                         help="CSV, gzip CSV, Parquet or JSON Lines. Kept in this session's "
-                              "memory only; never written to disk or shared.")
-        st.file_uploader("Candidates table (optional)", type=list(UPLOAD_TYPES),
-                         key=state.UPLOAD_CANDIDATES,
-                         help="One row per query × sentence; leave empty for a long table.")
-        st.button("Load the uploaded files", key=state.LOAD_UPLOAD, on_click=_on_load,
-                  type="primary", disabled=st.session_state.get(state.UPLOAD_QUERIES) is None)
+        _upload_widgets()
+
+
+@st.fragment
+def _upload_widgets() -> None:
+    """The upload widgets and the Load button, a fragment: adding or removing a file reruns
+    these alone (the page's charts are not computed and drawn again for files that are not
+    loaded yet). A Load, and a change of files while a failed upload's message is shown (the
+    message and its mapping form belong to the files that failed), rerun the whole app."""
+    files = _file_ids()
+    if (st.session_state.pop(state.UPLOAD_RERUN, False)
+            or (st.session_state.get(state.UPLOAD_ERROR) is not None
+                and st.session_state.get(state.UPLOAD_SEEN) not in (None, files))):
+        st.session_state[state.UPLOAD_SEEN] = files
+        st.rerun()
+    st.session_state[state.UPLOAD_SEEN] = files
+    if files != (None, None):
+        release_on_close()
+    st.file_uploader("Queries table, one long table, or a triage file",
+                     type=list(UPLOAD_TYPES), key=state.UPLOAD_QUERIES,
+                     help="CSV, gzip CSV, Parquet or JSON Lines. Kept in this session's "
+                          "memory only; never written to disk or shared.")
+    st.file_uploader("Candidates table (optional)", type=list(UPLOAD_TYPES),
+                     key=state.UPLOAD_CANDIDATES,
+                     help="One row per query × sentence; leave empty for a long table.")
+    st.button("Load the uploaded files", key=state.LOAD_UPLOAD, on_click=_on_load,
+              type="primary", disabled=st.session_state.get(state.UPLOAD_QUERIES) is None)
+
+
+def _file_ids() -> tuple:
+    """The ids of the files in the two upload widgets (None where empty)."""
+    return tuple(getattr(st.session_state.get(key), "file_id", None)
+                 for key in (state.UPLOAD_QUERIES, state.UPLOAD_CANDIDATES))
 
 
 def _sniffed(upload: data.Upload) -> mio.Sniffed | None:

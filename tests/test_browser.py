@@ -261,6 +261,49 @@ def test_upload_shows_the_uploaded_numbers(new_page, app_url, demo_evaluator, tm
     assert_no_failure(page)
 
 
+def test_adding_files_reruns_the_uploader_alone(browser, app_url, tmp_path):
+    """The upload widgets are a fragment: putting files in them does not run the page again
+    (the server sends the uploader's few elements, not the page: a full rerun of the Overview
+    sends ~40 % of the first page's bytes), a failed Load shows its message and mapping form,
+    and a change of files while they show reruns the whole app, so the form of the files that
+    failed goes (only Dismiss is left); a good Load then replaces the demo."""
+    queries, candidates = make_synthetic(40, seed=2)
+    bad, q_path, c_path = (tmp_path / "bad.csv", tmp_path / "queries.csv",
+                           tmp_path / "candidates.csv")
+    queries.rename(columns={"p_has_evidence": "weird"}).to_csv(bad, index=False)
+    queries.to_csv(q_path, index=False)
+    candidates.to_csv(c_path, index=False)
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(TIMEOUT_MS)
+    received: list[int] = []  # sizes of the frames the server sends
+    page = context.new_page()
+    page.on("websocket", lambda ws: ws.on("framereceived",
+                                          lambda frame: received.append(len(frame))))
+    page.goto(app_url)
+    wait_page(page, "Overview")
+    first_page = sum(received)
+    upload_files(page, bad, c_path)
+    assert sum(received) - first_page < 0.15 * first_page, (first_page, sum(received))
+    page.locator(".st-key-load_upload button").click()
+    expect(page.get_by_text("The uploaded files were not loaded")).to_be_visible(
+        timeout=TIMEOUT_MS)
+    expect(page.get_by_text("Map columns by hand")).to_have_count(1)
+    page.locator('.st-key-upload_queries [aria-label="Remove bad.csv"]').click()
+    wait_idle(page)
+    page.locator(".st-key-upload_queries input[type=file]").set_input_files(q_path)
+    expect(page.locator('.st-key-upload_queries [aria-label="Remove queries.csv"]')
+           ).to_be_visible()
+    wait_idle(page)
+    expect(page.get_by_text("Map columns by hand")).to_have_count(0)
+    expect(page.get_by_role("button", name="Dismiss")).to_have_count(1)
+    page.locator(".st-key-load_upload button").click()
+    expect(page.get_by_text("Data: Uploaded data: queries.csv, candidates.csv")
+           ).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.get_by_text("The uploaded files were not loaded")).to_have_count(0)
+    assert_no_failure(page)
+    context.close()
+
+
 def test_gate_slider_moves_numbers_and_link(new_page, app_url, demo_evaluator):
     """Keyboard moves of τ_neg change the gate card to metrics_core's values at the new
     threshold and write it into the URL; the link restores the view in a new session."""
