@@ -381,29 +381,50 @@ def _newton_steps(X, y, offset, trials, max_iter, tol):
         if np.abs(step).max() < tol:
             mu = 1.0 / (1.0 + np.exp(-linear(beta)))
             try:
-                return beta, np.linalg.inv(information(weight(mu)))
+                covariance = np.linalg.inv(information(weight(mu)))
             except np.linalg.LinAlgError:
                 return None
+            # An information matrix so near singular that its inverse has a variance that is
+            # not positive (p on two values at the clipping bounds): no standard error exists.
+            variance = np.diag(covariance)
+            if not (np.all(np.isfinite(covariance)) and np.all(variance > 0)):
+                return None
+            return beta, covariance
     return None
 
 
-def _distinct_rows(y: np.ndarray, p: np.ndarray):
+def _distinct_rows(y: np.ndarray, p: np.ndarray, order: np.ndarray | None = None):
     """One row per distinct p (clipped to [LOGIT_EPS, 1 - LOGIT_EPS]): (p, events, trials).
-    A logistic likelihood over these rows equals the one over the queries."""
+    A logistic likelihood over these rows equals the one over the queries. ``order``: the
+    rows ordered by ``p`` ascending, when the caller has it (clipping keeps that order)."""
     # Value sorts and binary searches instead of np.unique's argsort: at 1M queries ~3x faster.
     clipped = np.clip(p, LOGIT_EPS, 1.0 - LOGIT_EPS)
-    ordered = np.sort(clipped)
+    ordered = np.sort(clipped) if order is None else clipped.take(order)
     first = np.flatnonzero(np.r_[ordered[:1] == ordered[:1], ordered[1:] != ordered[:-1]])
     values = ordered[first]
     trials = np.diff(np.append(first, ordered.size)).astype(np.float64)
-    with_event = np.sort(clipped[y == 1])  # y holds 0 / 1: events are counts
+    # y holds 0 / 1: events are counts
+    with_event = (np.sort(clipped[y == 1]) if order is None
+                  else ordered[y.take(order) == 1])
     events = (np.searchsorted(with_event, values, side="right")
               - np.searchsorted(with_event, values, side="left")).astype(np.float64)
     return values, events, trials
 
 
-def logistic_calibration(y, p, *, level: float = 0.95) -> LogisticCalibration:
+def _order_of(order, p: np.ndarray) -> np.ndarray | None:
+    """A caller's ``order`` of ``p`` (ascending), checked; None stays None."""
+    if order is None:
+        return None
+    from metrics_core.classification import _checked_order
+
+    return _checked_order(order, p)
+
+
+def logistic_calibration(y, p, *, level: float = 0.95,
+                         order=None) -> LogisticCalibration:
     """Calibration-in-the-large, intercept and slope of ``p`` against ``y`` (all queries).
+    ``order``: the rows ordered by ``p`` ascending, when the caller has it (nothing is
+    sorted again).
 
     >>> c = logistic_calibration([0, 1, 1, 0, 1, 0, 1, 0],
     ...                          [0.2, 0.7, 0.4, 0.6, 0.9, 0.3, 0.5, 0.1])
@@ -424,7 +445,7 @@ def logistic_calibration(y, p, *, level: float = 0.95) -> LogisticCalibration:
     nan = float("nan")
     if y.size == 0 or observed in (0.0, float(y.size)):
         return LogisticCalibration(oe, oe_ci, nan, None, nan, None, "one class present")
-    values, events, trials = _distinct_rows(y, p)
+    values, events, trials = _distinct_rows(y, p, _order_of(order, p))
     logit = np.log(values) - np.log1p(-values)
     ones = np.ones((values.size, 1))
     fit_a = _newton(ones, events, logit, trials=trials)
@@ -540,7 +561,7 @@ _ESTIMABLE_LOGIT = 30.0
 
 
 def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
-                         level: float = 0.95):
+                         level: float = 0.95, order=None):
     """Flexible calibration curve: observed risk as a smooth function of predicted risk.
 
     An unpenalised logistic regression of ``y`` on a cubic B-spline of ``logit(p)``
@@ -557,6 +578,7 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
     spline has coefficients (``n_knots + 2``) or the fit does not converge. Where a tail of p
     holds no event (or no non-event) the curve does not exist (separation: the fitted risk
     runs to 0 or 1); grid points with a fitted risk beyond 1e-13 of 0 or 1 are left out.
+    ``order``: the rows ordered by ``p`` ascending, when the caller has it.
     """
     import pandas as pd
 
@@ -573,7 +595,7 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
         clipped = np.clip(values, eps, 1 - eps)
         return np.log(clipped / (1 - clipped))
 
-    values, events, trials = _distinct_rows(y, p)
+    values, events, trials = _distinct_rows(y, p, _order_of(order, p))
     if values.size < n_knots + 2:  # fewer distinct values than the spline's coefficients
         return empty
     knots = spline_knots(logit(p), n_knots)

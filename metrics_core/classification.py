@@ -215,16 +215,26 @@ class PreparedScores:
     the weighted AUROC / AP kernels are built on first use (bootstrap only). ``y`` and ``p``
     are read-only copies of the inputs: changing the caller's arrays later does not change a
     prepared object.
+
+    ``order``, when the caller has one: an ordering of the rows by ``p`` ascending (as
+    :func:`numpy.argsort`); the three sorts are then gathers along it. The sorted values are
+    the same either way (rows of equal score are interchangeable here).
     """
 
-    def __init__(self, y: np.ndarray, p: np.ndarray):
+    def __init__(self, y: np.ndarray, p: np.ndarray, order: np.ndarray | None = None):
         self.n = int(y.size)
         positive = y == 1
-        self.pos_sorted = np.sort(p[positive])  # ascending, for threshold sweeps
-        self.neg_sorted = np.sort(p[~positive])
+        if order is None:
+            self.pos_sorted = np.sort(p[positive])  # ascending, for threshold sweeps
+            self.neg_sorted = np.sort(p[~positive])
+            both = np.sort(p)
+        else:
+            both = p.take(order)
+            positive_in_order = positive.take(order)
+            self.pos_sorted = both[positive_in_order]
+            self.neg_sorted = both[~positive_in_order]
         self.n_pos = int(self.pos_sorted.size)
         self.n_neg = self.n - self.n_pos
-        both = np.sort(p)
         first = np.flatnonzero(np.r_[both[:1] == both[:1], both[1:] != both[:-1]])
         distinct = both[first]  # ascending distinct scores
         # Rows scoring >= t: n minus the rows before t's first position; positives likewise
@@ -332,13 +342,14 @@ class PreparedScores:
         return auc, ap
 
 
-def prepare(y, p) -> PreparedScores:
+def prepare(y, p, *, order=None) -> PreparedScores:
     """Validate ``(y, p)`` and sort them once, for several metrics on the same data (§4).
 
     ``y`` are 0/1 labels and ``p`` finite scores of the same length (see
     :func:`check_binary_inputs`). The result can be passed in place of ``(y, p)`` to every
     function of this module that takes them; it holds copies, so it is unaffected by later
-    changes to ``y`` or ``p``.
+    changes to ``y`` or ``p``. ``order``: the rows ordered by ``p`` ascending, when the
+    caller has that order already (then nothing is sorted again).
 
     Examples
     --------
@@ -349,7 +360,20 @@ def prepare(y, p) -> PreparedScores:
     (1.0, 2)
     """
     y, p, _ = check_binary_inputs(y, p)
-    return PreparedScores(y, p)
+    return PreparedScores(y, p, None if order is None else _checked_order(order, p))
+
+
+def _checked_order(order, p: np.ndarray) -> np.ndarray:
+    """``order`` as an int64 array ordering ``p`` ascending; ValueError otherwise."""
+    order = np.asarray(order)
+    if (order.shape != p.shape or order.dtype.kind not in "iu"
+            or (order.size and (order.min() < 0 or order.max() >= order.size
+                                or np.bincount(order, minlength=order.size).max() > 1))):
+        raise ValueError("order must be a permutation of the rows of p")
+    ranked = p.take(order)
+    if np.any(ranked[1:] < ranked[:-1]):
+        raise ValueError("order must sort p ascending")
+    return order
 
 
 def _prepared(y, p) -> PreparedScores:

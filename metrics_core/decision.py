@@ -234,11 +234,13 @@ def _nested(ds, y, p, m, t, subset, nested) -> list[TuneResult]:
     return out
 
 
-def decision_curve(y, p, thresholds=DECISION_THRESHOLDS) -> pd.DataFrame:
+def decision_curve(y, p, thresholds=DECISION_THRESHOLDS, *, order=None) -> pd.DataFrame:
     """Net benefit of the model, treat-all and treat-none at each threshold probability.
 
     ``net_benefit = TP/N − FP/N · t / (1 − t)`` with positive iff ``p ≥ t``;
     ``interventions_avoided_per_100 = (NB_model − NB_all) / (t / (1 − t)) × 100``.
+    ``order``: the rows ordered by ``p`` ascending, when the caller has it (the counts are
+    sums of whole numbers, the same in any such order).
 
     >>> dc = decision_curve([1, 0, 1, 0], [0.9, 0.2, 0.6, 0.7], [0.5])
     >>> float(dc["net_benefit"][0]), float(dc["net_benefit_treat_all"][0])
@@ -246,7 +248,8 @@ def decision_curve(y, p, thresholds=DECISION_THRESHOLDS) -> pd.DataFrame:
     """
     y = np.asarray(y, dtype=np.float64)
     t = np.asarray(thresholds, dtype=np.float64)
-    nb, prevalence = _net_benefit(y, np.asarray(p, dtype=np.float64), t, np.ones((1, y.size)))
+    p = np.asarray(p, dtype=np.float64)
+    nb, prevalence = _net_benefit(y, p, t, np.ones((1, y.size)), _order_of(order, p))
     odds = t / (1.0 - t)
     treat_all = prevalence - (1.0 - prevalence) * odds
     return pd.DataFrame({"threshold": t, "net_benefit": nb[0], "net_benefit_treat_all": treat_all,
@@ -254,9 +257,20 @@ def decision_curve(y, p, thresholds=DECISION_THRESHOLDS) -> pd.DataFrame:
                          "interventions_avoided_per_100": (nb[0] - treat_all) / odds * 100.0})
 
 
-def _net_benefit(y, p, t, w) -> tuple[np.ndarray, float]:
-    """Net benefit at thresholds ``t`` for each row of weights ``w`` (replicates x queries)."""
-    order = np.argsort(p, kind="stable")
+def _order_of(order, p: np.ndarray) -> np.ndarray | None:
+    """A caller's ``order`` of ``p`` (ascending), checked; None stays None."""
+    if order is None:
+        return None
+    from metrics_core.classification import _checked_order
+
+    return _checked_order(order, p)
+
+
+def _net_benefit(y, p, t, w, order=None) -> tuple[np.ndarray, float]:
+    """Net benefit at thresholds ``t`` for each row of weights ``w`` (replicates x queries);
+    ``order``: the rows ordered by ``p`` ascending (sorted here when None)."""
+    if order is None:
+        order = np.argsort(p, kind="stable")
     ps, ys = p[order], y[order]
     ws = w[:, order]
     # weights of queries with p >= t: suffix sums in sorted order
@@ -275,13 +289,15 @@ def _net_benefit(y, p, t, w) -> tuple[np.ndarray, float]:
 
 
 def decision_curve_bands(y, p, *, n_resamples: int, seed: int, unit_of_row=None,
-                         n_units: int | None = None,
-                         thresholds=DECISION_THRESHOLDS) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bootstrap band (lo, hi) of the model's net benefit at each threshold."""
+                         n_units: int | None = None, thresholds=DECISION_THRESHOLDS,
+                         order=None) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap band (lo, hi) of the model's net benefit at each threshold
+    (``order``: as for :func:`decision_curve`)."""
     y = np.asarray(y, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     t = np.asarray(thresholds, dtype=np.float64)
-    cis = bootstrap_cis({"nb": lambda w: _net_benefit(y, p, t, w)[0]},
+    order = np.argsort(p, kind="stable") if order is None else _order_of(order, p)
+    cis = bootstrap_cis({"nb": lambda w: _net_benefit(y, p, t, w, order)[0]},
                         n_units or y.size, unit_of_row=unit_of_row, n_resamples=n_resamples,
                         seed=seed)["nb"]
     return np.array([c.lo for c in cis]), np.array([c.hi for c in cis])

@@ -195,7 +195,19 @@ class Evaluator:
 
     def prepared(self):
         """(y, p) validated and sorted once, for every classification kernel (cached)."""
-        return self._memo(("prepared",), lambda: classification.prepare(self.ds.y, self.ds.p))
+        return self._memo(("prepared",), lambda: classification.prepare(
+            self.ds.y, self.ds.p, order=self.p_order()))
+
+    def p_order(self) -> np.ndarray:
+        """The queries ordered by p ascending, ties in query order (cached, read-only): the
+        one sort of p that the classification, calibration and decision-curve kernels and
+        the per-group tables all gather along."""
+        def compute():
+            order = np.argsort(self.ds.p, kind="stable")
+            order.setflags(write=False)
+            return order
+
+        return self._memo(("p_order",), compute)
 
     def classification(self) -> dict:
         def compute():
@@ -225,12 +237,12 @@ class Evaluator:
     def logistic_calibration(self):
         """Calibration in the large, intercept and slope of p (data-only, cached)."""
         return self._memo(("logistic_calibration",), lambda: calibration.logistic_calibration(
-            self.ds.y, self.ds.p))
+            self.ds.y, self.ds.p, order=self.p_order()))
 
     def smoothed_calibration(self) -> pd.DataFrame:
         """Spline calibration curve of p with its pointwise band (data-only, cached)."""
         return self._memo(("smoothed_calibration",), lambda: calibration.smoothed_calibration(
-            self.ds.y, self.ds.p))
+            self.ds.y, self.ds.p, order=self.p_order()))
 
     def decision_curve(self, cfg: EvalConfig) -> pd.DataFrame:
         """Net benefit over threshold probability, with bootstrap bands when the run has
@@ -239,9 +251,10 @@ class Evaluator:
 
         def compute():
             ds = self.ds
-            frame = decision.decision_curve(ds.y, ds.p)
+            frame = decision.decision_curve(ds.y, ds.p, order=self.p_order())
             if cfg.bootstrap and ds.n_queries:
-                lo, hi = decision.decision_curve_bands(ds.y, ds.p, **self._resampling(cfg))
+                lo, hi = decision.decision_curve_bands(ds.y, ds.p, order=self.p_order(),
+                                                       **self._resampling(cfg))
                 frame["net_benefit_ci_lo"], frame["net_benefit_ci_hi"] = lo, hi
             return frame
 
@@ -288,8 +301,12 @@ class Evaluator:
 
     def sorted_p(self) -> tuple[np.ndarray, np.ndarray]:
         """(sorted p of all queries, sorted p of positives), for threshold sweeps."""
-        return self._memo(("sorted_p",), lambda: (np.sort(self.ds.p),
-                                                  np.sort(self.ds.p[self.ds.positives])))
+        def compute():
+            order = self.p_order()
+            ordered = self.ds.p.take(order)
+            return ordered, ordered[self.ds.positives.take(order)]
+
+        return self._memo(("sorted_p",), compute)
 
     # ---- setting-dependent parts ----
     def states(self, cfg: EvalConfig) -> np.ndarray:

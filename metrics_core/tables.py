@@ -81,17 +81,36 @@ def _per_group(codes, g, fn) -> list:
     return [fn(m) for m in _members(codes, g)]
 
 
+def _members_by_p(ev, label) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(query indices ascending, their order by p ascending) of each group of ``label``
+    (cached): the run's one sort of p split by group, a stable partition instead of a sort
+    per group. Ties of p stay in query order, as ``np.argsort(p[m], kind="stable")``."""
+    def compute():
+        codes, names = group_codes(ev, label)
+        g = len(names)
+        members = _members(codes, g)
+        order = ev.p_order()
+        by_group = order[stable_argsort(codes[order])]  # each group's rows, in p order
+        bounds = np.cumsum([m.size for m in members])[:-1]
+        local = np.empty(codes.size, dtype=np.int64)  # a query's place within its group
+        for m in members:
+            local[m] = np.arange(m.size, dtype=np.int64)
+        return [(m, local.take(rows))
+                for m, rows in zip(members, np.split(by_group, bounds), strict=True)]
+
+    return ev._memo(("group_members_by_p", label), compute)
+
+
 def _discrimination(ev, label, cfg) -> dict[str, np.ndarray]:
     """AUROC, AUPRC and TPR / threshold at the FPR targets per group (data-only, cached)."""
     ds = ev.ds
 
     def compute():
-        codes, names = group_codes(ev, label)
         out: dict[str, list] = {}
-        for m in _members(codes, len(names)):
+        for m, order in _members_by_p(ev, label):
             # A group of every query (the pooled row) is the run's own prepared scores.
             prepared = (ev.prepared() if m.size == ds.n_queries
-                        else classification.prepare(ds.y[m], ds.p[m]))
+                        else classification.prepare(ds.y[m], ds.p[m], order=order))
             auroc = classification.roc_auc(prepared)
             auprc = classification.average_precision(prepared)
             out.setdefault("auroc_defined", []).append(auroc.defined)
@@ -118,9 +137,8 @@ def _calibration(ev, label, cfg) -> dict[str, np.ndarray]:
             ev.reliability(cfg) if m.size == n else calibration.reliability_bins(
                 outcome[m], conf[m], n_bins=cfg.n_bins, strategy=cfg.binning)))
         sq = (ev.ds.p - ev.ds.y) ** 2
-        fits = _per_group(codes, len(names), lambda m: ev.logistic_calibration()
-                          if m.size == n else calibration.logistic_calibration(
-                              ev.ds.y[m], ev.ds.p[m]))
+        fits = [ev.logistic_calibration() if m.size == n else calibration.logistic_calibration(
+            ev.ds.y[m], ev.ds.p[m], order=order) for m, order in _members_by_p(ev, label)]
         return {"ece": np.array([np.nan if r is None else r.ece for r in rel]),
                 "mce": np.array([np.nan if r is None else r.mce for r in rel]),
                 "brier": _grouped_mean(codes, len(names), sq),

@@ -8,6 +8,8 @@ docs/seeds/004-triage-abstention-metrics.txt.
 from __future__ import annotations
 
 import doctest
+import math
+import warnings
 
 import numpy as np
 import pytest
@@ -381,3 +383,20 @@ def test_smoothed_calibration_leaves_out_a_tail_without_events():
     assert (curve["observed"] > 1e-13).all() and (curve["observed"] < 1 - 1e-13).all()
     upper = curve[curve["p"] > 0.5]
     np.testing.assert_allclose(upper["observed"], upper["p"], atol=0.08)  # calibrated above
+
+
+def test_logistic_calibration_on_p_at_zero_and_one_says_it_has_no_fit():
+    """p only 0 and 1 (clipped to the logit bounds): the information matrix is so near
+    singular that its inverse has a variance that is not positive. The fit is reported as
+    not converged (undefined, no interval), not as a value with a NaN interval and a
+    RuntimeWarning (found by tests/test_p_order.py)."""
+    rng = np.random.default_rng(5926)
+    p = rng.integers(0, 2, 276).astype(np.float64)
+    y = (rng.random(276) < p).astype(np.int8)
+    y[:2] = [0, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = calibration.logistic_calibration(y, p)
+    assert fit.reason == "the fit did not converge"
+    assert math.isnan(fit.slope) and fit.slope_ci is None
+    assert fit.in_the_large == pytest.approx(y.sum() / p.sum())
