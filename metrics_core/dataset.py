@@ -45,8 +45,13 @@ class _LazyStrings:
         self.order = order
 
     def materialise(self) -> np.ndarray:
-        values = self.values.to_numpy(zero_copy_only=False) if isinstance(
-            self.values, pa.Array) else self.values.to_numpy()
+        values = self.values
+        if isinstance(values, pa.ChunkedArray) and pa.types.is_dictionary(values.type):
+            # Dictionary chunks (one dictionary each, as read): decoded chunk by chunk.
+            values = pa.chunked_array([c.dictionary_decode() for c in values.chunks],
+                                      type=values.type.value_type)
+        values = values.to_numpy(zero_copy_only=False) if isinstance(
+            values, pa.Array) else values.to_numpy()
         return np.asarray(values, dtype=object)[self.order]
 
 
@@ -354,7 +359,7 @@ class Dataset:
             canonical[order] = np.arange(keys.n_queries, dtype=np.int64)
             qidx = canonical[c_query]
             del canonical
-        uid = _arrow_strings(c["sent_uid"])
+        uid = _uid_values(c["sent_uid"])
         rank = c.get("rank")
         score = c["score"]
         c_order, offsets, score_sorted = _candidate_order(
@@ -504,6 +509,32 @@ def _arrow_strings(values: pd.Series):
     return pa.array(text.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
 
 
+def _uid_values(values: pd.Series):
+    """The ids as Arrow: the loader's dictionary chunks as they are (one dictionary each, never
+    decoded as a whole), other columns as :func:`_arrow_strings`."""
+    dtype = values.dtype
+    if isinstance(dtype, pd.ArrowDtype) and pa.types.is_dictionary(dtype.pyarrow_dtype):
+        return values.array.__arrow_array__()
+    return _arrow_strings(values)
+
+
+def take_text(values, rows: np.ndarray) -> list[str]:
+    """``values[rows]`` as Python strings. Arrow dictionary chunks whose dictionaries differ
+    (one per Parquet row group, as read) are decoded at these rows only, chunk by chunk,
+    instead of unifying every chunk's dictionary first."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if not (isinstance(values, pa.ChunkedArray) and pa.types.is_dictionary(values.type)):
+        return values.take(rows).to_pylist()
+    offsets = np.cumsum([0] + [len(c) for c in values.chunks])
+    which = np.searchsorted(offsets, rows, side="right") - 1
+    out = np.empty(rows.size, dtype=object)
+    for i in np.unique(which).tolist():
+        at = np.flatnonzero(which == i)
+        chunk = values.chunks[i].take(pa.array(rows[at] - offsets[i]))
+        out[at] = chunk.dictionary_decode().to_pylist()
+    return out.tolist()
+
+
 def _codes(values, categories) -> np.ndarray:
     """int64 position of every Arrow string of ``values`` in ``categories`` (-1 if absent)."""
     found = pc.index_in(values, value_set=pa.array(list(categories), type=values.type))
@@ -566,7 +597,7 @@ def _break_ties(c_order: np.ndarray, offsets: np.ndarray, score_sorted: np.ndarr
     new_run = np.ones(idx.size, dtype=bool)
     new_run[1:] = ~same[idx[1:] - 1]
     runs = np.cumsum(new_run)
-    uids = uid.take(c_order[idx]).to_pylist()
+    uids = take_text(uid, c_order[idx])
     if idx.size <= _PYTHON_SORT_MAX:  # few ties (the common case): plain stable sorts
         by_uid = sorted(range(idx.size), key=uids.__getitem__, reverse=True)
         ranked = np.array(sorted(by_uid, key=runs.__getitem__), dtype=np.int64)

@@ -36,11 +36,19 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pa_parquet
+from numpy.lib.stride_tricks import sliding_window_view
 
-from metrics_core.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS, Dataset
+from metrics_core.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS, Dataset, take_text
 from metrics_core.errors import InputError, InputErrors, shown_value
 from metrics_core.limits import DEFAULT_LIMITS, Limits
-from metrics_core.parquet_input import ALIASES, REPEATED_IDS, dictionary_names, read_parquet
+from metrics_core.ordering import stable_argsort
+from metrics_core.parquet_input import (
+    ALIASES,
+    ARROW_IDS,
+    REPEATED_IDS,
+    dictionary_names,
+    read_parquet,
+)
 from metrics_core.parquet_input import PARQUET_MAGIC as _PARQUET_MAGIC
 from metrics_core.parquet_input import check_shape as _check_shape
 from metrics_core.parquet_input import norm as _norm
@@ -81,7 +89,7 @@ _ALIAS_OWNER = {_norm(a): canon for canon, names in ALIASES.items() for a in (ca
 # ---------------------------------------------------------------------------------- reading
 def read_table(source, *, name: str | None = None,
                string_columns=(), limits: Limits | None = None,
-               category_columns=()) -> pd.DataFrame:
+               category_columns=(), arrow_dictionary_columns=()) -> pd.DataFrame:
     """Read one input table from a path or from bytes (contract §2, formats).
 
     Parameters
@@ -106,6 +114,11 @@ def read_table(source, *, name: str | None = None,
         from the file's dictionary encoding. Ids that repeat on many rows (``post_id`` and
         ``criterion`` of a candidates table) then cost one small code per row instead of one
         string; the values are the same.
+    arrow_dictionary_columns : iterable of str, optional
+        Parquet only: text columns of these names are read as Arrow dictionaries too, and kept
+        so in the frame (a pandas ``ArrowDtype`` of the file's dictionary chunks, one per row
+        group, as read): no string per row, and no pandas categorical, whose categories would
+        need one dictionary for all row groups.
 
     Returns
     -------
@@ -137,10 +150,11 @@ def read_table(source, *, name: str | None = None,
         data, path, name, head, fmt = _open(source, name)
     try:
         if fmt == "parquet":
-            table = (read_parquet(path, data, name, limits, category_columns) if table is None
-                     else table)
+            table = (read_parquet(path, data, name, limits,
+                                  [*category_columns, *arrow_dictionary_columns])
+                     if table is None else table)
             _check_table(table, name, limits)
-            frame = table.to_pandas()
+            frame = _to_pandas(table, arrow_dictionary_columns)
         else:
             _check_text(head, name)
             # old Mac files end lines with CR alone
@@ -172,6 +186,23 @@ def read_table(source, *, name: str | None = None,
         dupes = sorted({c for c in cols if cols.count(c) > 1})
         raise InputError(f"duplicate column names: {_list(dupes)}", file=name,
         code="duplicate_column")
+    return frame
+
+
+def _to_pandas(table: pa.Table, arrow_dictionary_columns) -> pd.DataFrame:
+    """The frame of a Parquet table; its dictionary columns named in
+    ``arrow_dictionary_columns`` stay Arrow dictionaries (see :func:`read_table`)."""
+    wanted = {_norm(c) for c in arrow_dictionary_columns}
+    kept = [i for i, f in enumerate(table.schema) if _norm(f.name) in wanted
+            and pa.types.is_dictionary(f.type)
+            and (pa.types.is_string(f.type.value_type)
+                 or pa.types.is_large_string(f.type.value_type))]
+    if not kept:
+        return table.to_pandas()
+    frame = table.drop_columns([table.schema[i].name for i in kept]).to_pandas()
+    for i in kept:  # at its place among the columns
+        frame.insert(i, table.schema[i].name,
+                     pd.Series(pd.arrays.ArrowExtensionArray(table.column(i)), index=frame.index))
     return frame
 
 
@@ -716,7 +747,10 @@ def _as_binary(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 def _as_text(s: pd.Series) -> tuple[pd.Series, np.ndarray]:
     """(string values, missing-or-empty mask); numbers read from typed files become their
     integer text ("7", not "7.0"). A categorical of strings stays one: its codes say which
-    rows are missing or empty."""
+    rows are missing or empty; so does a column of Arrow dictionary chunks."""
+    chunks = _dictionary_chunks(s)
+    if chunks is not None:
+        return s.reset_index(drop=True), _dictionary_missing(chunks, len(s))
     if _string_categories(s):
         codes = np.asarray(s.array.codes)
         missing = codes < 0
@@ -749,6 +783,49 @@ def _string_categories(s: pd.Series) -> bool:
     categories = s.cat.categories
     return (isinstance(categories.dtype, pd.StringDtype)
             or pd.api.types.infer_dtype(categories, skipna=False) in ("string", "empty"))
+
+
+def _dictionary_chunks(s: pd.Series) -> list[pa.DictionaryArray] | None:
+    """The Arrow dictionary chunks of a text column read as such (``read_table``'s
+    ``arrow_dictionary_columns``: one dictionary per chunk), else None."""
+    dtype = s.dtype
+    if not (isinstance(dtype, pd.ArrowDtype) and pa.types.is_dictionary(dtype.pyarrow_dtype)):
+        return None
+    value_type = dtype.pyarrow_dtype.value_type
+    if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type)):
+        return None
+    return list(s.array.__arrow_array__().chunks)
+
+
+def _dictionary_missing(chunks: list, n: int) -> np.ndarray:
+    """Rows of dictionary chunks that are null or the empty string."""
+    missing = np.zeros(n, dtype=bool)
+    start = 0
+    for chunk in chunks:
+        size = len(chunk)
+        bad = (pc.equal(pc.binary_length(chunk.dictionary), 0).fill_null(True)
+               .to_numpy(zero_copy_only=False))
+        if chunk.null_count or bad.any():
+            codes = chunk.indices.fill_null(0).to_numpy()
+            part = bad[codes] if bad.size else np.zeros(size, dtype=bool)
+            if chunk.null_count:
+                part |= chunk.indices.is_null().to_numpy(zero_copy_only=False)
+            missing[start:start + size] = part
+        start += size
+    return missing
+
+
+def _dictionary_codes(chunks: list) -> np.ndarray:
+    """The int64 codes of dictionary chunks, each into its own chunk's dictionary."""
+    if not chunks:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate([c.indices.fill_null(-1).to_numpy() for c in chunks]).astype(
+        np.int64, copy=False)
+
+
+def _dictionary_strings(chunks: list, rows: np.ndarray) -> list[str]:
+    """The text of ``rows`` of dictionary chunks, decoding those rows only."""
+    return take_text(pa.chunked_array(chunks), rows)
 
 
 def _all_missing(s: pd.Series) -> bool:
@@ -984,8 +1061,16 @@ def _int_codes(chunked: pa.ChunkedArray) -> np.ndarray:
 def _factorize(values: pd.Series) -> tuple[np.ndarray, pa.Array]:
     """(int64 code of every value, distinct values in order of appearance); missing -> -1.
 
-    Arrow's hash kernel: about twice as fast as ``pandas.factorize`` on arrow strings.
+    Arrow's hash kernel: about twice as fast as ``pandas.factorize`` on arrow strings. Arrow
+    dictionary chunks are unified into one dictionary (their strings hashed, not the rows').
     """
+    chunks = _dictionary_chunks(values)
+    if chunks is not None:
+        value_type = values.dtype.pyarrow_dtype.value_type
+        if not chunks:
+            return np.zeros(0, dtype=np.int64), pa.array([], type=value_type)
+        unified = pa.chunked_array(chunks, type=values.dtype.pyarrow_dtype).unify_dictionaries()
+        return _dictionary_codes(unified.chunks), unified.chunks[0].dictionary
     encoded = pc.dictionary_encode(_arrow(values))
     if encoded.num_chunks == 0:
         return np.zeros(0, dtype=np.int64), pa.array([], type=encoded.type.value_type)
@@ -1298,7 +1383,9 @@ def _frame_of(source, name, default_name, mapping,
     # The ids every candidate row repeats, read as categoricals (their names, aliases and
     # mapped sources; the loader takes categoricals of strings as they are).
     return (read_table(source, name=str(name), string_columns=text_sources, limits=limits,
-                       category_columns=dictionary_names(mapping, _REPEATED_IDS)), str(name))
+                       category_columns=dictionary_names(mapping, _REPEATED_IDS),
+                       arrow_dictionary_columns=dictionary_names(mapping, ARROW_IDS)),
+            str(name))
 
 
 def _has_column(df: pd.DataFrame, src) -> bool:
@@ -1399,7 +1486,7 @@ def _two_tables(q_table, q_rows, q_file, q_map, c_table, c_file, c_map, errors) 
     # The ids' order along the rows (for the uniqueness check within queries) is compared on
     # a thread, in Arrow without the interpreter, while the queries are matched here.
     increasing = None
-    if n_c >= _THREADED_UID_ROWS:
+    if n_c >= _THREADED_UID_ROWS and _dictionary_chunks(c["sent_uid"]) is None:
         pool = ThreadPoolExecutor(max_workers=1)
         increasing = pool.submit(_uid_steps, c["sent_uid"])
         pool.shutdown(wait=False)
@@ -1500,6 +1587,9 @@ def _ordered_within_runs(uid: pd.Series, starts: np.ndarray, increasing=None) ->
     this path. ``increasing``: :func:`_uid_steps` of ``uid`` computed already (a future)."""
     if len(uid) < 2:
         return True
+    chunks = _dictionary_chunks(uid)
+    if chunks is not None:
+        return _codes_unique_within_runs(chunks, starts, len(uid))
     straddle = starts[1:] - 1  # the pairs (i, i + 1) of two queries
     for compare in (pc.greater, pc.less):
         step = None
@@ -1512,6 +1602,38 @@ def _ordered_within_runs(uid: pd.Series, starts: np.ndarray, increasing=None) ->
         if step.all():
             return True
     return False
+
+
+def _codes_unique_within_runs(chunks: list, starts: np.ndarray, n: int) -> bool:
+    """:func:`_ordered_within_runs` of Arrow dictionary chunks: True when no id repeats within
+    a query (the rows of each query consecutive from ``starts``); False when one may, for the
+    caller's full check to find the rows. Within a chunk equal codes are equal ids, so each
+    query's codes are sorted (one 2-D sort per number of rows per query) and neighbours
+    compared; a query whose rows straddle two chunks (two dictionaries) is checked by its
+    strings."""
+    codes = np.concatenate([c.indices.to_numpy() for c in chunks])
+    ends = np.append(starts[1:], n)
+    lengths = ends - starts
+    bounds = np.cumsum([len(c) for c in chunks])[:-1]
+    bounds = bounds[(bounds > 0) & (bounds < n)]
+    by_bound = np.searchsorted(starts, bounds, side="right") - 1
+    straddling = np.unique(by_bound[starts[by_bound] < bounds])
+    within = lengths > 1
+    within[straddling] = False
+    queries = np.flatnonzero(within)
+    queries = queries[stable_argsort(lengths[queries])]
+    sizes, first = np.unique(lengths[queries], return_index=True)
+    groups = np.split(starts[queries], first[1:]) if queries.size else []
+    for size, heads in zip(sizes.tolist(), groups, strict=True):
+        block = sliding_window_view(codes, size)[heads]  # (queries, size), a copy
+        block.sort(axis=1)
+        if (block[:, 1:] == block[:, :-1]).any():
+            return False
+    for q in straddling.tolist():
+        ids = _dictionary_strings(chunks, np.arange(starts[q], ends[q]))
+        if len(set(ids)) < len(ids):
+            return False
+    return True
 
 
 def _check_within_query(parts: _Parts, q_chk: _Checker, c_chk: _Checker, *,

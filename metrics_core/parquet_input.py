@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping
 from metrics_core.errors import InputError
 from metrics_core.limits import Limits
 
-__all__ = ["ALIASES", "REPEATED_IDS", "Prefetch", "dictionary_names", "read_parquet"]
+__all__ = ["ALIASES", "ARROW_IDS", "REPEATED_IDS", "Prefetch", "dictionary_names",
+           "read_parquet"]
 
 #: Canonical column -> other names accepted for it (matched case-insensitively; spaces and
 #: hyphens count as underscores). No name is an alias of two canonical columns.
@@ -44,6 +45,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
 
 #: Ids repeated on every candidate row of a query: read from Parquet as dictionaries.
 REPEATED_IDS = ("post_id", "criterion")
+#: Ids read from Parquet as dictionaries and kept as Arrow dictionary chunks by the loader
+#: (never one Python or pandas string per row): a candidate's ``sent_uid`` repeats across the
+#: criteria of its post, so the file's dictionary pages decode to one small code per row.
+ARROW_IDS = ("sent_uid",)
 
 #: The first bytes of every Parquet file.
 PARQUET_MAGIC = b"PAR1"
@@ -120,7 +125,8 @@ class Prefetch:
 
     def __init__(self, paths: Iterable, limits: Limits, mapping: Mapping | None = None):
         self._paths = [p for p in paths if p is not None and _is_parquet(p)]
-        self._limits, self._names = limits, dictionary_names(mapping)
+        self._limits = limits
+        self._names = dictionary_names(mapping) + dictionary_names(mapping, ARROW_IDS)
         self._tables: dict = {}
         self._thread = threading.Thread(target=self._run, name="parquet-prefetch", daemon=True)
         if self._paths:

@@ -1,0 +1,150 @@
+"""``sent_uid`` read from Parquet as Arrow dictionary chunks and kept so (contract §2).
+
+The loader reads a Parquet candidates table's ``sent_uid`` as the file's dictionary pages (one
+dictionary per row group) and never decodes it as a whole: uniqueness within a query is
+checked on the codes, the few queries whose rows straddle two row groups by their strings,
+ties are broken on the decoded tied rows only. These tests hold that path to the plain one:
+Parquet files with many small row groups load the same data set, the same exclusions and
+warnings and the same errors (to the letter) as the loader's plain path (``sent_uid`` read as
+strings), for grouped and ungrouped rows, ties across row groups, repeated ids within and
+across row groups, and empty or missing ids.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metrics_core import io as mio
+from metrics_core.dataset import take_text
+from metrics_core.errors import InputError
+from metrics_core.parquet_input import Prefetch
+from tests.conftest import random_frames
+from tests.test_io import assert_same
+
+
+def _write(q: pd.DataFrame, c: pd.DataFrame, tmp_path, row_group_size: int):
+    """The tables as Parquet, the candidates in row groups of ``row_group_size`` rows."""
+    paths = []
+    for kind, frame in (("q", q), ("c", c)):
+        path = tmp_path / f"{kind}.parquet"
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path,
+                       row_group_size=row_group_size if kind == "c" else None)
+        paths.append(path)
+    return paths
+
+
+def _outcome(queries, candidates):
+    try:
+        return mio.load(queries, candidates)
+    except InputError as err:
+        return err.render()
+
+
+def _both(paths):
+    """(outcome with sent_uid as dictionary chunks, outcome with sent_uid read as strings: the
+    loader's plain path, as before the dictionary path existed)."""
+    frame = mio._frame_of(paths[1], None, "candidates", None)[0]
+    assert mio._dictionary_chunks(frame["sent_uid"]) is not None
+    dictionary = _outcome(*paths)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mio, "ARROW_IDS", ())
+        frame = mio._frame_of(paths[1], None, "candidates", None)[0]
+        assert mio._dictionary_chunks(frame["sent_uid"]) is None
+        plain = _outcome(*paths)
+    return dictionary, plain
+
+
+def _same(a, b) -> None:
+    if isinstance(b, str):
+        assert a == b
+        return
+    assert not isinstance(a, str), a
+    assert_same(a.dataset, b.dataset)
+    assert a.exclusions.equals(b.exclusions)
+    assert a.warnings == b.warnings
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), row_group_size=st.sampled_from([1, 3, 7, 50, 10_000]),
+       grouped=st.booleans(), tie_share=st.sampled_from([0.0, 0.5, 1.0]))
+def test_parquet_dictionary_ids_load_what_the_plain_path_loads(tmp_path_factory, seed,
+                                                               row_group_size, grouped,
+                                                               tie_share):
+    """Ties within a query broken by sent_uid descending, across row-group boundaries too."""
+    tmp_path = tmp_path_factory.mktemp("dict")
+    q, c = random_frames(20, ("A", "B", "C"), seed=seed, tie_share=tie_share)
+    rng = np.random.default_rng(seed)
+    if grouped:  # ids in a different order within every query: codes not monotone
+        c = c.sample(frac=1.0, random_state=seed).sort_values(["post_id", "criterion"],
+                                                              kind="stable")
+    else:
+        c = c.iloc[rng.permutation(len(c))]
+    if tie_share == 1.0:
+        c["score"] = np.round(c["score"], 0)
+    _same(*_both(_write(q, c.reset_index(drop=True), tmp_path, row_group_size)))
+
+
+@pytest.mark.parametrize("where", ["same row group", "across row groups", "ungrouped"])
+def test_a_repeated_id_within_a_query_is_the_plain_paths_error(tmp_path, where):
+    q, c = random_frames(12, ("A", "B"), seed=3, tie_share=0.0)
+    c = c.reset_index(drop=True)
+    sizes = c.groupby(["post_id", "criterion"], sort=False).size()
+    first = int(np.flatnonzero(sizes.to_numpy() >= 4)[0])  # a query of 4 rows or more
+    start = int(sizes.to_numpy()[:first].sum())
+    size = 10_000
+    if where == "across row groups":
+        size = start + 2  # the query's first two rows in one row group, the rest in the next
+        c.loc[start + 3, "sent_uid"] = c.loc[start, "sent_uid"]
+    else:
+        c.loc[start + 1, "sent_uid"] = c.loc[start, "sent_uid"]
+    if where == "ungrouped":
+        c = c.iloc[::-1].reset_index(drop=True)
+    parquet, plain = _both(_write(q, c, tmp_path, size))
+    assert isinstance(plain, str) and "(post_id, criterion, sent_uid) must be unique" in plain
+    _same(parquet, plain)
+
+
+@pytest.mark.parametrize("bad", ["", None])
+def test_an_empty_or_missing_id_is_the_plain_paths_error(tmp_path, bad):
+    q, c = random_frames(12, ("A", "B"), seed=5)
+    c = c.reset_index(drop=True).astype({"sent_uid": object})
+    c.loc[[3, 40], "sent_uid"] = bad
+    parquet, plain = _both(_write(q, c, tmp_path, 16))
+    assert isinstance(plain, str) and "sent_uid" in plain and "must not be empty" in plain
+    _same(parquet, plain)
+
+
+def test_excluded_candidates_keep_their_ids(tmp_path):
+    q, c = random_frames(12, ("A", "B"), seed=6)
+    c = c.reset_index(drop=True)
+    c.loc[[2, 30, 31], "score"] = np.nan
+    q.loc[[1], "p_has_evidence"] = np.nan
+    parquet, plain = _both(_write(q, c, tmp_path, 9))
+    assert len(plain.exclusions) > 3 and (plain.exclusions["sent_uid"] != "").sum() >= 3
+    _same(parquet, plain)
+
+
+def test_the_command_line_prefetch_reads_ids_as_dictionaries(tmp_path):
+    q, c = random_frames(15, seed=7)
+    paths = _write(q, c.reset_index(drop=True), tmp_path, 11)
+    prefetch = Prefetch(paths, mio.DEFAULT_LIMITS)
+    table = prefetch.table(paths[1])
+    assert pa.types.is_dictionary(table.schema.field("sent_uid").type)
+    loaded = mio.load(prefetch.table(paths[0]), table, queries_name="q.parquet",
+                      candidates_name="c.parquet")
+    _same(loaded, _both(paths)[1])
+
+
+def test_take_text_decodes_only_the_rows_asked_for_in_any_order():
+    chunks = [pa.array(v, type=pa.string()).dictionary_encode()
+              for v in (["b", "a", "b"], [], ["c", "a"])]
+    values = pa.chunked_array(chunks)
+    rows = np.array([4, 0, 3, 1, 4])
+    assert take_text(values, rows) == ["a", "b", "c", "a", "a"]
+    assert take_text(pa.chunked_array([pa.array(["x", "y"])]), np.array([1, 0])) == ["y", "x"]
