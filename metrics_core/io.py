@@ -41,7 +41,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from metrics_core.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS, Dataset, take_text
 from metrics_core.errors import InputError, InputErrors, shown_value
 from metrics_core.limits import DEFAULT_LIMITS, Limits
-from metrics_core.ordering import stable_argsort
+from metrics_core.ordering import PARALLEL_SORT_ROWS, by_halves, stable_argsort
 from metrics_core.parquet_input import (
     ALIASES,
     ARROW_IDS,
@@ -1624,11 +1624,19 @@ def _codes_unique_within_runs(chunks: list, starts: np.ndarray, n: int) -> bool:
     queries = queries[stable_argsort(lengths[queries])]
     sizes, first = np.unique(lengths[queries], return_index=True)
     groups = np.split(starts[queries], first[1:]) if queries.size else []
-    for size, heads in zip(sizes.tolist(), groups, strict=True):
+    repeated = []
+
+    def check(size: int, heads: np.ndarray) -> None:
         block = sliding_window_view(codes, size)[heads]  # (queries, size), a copy
         block.sort(axis=1)
         if (block[:, 1:] == block[:, :-1]).any():
-            return False
+            repeated.append(size)
+
+    # (two threads from PARALLEL_SORT_ROWS rows on: numpy sorts without the interpreter)
+    by_halves(check, list(zip(sizes.tolist(), groups, strict=True)),
+              parallel=n >= PARALLEL_SORT_ROWS)
+    if repeated:
+        return False
     for q in straddling.tolist():
         ids = _dictionary_strings(chunks, np.arange(starts[q], ends[q]))
         if len(set(ids)) < len(ids):

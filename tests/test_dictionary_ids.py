@@ -90,8 +90,12 @@ def test_parquet_dictionary_ids_load_what_the_plain_path_loads(tmp_path_factory,
     _same(*_both(_write(q, c.reset_index(drop=True), tmp_path, row_group_size)))
 
 
+@pytest.mark.parametrize("threads", [False, True])
 @pytest.mark.parametrize("where", ["same row group", "across row groups", "ungrouped"])
-def test_a_repeated_id_within_a_query_is_the_plain_paths_error(tmp_path, where):
+def test_a_repeated_id_within_a_query_is_the_plain_paths_error(tmp_path, where, threads,
+                                                              monkeypatch):
+    """``threads``: the codes' check on two threads (from ``PARALLEL_SORT_ROWS`` rows on)."""
+    monkeypatch.setattr(mio, "PARALLEL_SORT_ROWS", 0 if threads else 10 ** 12)
     q, c = random_frames(12, ("A", "B"), seed=3, tie_share=0.0)
     c = c.reset_index(drop=True)
     sizes = c.groupby(["post_id", "criterion"], sort=False).size()
