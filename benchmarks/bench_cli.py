@@ -113,7 +113,7 @@ print(json.dumps({"seconds": time.perf_counter() - t, "n_queries": loaded.datase
 '''
 
 #: The least any loader of these files has to do, for scale: read them as the loader reads
-#: them (the repeated ids as dictionaries), take the columns as numpy, find each candidate's
+#: them (the ids as dictionaries), take the columns as numpy, find each candidate's
 #: query (its run of equal ids) and sort each query's candidates by score. No validation, no
 #: tie-break, no Dataset: what is left of the loader's budget after this is what the checks
 #: and the build may take.
@@ -129,7 +129,7 @@ def codes(column):
 
 t = time.perf_counter()
 queries = pq.read_table(sys.argv[1], read_dictionary=["post_id", "criterion"])
-candidates = pq.read_table(sys.argv[2], read_dictionary=["post_id", "criterion"])
+candidates = pq.read_table(sys.argv[2], read_dictionary=["post_id", "criterion", "sent_uid"])
 score, gold = candidates["score"].to_numpy(), candidates["is_gold"].to_numpy()
 p, y = queries["p_has_evidence"].to_numpy(), queries["has_evidence"].to_numpy()
 post, crit = codes(candidates["post_id"]), codes(candidates["criterion"])
