@@ -152,3 +152,22 @@ def test_take_text_decodes_only_the_rows_asked_for_in_any_order():
     rows = np.array([4, 0, 3, 1, 4])
     assert take_text(values, rows) == ["a", "b", "c", "a", "a"]
     assert take_text(pa.chunked_array([pa.array(["x", "y"])]), np.array([1, 0])) == ["y", "x"]
+
+
+def test_a_long_table_loads_what_the_plain_path_loads(tmp_path):
+    """One Parquet table of queries and candidates, queries without candidates (an empty
+    sent_uid) and excluded candidates among its rows."""
+    q, c = random_frames(30, seed=9)
+    table = c.merge(q, on=["post_id", "criterion"], how="right")
+    table.loc[table.index[::7], "score"] = np.nan
+    path = tmp_path / "long.parquet"
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), path, row_group_size=13)
+    frame = mio._frame_of(path, None, "queries", None)[0]
+    assert mio._dictionary_chunks(frame["sent_uid"]) is not None
+    dictionary = mio.load(path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mio, "ARROW_IDS", ())
+        plain = mio.load(path)
+    assert (plain.dataset.n_candidates < len(table)
+            and len(plain.exclusions) > 0 and plain.dataset.n_queries == len(q))
+    _same(dictionary, plain)
