@@ -4,12 +4,15 @@ test and the latency benchmark."""
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from metrics_core.allocator import glibc_tunables
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,9 +29,12 @@ def running_app(script: str, log: Path):
     port = free_port()
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
+        # The server's malloc settings from its start, as ./dev app gives them.
+        env = {**os.environ, "GLIBC_TUNABLES": glibc_tunables(os.environ.get("GLIBC_TUNABLES"))}
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
-             "--server.headless", "true"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+             "--server.headless", "true"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+            env=env)
         try:
             deadline = time.monotonic() + 60
             while True:
