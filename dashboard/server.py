@@ -6,6 +6,9 @@ sniffed, and no referrer leaves the page. The server process keeps freed memory 
 (:func:`metrics_core.allocator.keep_freed_memory`), as the command line does: the temporaries
 of each rerun over a large upload are not page-faulted in afresh, and the objects its imports
 made are kept out of the garbage collector's full collections (:func:`freeze_startup_objects`).
+``./dev app`` gives the same malloc settings as ``GLIBC_TUNABLES`` from the process's start
+(:func:`metrics_core.allocator.glibc_tunables`): set here, they would come after the server's
+first threads, and the script runs could allocate from another arena.
 """
 
 import gc

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import MappingProxyType
 
 __all__ = ["MALLOC_SETTINGS", "glibc_tunables", "keep_freed_memory"]
 
@@ -15,10 +16,11 @@ ARROW_POOL = "system"
 
 #: glibc malloc's settings in this project's processes (see :func:`keep_freed_memory`): no
 #: ``mmap`` per large array, freed memory never trimmed, 64 MB grown at a time, one arena.
-MALLOC_SETTINGS = {"mmap_max": 0, "trim_threshold": 2**31 - 1, "top_pad": 64 << 20,
-                   "arena_max": 1}
+MALLOC_SETTINGS = MappingProxyType({"mmap_max": 0, "trim_threshold": 2**31 - 1,
+                                    "top_pad": 64 << 20, "arena_max": 1})
 #: ``mallopt`` parameter numbers of :data:`MALLOC_SETTINGS` (glibc's malloc.h).
-_MALLOPT = {"mmap_max": -4, "trim_threshold": -1, "top_pad": -2, "arena_max": -8}
+_MALLOPT = MappingProxyType({"mmap_max": -4, "trim_threshold": -1, "top_pad": -2,
+                             "arena_max": -8})
 
 
 def keep_freed_memory() -> None:
