@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from metrics_core.choices import STRATEGIES
-from metrics_core.classification import check_binary_inputs
+from metrics_core.classification import _checked_order, check_binary_inputs
 from metrics_core.uncertainty import wilson_interval
 
 __all__ = [
@@ -411,15 +411,6 @@ def _distinct_rows(y: np.ndarray, p: np.ndarray, order: np.ndarray | None = None
     return values, events, trials
 
 
-def _order_of(order, p: np.ndarray) -> np.ndarray | None:
-    """A caller's ``order`` of ``p`` (ascending), checked; None stays None."""
-    if order is None:
-        return None
-    from metrics_core.classification import _checked_order
-
-    return _checked_order(order, p)
-
-
 def logistic_calibration(y, p, *, level: float = 0.95,
                          order=None) -> LogisticCalibration:
     """Calibration-in-the-large, intercept and slope of ``p`` against ``y`` (all queries).
@@ -445,7 +436,7 @@ def logistic_calibration(y, p, *, level: float = 0.95,
     nan = float("nan")
     if y.size == 0 or observed in (0.0, float(y.size)):
         return LogisticCalibration(oe, oe_ci, nan, None, nan, None, "one class present")
-    values, events, trials = _distinct_rows(y, p, _order_of(order, p))
+    values, events, trials = _distinct_rows(y, p, _checked_order(order, p))
     logit = np.log(values) - np.log1p(-values)
     ones = np.ones((values.size, 1))
     fit_a = _newton(ones, events, logit, trials=trials)
@@ -595,7 +586,7 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
         clipped = np.clip(values, eps, 1 - eps)
         return np.log(clipped / (1 - clipped))
 
-    values, events, trials = _distinct_rows(y, p, _order_of(order, p))
+    values, events, trials = _distinct_rows(y, p, _checked_order(order, p))
     if values.size < n_knots + 2:  # fewer distinct values than the spline's coefficients
         return empty
     knots = spline_knots(logit(p), n_knots)

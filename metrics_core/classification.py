@@ -360,11 +360,15 @@ def prepare(y, p, *, order=None) -> PreparedScores:
     (1.0, 2)
     """
     y, p, _ = check_binary_inputs(y, p)
-    return PreparedScores(y, p, None if order is None else _checked_order(order, p))
+    return PreparedScores(y, p, _checked_order(order, p))
 
 
-def _checked_order(order, p: np.ndarray) -> np.ndarray:
-    """``order`` as an int64 array ordering ``p`` ascending; ValueError otherwise."""
+def _checked_order(order, p: np.ndarray) -> np.ndarray | None:
+    """A caller's ``order`` as an integer array ordering ``p`` ascending (ValueError
+    otherwise); None stays None (the kernel sorts itself). Every kernel that takes ``order=``
+    checks it here."""
+    if order is None:
+        return None
     order = np.asarray(order)
     if (order.shape != p.shape or order.dtype.kind not in "iu"
             or (order.size and (order.min() < 0 or order.max() >= order.size

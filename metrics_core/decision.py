@@ -23,6 +23,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
+from metrics_core.classification import _checked_order
 from metrics_core.uncertainty import bootstrap_cis
 
 __all__ = ["FINDERS", "Target", "TuneResult", "decision_curve", "find_threshold", "tune"]
@@ -249,21 +250,12 @@ def decision_curve(y, p, thresholds=DECISION_THRESHOLDS, *, order=None) -> pd.Da
     y = np.asarray(y, dtype=np.float64)
     t = np.asarray(thresholds, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
-    nb, prevalence = _net_benefit(y, p, t, np.ones((1, y.size)), _order_of(order, p))
+    nb, prevalence = _net_benefit(y, p, t, np.ones((1, y.size)), _checked_order(order, p))
     odds = t / (1.0 - t)
     treat_all = prevalence - (1.0 - prevalence) * odds
     return pd.DataFrame({"threshold": t, "net_benefit": nb[0], "net_benefit_treat_all": treat_all,
                          "net_benefit_treat_none": 0.0,
                          "interventions_avoided_per_100": (nb[0] - treat_all) / odds * 100.0})
-
-
-def _order_of(order, p: np.ndarray) -> np.ndarray | None:
-    """A caller's ``order`` of ``p`` (ascending), checked; None stays None."""
-    if order is None:
-        return None
-    from metrics_core.classification import _checked_order
-
-    return _checked_order(order, p)
 
 
 def _net_benefit(y, p, t, w, order=None) -> tuple[np.ndarray, float]:
@@ -296,7 +288,7 @@ def decision_curve_bands(y, p, *, n_resamples: int, seed: int, unit_of_row=None,
     y = np.asarray(y, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     t = np.asarray(thresholds, dtype=np.float64)
-    order = np.argsort(p, kind="stable") if order is None else _order_of(order, p)
+    order = np.argsort(p, kind="stable") if order is None else _checked_order(order, p)
     cis = bootstrap_cis({"nb": lambda w: _net_benefit(y, p, t, w, order)[0]},
                         n_units or y.size, unit_of_row=unit_of_row, n_resamples=n_resamples,
                         seed=seed)["nb"]
