@@ -509,13 +509,27 @@ def _arrow_strings(values: pd.Series):
     return pa.array(text.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
 
 
-def _uid_values(values: pd.Series):
-    """The ids as Arrow: the loader's dictionary chunks as they are (one dictionary each, never
-    decoded as a whole), other columns as :func:`_arrow_strings`."""
+def dictionary_text(values: pd.Series) -> pa.ChunkedArray | None:
+    """The Arrow dictionary chunks of a text column the loader keeps as read (one dictionary
+    per Parquet row group; ``io.read_table``'s ``arrow_dictionary_columns``), else None."""
     dtype = values.dtype
-    if isinstance(dtype, pd.ArrowDtype) and pa.types.is_dictionary(dtype.pyarrow_dtype):
-        return values.array.__arrow_array__()
-    return _arrow_strings(values)
+    if not (isinstance(dtype, pd.ArrowDtype) and is_dictionary_text(dtype.pyarrow_dtype)):
+        return None
+    return values.array.__arrow_array__()
+
+
+def is_dictionary_text(arrow_type: pa.DataType) -> bool:
+    """Whether an Arrow type is a dictionary of strings."""
+    return pa.types.is_dictionary(arrow_type) and (
+        pa.types.is_string(arrow_type.value_type)
+        or pa.types.is_large_string(arrow_type.value_type))
+
+
+def _uid_values(values: pd.Series):
+    """The ids as Arrow: the loader's dictionary chunks as they are (never decoded as a
+    whole), other columns as :func:`_arrow_strings`."""
+    chunks = dictionary_text(values)
+    return _arrow_strings(values) if chunks is None else chunks
 
 
 def take_text(values, rows: np.ndarray) -> list[str]:

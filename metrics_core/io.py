@@ -38,7 +38,14 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pa_parquet
 from numpy.lib.stride_tricks import sliding_window_view
 
-from metrics_core.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS, Dataset, take_text
+from metrics_core.dataset import (
+    CANDIDATE_COLUMNS,
+    QUERY_COLUMNS,
+    Dataset,
+    dictionary_text,
+    is_dictionary_text,
+    take_text,
+)
 from metrics_core.errors import InputError, InputErrors, shown_value
 from metrics_core.limits import DEFAULT_LIMITS, Limits
 from metrics_core.ordering import PARALLEL_SORT_ROWS, by_halves, stable_argsort
@@ -193,10 +200,8 @@ def _to_pandas(table: pa.Table, arrow_dictionary_columns) -> pd.DataFrame:
     """The frame of a Parquet table; its dictionary columns named in
     ``arrow_dictionary_columns`` stay Arrow dictionaries (see :func:`read_table`)."""
     wanted = {_norm(c) for c in arrow_dictionary_columns}
-    kept = [i for i, f in enumerate(table.schema) if _norm(f.name) in wanted
-            and pa.types.is_dictionary(f.type)
-            and (pa.types.is_string(f.type.value_type)
-                 or pa.types.is_large_string(f.type.value_type))]
+    kept = [i for i, f in enumerate(table.schema)
+            if _norm(f.name) in wanted and is_dictionary_text(f.type)]
     if not kept:
         return table.to_pandas()
     frame = table.drop_columns([table.schema[i].name for i in kept]).to_pandas()
@@ -786,15 +791,9 @@ def _string_categories(s: pd.Series) -> bool:
 
 
 def _dictionary_chunks(s: pd.Series) -> list[pa.DictionaryArray] | None:
-    """The Arrow dictionary chunks of a text column read as such (``read_table``'s
-    ``arrow_dictionary_columns``: one dictionary per chunk), else None."""
-    dtype = s.dtype
-    if not (isinstance(dtype, pd.ArrowDtype) and pa.types.is_dictionary(dtype.pyarrow_dtype)):
-        return None
-    value_type = dtype.pyarrow_dtype.value_type
-    if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type)):
-        return None
-    return list(s.array.__arrow_array__().chunks)
+    """The chunks of :func:`~metrics_core.dataset.dictionary_text`, else None."""
+    chunked = dictionary_text(s)
+    return None if chunked is None else list(chunked.chunks)
 
 
 def _dictionary_missing(chunks: list, n: int) -> np.ndarray:
