@@ -5,6 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No property test may fail because a machine is slow: no per-example deadline (Hypothesis'
+# default, 200 ms, fails an example that a loaded machine runs late) and no "too slow" check
+# on generating data. A test's own @settings still sets its number of examples.
+settings.register_profile("no_timing", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("no_timing")
 
 
 def random_frames(n_posts: int = 40, criteria=("C1", "C2", "C3"), *, seed: int = 0,

@@ -78,8 +78,10 @@ def test_a_client_error_is_not_retried():
 
 
 def test_a_slow_server_times_out_and_is_retried():
-    with fake_llm([("sleep", 1.0, "0.1"), "0.7"]) as (url, requests):
-        critic = OpenAICompatibleCritic(url, timeout=0.2, max_retries=1,
+    # The late reply comes long after the timeout, and the timeout leaves a loaded machine a
+    # second to answer the retry.
+    with fake_llm([("sleep", 6.0, "0.1"), "0.7"]) as (url, requests):
+        critic = OpenAICompatibleCritic(url, timeout=1.0, max_retries=1,
                                         sleep=lambda s: None)
         assert critic.score(prompt="p") == 0.7
     assert len(requests) == 2

@@ -346,13 +346,31 @@ def test_group_intervals_equal_the_per_criterion_table_and_filtered_runs():
 # ------------------------------------------------------------------ threads and the memo
 def _document(evaluation) -> str:
     doc = json.loads(evaluation.to_json())
-    doc["run"].pop("generated_at", None)  # the one field that differs between runs
+    doc["run"].pop("created")  # the one field that differs between runs (to the second)
     return json.dumps(doc, sort_keys=True)
+
+
+class _TickingClock:
+    """``datetime`` whose ``now`` moves on by a second at every call: two runs made one after
+    the other carry different creation times, as on a slow machine."""
+
+    calls = 0
+
+    @classmethod
+    def now(cls, tz=None):
+        from datetime import datetime, timedelta
+
+        cls.calls += 1
+        return datetime(2026, 1, 1, tzinfo=tz) + timedelta(seconds=cls.calls)
 
 
 def test_prefetched_evaluation_is_the_same_document(dataset, monkeypatch):
     """The K-independent parts computed on a helper thread give the same document, byte for
-    byte, as computing everything on the caller's thread."""
+    byte, as computing everything on the caller's thread (the creation time aside: the
+    clock ticks between the two runs, as it does on a loaded machine)."""
+    from metrics_core import assemble
+
+    monkeypatch.setattr(assemble, "datetime", _TickingClock)
     cfg = EvalConfig(bootstrap=0, filters=Filters(criteria=["C1", "C2"]))
     monkeypatch.setattr(evaluator_mod, "PREFETCH_MIN_QUERIES", 10 ** 9)
     plain = Evaluator(dataset)
