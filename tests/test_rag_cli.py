@@ -94,3 +94,14 @@ def test_bad_file_exits_2_naming_file_line_field(tmp_path, capsys):
 def test_bad_options_exit_2(tmp_path, capsys):
     assert run(tmp_path, "--quantiles", "1.5")[0] == 2
     assert "--quantiles must be in (0, 1]" in capsys.readouterr().err
+
+
+def test_a_demo_run_prints_no_third_party_warning(tmp_path, capfd):
+    # sacrebleu warned once per sample ("It is recommended to enable `effective_order`"), and
+    # transformers drew a "Loading weights" bar per model load, on every demo run.
+    pytest.importorskip("sacrebleu")
+    code, out = run(tmp_path)
+    assert code == 0 and out.exists()
+    captured = capfd.readouterr()
+    assert captured.err == ""
+    assert captured.out == ""  # --quiet

@@ -158,3 +158,22 @@ def test_evidence_overlap_faithfulness_hand_worked():
     s4, o4 = sample("4", retrieved=(), response="words")
     r = EvidenceOverlapFaithfulness().compute([s3, s4], [o3, o4])
     assert list(r.per_sample) == [0.0, 0.0] and r.defined
+
+
+def test_bleu_logs_no_sacrebleu_warning_and_keeps_corpus_statistics(caplog):
+    # The per-sample statistics of the bootstrap come from sentence_score with
+    # effective_order=True (sacrebleu's recommendation; without it one WARNING per sample).
+    # The counts do not depend on it: all-ones weights give the corpus BLEU, also when a
+    # sentence has no 3- or 4-gram match (where effective_order changes a sentence's score).
+    samples, outputs = split([
+        sample("1", reference="the cat sat on the mat", response="the cat sat on a mat"),
+        sample("2", reference="a dog ran far away", response="dog far"),
+        sample("3", reference="red blue green", response="green blue red")])
+    with caplog.at_level("DEBUG"):
+        r = BleuScore().compute(samples, outputs)
+    assert [rec.getMessage() for rec in caplog.records if rec.name == "sacrebleu"] == []
+    expected = sacrebleu.corpus_bleu(["the cat sat on a mat", "dog far", "green blue red"],
+                                     [["the cat sat on the mat", "a dog ran far away",
+                                       "red blue green"]])
+    assert r.value == pytest.approx(expected.score / 100, abs=1e-12)
+    assert r.resampled(np.ones((1, 3)))[0] == pytest.approx(r.value, abs=1e-12)

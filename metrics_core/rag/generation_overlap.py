@@ -208,9 +208,16 @@ class BleuScore(Metric):
         score = bleu.corpus_score(hyps, [refs])
         resampled = None
         if self.smooth_method in ("exp", "none"):
+            # Per-sample n-gram statistics for the bootstrap. They do not depend on
+            # effective_order (which only changes a sentence's own score, unused here);
+            # sacrebleu recommends it for sentence_score and warns on every call without it.
+            # The corpus score above keeps sacrebleu's standard (effective_order off).
+            counter = sacrebleu.metrics.BLEU(max_ngram_order=self.max_order,
+                                             smooth_method=self.smooth_method,
+                                             effective_order=True)
             stats = np.zeros((n, 2 * self.max_order + 3))
             for i, h, r in zip(keep, hyps, refs, strict=True):
-                s = bleu.sentence_score(h, [r])
+                s = counter.sentence_score(h, [r])
                 stats[i] = [*s.counts, *s.totals, s.sys_len, s.ref_len, 1.0]
             resampled = _bleu_of_weights(stats, self.max_order, self.smooth_method)
         return MetricResult(self.name, self.target, score.score / 100.0, {

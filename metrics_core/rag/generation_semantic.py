@@ -43,8 +43,11 @@ def default_model_path() -> str:
 
 
 def _offline() -> None:
+    """Hub offline, and no progress bar of the model loading on stderr (transformers draws a
+    "Loading weights" bar per model load unless the hub's progress bars are off)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 def _skipped(metric, n: int, reason: str) -> MetricResult:
