@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import operator
 import traceback
 from collections.abc import Callable
 from types import MappingProxyType
@@ -29,6 +30,7 @@ __all__ = [
     "RECORD_COLUMN_ORDER",
     "TABLE_ROWS",
     "UNDEFINED",
+    "VERDICTS",
     "checks_frame",
     "ci_text",
     "column_config_for",
@@ -38,12 +40,15 @@ __all__ = [
     "fmt",
     "fmt_interval",
     "fmt_metric",
+    "fmt_p",
+    "fmt_probability",
     "fold_summary_frame",
     "gate_card",
     "gate_card_frame",
     "gate_denominator",
     "group_frame",
     "headline_frame",
+    "headline_tiles",
     "kind_of",
     "latency_frame",
     "live_chart",
@@ -67,6 +72,9 @@ __all__ = [
     "triage_frame",
     "trials_frame",
     "undefined_reason",
+    "verdict_frame",
+    "verdict_lines",
+    "verdict_summary",
 ]
 
 #: Plotly options: no logo, no link to external editors (nothing leaves the page).
@@ -120,8 +128,10 @@ RECORD_COLUMN_CONFIG = {
     "ci95": st.column_config.TextColumn("95% CI", width=112),
     "ci_method": st.column_config.TextColumn("interval", width=120, help="How the 95% "
                                              "interval was computed, or why there is none."),
-    "computed_on": st.column_config.TextColumn("computed on", width=170, help="Subset or "
-                                               "protocol, and the variant."),
+    "computed_on": st.column_config.TextColumn(
+        "computed on", width=150, help="The queries the number is computed on. How it is "
+        "computed (the ranking, dynamic-K and calibration variants) is under Help & glossary "
+        "and in the exported tables (column variant)."),
     "n": st.column_config.NumberColumn("n", format=COLUMN_FORMATS["count"], width=62),
     "interpretation": st.column_config.TextColumn("interpretation", width=200),
     "metric": st.column_config.TextColumn("id", width=90, help="The metric's name in "
@@ -180,6 +190,42 @@ def fmt(value, kind: str = "score") -> str:
     if kind in ("per_1000", "average"):
         return f"{value:,.1f}"
     return f"{value:.3f}"
+
+
+def fmt_p(p) -> str:
+    """A p-value as shown in the app and the record: ``< 0.001`` below 0.001, else three
+    decimals cut (never rounded) towards 0, so a p below 0.05 never reads 0.050.
+
+    >>> fmt_p(0.0000312), fmt_p(0.0496), fmt_p(0.5), fmt_p(None)
+    ('< 0.001', '0.049', '0.500', '—')
+    """
+    value = _finite(p)
+    if value is None:
+        return UNDEFINED
+    if value < 0.001:
+        return "< 0.001"
+    return _cut(value, 3)
+
+
+def fmt_probability(p, digits: int = 4) -> str:
+    """A predicted probability beside its thresholds: ``digits`` decimals cut (never rounded)
+    towards 0, so a p below a threshold never prints equal to or above it
+    (0.09956 is ``0.0995``, not ``0.100`` beside τ_neg = 0.1).
+
+    >>> fmt_probability(0.099559), fmt_probability(0.1), fmt_probability(0.6)
+    ('0.0995', '0.1000', '0.6000')
+    """
+    value = _finite(p)
+    return UNDEFINED if value is None else _cut(value, digits)
+
+
+def _cut(value: float, digits: int) -> str:
+    """``value`` with ``digits`` decimals, cut towards 0 on its shortest decimal form (the
+    binary float 0.1 is 0.1000, not 0.0999)."""
+    from decimal import ROUND_DOWN, Decimal
+
+    return str(Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-digits),
+                                                   rounding=ROUND_DOWN))
 
 
 def fmt_metric(name: str, value) -> str:
@@ -427,6 +473,14 @@ _RECORD_COLUMNS = ["label", "shown", "ci95", "metric", "value", "ci95_lo", "ci95
                    "interpretation"]
 
 
+def plain_subset(subset: str) -> str:
+    """A record's subset in words: ``all_queries @ τ=0.5`` -> ``all queries at τ=0.5``,
+    ``positives_only`` -> ``queries with evidence``. The protocol's formula (the record's
+    ``variant``) stays out of the cell: it is under Help & glossary and in the exports."""
+    return (subset.replace("positives_only", "queries with evidence")
+            .replace("all_queries", "all queries").replace(" @ ", " at "))
+
+
 def _no_interval(r) -> str:
     """Why a record has no interval."""
     unit = registry.spec(r.name).unit if r.name else ""
@@ -437,6 +491,14 @@ def _no_interval(r) -> str:
     if not r.defined:
         return "undefined"
     return "not computed (bootstrap off)"
+
+
+def _no_interval_words(r) -> str:
+    """Why a record has no interval, in words for a sentence."""
+    if r is None:
+        return "not in this run"
+    reason = _no_interval(r)
+    return {"not computed (bootstrap off)": "bootstrap intervals are off"}.get(reason, reason)
 
 
 def _record_row(r) -> dict:
@@ -451,7 +513,7 @@ def _record_row(r) -> dict:
             "ci95": fmt_interval(lo, hi, kind), "metric": r.name, "value": value,
             "ci95_lo": lo, "ci95_hi": hi,
             "ci_method": reason or r.ci_method or _no_interval(r),
-            "computed_on": r.subset + (f" · {r.variant}" if r.variant else ""),
+            "computed_on": plain_subset(r.subset),
             "subset": r.subset, "variant": r.variant or "", "n": r.n, "status": reason,
             "interpretation": r.interpretation}
 
@@ -506,6 +568,103 @@ def targets_frame(targets: pd.DataFrame) -> pd.DataFrame:
             out["ci_lo"], out["ci_hi"], kinds, strict=True)])
         out["small_n"] = out["n"].map(small_n_note)
     return out
+
+
+#: A target's verdict -> (badge colour, icon): met / not met on the whole 95% interval,
+#: undecided when the interval straddles the target, and the two cases without a judgement.
+VERDICTS = MappingProxyType({
+    "met": ("green", ":material/check_circle:"),
+    "not met": ("red", ":material/cancel:"),
+    "undecided": ("orange", ":material/help:"),
+    "point estimate only": ("gray", ":material/radio_button_unchecked:"),
+    "not computed": ("gray", ":material/block:"),
+})
+_TARGET_OPS = MappingProxyType({">=": (operator.ge, "≥"), ">": (operator.gt, ">"),
+                                "<=": (operator.le, "≤"), "<": (operator.lt, "<")})
+
+
+def verdict_frame(evaluation) -> pd.DataFrame:
+    """The run's targets judged on their intervals: one row per target with ``verdict`` (a
+    key of :data:`VERDICTS`), the value and interval as shown, the target and why.
+
+    The values and intervals are those of the library's targets table
+    (:attr:`~metrics_core.records.Evaluation.targets`, the run's own targets in their order);
+    only the comparison with the target is made here: *met* when the whole interval clears
+    it, *not met* when the whole interval misses it, *undecided* when it straddles it, *point
+    estimate only* when the run has no interval (no judgement is made), *not computed* with
+    the reason when the value is undefined or not in the run.
+    """
+    from metrics_core.targets import parse_target
+
+    table = evaluation.targets
+    parsed = [parse_target(t) for t in evaluation.config.targets]
+    if len(parsed) != len(table) or any(
+            name != m for (name, _, _), m in zip(parsed, table["metric"], strict=False)):
+        parsed = [parse_target(f"{m}{t.replace(' ', '')}")
+                  for m, t in zip(table["metric"], table["target"], strict=True)]
+    rows = []
+    for (name, op, bound), r in zip(parsed, table.to_dict("records"), strict=True):
+        holds, symbol = _TARGET_OPS[op]
+        kind = kind_of(name)
+        target = f"{symbol} {fmt(bound, kind) if kind == 'count' else f'{bound:g}'}"
+        value, lo, hi = _finite(r["value"]), _finite(r["ci_lo"]), _finite(r["ci_hi"])
+        try:
+            record = evaluation.record(name)
+        except KeyError:
+            record = None
+        if record is not None and value is not None and undefined_reason(record):
+            value = None  # a convention value (one-class AUROC 0.5) is no estimate
+        if value is None:
+            verdict = "not computed"
+            detail = ("not computed in this run" if record is None
+                      else undefined_reason(record) or "undefined")
+        elif lo is None or hi is None:
+            verdict = "point estimate only"
+            side = "clears" if holds(value, bound) else "misses"
+            why = _no_interval_words(record)
+            detail = f"the point estimate {side} it; no 95% interval ({why}), so not judged"
+        elif holds(lo, bound) and holds(hi, bound):
+            verdict, detail = "met", "the whole 95% interval clears it"
+        elif not holds(lo, bound) and not holds(hi, bound):
+            verdict, detail = "not met", "the whole 95% interval misses it"
+        else:
+            verdict = "undecided"
+            detail = (f"the 95% interval straddles it (the point estimate "
+                      f"{'clears' if holds(value, bound) else 'misses'} it)")
+        rows.append({"label": registry.label(name), "verdict": verdict,
+                     "shown": fmt(value, kind), "ci95": fmt_interval(lo, hi, kind),
+                     "target": target, "detail": detail, "metric": name, "value": value,
+                     "ci95_lo": lo, "ci95_hi": hi, "n": r.get("n")})
+    return pd.DataFrame(rows, columns=["label", "verdict", "shown", "ci95", "target", "detail",
+                                       "metric", "value", "ci95_lo", "ci95_hi", "n"])
+
+
+def verdict_summary(verdicts: pd.DataFrame) -> str:
+    """``3 of 8 targets met, 1 not met, ...`` (the verdicts present, in :data:`VERDICTS`
+    order)."""
+    counts = verdicts["verdict"].value_counts()
+    parts = [f"{int(counts[v])} {v}" for v in VERDICTS if v in counts.index]
+    if not parts:
+        return "No targets set."
+    first, *rest = parts
+    n = len(verdicts)
+    return (f"{first.split(' ', 1)[0]} of {n} target{'s' if n != 1 else ''} "
+            f"{first.split(' ', 1)[1]}" + "".join(f", {p}" for p in rest) + ".")
+
+
+def verdict_lines(verdicts: pd.DataFrame) -> list[str]:
+    """One markdown line per target: its verdict as a coloured badge, the metric, the value
+    with its interval, the target and why (user-controlled text escaped)."""
+    lines = []
+    for r in verdicts.to_dict("records"):
+        colour, icon = VERDICTS[r["verdict"]]
+        interval = "" if r["ci95"] == UNDEFINED else f" {r['ci95']}"
+        # The value and interval are our own number formats (digits, commas, brackets).
+        numbers = (r["shown"] + interval).replace("[", "\\[").replace("]", "\\]")
+        lines.append(f":{colour}-badge[{icon} {r['verdict']}] **{escape_markdown(r['label'])}** "
+                     f"{numbers} · target {escape_markdown(r['target'])} · "
+                     f"{escape_markdown(r['detail'])}")
+    return lines
 
 
 def small_n_note(n) -> str:
@@ -669,6 +828,48 @@ def metric_tile(column, evaluation, name: str, label: str) -> None:
         column.caption(f"{ci_text(*r.ci95, r.ci_method, kind_of(name))}")
     else:
         column.caption(f"n = {fmt(r.n, 'count')} · {r.subset}")
+
+
+#: The numbers a clinician asks about first (seed 003: screening, workload, alerts,
+#: discrimination, evidence), after the targets.
+CLINICAL_HEADLINE = ("screening_sensitivity", "workload", "alert_precision", "auroc",
+                     "evidence_recall")
+
+
+def headline_tiles(v) -> None:
+    """:data:`CLINICAL_HEADLINE` as tiles: screening sensitivity, the NEG / UNCERTAIN / POS
+    workload, alert precision, AUROC and evidence recall, each with its interval (or why it
+    has none) and its denominator."""
+    ev = v.evaluation
+    g = ev.gate
+    cols = st.columns(len(CLINICAL_HEADLINE))
+    for col, name in zip(cols, CLINICAL_HEADLINE, strict=True):
+        if name == "workload":
+            shares = " · ".join(f"{rate * 100:.0f}%" if _finite(rate) is not None
+                                else UNDEFINED for rate in (g.neg_rate, g.uncertain_rate,
+                                                            g.pos_rate))
+            col.metric("Workload NEG · UNCERTAIN · POS", shares, border=True,
+                       help="Share of queries auto-cleared (NEG, never reviewed), sent to "
+                            "review (UNCERTAIN) and flagged as alerts (POS).")
+            col.caption(f"{fmt(g.count_neg, 'count')} auto-cleared · "
+                        f"{fmt(g.count_uncertain, 'count')} to review · "
+                        f"{fmt(g.count_pos, 'count')} alerts, of {fmt(g.n, 'count')} queries")
+            continue
+        r = ev.record(name)
+        reason = undefined_reason(r)
+        kind = kind_of(name)
+        col.metric(registry.label(name), fmt(math.nan if reason else r.value, kind),
+                   border=True, help=r.interpretation or None)
+        if reason:
+            col.caption(reason)
+            continue
+        interval = (ci_text(*r.ci95, kind=kind) if r.ci95 is not None
+                    else f"no interval: {_no_interval_words(r)}")
+        if name in ("screening_sensitivity", "alert_precision"):
+            n, noun = gate_denominator(g, name)
+        else:
+            n, noun = r.n, plain_subset(r.subset).replace("all queries", "queries")
+        col.caption(f"{interval}; n = {fmt(n, 'count')} {noun}")
 
 
 def operating_points_frame(points: dict) -> pd.DataFrame:

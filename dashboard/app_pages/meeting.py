@@ -29,8 +29,10 @@ left.slider(gate_setting.label, float(gate_setting.low), float(gate_setting.high
             step=float(gate_setting.step), key=gate_setting.key)
 right.slider(gamma_setting.label, float(gamma_setting.low), float(gamma_setting.high),
              step=float(gamma_setting.step), key=gamma_setting.key)
+display.thresholds_caption(v)
 
 ev = v.evaluation
+verdicts = display.verdict_frame(ev).set_index("metric", drop=False)
 names = ("screening_sensitivity", "screening_fn_per_1000", "alert_precision",
          "alert_rate_per_1000", "evidence_recall", "mean_k")
 cols = st.columns(3)
@@ -39,11 +41,21 @@ for i, name in enumerate(names):
     reason = display.undefined_reason(r)
     ci = reason or ("" if r.ci95 is None else display.ci_text(*r.ci95,
                                                               kind=display.kind_of(name)))
+    badge = {}
+    if name in verdicts.index:  # its target's verdict, judged on the interval
+        t = verdicts.loc[name]
+        badge = {"delta": f"{t['verdict']}: target {t['target']}", "delta_arrow": "off",
+                 "delta_color": display.VERDICTS[t["verdict"]][0]}
     cols[i % 3].metric(registry.label(name),
                        display.fmt_metric(name, None if reason else r.value),
-                       help=r.interpretation, border=True)
+                       help=r.interpretation, border=True, **badge)
     if ci:
         cols[i % 3].caption(ci)
+
+with st.container(key="meeting_verdicts"):
+    st.markdown("**Targets:** " + display.verdict_summary(verdicts))
+    for line in display.verdict_lines(verdicts):
+        st.markdown(line)
 
 chart = st.segmented_control("Chart", ["Threshold grid", "Decision curve", "Per criterion"],
                              default="Threshold grid", key="meeting_chart", required=True)

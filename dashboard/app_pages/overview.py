@@ -1,14 +1,45 @@
-"""Overview: headline metrics with intervals, the gate card and the consistency checks."""
+"""Overview, the meeting's first page: whether the model meets its targets (judged on the
+intervals), the numbers a clinician asks about, the ROC curve with its band, then the data,
+every metric and the consistency checks."""
 
 import streamlit as st
 
-from dashboard import data, display
+from dashboard import charts, data, display
 
 v = data.view()
 display.page_header("Overview", v)
 ev = v.evaluation
 s = ev.summary
 
+st.subheader("Does the model meet its targets?")
+verdicts = display.verdict_frame(ev)
+summary = display.verdict_summary(verdicts)
+if (verdicts["verdict"] == "point estimate only").any():
+    summary += (" A target is judged only on a 95% interval: switch on *Compute bootstrap "
+                "CIs* under *Uncertainty* to judge the others.")
+st.markdown(summary)
+with st.container(key="overview_verdicts"):
+    for line in display.verdict_lines(verdicts):
+        st.markdown(line)
+st.caption("Met: the whole 95% interval clears the target. Not met: the whole interval misses "
+           "it. Undecided: the interval straddles it. Targets are set on the *Decision "
+           "support* page.")
+
+st.subheader("Headline numbers")
+display.headline_tiles(v)
+
+st.subheader("ROC curve")
+auroc = ev.record("auroc")
+points = [charts.operating_point(label, conf) for label, conf in v.operating_points.items()]
+display.plot(charts.roc_figure(ev.roc, points=points,
+                               auroc=auroc.value if not display.undefined_reason(auroc)
+                               else None, band=ev.roc_band), key="overview_roc")
+st.caption("The markers are the operating points of τ_neg, τ_pos and τ. "
+           + ("The shaded band is the pointwise 95% bootstrap band." if ev.roc_band is not None
+              else "No 95% band: bootstrap intervals are off (*Compute bootstrap CIs* under "
+                   "*Uncertainty*)."))
+
+st.subheader("Data")
 cols = st.columns(4)
 cols[0].metric("Queries (post × criterion)", display.fmt(s["n_queries"], "count"), border=True)
 cols[1].metric("With evidence", display.fmt(s["n_positive"], "count"), border=True,
@@ -17,21 +48,20 @@ cols[1].caption(f"positive rate {display.fmt(s['positive_rate'])}")
 cols[2].metric("Posts", display.fmt(s["n_posts"], "count"), border=True)
 cols[3].metric("Candidate sentences", display.fmt(s["n_candidates"], "count"), border=True)
 
-st.subheader("Headline metrics")
-st.caption("Each number says on which queries it is computed (subset / protocol) and under which "
-           "variant. 95% CI: Wilson for proportions; bootstrap percentile CIs when switched on "
-           "under *Uncertainty* in the sidebar.")
+st.subheader("Metrics")
+st.caption("Each number with the queries it is computed on. 95% CI: Wilson for proportions; "
+           "bootstrap percentile intervals when switched on under *Uncertainty*. How each is "
+           "computed (protocols and variants) is under *Help & glossary*.")
 display.show_records(display.headline_frame(ev), key="headline_table")
 with st.expander("All metrics"):
     display.show_records(display.records_frame(ev), key="all_metrics_table")
-
-display.gate_card(v)
 
 st.subheader("Consistency checks")
 checks = display.checks_frame(ev)
 passed = int((checks["result"] == "pass").sum())
 failed = int((checks["result"] == "fail").sum())
-summary = f"{passed} of {len(checks)} checks pass"
+summary = f"{passed} of {len(checks)} consistency checks pass"
 summary += f", {failed} fail" if failed else ""
-(st.error if failed else st.success)(summary + " (contract §10, docs/CONTRACT.md).")
-display.show_table(checks, key="checks_table")
+(st.error if failed else st.success)(summary + ".")
+with st.expander("The checks"):
+    display.show_table(checks, key="checks_table")

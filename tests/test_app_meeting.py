@@ -1,0 +1,189 @@
+"""The Overview as a meeting's first page and Meeting mode: every target judged on its interval
+(met / not met / undecided, point estimate only without one, not computed with the reason),
+the headline numbers a clinician asks about, the ROC with its band, plain cells, and the
+thresholds line with its provenance.
+
+Expected values come from ``Evaluator(...).evaluate(config)`` and the library's targets table
+(metrics_core.targets), independently of the app.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from dashboard import display
+from metrics_core import io as mio
+from metrics_core.config import EvalConfig
+from metrics_core.demo import demo_paths
+from metrics_core.records import MetricRecord
+from metrics_core.report import Evaluator
+from metrics_core.targets import target_table
+from tests.test_app import TIMEOUT, assert_clean, metric, open_app, table
+
+
+@pytest.fixture(scope="module")
+def demo_evaluator():
+    paths = demo_paths()
+    return Evaluator(mio.load(paths.queries, paths.candidates).dataset)
+
+
+# -------------------------------------------------------------- verdicts, hand-worked
+def _evaluation(records, targets):
+    by_name = {r.name: r for r in records}
+
+    def record(name):
+        return by_name[name]
+
+    return SimpleNamespace(targets=target_table(records, targets),
+                           config=SimpleNamespace(targets=tuple(targets)), record=record)
+
+
+def _rec(name, value, ci=None, n=100, defined=True):
+    return MetricRecord(name=name, value=value, subset="all_queries", n=n, ci95=ci,
+                        defined=defined)
+
+
+def test_each_target_is_judged_on_its_whole_interval():
+    records = [_rec("auroc", 0.90, (0.86, 0.93)),            # whole interval >= 0.85: met
+               _rec("auprc", 0.56, (0.50, 0.61)),            # straddles 0.55: undecided
+               _rec("sensitivity", 0.50, (0.45, 0.54)),      # whole interval < 0.55: not met
+               _rec("ece", 0.04),                             # no interval: not judged
+               _rec("brier", 0.12, (0.11, 0.13)),            # "<": whole interval misses
+               _rec("mcc", None, n=0, defined=False)]        # undefined: not computed
+    targets = ("auroc>=0.85", "auprc>=0.55", "sensitivity>=0.55", "ece<0.05", "brier<0.1",
+               "mcc>=0.3", "f1>=0.5")                         # f1 is not in the run
+    frame = display.verdict_frame(_evaluation(records, targets)).set_index("metric")
+    assert frame["verdict"].to_dict() == {
+        "auroc": "met", "auprc": "undecided", "sensitivity": "not met",
+        "ece": "point estimate only", "brier": "not met", "mcc": "not computed",
+        "f1": "not computed"}
+    # The library's own table calls the straddling AUPRC "met by the point estimate, not by
+    # the whole interval" and the ECE "met by the point estimate (no interval)"; neither is
+    # reported as met here.
+    assert frame.loc["auroc", "shown"] == "0.900"
+    assert frame.loc["auroc", "ci95"] == "[0.860, 0.930]"
+    assert frame.loc["auroc", "target"] == "≥ 0.85"
+    assert frame.loc["brier", "target"] == "< 0.1"
+    assert frame.loc["ece", "detail"].startswith("the point estimate clears it; no 95% interval")
+    assert frame.loc["mcc", "detail"] == "undefined: no queries in this subset"
+    assert frame.loc["f1", "detail"] == "not computed in this run"
+    assert frame.loc["mcc", "shown"] == "—"
+    assert display.verdict_summary(frame.reset_index()) == (
+        "1 of 7 targets met, 2 not met, 1 undecided, 1 point estimate only, 2 not computed.")
+
+
+def test_an_interval_ending_on_the_target_follows_the_operator():
+    records = [_rec("auroc", 0.90, (0.85, 0.95)), _rec("ece", 0.04, (0.03, 0.05))]
+    frame = display.verdict_frame(_evaluation(records, ("auroc>=0.85", "ece<0.05")))
+    assert list(frame["verdict"]) == ["met", "undecided"]  # 0.85 >= 0.85; 0.05 < 0.05 fails
+
+
+def test_a_one_class_convention_value_is_not_judged():
+    records = [_rec("auroc", 0.5, None, defined=False)]  # one-class AUROC 0.5 by convention
+    frame = display.verdict_frame(_evaluation(records, ("auroc>=0.45",)))
+    assert frame["verdict"].tolist() == ["not computed"]
+    assert "only one class" in frame["detail"].iloc[0]
+
+
+def test_verdict_lines_carry_a_badge_the_numbers_and_the_target():
+    records = [_rec("auroc", 0.90, (0.86, 0.93)), _rec("auprc", 0.56, (0.50, 0.61))]
+    lines = display.verdict_lines(display.verdict_frame(
+        _evaluation(records, ("auroc>=0.85", "auprc>=0.55"))))
+    assert lines[0].startswith(":green-badge[:material/check_circle: met] **AUROC** 0.900 "
+                               "\\[0.860, 0.930\\] · target ≥ 0.85")
+    assert lines[1].startswith(":orange-badge[:material/help: undecided] **AUPRC**")
+
+
+# ---------------------------------------------------------------------------- the app
+def test_the_overview_opens_with_the_verdicts_then_the_headline_numbers(demo_evaluator):
+    at = open_app()
+    assert_clean(at)
+    want = demo_evaluator.evaluate(EvalConfig(bootstrap=0))
+    assert at.subheader[0].value == "Does the model meet its targets?"
+    lines = [m.value for m in at.get_by_key("overview_verdicts").markdown]
+    assert len(lines) == len(want.targets)
+    status = dict(zip(want.targets["metric"], want.targets["status"], strict=True))
+    by_metric = dict(zip(want.targets["metric"], lines, strict=True))
+    g = want.gate
+    lo, hi = g.ci("screening_sensitivity")
+    assert hi < 0.995 and status["screening_sensitivity"] == "not met"
+    assert by_metric["screening_sensitivity"].startswith(
+        f":red-badge[:material/cancel: not met] **Screening sensitivity** "
+        f"{g.screening_sensitivity:.3f} \\[{lo:.3f}, {hi:.3f}\\] · target ≥ 0.995")
+    assert status["alert_precision"] == "met (whole interval)"
+    assert "green-badge[:material/check_circle: met] **Alert precision**" in \
+        by_metric["alert_precision"]
+    # Bootstrap off: AUROC has only its point estimate, and is not called met.
+    assert by_metric["auroc"].startswith(
+        ":gray-badge[:material/radio_button_unchecked: point estimate only] **AUROC**")
+    assert "bootstrap intervals are off" in by_metric["auroc"]
+    summary = at.markdown[0].value
+    assert summary.startswith("2 of 8 targets met, 1 not met, 5 point estimate only.")
+    # The headline tiles, in the order a clinician asks.
+    labels = [m.label for m in at.metric]
+    assert labels[:5] == ["Screening sensitivity", "Workload NEG · UNCERTAIN · POS",
+                          "Alert precision", "AUROC", "Evidence recall"]
+    assert metric(at, "Screening sensitivity") == f"{g.screening_sensitivity:.3f}"
+    assert metric(at, "Workload NEG · UNCERTAIN · POS") == " · ".join(
+        f"{r * 100:.0f}%" for r in (g.neg_rate, g.uncertain_rate, g.pos_rate))
+    assert metric(at, "AUROC") == f"{want.record('auroc').value:.3f}"
+    assert metric(at, "Evidence recall") == f"{want.record('evidence_recall').value:.3f}"
+    captions = [c.value for c in at.caption]
+    assert f"95% CI [{lo:.3f}, {hi:.3f}]; n = {g.n_pos:,} queries with evidence" in captions
+    assert f"{g.count_neg:,} auto-cleared · {g.count_uncertain:,} to review · " \
+           f"{g.count_pos:,} alerts, of {g.n:,} queries" in captions
+    # The ROC, without a band while bootstrap is off (and said so).
+    assert any("No 95% band" in c for c in captions)
+
+
+def test_the_overview_judges_every_target_once_intervals_are_on(demo_evaluator):
+    at = open_app()
+    at.number_input(key="bootstrap").set_value(200)
+    at.toggle(key="ci").set_value(True).run(timeout=TIMEOUT)
+    assert_clean(at)
+    want = demo_evaluator.evaluate(EvalConfig(bootstrap=200))
+    verdicts = [m.value for m in at.get_by_key("overview_verdicts").markdown]
+    assert not any("point estimate only" in line for line in verdicts)
+    lo, hi = want.record("auroc").ci95
+    assert lo >= 0.85
+    auroc = next(line for line in verdicts if "**AUROC**" in line)
+    assert auroc.startswith(f":green-badge[:material/check_circle: met] **AUROC** "
+                            f"{want.record('auroc').value:.3f} \\[{lo:.3f}, {hi:.3f}\\]")
+    assert any(c.value == "The markers are the operating points of τ_neg, τ_pos and τ. The "
+               "shaded band is the pointwise 95% bootstrap band." for c in at.caption)
+
+
+def test_metric_cells_say_the_queries_not_the_protocol_formula():
+    at = open_app()
+    frame = table(at, "headline_table").set_index("metric")
+    cells = set(frame["computed_on"])
+    assert not any(s in c for c in cells for s in ("|TopK", "÷", "trec_eval", "positives_only",
+                                                   "all_queries", "softmax"))
+    assert frame.loc["recall@10", "computed_on"] == "queries with evidence"
+    assert frame.loc["auroc", "computed_on"] == "all queries"
+    assert frame.loc["screening_sensitivity", "computed_on"] == \
+        "all queries at τ_neg=0.1, τ_pos=0.6"
+    assert frame.loc["recall@10", "variant"].startswith("precision |TopK ∩ Gold| / K")
+
+
+def test_meeting_mode_shows_the_thresholds_line_and_target_badges(demo_evaluator):
+    at = open_app(page="meeting")
+    assert_clean(at)
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("Thresholds: τ\\_neg 0.1 (pre-specified); τ\\_pos 0.6 "
+                            "(pre-specified)") for c in captions)
+    tiles = {m.label: m for m in at.metric}
+    sens = tiles["Screening sensitivity"].proto
+    assert sens.delta == "not met: target ≥ 0.995"
+    assert tiles["Alert precision"].proto.delta == "met: target ≥ 0.9"
+    assert tiles["Mean K"].proto.delta == ""  # no target: no badge
+    lines = [m.value for m in at.get_by_key("meeting_verdicts").markdown]
+    assert lines[0] == "**Targets:** 2 of 8 targets met, 1 not met, 5 point estimate only."
+    # The line follows the meeting's own slider.
+    at.slider(key="gate").set_value((0.05, 0.6)).run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert any(c.value.startswith("Thresholds: τ\\_neg 0.05 (") for c in at.caption)
+    g = demo_evaluator.evaluate(EvalConfig(bootstrap=0, tau_neg=0.05)).gate
+    assert metric(at, "Screening sensitivity") == f"{g.screening_sensitivity:.3f}"
