@@ -12,25 +12,50 @@ The fields are grouped into frozen sub-configurations (:attr:`EvalConfig.ranking
 :attr:`~EvalConfig.gate`, :attr:`~EvalConfig.dynamic_k`, :attr:`~EvalConfig.calibration`,
 :attr:`~EvalConfig.bootstrap_config`, :attr:`~EvalConfig.filters`) that are the cache keys of
 the computations depending on them: a part is recomputed only when its own settings change.
+
+The same metadata is the one settings schema (:data:`SCHEMA`): the constructor checks every
+field against it (type, bounds, list lengths; a :class:`SettingsError` names the field, the
+rule and the value), :func:`coerce_field` reads one setting from a link's or a flag's text or
+from JSON, and :func:`read_settings` reads a settings.json (size, encoding and nesting checked
+before it is parsed), so a setting gets the same verdict whichever way it comes in.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import numbers
+import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, make_dataclass, replace
+from decimal import Decimal
 from types import MappingProxyType
 
 from metrics_core import choices
 from metrics_core.choices import PROTOCOLS
+from metrics_core.errors import SettingsError
 
 __all__ = [
+    "MAX_BOOTSTRAP",
+    "MAX_K",
+    "MAX_NAME_CHARS",
+    "MAX_SETTINGS_BYTES",
+    "MAX_SETTINGS_DEPTH",
+    "SCHEMA",
     "SECTIONS",
+    "SETTINGS_SCHEMA_ID",
     "VARIANTS",
     "VARIANT_LABELS",
     "EvalConfig",
+    "FieldSchema",
     "Filters",
     "Option",
+    "SettingsError",
+    "coerce_field",
     "option",
     "options",
+    "read_settings",
+    "read_settings_partial",
 ]
 
 #: Every named variant of the contract and its allowed values (the first is the default): the
@@ -87,6 +112,20 @@ SECTIONS = MappingProxyType({
 
 #: Most bootstrap resamples a run may ask for (memory and time grow with it).
 MAX_BOOTSTRAP = 100_000
+#: Largest ranking cut-off K.
+MAX_K = 10_000
+#: Most criteria a filter or the per-criterion gates may name.
+MAX_CRITERIA = 1_000
+#: Longest text of one name: a criterion, a fold, a split, a target.
+MAX_NAME_CHARS = 200
+#: Longest text of one number written in a link or a command-line flag.
+MAX_NUMBER_CHARS = 64
+#: Largest settings file read (bytes, checked before anything is parsed).
+MAX_SETTINGS_BYTES = 1 << 20
+#: Deepest nesting of brackets in a settings file (checked before it is parsed).
+MAX_SETTINGS_DEPTH = 32
+#: The ``schema`` value of a settings file written by the dashboard.
+SETTINGS_SCHEMA_ID = "metrics_core_settings/1"
 
 
 @dataclass(frozen=True)
@@ -95,7 +134,10 @@ class Option:
 
     ``widget`` is how the dashboard shows it (``slider``, ``number``, ``toggle``, ``select``),
     or ``None`` when the dashboard shows it another way (the gate range) or not at all.
-    ``cli`` is False for fields the CLI does not offer as a flag of their own.
+    ``cli`` is False for fields the CLI does not offer as a flag of their own. ``low`` /
+    ``high`` are the bounds (inclusive) of the value, or of each item of a list;
+    ``min_items`` / ``max_items`` bound a list's length. The bounds are enforced wherever a
+    setting comes in (:data:`SCHEMA`).
     """
 
     section: str
@@ -106,12 +148,30 @@ class Option:
     step: float | None = None
     widget: str | None = None
     cli: bool = True
+    min_items: int = 0
+    max_items: int | None = None
 
 
 def _field(default, section, label, help="", *, low=None, high=None, step=None, widget=None,
-           cli=True):
-    opt = Option(section, label, help, low, high, step, widget, cli)
+           cli=True, min_items=0, max_items=None):
+    opt = Option(section, label, help, low, high, step, widget, cli, min_items, max_items)
     return field(default=default, metadata={"option": opt})
+
+
+def _is_name(value) -> bool:
+    """Text of 1 to MAX_NAME_CHARS characters, or a whole number (a fold such as 2)."""
+    if isinstance(value, str):
+        return 0 < len(value) <= MAX_NAME_CHARS
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _name_or_none(name: str, value) -> str | None:
+    if value is None:
+        return None
+    if not _is_name(value):
+        raise SettingsError("filters", f"{name} must be a name (text of 1 to {MAX_NAME_CHARS} "
+                            f"characters or a whole number) or null for all", value)
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -123,9 +183,18 @@ class Filters:
     criteria: tuple[str, ...] = ()
 
     def __post_init__(self):
-        object.__setattr__(self, "fold", None if self.fold is None else str(self.fold))
-        object.__setattr__(self, "split", None if self.split is None else str(self.split))
-        object.__setattr__(self, "criteria", tuple(str(c) for c in self.criteria))
+        for name in ("fold", "split"):
+            object.__setattr__(self, name, _name_or_none(name, getattr(self, name)))
+        criteria = self.criteria
+        rule = (f"criteria must be a list of at most {MAX_CRITERIA:,} criterion names "
+                f"(not one text)")
+        if not isinstance(criteria, list | tuple) or len(criteria) > MAX_CRITERIA:
+            raise SettingsError("filters", rule, criteria)
+        for i, name in enumerate(criteria, 1):
+            if not _is_name(name) or isinstance(name, numbers.Integral):
+                raise SettingsError("filters", f"criteria: item {i} must be a criterion name "
+                                    f"(text of 1 to {MAX_NAME_CHARS} characters)", name)
+        object.__setattr__(self, "criteria", tuple(criteria))
 
     @property
     def active(self) -> bool:
@@ -177,10 +246,10 @@ class EvalConfig:
                                     low=0.05, high=1.0, step=0.01, widget="slider")
     k_min: int = _field(2, "dynamic_k", "k_min",
                         "Fewest sentences selected (capped by the candidate count).",
-                        low=0, high=100, step=1, widget="number")
+                        low=0, high=1000, step=1, widget="number")
     hard_cap: int = _field(10, "dynamic_k", "Hard cap",
                            "k_max = min(hard cap, ⌊n × k_max ratio⌋).",
-                           low=1, high=200, step=1, widget="number")
+                           low=1, high=1000, step=1, widget="number")
     k_max_ratio: float = _field(0.5, "dynamic_k", "k_max ratio",
                                 "Share of the candidates that may be selected at most.",
                                 low=0.05, high=1.0, step=0.05, widget="slider")
@@ -194,7 +263,8 @@ class EvalConfig:
     evidence_protocol: str = _field("positives_only", "dynamic_k", "Evidence metrics on",
                                     widget="select")
     ks: tuple[int, ...] = _field((1, 3, 5, 10, 20), "ranking", "Cut-offs K",
-                                 "Ranking cut-offs, e.g. 1,3,5,10,20.")
+                                 "Ranking cut-offs, e.g. 1,3,5,10,20.", low=1, high=MAX_K,
+                                 min_items=1, max_items=50)
     ranking_protocol: str = _field("positives_only", "ranking", "Ranking metrics on",
                                    widget="select")
     precision_denominator: str = _field("k", "ranking", "Precision@K denominator",
@@ -202,11 +272,12 @@ class EvalConfig:
     map_denominator: str = _field("n_gold", "ranking", "MAP@K denominator", widget="select")
     gain: str = _field("binary", "ranking", "nDCG gain", widget="select")
     tpr_fprs: tuple[float, ...] = _field((0.01, 0.03, 0.05, 0.10), "classification",
-                                         "FPR targets", "TPR is reported at these FPRs.")
+                                         "FPR targets", "TPR is reported at these FPRs.",
+                                         low=0.0, high=1.0, max_items=50)
     calibration_view: str = _field("positive", "calibration", "Calibration view",
                                    widget="select")
     binning: str = _field("uniform", "calibration", "Binning", widget="select")
-    n_bins: int = _field(10, "calibration", "Number of bins", low=2, high=50, step=1,
+    n_bins: int = _field(10, "calibration", "Number of bins", low=2, high=1000, step=1,
                          widget="number")
     multilabel_rule: str = _field("threshold", "multilabel", "Per-post decision rule",
                                   widget="select")
@@ -220,62 +291,30 @@ class EvalConfig:
     criterion_gates: tuple[tuple[str, float, float], ...] = _field(
         (), "gate", "Per-criterion gate thresholds",
         "(criterion, τ_neg, τ_pos) for criteria whose gate differs from the overall one.",
-        cli=False)
+        low=0.0, high=1.0, max_items=MAX_CRITERIA, cli=False)
     targets: tuple[str, ...] = _field(
         ("auroc>=0.85", "auprc>=0.55", "ece<0.05", "brier<0.1", "evidence_recall>=0.70",
          "screening_sensitivity>=0.995", "screening_fn_per_1000<=5", "alert_precision>=0.90"),
         "targets", "Targets", "metric>=value (or >, <=, <): met only when the whole 95% "
-        "interval clears the value. Defaults: the targets of seed 003.", cli=False)
+        "interval clears the value. Defaults: the targets of seed 003.", max_items=64,
+        cli=False)
     filters: Filters = _field(Filters(), "filters", "Filters",  # noqa: RUF009 (frozen value)
                               "Evaluate one fold, one split or some criteria only.", cli=False)
 
     def __post_init__(self) -> None:
-        for name, allowed in VARIANTS.items():
-            value = getattr(self, name)
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
-        for name in ("tau_neg", "tau_pos", "threshold"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be within [0, 1]; got {value}")
-        if self.tau_neg > self.tau_pos:
-            raise ValueError(f"tau_neg must be <= tau_pos; got tau_neg={self.tau_neg}, "
-                             f"tau_pos={self.tau_pos}")
-        for name in ("gamma", "gamma_uncertain"):
-            value = getattr(self, name)
-            if not 0.0 < value <= 1.0:
-                raise ValueError(f"{name} must be within (0, 1]; got {value}")
-        if self.k_min < 0:
-            raise ValueError(f"k_min must be >= 0; got {self.k_min}")
-        if self.hard_cap < 1:
-            raise ValueError(f"hard_cap must be >= 1; got {self.hard_cap}")
-        if not 0.0 < self.k_max_ratio <= 1.0:
-            raise ValueError(f"k_max_ratio must be within (0, 1]; got {self.k_max_ratio}")
-        if self.temperature <= 0:
-            raise ValueError(f"temperature must be > 0; got {self.temperature}")
-        if not self.ks or any(int(k) != k or k < 1 for k in self.ks):
-            raise ValueError(f"ks must be positive integers; got {self.ks}")
-        object.__setattr__(self, "ks", tuple(sorted({int(k) for k in self.ks})))
-        if any(not 0.0 <= t <= 1.0 for t in self.tpr_fprs):
-            raise ValueError(f"tpr_fprs must be within [0, 1]; got {self.tpr_fprs}")
-        object.__setattr__(self, "tpr_fprs", tuple(sorted({float(t) for t in self.tpr_fprs})))
-        if self.n_bins < 1:
-            raise ValueError(f"n_bins must be >= 1; got {self.n_bins}")
-        if self.bootstrap < 0:
-            raise ValueError(f"bootstrap must be >= 0 (0 turns CIs off); got {self.bootstrap}")
-        if self.bootstrap > MAX_BOOTSTRAP:
-            raise ValueError(f"bootstrap must be at most {MAX_BOOTSTRAP:,} resamples; "
-                             f"got {self.bootstrap:,}")
-        object.__setattr__(self, "criterion_gates", _criterion_gates(self.criterion_gates))
-        from metrics_core.targets import parse_target
-
-        for text in self.targets:
-            parse_target(str(text))
-        object.__setattr__(self, "targets", tuple(str(t).strip() for t in self.targets))
-        if isinstance(self.filters, dict):
-            object.__setattr__(self, "filters", Filters(**self.filters))
-        elif not isinstance(self.filters, Filters):
-            raise ValueError(f"filters must be a Filters; got {type(self.filters).__name__}")
+        """The one gate of every setting: each field checked against :data:`SCHEMA` (type,
+        bounds, list lengths; no conversion from text), then τ_neg ≤ τ_pos. Every problem is
+        reported at once, as one :class:`SettingsError`."""
+        errors = []
+        for name, schema in SCHEMA.items():
+            try:
+                object.__setattr__(self, name, schema.check(getattr(self, name), "python"))
+            except SettingsError as err:
+                errors.append(err)
+        if not errors:
+            errors = _cross_errors(self.__dict__)
+        if errors:
+            raise SettingsError.combine(errors)
 
     # ---- sub-configurations: the cache keys of the computations that depend on them ----
     @property
@@ -323,37 +362,13 @@ class EvalConfig:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> EvalConfig:
-        """Inverse of :meth:`to_dict`; unknown keys are an error naming them."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ValueError(f"unknown configuration keys: {', '.join(unknown)}")
-        kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
-        if "criterion_gates" in kwargs:
-            kwargs["criterion_gates"] = tuple(tuple(g) for g in kwargs["criterion_gates"])
-        if isinstance(kwargs.get("filters"), dict):
-            kwargs["filters"] = Filters(**kwargs["filters"])
-        return cls(**kwargs)
-
-
-def _criterion_gates(gates) -> tuple[tuple[str, float, float], ...]:
-    """Validated per-criterion gates, one per criterion, sorted by criterion."""
-    out = {}
-    for gate in gates:
-        try:
-            name, tau_neg, tau_pos = gate
-            name, tau_neg, tau_pos = str(name), float(tau_neg), float(tau_pos)
-        except (TypeError, ValueError):
-            raise ValueError(f"criterion_gates: expected (criterion, tau_neg, tau_pos); "
-                             f"got {gate!r}") from None
-        if not (0.0 <= tau_neg <= tau_pos <= 1.0):
-            raise ValueError(f"criterion_gates: criterion {name!r} needs 0 <= tau_neg <= "
-                             f"tau_pos <= 1; got tau_neg={tau_neg}, tau_pos={tau_pos}")
-        if name in out:
-            raise ValueError(f"criterion_gates: criterion {name!r} is given twice")
-        out[name] = (name, tau_neg, tau_pos)
-    return tuple(out[k] for k in sorted(out))
+    def from_dict(cls, data: Mapping) -> EvalConfig:
+        """Inverse of :meth:`to_dict`, checked as a settings file is (:func:`coerce_field` on
+        JSON values): unknown keys and every bad value are one :class:`SettingsError`."""
+        values, errors = _checked_mapping(data, None)
+        if errors:
+            raise SettingsError.combine(errors)
+        return cls(**values)
 
 
 def parse_criterion_gate(text: str) -> tuple[str, float, float]:
@@ -367,11 +382,13 @@ def parse_criterion_gate(text: str) -> tuple[str, float, float]:
     try:
         if not (sep and sep2 and name):
             raise ValueError
-        return _criterion_gates([(name, float(lo), float(hi))])[0]
-    except ValueError as exc:
-        detail = f" ({exc})" if str(exc) else ""
+        return SCHEMA["criterion_gates"].check([(name, lo, hi)], "text")[0]
+    except SettingsError as exc:
         raise ValueError(f"expected CRITERION=TAU_NEG:TAU_POS, e.g. A.1=0.05:0.7; got "
-                         f"{text!r}{detail}") from None
+                         f"{text!r} ({exc.rule})") from None
+    except ValueError:
+        raise ValueError(f"expected CRITERION=TAU_NEG:TAU_POS, e.g. A.1=0.05:0.7; got "
+                         f"{text!r}") from None
 
 
 def _group(name: str, names: tuple[str, ...]):
@@ -402,3 +419,490 @@ def options() -> dict[str, Option]:
 def option(name: str) -> Option:
     """The :class:`Option` of the field ``name``."""
     return options()[name]
+
+
+# ------------------------------------------------------------------------ the settings schema
+_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
+
+
+class _UnreadNumber:
+    """A number of a settings file that no setting can hold as written (``NaN``,
+    ``Infinity``, ``1e400``, a 60-digit integer): kept as its text, so the refusal names the
+    field it was given for."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    __str__ = __repr__
+
+
+def _bound(x) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
+@dataclass(frozen=True)
+class FieldSchema:
+    """What one :class:`EvalConfig` field accepts, from its :class:`Option`.
+
+    ``kind`` is ``bool``, ``int``, ``float``, ``choice`` (one of ``choices``), ``ints`` /
+    ``floats`` (a list of ``min_items`` to ``max_items`` numbers, each within the bounds),
+    ``gates`` (criterion, τ_neg, τ_pos triples), ``targets`` (``metric>=value`` texts) or
+    ``filters``. :meth:`check` validates a value given in one of three ways: ``python``
+    (the constructor: real bools, ints, finite floats), ``json`` (a settings file: an integral
+    float is a whole number) or ``text`` (a link or a flag: ``"1e3"``, ``"true"``, ``"1,3,5"``).
+    """
+
+    name: str
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    min_items: int = 0
+    max_items: int | None = None
+
+    @property
+    def range_text(self) -> str:
+        return f"within [{_bound(self.low)}, {_bound(self.high)}]"
+
+    @property
+    def rule(self) -> str:
+        """The rule in plain words (what a refusal says)."""
+        k = self.kind
+        if k == "bool":
+            return "must be true or false"
+        if k == "int":
+            return f"must be a whole number {self.range_text}"
+        if k == "float":
+            return f"must be a finite number {self.range_text}"
+        if k == "choice":
+            return f"must be one of {', '.join(self.choices)}"
+        if k in ("ints", "floats"):
+            what = "whole numbers" if k == "ints" else "finite numbers"
+            size = (f"{self.min_items} to {self.max_items}" if self.min_items
+                    else f"at most {self.max_items}")
+            return f"must be a list of {size} {what}, each {self.range_text}"
+        if k == "gates":
+            return (f"must be a list of at most {self.max_items:,} [criterion, tau_neg, "
+                    f"tau_pos] entries with 0 <= tau_neg <= tau_pos <= 1")
+        if k == "targets":
+            return (f"must be a list of at most {self.max_items} targets such as "
+                    f"'auroc>=0.85' (metric>=value, or >, <=, <)")
+        return "must be an object with fold, split and criteria"
+
+    # ------------------------------------------------------------------ checks
+    def check(self, value, mode: str = "json"):
+        """The value as :class:`EvalConfig` holds it, or a :class:`SettingsError`."""
+        return getattr(self, f"_check_{self.kind}")(value, mode)
+
+    def _error(self, value, rule: str | None = None) -> SettingsError:
+        return SettingsError(self.name, rule or self.rule, value)
+
+    def _check_bool(self, value, mode):
+        if isinstance(value, bool):
+            return value
+        if mode == "text" and isinstance(value, str):
+            lowered = value.strip().lower()
+            if lowered in ("1", "true"):
+                return True
+            if lowered in ("0", "false"):
+                return False
+            raise self._error(value, "must be 1, 0, true or false")
+        if isinstance(value, str):
+            raise self._error(value, "must be true or false (a JSON boolean, not text)")
+        raise self._error(value)
+
+    def _whole(self, value, mode, rule):
+        if mode == "text" and isinstance(value, str):
+            text = value.strip()
+            if len(text) > MAX_NUMBER_CHARS or not _NUMBER_TEXT.match(text):
+                raise self._error(value, rule)
+            number = Decimal(text)
+            if number != number.to_integral_value():
+                raise self._error(value, rule)
+            if not self.low <= number <= self.high:
+                raise self._error(value, rule)
+            return int(number)
+        exact = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        written_with_point = (mode != "python" and isinstance(value, float)
+                              and math.isfinite(value) and value.is_integer())
+        if not (exact or written_with_point):
+            raise self._error(value, rule)
+        whole = int(value)
+        if not self.low <= whole <= self.high:
+            raise self._error(value, rule)
+        return whole
+
+    def _real(self, value, mode, rule):
+        if mode == "text" and isinstance(value, str):
+            text = value.strip()
+            if len(text) > MAX_NUMBER_CHARS or not _NUMBER_TEXT.match(text):
+                raise self._error(value, rule)
+            number = float(text)
+        elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+            try:
+                number = float(value)
+            except OverflowError:
+                raise self._error(value, rule) from None
+        else:
+            raise self._error(value, rule)
+        if not (math.isfinite(number) and self.low <= number <= self.high):
+            raise self._error(value, rule)
+        return number
+
+    def _check_int(self, value, mode):
+        return self._whole(value, mode, self.rule)
+
+    def _check_float(self, value, mode):
+        return self._real(value, mode, self.rule)
+
+    def _check_choice(self, value, mode):
+        text = value.strip() if mode == "text" and isinstance(value, str) else value
+        if isinstance(text, str) and text in self.choices:
+            return text
+        raise self._error(value)
+
+    def _items(self, value, mode):
+        """The items of a list setting (text: comma-separated), its length checked first."""
+        if mode == "text" and isinstance(value, str):
+            if value.count(",") >= 4 * (self.max_items or 0) + 1:
+                raise self._error(value)
+            value = [t for t in value.split(",") if t.strip()]
+        if not isinstance(value, list | tuple):
+            rule = self.rule + (" (not one text)" if isinstance(value, str) else "")
+            raise self._error(value, rule)
+        if not self.min_items <= len(value) <= (self.max_items or len(value)):
+            raise self._error(value)
+        return value
+
+    def _check_ints(self, value, mode):
+        items = self._items(value, mode)
+        rule = f"must be a whole number {self.range_text}"
+        out = [self._whole(v, mode, f"item {i} {rule}") for i, v in enumerate(items, 1)]
+        return tuple(sorted(set(out)))
+
+    def _check_floats(self, value, mode):
+        items = self._items(value, mode)
+        rule = f"must be a finite number {self.range_text}"
+        out = [self._real(v, mode, f"item {i} {rule}") for i, v in enumerate(items, 1)]
+        return tuple(sorted(set(out)))
+
+    def _check_gates(self, value, mode):
+        if mode == "text" and isinstance(value, str):
+            value = [value]
+        items = self._items(value, mode)
+        out: dict[str, tuple[str, float, float]] = {}
+        for i, item in enumerate(items, 1):
+            form = (f"item {i} must be [criterion, tau_neg, tau_pos] (a criterion name of 1 "
+                    f"to {MAX_NAME_CHARS} characters and two numbers)")
+            given = item
+            if mode == "text" and isinstance(item, str):
+                if "=" in item:
+                    name, _, taus = item.rpartition("=")
+                    lo, sep, hi = taus.partition(":")
+                else:
+                    rest, sep, hi = item.rpartition(":")
+                    name, _, lo = rest.rpartition(":")
+                if not sep:
+                    raise self._error(given, form)
+                item = (name, lo, hi)
+            if not isinstance(item, list | tuple) or len(item) != 3:
+                raise self._error(given, form)
+            name, lo, hi = item
+            if not isinstance(name, str) or not _is_name(name):
+                raise self._error(given, form)
+            rule = (f"criterion {name!r} needs 0 <= tau_neg <= tau_pos <= 1 (two finite "
+                    f"numbers)")
+            try:
+                lo, hi = self._real(lo, mode, rule), self._real(hi, mode, rule)
+            except SettingsError:
+                raise self._error(given, rule) from None
+            if lo > hi:
+                raise self._error(given, rule)
+            if name in out:
+                raise self._error(given, f"criterion {name!r} is given twice")
+            out[name] = (name, lo, hi)
+        return tuple(out[k] for k in sorted(out))
+
+    def _check_targets(self, value, mode):
+        from metrics_core.targets import parse_target
+
+        items = self._items(value, mode)
+        out = []
+        for i, item in enumerate(items, 1):
+            form = (f"item {i} must be a target such as 'auroc>=0.85' (metric>=value, or >, "
+                    f"<=, <; at most {MAX_NAME_CHARS} characters)")
+            if not isinstance(item, str) or len(item) > MAX_NAME_CHARS:
+                raise self._error(item, form)
+            try:
+                metric, _, bound = parse_target(item)
+            except ValueError:
+                raise self._error(item, form) from None
+            if not math.isfinite(bound):
+                raise self._error(item, f"item {i}: the target value must be a finite number")
+            _known_metric(metric, lambda rule, item=item, i=i: self._error(
+                item, f"item {i}: {rule}"))
+            out.append(item.strip())
+        return tuple(out)
+
+    def _check_filters(self, value, mode):
+        if isinstance(value, Filters):
+            return value
+        if not isinstance(value, Mapping):
+            raise self._error(value)
+        unknown = sorted(str(k) for k in value if k not in ("fold", "split", "criteria"))
+        if unknown:
+            raise self._error(value, f"has no key {', '.join(map(repr, unknown))} (it holds "
+                                     f"fold, split and criteria)")
+        return Filters(**value)
+
+
+def _known_metric(name: str, error) -> None:
+    """Raise ``error(rule)`` when no metric is called ``name`` (with the closest names)."""
+    import difflib
+
+    from metrics_core import registry
+
+    try:
+        registry.spec(name)
+        return
+    except KeyError:
+        pass
+    examples = {"=": "0.05", "@": "10"}
+    names = [s.name + examples.get(s.name[-1], "") for s in registry.SPECS]
+    close = difflib.get_close_matches(name, names, n=3)
+    hint = (f"did you mean {', '.join(close)}?" if close
+            else f"metrics are e.g. {', '.join(names[:6])}, …")
+    raise error(f"no metric is called {name!r}; {hint}")
+
+
+def _kind_of(name: str, default) -> str:
+    if name in VARIANTS:
+        return "choice"
+    if name in ("criterion_gates", "targets", "filters"):
+        return {"criterion_gates": "gates", "targets": "targets", "filters": "filters"}[name]
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, tuple):
+        return "ints" if all(isinstance(v, int) for v in default) else "floats"
+    return type(default).__name__
+
+
+def _schema_of(f) -> FieldSchema:
+    opt: Option = f.metadata["option"]
+    kind = _kind_of(f.name, f.default)
+    if kind in ("int", "float", "ints", "floats") and (opt.low is None or opt.high is None):
+        raise TypeError(f"{f.name}: a numeric setting needs low and high")  # (a new field)
+    return FieldSchema(f.name, kind, opt.low, opt.high, tuple(VARIANTS.get(f.name, ())),
+                       opt.min_items, opt.max_items)
+
+
+#: What every :class:`EvalConfig` field accepts (field name -> :class:`FieldSchema`),
+#: generated from the fields' :class:`Option`: the one schema of the constructor, settings
+#: files, links and command-line flags.
+SCHEMA: Mapping[str, FieldSchema] = MappingProxyType(
+    {f.name: _schema_of(f) for f in fields(EvalConfig)})
+
+
+def _cross_errors(values: Mapping) -> list[SettingsError]:
+    """Rules between fields (``values`` complete and each field valid)."""
+    if values["tau_neg"] > values["tau_pos"]:
+        return [SettingsError("tau_neg", f"must be at most tau_pos ({values['tau_pos']:g})",
+                              values["tau_neg"])]
+    return []
+
+
+def coerce_field(name: str, value, *, text: bool = False):
+    """The value of the setting ``name`` as :class:`EvalConfig` holds it, from loose input.
+
+    ``text=True``: the value came as text (a link, a command-line flag): numbers are read
+    from their text exactly (``"1234567"`` stays 1234567; ``"2.5"`` is not a whole number,
+    ``"1e400"`` / ``"inf"`` / ``"nan"`` are refused), booleans are ``1`` / ``0`` / ``true`` /
+    ``false``, lists are comma-separated (or a list of texts), a criterion gate is
+    ``CRITERION=TAU_NEG:TAU_POS`` or ``criterion:τ_neg:τ_pos``. ``text=False``: JSON values (a
+    settings file): booleans must be JSON booleans, a whole number may be written ``10.0``,
+    lists must be lists (a bare text is refused, never split into characters).
+    Raises :class:`SettingsError` naming the field, the rule and the value.
+
+    >>> coerce_field("seed", "1234567", text=True), coerce_field("ks", [10, 1])
+    (1234567, (1, 10))
+    >>> coerce_field("hard_cap", 1e18)
+    Traceback (most recent call last):
+    ...
+    metrics_core.errors.SettingsError: hard_cap: must be a whole number within [1, 1,000]; got 1e+18
+    """
+    schema = SCHEMA.get(name)
+    if schema is None:
+        raise _unknown_setting(name)
+    return schema.check(value, "text" if text else "json")
+
+
+def _unknown_setting(name, source: str | None = None) -> SettingsError:
+    import difflib
+
+    close = difflib.get_close_matches(str(name), list(SCHEMA), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return SettingsError(str(name)[:MAX_NAME_CHARS], f"is not a setting{hint}", source=source)
+
+
+def _checked_mapping(data, source: str | None) -> tuple[dict, list[SettingsError]]:
+    """Every key of a configuration mapping checked (JSON values): ``(valid, errors)``."""
+    if not isinstance(data, Mapping):
+        return {}, [SettingsError(None, "must be a JSON object of settings", data,
+                                  source=source)]
+    values: dict = {}
+    errors: list[SettingsError] = []
+    for key, value in data.items():
+        if key not in SCHEMA:
+            errors.append(_unknown_setting(key, source))
+            continue
+        try:
+            values[key] = SCHEMA[key].check(value, "json")
+        except SettingsError as err:
+            errors.append(err.with_source(source))
+    if "tau_neg" in values or "tau_pos" in values:
+        merged = {"tau_neg": SCHEMA_DEFAULTS["tau_neg"], "tau_pos": SCHEMA_DEFAULTS["tau_pos"],
+                  **values}
+        crossed = _cross_errors(merged)
+        if crossed:
+            errors.extend(e.with_source(source) for e in crossed)
+            values.pop("tau_neg", None)
+            values.pop("tau_pos", None)
+    return values, errors
+
+
+#: Every field's default (the values a settings file leaves out).
+SCHEMA_DEFAULTS: Mapping = MappingProxyType({f.name: f.default for f in fields(EvalConfig)})
+
+# ------------------------------------------------------------------------ settings files
+_BOMS = ((b"\xef\xbb\xbf", "utf-8", "UTF-8"), (b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32"),
+         (b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32"), (b"\xff\xfe", "utf-16-le", "UTF-16"),
+         (b"\xfe\xff", "utf-16-be", "UTF-16"))
+_ESCAPE = re.compile(r"\\.", re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _decoded(data: bytes, source: str) -> str:
+    """The text of a settings file: UTF-8 (with or without a byte-order mark), or UTF-16 /
+    UTF-32 with one."""
+    for bom, codec, name in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data[len(bom):].decode(codec)
+            except UnicodeDecodeError as err:
+                raise SettingsError(None, f"is not valid {name} text after its byte-order "
+                                    f"mark (byte {err.start + len(bom):,})",
+                                    source=source) from None
+    if b"\x00" in data:
+        raise SettingsError(None, "holds NUL bytes: UTF-16 or UTF-32 text needs a byte-order "
+                            "mark (save the file as UTF-8)", source=source)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SettingsError(None, f"is not UTF-8 text (byte {err.start:,} is 0x"
+                            f"{data[err.start]:02x}); save the file as UTF-8",
+                            source=source) from None
+
+
+def _nesting_depth(text: str) -> int:
+    """Deepest nesting of ``[`` / ``{`` outside JSON strings, without parsing: escapes are
+    dropped, then every other run between quotes is a string (linear time, C loops)."""
+    import numpy as np
+
+    outside = "".join(_ESCAPE.sub("", text).split('"')[0::2])
+    brackets = _NOT_BRACKET.sub("", outside).encode("ascii")
+    if not brackets:
+        return 0
+    codes = np.frombuffer(brackets, np.uint8)
+    steps = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1).astype(np.int32)
+    return int(np.cumsum(steps).max())
+
+
+def _json_float(text: str):
+    number = float(text)
+    return number if math.isfinite(number) else _UnreadNumber(text)
+
+
+def _json_int(text: str):
+    return int(text) if len(text) <= 50 else _UnreadNumber(text[:40] + "…")
+
+
+def _one_each(pairs):
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise SettingsError(str(key)[:MAX_NAME_CHARS], "is given twice in one JSON object")
+        seen[key] = value
+    return seen
+
+
+def _settings_mapping(data: bytes | str, source: str) -> Mapping:
+    """The configuration mapping of a settings file (size, encoding, depth, JSON checked)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    data = bytes(data)
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise SettingsError(None, f"is {len(data):,} bytes; a settings file holds at most "
+                            f"{MAX_SETTINGS_BYTES:,} bytes", source=source)
+    text = _decoded(data, source)
+    depth = _nesting_depth(text)
+    if depth > MAX_SETTINGS_DEPTH:
+        raise SettingsError(None, f"nests brackets {depth:,} deep; a settings file nests at "
+                            f"most {MAX_SETTINGS_DEPTH}", source=source)
+    try:
+        top = json.loads(text, parse_constant=_UnreadNumber, parse_float=_json_float,
+                         parse_int=_json_int, object_pairs_hook=_one_each)
+    except json.JSONDecodeError as err:
+        raise SettingsError(None, f"is not valid JSON: {err.msg} (line {err.lineno}, column "
+                            f"{err.colno})", source=source) from None
+    except SettingsError as err:
+        raise err.with_source(source) from None
+    if not isinstance(top, dict):
+        raise SettingsError(None, "must hold a JSON object of settings", top, source=source)
+    if "config" not in top:
+        return top
+    extra = sorted(k for k in top if k not in ("config", "schema"))
+    if extra:
+        raise SettingsError(None, f"has keys a settings file does not have: "
+                            f"{', '.join(map(repr, extra))} (it holds schema and config)",
+                            source=source)
+    if top.get("schema", SETTINGS_SCHEMA_ID) != SETTINGS_SCHEMA_ID:
+        raise SettingsError("schema", f"must be {SETTINGS_SCHEMA_ID!r}", top["schema"],
+                            source=source)
+    if not isinstance(top["config"], dict):
+        raise SettingsError("config", "must be a JSON object of settings", top["config"],
+                            source=source)
+    return top["config"]
+
+
+def read_settings_partial(data: bytes, *, source: str) -> tuple[dict, list[SettingsError]]:
+    """The valid settings of a settings.json and the refusal of every other one.
+
+    ``data``: the file's bytes; ``source``: its name, for the messages. Accepts the
+    dashboard's ``{"schema": ..., "config": {...}}`` and a bare configuration object. Before
+    anything is parsed: at most :data:`MAX_SETTINGS_BYTES` bytes, UTF-8 (a byte-order mark
+    allowed) or UTF-16 / UTF-32 with a byte-order mark, brackets nested at most
+    :data:`MAX_SETTINGS_DEPTH` deep; then JSON without ``NaN`` / ``Infinity``, no key twice;
+    then every key a setting and every value valid (:func:`coerce_field` on JSON values;
+    τ_neg ≤ τ_pos, both dropped when they break it). Returns ``(valid, errors)``: ``valid``
+    maps fields to checked values (``EvalConfig(**valid)`` is valid); a problem of the whole
+    file is one error with ``field`` None and nothing valid.
+    """
+    try:
+        config = _settings_mapping(data, source)
+    except SettingsError as err:
+        return {}, [err]
+    return _checked_mapping(config, source)
+
+
+def read_settings(data: bytes, *, source: str) -> dict:
+    """The settings of a settings.json, all valid, or one :class:`SettingsError` listing
+    every problem (see :func:`read_settings_partial`)."""
+    values, errors = read_settings_partial(data, source=source)
+    if errors:
+        raise SettingsError.combine(errors, source=source)
+    return values

@@ -19,12 +19,15 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["MAX_ROWS_LISTED", "MAX_VALUE_CHARS", "InputError", "InputErrors", "shown_value"]
+__all__ = ["MAX_ROWS_LISTED", "MAX_SETTING_CHARS", "MAX_VALUE_CHARS", "InputError", "InputErrors",
+           "SettingsError", "shown_setting", "shown_value"]
 
 #: How many offending row numbers an error keeps (the total count is kept separately).
 MAX_ROWS_LISTED = 10
 #: Longest offending value shown (longer ones are cut with "…").
 MAX_VALUE_CHARS = 40
+#: Longest offending setting value shown in a :class:`SettingsError`.
+MAX_SETTING_CHARS = 60
 
 
 def shown_value(value) -> str:
@@ -230,3 +233,110 @@ class InputErrors(InputError):
 
     def __len__(self) -> int:
         return len(self.errors)
+
+
+def shown_setting(value) -> str:
+    """A setting's value as a refusal shows it: JSON words for true / false / null, ``repr``
+    for text, numbers as written, a list by its first items and its length; printable and at
+    most :data:`MAX_SETTING_CHARS` characters (never the whole of a huge value)."""
+    limit = MAX_SETTING_CHARS
+    if value is None:
+        text = "null"
+    elif isinstance(value, bool | np.bool_):
+        text = "true" if value else "false"
+    elif isinstance(value, str):
+        text = repr(value[:limit])
+    elif isinstance(value, int | np.integer):
+        number = int(value)
+        text = (str(number) if abs(number) < 10 ** limit
+                else f"a number of about {int(number.bit_length() * 0.30103) + 1:,} digits")
+    elif isinstance(value, float | np.floating):
+        text = repr(float(value))
+    elif isinstance(value, list | tuple):
+        shown = [shown_setting(v) for v in value[:4]]
+        more = f", … ({len(value):,} items)" if len(value) > 4 else ""
+        text = "[" + ", ".join(shown) + more + "]"
+    elif isinstance(value, dict):
+        keys = [repr(str(k)[:20]) for k in list(value)[:3]]
+        text = "{" + ", ".join(f"{k}: …" for k in keys) + (", …" if len(value) > 3 else "") + "}"
+    else:
+        text = str(value)[:limit]
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+_NO_VALUE = object()
+
+
+class SettingsError(ValueError):
+    """A setting that breaks its rule: which setting, which rule, which value.
+
+    ``field`` is the :class:`~metrics_core.config.EvalConfig` field (``None`` for a problem of
+    a whole settings file: its size, encoding, nesting or JSON), ``rule`` the rule in plain
+    words (e.g. ``"must be a whole number within [1, 1,000]"``) and ``value`` the offending
+    value (:attr:`shown` is how the message shows it). ``source`` names where the setting came
+    from (a file name, ``"the link"``); ``errors`` lists every error held (itself only, or all
+    of them for :meth:`combine`).
+
+    >>> str(SettingsError("hard_cap", "must be a whole number within [1, 1,000]", 1e18,
+    ...                   source="settings.json"))
+    'settings.json: hard_cap: must be a whole number within [1, 1,000]; got 1e+18'
+    """
+
+    def __init__(self, field: str | None, rule: str, value=_NO_VALUE, *,
+                 source: str | None = None, errors=None) -> None:
+        self.field = field
+        self.rule = str(rule)
+        self.has_value = value is not _NO_VALUE
+        self.value = value if self.has_value else None
+        self.source = source
+        self.errors: list[SettingsError] = [self] if errors is None else list(errors)
+        super().__init__(self.render())
+
+    @property
+    def shown(self) -> str:
+        """The value as the message shows it (``""`` when there is none)."""
+        return shown_setting(self.value) if self.has_value else ""
+
+    def render(self, name: str | None = None, *, with_source: bool = True) -> str:
+        """The message; ``name`` replaces the field's name (e.g. a command-line flag)."""
+        source = self.source if with_source else None
+        if len(self.errors) > 1 or self.errors[0] is not self:
+            head = f"{source}: " if source else ""
+            return (f"{head}{len(self.errors)} settings are not valid:\n"
+                    + "\n".join(f"- {e.render(with_source=False)}" for e in self.errors))
+        parts = [p for p in (source, name or self.field) if p]
+        text = ": ".join([*parts, self.rule])
+        return f"{text}; got {self.shown}" if self.has_value else text
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def with_source(self, source: str | None) -> SettingsError:
+        """The same error said of ``source`` (every error held, for a combined one)."""
+        if self.errors != [self]:
+            return SettingsError(None, self.rule, source=source,
+                                 errors=[e.with_source(source) for e in self.errors])
+        return SettingsError(self.field, self.rule, self.value if self.has_value else _NO_VALUE,
+                             source=source)
+
+    @property
+    def fields(self) -> list[str]:
+        """The fields named by the errors held (without repeats)."""
+        return list(dict.fromkeys(e.field for e in self.errors if e.field is not None))
+
+    def to_dict(self) -> dict:
+        """JSON-ready form: the fields plus the rendered ``message``."""
+        return {"field": self.field, "rule": self.rule, "value": self.shown or None,
+                "source": self.source, "message": self.render(),
+                "errors": [] if self.errors == [self] else [e.to_dict() for e in self.errors]}
+
+    @classmethod
+    def combine(cls, errors, *, source: str | None = None) -> SettingsError:
+        """One error for several: the single error itself, or one listing all of them."""
+        errors = list(errors)
+        if not errors:
+            raise ValueError("errors must not be empty")
+        if len(errors) == 1:
+            return errors[0]
+        return cls(None, f"{len(errors)} settings are not valid", source=source, errors=errors)

@@ -55,8 +55,10 @@ def test_gate_metrics_use_each_criterions_thresholds(dataset):
 
 
 def test_config_round_trip_and_validation():
-    cfg = EvalConfig(criterion_gates=[("C3", 0.3, 0.4), ["C1", "0.05", 0.8]])
+    cfg = EvalConfig(criterion_gates=[("C3", 0.3, 0.4), ["C1", 0.05, 0.8]])
     assert cfg.criterion_gates == GATES
+    with pytest.raises(ValueError, match="'C1' needs 0 <= tau_neg <= tau_pos"):
+        EvalConfig(criterion_gates=[["C1", "0.05", 0.8]])  # text is not a number here
     assert EvalConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
     assert cfg.gate_of("C3") == (0.3, 0.4) and cfg.gate_of("C2") == (0.1, 0.6)
     with pytest.raises(ValueError, match="'C1' needs 0 <= tau_neg <= tau_pos"):

@@ -245,7 +245,7 @@ def test_cli_caps_bootstrap_resamples(files, tmp_path, capsys):
     qp, cp = files
     assert main(["evaluate", str(qp), str(cp), "--out", str(tmp_path / "m.json"),
                  "--bootstrap", "1000000000"]) == 2
-    assert "at most 100,000" in capsys.readouterr().err
+    assert "bootstrap: must be a whole number within [0, 100,000]" in capsys.readouterr().err
 
 
 def test_cli_input_limits_are_options(files, tmp_path, capsys):
