@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -161,14 +160,18 @@ def test_unknown_and_repeated_keys_are_named():
     assert "config: must be a JSON object" in str(_refused(b'{"config": [1]}'))
 
 
-def test_deep_nesting_is_refused_fast_before_parsing(monkeypatch):
+def _no_parse(*args, **kwargs):
+    raise AssertionError("the file was parsed")
+
+
+def test_deep_nesting_is_refused_before_parsing(monkeypatch):
+    monkeypatch.setattr(config_mod.json, "loads", _no_parse)
     for depth in (100_000, 1_000_000 // 2 - 10):
         data = b'{"ks": ' + b"[" * depth + b"]" * depth + b"}"
-        start = time.perf_counter()
-        err = _refused(data)
-        assert time.perf_counter() - start < 0.1
+        err = _refused(data)  # no RecursionError: json never sees it
         assert str(err) == (f"settings.json: nests brackets {depth + 1:,} deep; a settings "
                             f"file nests at most {MAX_SETTINGS_DEPTH}")
+    monkeypatch.undo()
     # brackets inside strings do not count, escaped quotes do not end a string
     deep_text = '"\\"' + "[" * 150 + '"'
     assert read_settings(('{"filters": {"fold": ' + deep_text + "}}").encode(),
@@ -178,24 +181,17 @@ def test_deep_nesting_is_refused_fast_before_parsing(monkeypatch):
 
 
 def test_a_pathological_unterminated_string_is_linear():
-    data = b'{"seed": ' + b'"\\"' * 300_000
-    start = time.perf_counter()
+    data = b'{"seed": ' + b'"\\"' * 300_000  # (a quadratic scan would take hours)
     err = _refused(data)
-    assert time.perf_counter() - start < 0.5
     assert "is not valid JSON" in str(err)
 
 
 def test_a_huge_file_is_refused_by_its_size_before_parsing(monkeypatch):
     data = _file({"targets": ["auroc>=0.85"] * 4_000_000})
     assert len(data) > 50_000_000
-
-    def no_parse(*args, **kwargs):
-        raise AssertionError("parsed")
-
-    monkeypatch.setattr(config_mod.json, "loads", no_parse)
-    start = time.perf_counter()
+    monkeypatch.setattr(config_mod.json, "loads", _no_parse)
+    monkeypatch.setattr(config_mod, "_decoded", _no_parse)
     err = _refused(data)
-    assert time.perf_counter() - start < 0.1
     assert str(err) == (f"settings.json: is {len(data):,} bytes; a settings file holds at most "
                         f"{MAX_SETTINGS_BYTES:,} bytes")
 
@@ -293,10 +289,8 @@ def test_text_is_read_exactly(field, text, value):
     ("n_bins", "100000000"), ("criterion_gates", ["A.1=0.7:0.2"]),
     ("criterion_gates", ["A.1"]), ("targets", "junk"), ("mass", "soft")])
 def test_bad_text_is_refused(field, text):
-    start = time.perf_counter()
     with pytest.raises(SettingsError) as info:
         coerce_field(field, text, text=True)
-    assert time.perf_counter() - start < 0.05
     assert info.value.field == field and f"{field}: " in str(info.value)
 
 
