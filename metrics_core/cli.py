@@ -237,9 +237,18 @@ def _parser() -> argparse.ArgumentParser:
                     help="latency quantiles in (0, 1] (default 0.95)")
     rg.add_argument("--critic-url", default=None,
                     help="OpenAI-compatible endpoint of the LLM critic, e.g. "
-                         "http://127.0.0.1:8000/v1 (without it the LLM metrics are skipped)")
-    rg.add_argument("--critic-model", default="judge")
-    rg.add_argument("--critic-timeout", type=float, default=30.0, help="seconds per request")
+                         "http://127.0.0.1:8000/v1 (without it, or when it gives no usable "
+                         "reply, the LLM metrics are skipped with the reason)")
+    rg.add_argument("--critic-model", default="judge",
+                    help="model name sent to the critic (default: %(default)s)")
+    rg.add_argument("--critic-timeout", type=float, default=30.0,
+                    help="deadline of one critic request in seconds: connect and the whole "
+                         "reply, however slowly it comes (default: %(default)s)")
+    rg.add_argument("--critic-max-bytes", type=int, default=1024 * 1024,
+                    help="largest critic reply read, in bytes (default: %(default)s)")
+    rg.add_argument("--critic-retries", type=int, default=3,
+                    help="retries of a critic request after a connection error, a passed "
+                         "deadline, HTTP 429 or 5xx (default: %(default)s)")
     rg.add_argument("--no-semantic", action="store_true",
                     help="leave out BERTScore and embedding similarity (they load a model)")
     rg.add_argument("--quiet", action="store_true")
@@ -571,9 +580,21 @@ def _rag(args) -> int:
         raise ValueError(f"--quantiles must be in (0, 1], got {args.quantiles}")
     if any(k < 1 for k in args.ks) or len(set(args.ks)) != len(args.ks):
         raise ValueError(f"--ks must be distinct integers >= 1, got {args.ks}")
-    critic = (None if args.critic_url is None else
-              OpenAICompatibleCritic(args.critic_url, model=args.critic_model,
-                                     timeout=args.critic_timeout))
+    critic = None
+    if args.critic_url is not None:
+        try:
+            critic = OpenAICompatibleCritic(args.critic_url, model=args.critic_model,
+                                            timeout=args.critic_timeout,
+                                            max_bytes=args.critic_max_bytes,
+                                            max_retries=args.critic_retries)
+        except ValueError as err:  # name the flags, not the constructor's arguments
+            text = str(err)
+            for word, flag in (("critic url", "--critic-url"),
+                               ("critic timeout", "--critic-timeout"),
+                               ("critic max_bytes", "--critic-max-bytes"),
+                               ("critic max_retries", "--critic-retries")):
+                text = text.replace(word, flag)
+            raise ValueError(text) from None
     data = loader.load_rag(args.file)
     metrics = suite.default_metrics(ks=args.ks, quantiles=args.quantiles, critic=critic,
                                     semantic=not args.no_semantic)
@@ -587,12 +608,16 @@ def _rag(args) -> int:
                "metrics": [r.to_dict() for r in results]}
     text = json.dumps(payload, indent=2, allow_nan=False)
     write_atomically({args.out: text.encode("utf-8")})
+    failed = [r for r in results if "critic_error" in r.details]
+    if failed:  # the run goes on without them (contract §12): one line, even with --quiet
+        print(f"metrics-core: warning: {', '.join(r.name for r in failed)} skipped: "
+              f"{_printable(failed[0].details['critic_error'])}", file=sys.stderr)
     if not args.quiet:
         for r in results:
             value = f"{r.value:.4f}" if r.defined else "undefined"
             note = r.details.get("skipped_reason", "")
-            print(f"{r.name:32s} {value:>10s}  n={r.details.get('num_samples', 0)}"
-                  f"{'  ' + note if note else ''}")
+            print(_printable(f"{r.name:32s} {value:>10s}  n={r.details.get('num_samples', 0)}"
+                             f"{'  ' + note if note else ''}"))
         print(f"wrote {_printable(args.out)}")
     return EXIT_OK
 

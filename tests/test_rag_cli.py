@@ -10,7 +10,7 @@ import pytest
 from metrics_core.cli import main
 from metrics_core.rag import loader, suite
 from metrics_core.rag.demo import demo_rag_path
-from tests.fake_llm_server import fake_llm
+from tests.fake_llm_server import fake_llm, misbehaving_llm
 
 #: Output names of seed 002 §9.1 with --ks 1,3,5,10 and the default quantile.
 NAMES = (
@@ -105,3 +105,70 @@ def test_a_demo_run_prints_no_third_party_warning(tmp_path, capfd):
     captured = capfd.readouterr()
     assert captured.err == ""
     assert captured.out == ""  # --quiet
+
+
+def _llm_and_rest(out):
+    records = {r["name"]: r for r in json.loads(out.read_text())["metrics"]}
+    llm = [records.pop("llm_faithfulness"), records.pop("llm_answer_quality")]
+    return llm, records
+
+
+def test_an_unreachable_critic_skips_the_llm_metrics_and_writes_the_rest(tmp_path, capsys):
+    from tests.app_server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    code, out = run(tmp_path, "--no-semantic", "--critic-url", url, "--critic-retries", "1")
+    assert code == 0
+    llm, rest = _llm_and_rest(out)
+    for r in llm:
+        assert r["defined"] is False and r["details"]["num_samples"] == 0
+        assert r["details"]["skipped_reason"].startswith(
+            f"skipped: the critic at {url}/chat/completions gave no reply after 2 attempts "
+            f"(ConnectionRefusedError")
+    assert rest["token_f1"]["defined"] is True and rest["recall@1"]["defined"] is True
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("metrics-core: warning: llm_faithfulness, llm_answer_quality "
+                          f"skipped: the critic at {url}/chat/completions gave no reply")
+
+
+@pytest.mark.parametrize(("behaviour", "flags", "reason"), [
+    ("drip_body", ("--critic-timeout", "1"), "no complete reply within the deadline of 1 s"),
+    ("claims_3gb", (), "announced a reply of 3,000,000,000 bytes, more than the limit of "
+                      "1,048,576 bytes"),
+    ("endless", ("--critic-max-bytes", "5000"), "sent a reply of more than 5,000 bytes"),
+    ("not_json", (), "did not reply with JSON"),
+])
+def test_a_misbehaving_critic_skips_the_llm_metrics_with_the_reason(tmp_path, capsys,
+                                                                     behaviour, flags, reason):
+    with misbehaving_llm(behaviour, interval=0.5, drips=20) as (url, stats):
+        code, out = run(tmp_path, "--no-semantic", "--critic-url", url, "--critic-retries",
+                        "0", *flags)
+    assert code == 0
+    assert stats["requests"] == 1  # one failure ends the critic's part of the run
+    llm, rest = _llm_and_rest(out)
+    assert all(r["defined"] is False and reason in r["details"]["skipped_reason"] for r in llm)
+    assert rest["bleu"]["defined"] is True
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and reason in err
+
+
+def test_critic_bounds_in_help_and_checked(tmp_path, capsys):
+    from metrics_core.cli import _parser
+
+    text = " ".join(_parser()._subparsers._group_actions[0].choices["rag"]
+                    .format_help().split())
+    assert "--critic-timeout CRITIC_TIMEOUT deadline of one critic request in seconds: " \
+           "connect and the whole reply, however slowly it comes (default: 30.0)" in text
+    assert "(default: 1048576)" in text and "model name sent to the critic (default: judge)" \
+        in text
+    for flag, value, message in (
+            ("--critic-timeout", "inf", "--critic-timeout must be a number of seconds in "
+                                        "(0, 3600], got inf"),
+            ("--critic-max-bytes", "0", "--critic-max-bytes must be an integer in "
+                                        "[1, 1073741824], got 0"),
+            ("--critic-retries", "99", "--critic-retries must be an integer in [0, 10]")):
+        code, _ = run(tmp_path, "--no-semantic", "--critic-url", "http://127.0.0.1:9/v1",
+                      flag, value)
+        assert code == 2
+        assert message in capsys.readouterr().err
