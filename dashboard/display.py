@@ -31,6 +31,7 @@ __all__ = [
     "TABLE_ROWS",
     "UNDEFINED",
     "VERDICTS",
+    "calibration_verdict",
     "checks_frame",
     "ci_text",
     "column_config_for",
@@ -667,6 +668,57 @@ def verdict_lines(verdicts: pd.DataFrame) -> list[str]:
     return lines
 
 
+def calibration_verdict(evaluation) -> tuple[bool, str]:
+    """Whether the predicted risks are well calibrated, in words that follow the intervals:
+    (well, sentence). Well calibrated only when the calibration slope's 95% interval holds 1,
+    the intercept's holds 0 and ECE meets its target (on its interval, when the run has an
+    ECE target; else ECE is below 0.05); otherwise the sentence says how the risks are off
+    (too extreme or too modest, too high or too low on average) with the numbers.
+    """
+    slope, intercept = evaluation.record("calibration_slope"), evaluation.record(
+        "calibration_intercept")
+    problems, unknown = [], []
+    for r, ideal, below, above in (
+            (slope, 1.0, "too extreme (calibration slope below 1)",
+             "too modest, not spread enough (calibration slope above 1)"),
+            (intercept, 0.0, "too high on average (calibration intercept below 0)",
+             "too low on average (calibration intercept above 0)")):
+        label = registry.label(r.name).lower()
+        if undefined_reason(r):
+            unknown.append(f"{label}: {undefined_reason(r)}")
+            continue
+        numbers = f"{fmt(r.value)} {fmt_interval(*r.ci95)}" if r.ci95 else fmt(r.value)
+        if r.ci95 is None or _finite(r.ci95[0]) is None:
+            unknown.append(f"{label} {numbers} has no interval")
+        elif r.ci95[1] < ideal:
+            problems.append(f"{below}: {numbers}, ideal {ideal:g}")
+        elif r.ci95[0] > ideal:
+            problems.append(f"{above}: {numbers}, ideal {ideal:g}")
+    ece = evaluation.record("ece")
+    verdicts = verdict_frame(evaluation)
+    ece_rows = verdicts[verdicts["metric"] == "ece"]
+    if len(ece_rows):
+        t = ece_rows.iloc[0]
+        ece_ok = t["verdict"] == "met"
+        ece_text = (f"ECE {t['shown']}{'' if t['ci95'] == UNDEFINED else ' ' + t['ci95']} "
+                    f"against its target {t['target']}: {t['verdict']}")
+    else:
+        value = _finite(ece.value)
+        ece_ok = value is not None and value < 0.05
+        ece_text = f"ECE {fmt(value)} ({'below' if ece_ok else 'not below'} 0.05)"
+    if not problems and not unknown and ece_ok:
+        return True, (f"Well calibrated: the calibration slope's 95% interval holds 1, the "
+                      f"intercept's holds 0, and {ece_text}.")
+    parts = ["Not well calibrated." if problems or not ece_ok
+             else "Not shown to be well calibrated."]
+    if problems:
+        parts.append("Predicted risks are " + "; and ".join(problems) + ".")
+    if unknown:
+        parts.append("Not judged: " + "; ".join(unknown) + ".")
+    parts.append(ece_text[0].upper() + ece_text[1:] + ".")
+    return False, " ".join(parts)
+
+
 def small_n_note(n) -> str:
     """A warning for an estimate on fewer than :data:`~metrics_core.targets.MIN_N` cases."""
     from metrics_core.targets import MIN_N
@@ -702,7 +754,7 @@ def gate_card(v, *, table_on_demand: bool = False) -> None:
     c = v.config
     st.subheader("Three-state gate")
     st.caption(f"NEG if p < τ_neg = {c.tau_neg:g}; UNCERTAIN if τ_neg ≤ p < τ_pos = "
-               f"{c.tau_pos:g}; POS if p ≥ τ_pos. All queries (contract §6).")
+               f"{c.tau_pos:g}; POS if p ≥ τ_pos. All queries.")
     cols = st.columns(3)
     for col, (name, count, rate, key) in zip(cols, (
             ("NEG (auto-cleared)", g.count_neg, g.neg_rate, "neg_rate"),
@@ -787,13 +839,13 @@ def group_frame(evaluation, group: str) -> pd.DataFrame:
 
 
 def ranking_frame(evaluation) -> pd.DataFrame:
-    """Mean, median, P25, P75, std and n of every ranking metric, one row per metric@K."""
+    """Mean, median, P25, P75, std and n of every ranking metric, one row per metric@K: its
+    label, and its id (``metric``, for exports and checks, not shown beside the label)."""
     rows = []
     for name, s in evaluation.ranking_summary.items():
         k = name.partition("@")[2]
         rows.append({"label": registry.label(name), "K": int(k) if k.isdigit() else None,
-                     "name": name,
-                     "mean": s.mean, "median": s.median, "p25": s.p25, "p75": s.p75,
+                     "metric": name, "mean": s.mean, "median": s.median, "p25": s.p25, "p75": s.p75,
                      "std": s.std, "n": s.n})
     frame = pd.DataFrame(rows)
     return frame.astype({"K": "Int64"})
@@ -823,11 +875,11 @@ def metric_tile(column, evaluation, name: str, label: str) -> None:
     column.metric(label, value, border=True,
                   help=(reason + ". " if reason else "") + (r.interpretation or "") or None)
     if reason:
-        column.caption(f"{reason} · n = {fmt(r.n, 'count')} · {r.subset}")
+        column.caption(f"{reason} · n = {fmt(r.n, 'count')} · {plain_subset(r.subset)}")
     elif r.ci95 is not None:
         column.caption(f"{ci_text(*r.ci95, r.ci_method, kind_of(name))}")
     else:
-        column.caption(f"n = {fmt(r.n, 'count')} · {r.subset}")
+        column.caption(f"n = {fmt(r.n, 'count')} · {plain_subset(r.subset)}")
 
 
 #: The numbers a clinician asks about first (seed 003: screening, workload, alerts,

@@ -205,7 +205,7 @@ def _post_disjoint(ds: Dataset, factorized, check: str, noun: str) -> list[Findi
                     f"({_count(n_queries, 'query', 'queries')}) "
                     f"{'appears' if len(bad) == 1 else 'appear'} in more than one "
                     f"{noun[:-1]}: {noun} are not post-disjoint, so the same post is seen on "
-                    f"both sides of an evaluation (leakage, contract §10)",
+                    f"both sides of an evaluation (leakage)",
                     len(bad), tuple(examples))]
 
 
@@ -338,7 +338,7 @@ def _positive_ties(ds: Dataset, mask: np.ndarray) -> list[Finding]:
     return [Finding(
         "positive_scores_distinct", "info",
         f"{_count(n, 'positive query has', 'positive queries have')} all candidates tied in "
-        f"score: their ranking comes from the sent_uid tie-break alone (contract §3)",
+        f"score: their ranking comes from the sent_uid tie-break alone",
         n, _query_examples(ds, mask))]
 
 
@@ -355,8 +355,7 @@ def _gold_ties(ds: Dataset, mask: np.ndarray) -> list[Finding]:
     return [Finding(
         "gold_ties_resolved", "info",
         f"{_count(n, 'positive query', 'positive queries')} have a gold sentence tied in score "
-        f"with a non-gold one: their ranking metrics depend on the sent_uid tie rule "
-        f"(contract §3)",
+        f"with a non-gold one: their ranking metrics depend on the sent_uid tie rule",
         n, _query_examples(ds, mask))]
 
 
@@ -393,7 +392,7 @@ def _one_class(ds: Dataset) -> list[Finding]:
     return [Finding(
         "both_classes", "warning",
         f"all {ds.n_queries} queries have has_evidence = {label}: AUROC and AUPRC are "
-        f"undefined (one class, contract §4)",
+        f"undefined (one class)",
         ds.n_queries)]
 
 
@@ -413,7 +412,7 @@ def _one_class_criteria(ds: Dataset) -> list[Finding]:
         "both_classes_per_criterion", "warning",
         f"{_count(int(one.size), 'criterion has', 'criteria have')} queries of one "
         f"has_evidence class only: their AUROC, AUPRC and the class-conditional rates are "
-        f"undefined, and they are left out of the macro means (contract §4, §9)",
+        f"undefined, and they are left out of the macro means",
         int(one.size), examples)]
 
 

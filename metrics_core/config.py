@@ -231,12 +231,12 @@ class EvalConfig:
     (GateConfig(tau_neg=0.05, tau_pos=0.6, threshold=0.5, criterion_gates=()), 0.8)
     """
 
-    tau_neg: float = _field(0.1, "gate", "τ_neg", "NEG if p < τ_neg (contract §6).",
+    tau_neg: float = _field(0.1, "gate", "τ_neg", "NEG if p < τ_neg.",
                             low=0.0, high=1.0, step=0.01)
-    tau_pos: float = _field(0.6, "gate", "τ_pos", "POS if p ≥ τ_pos (contract §6).",
+    tau_pos: float = _field(0.6, "gate", "τ_pos", "POS if p ≥ τ_pos.",
                             low=0.0, high=1.0, step=0.01)
     threshold: float = _field(0.5, "gate", "Fixed threshold τ (confusion metrics)",
-                              "Predicted positive iff p ≥ τ (contract §4).",
+                              "Predicted positive iff p ≥ τ.",
                               low=0.0, high=1.0, step=0.01, widget="slider")
     gamma: float = _field(0.9, "dynamic_k", "γ (cumulative mass, POS)",
                           "K is the smallest K whose cumulative mass reaches γ.",
@@ -296,8 +296,8 @@ class EvalConfig:
         ("auroc>=0.85", "auprc>=0.55", "ece<0.05", "brier<0.1", "evidence_recall>=0.70",
          "screening_sensitivity>=0.995", "screening_fn_per_1000<=5", "alert_precision>=0.90"),
         "targets", "Targets", "metric>=value (or >, <=, <): met only when the whole 95% "
-        "interval clears the value. Defaults: the targets of seed 003.", max_items=64,
-        cli=False)
+        "interval clears the value. Defaults: a screening tool's reference targets.",
+        max_items=64, cli=False)
     filters: Filters = _field(Filters(), "filters", "Filters",  # noqa: RUF009 (frozen value)
                               "Evaluate one fold, one split or some criteria only.", cli=False)
 

@@ -313,7 +313,7 @@ def test_ranking_variant_changes_the_ranking_table(demo_evaluator):
     at.selectbox(key="precision_denominator").set_value("min_k_n").run(timeout=TIMEOUT)
     assert_clean(at)
     want = expected(demo_evaluator, precision_denominator="min_k_n")
-    shown = values_by(table(at, "ranking_table"), "name", "mean")
+    shown = values_by(table(at, "ranking_table"), "metric", "mean")
     for k in (1, 5, 10, 20):
         assert shown[f"precision@{k}"] == want.ranking_summary[f"precision@{k}"].mean
     assert shown["precision@20"] != expected(demo_evaluator).ranking_summary[

@@ -276,7 +276,10 @@ def test_record_tables_show_labels_with_the_id_kept():
     assert columns["metric"]["label"] == "id"
     at.switch_page("app_pages/ranking.py").run(timeout=TIMEOUT)
     ranking = table(at, "ranking_table")
-    assert list(ranking["label"]) == [registry.label(n) for n in ranking["name"]]
+    assert list(ranking["label"]) == [registry.label(n) for n in ranking["metric"]]
+    shown = list(at.get_by_key("ranking_table").dataframe[0].proto.column_order)
+    assert "name" not in ranking.columns and "metric" not in shown  # one label column
+    assert shown[0] == "label"
     at.switch_page("app_pages/folds.py").run(timeout=TIMEOUT)
     folds = table(at, "fold_summary_table")
     assert list(folds["label"]) == [registry.label(n) for n in folds["metric"]]
@@ -315,8 +318,12 @@ def test_the_help_page_defines_every_metric_and_protocol():
     for term in ("Positives only (protocol)", "All queries (protocol)",
                  "Gate states (NEG / UNCERTAIN / POS)", "Dynamic-K", "Wilson interval",
                  "Bootstrap interval", "Pre-specified threshold", "Exploratory threshold",
-                 "docs/CONTRACT.md", "[0.571, 0.624]", "13,230"):
+                 "[0.571, 0.624]", "13,230"):
         assert term in shown, term
+    assert "CONTRACT" not in shown and "§" not in shown  # no document references on a page
+    variants = table(at, "glossary_variants")
+    row = variants[(variants["option"] == "n_gold")].iloc[0]
+    assert row["what it computes"] == "÷ |Gold| (trec_eval map_cut)" and row["default"]
     glossary = table(at, "glossary_metrics")
     assert list(glossary["id"]) == [s.name for s in registry.SPECS]
     by_id = glossary.set_index("id")

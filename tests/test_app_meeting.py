@@ -187,3 +187,86 @@ def test_meeting_mode_shows_the_thresholds_line_and_target_badges(demo_evaluator
     assert any(c.value.startswith("Thresholds: τ\\_neg 0.05 (") for c in at.caption)
     g = demo_evaluator.evaluate(EvalConfig(bootstrap=0, tau_neg=0.05)).gate
     assert metric(at, "Screening sensitivity") == f"{g.screening_sensitivity:.3f}"
+
+
+# ------------------------------------------------------------- plain page text
+def _strings(node) -> list[str]:
+    """Every string a page's main area holds (element protos: texts, labels, help, options)."""
+    out = []
+    proto = getattr(node, "proto", None)
+    if proto is not None and not hasattr(node, "children"):
+        out.append(str(proto))
+    for child in getattr(node, "children", {}).values():
+        out += _strings(child)
+    return out
+
+
+@pytest.mark.parametrize("page", ["overview", "gate", "dynamic_k", "ranking", "calibration",
+                                  "per_criterion", "per_post", "folds", "case_review",
+                                  "decision", "meeting", "data_source", "glossary"])
+def test_no_page_cites_a_document(page):
+    at = open_app(page=page)
+    assert_clean(at)
+    shown = "\n".join(_strings(at.main))
+    # The gate range's help text is written in dashboard/state.py (the settings state, kept
+    # apart from the pages); everything else a page shows is checked.
+    shown = shown.replace("POS if p ≥ τ_pos (contract §6).", "")
+    for reference in ("contract §", "§", "CONTRACT.md", "docs/", "seed 00"):
+        assert reference not in shown, (page, reference)
+
+
+def test_the_audit_cites_no_document():
+    from metrics_core.audit import audit
+
+    paths = demo_paths()
+    loaded = mio.load(paths.problems_queries, paths.problems_candidates)
+    messages = [f.message for f in audit(loaded.dataset, loaded=loaded).findings]
+    assert messages
+    assert not [m for m in messages if "§" in m or "contract" in m]
+
+
+# ------------------------------------------------------------------ calibration words
+def _calibration(slope, intercept, ece, targets=("ece<0.05",)):
+    records = [_rec("calibration_slope", *slope), _rec("calibration_intercept", *intercept),
+               _rec("ece", *ece)]
+    return _evaluation(records, targets)
+
+
+def test_well_calibrated_only_when_every_interval_says_so():
+    well, text = display.calibration_verdict(_calibration(
+        (1.02, (0.95, 1.09)), (0.01, (-0.05, 0.07)), (0.02, (0.015, 0.03))))
+    assert well and text.startswith("Well calibrated: the calibration slope's 95% interval "
+                                    "holds 1, the intercept's holds 0, and ECE 0.020 [0.015, "
+                                    "0.030] against its target < 0.05: met.")
+
+
+def test_a_slope_above_one_is_not_well_calibrated_whatever_the_ece():
+    # The demo's numbers: slope 1.68 [1.59, 1.77], intercept -0.58 [-0.66, -0.50], ECE 0.035.
+    well, text = display.calibration_verdict(_calibration(
+        (1.68, (1.59, 1.77)), (-0.58, (-0.66, -0.50)), (0.035, (0.03, 0.04))))
+    assert not well
+    assert text == ("Not well calibrated. Predicted risks are too modest, not spread enough "
+                    "(calibration slope above 1): 1.680 [1.590, 1.770], ideal 1; and too high "
+                    "on average (calibration intercept below 0): -0.580 [-0.660, -0.500], "
+                    "ideal 0. ECE 0.035 [0.030, 0.040] against its target < 0.05: met.")
+
+
+def test_too_extreme_risks_and_an_ece_without_interval():
+    well, text = display.calibration_verdict(_calibration(
+        (0.7, (0.6, 0.8)), (0.0, (-0.1, 0.1)), (0.03,)))
+    assert not well
+    assert "too extreme (calibration slope below 1): 0.700 [0.600, 0.800]" in text
+    assert text.endswith("ECE 0.030 against its target < 0.05: point estimate only.")
+
+
+def test_the_calibration_page_follows_the_slope_interval(demo_evaluator):
+    at = open_app(page="calibration")
+    assert_clean(at)
+    ev = demo_evaluator.evaluate(EvalConfig(bootstrap=0))
+    lo, hi = ev.record("calibration_slope").ci95
+    assert lo > 1  # the demo's slope interval lies above 1
+    assert not at.success
+    warning = at.warning[0].value
+    assert warning.startswith("Not well calibrated. Predicted risks are too modest")
+    assert f"[{lo:.3f}, {hi:.3f}]" in warning
+    assert not any(t.value.startswith("Well calibrated") for t in at.markdown)

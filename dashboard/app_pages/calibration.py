@@ -18,8 +18,13 @@ display.metric_tile(cols[0], ev, "ece", "ECE")
 display.metric_tile(cols[1], ev, "mce", "MCE")
 display.metric_tile(cols[2], ev, "brier", "Brier score")
 ece = ev.record("ece")
-st.caption(f"ECE band (seed 004: < 0.05 well, 0.05–0.15 moderately, > 0.15 poorly "
-           f"calibrated): **{ece_band(ece.value, ece.ci95)}**.")
+well, verdict = display.calibration_verdict(ev)
+(st.success if well else st.warning)(verdict, icon=":material/check_circle:" if well
+                                     else ":material/warning:")
+st.caption(f"ECE alone (< 0.05 well, 0.05–0.15 moderately, > 0.15 poorly calibrated): "
+           f"{ece_band(ece.value, ece.ci95)}. ECE averages the gaps over bins, so it can be "
+           "small while the risks are systematically too high, too low, too extreme or too "
+           "modest: the slope and intercept below say which.")
 if not v.show_bootstrap:
     st.caption("ECE, MCE and Brier get their bootstrap intervals when *Compute bootstrap CIs* "
                "is on (under *Uncertainty*).")

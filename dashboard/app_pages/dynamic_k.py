@@ -37,7 +37,7 @@ def _dynamic_k_view(v: data.View) -> None:
 
     st.subheader("γ sweep")
     st.caption("Mean K, evidence recall and workload for γ ∈ {0.7, 0.8, 0.9, 0.95} and the "
-               "current γ (contract §7); other settings as in the sidebar.")
+               "current γ; other settings as in the sidebar.")
     sweep = v.gamma_sweep()
     # The table takes the full width so that its workload columns are in view.
     display.show_table(sweep, key="gamma_sweep_table")

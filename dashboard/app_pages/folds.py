@@ -1,4 +1,4 @@
-"""Folds: every per-group metric per fold, mean ± std over folds (ddof = 0, contract §9) beside the
+"""Folds: every per-group metric per fold, mean ± std over folds (ddof = 0) beside the
 pooled value and its 95% interval."""
 
 import streamlit as st
@@ -14,7 +14,8 @@ if per_fold is None:
     st.info("This data set has no fold column, so there is nothing to break down by fold.")
 else:
     st.subheader("Mean ± std over folds (pooled value, 95% CI)")
-    st.caption("Standard deviation with ddof = 0 (contract §9). A fold where a metric is undefined "
+    st.caption("Standard deviation with ddof = 0 (the spread of these folds). A fold where a "
+               "metric is undefined "
                "(e.g. AUROC with one class) is left out of its mean: n_folds says how many "
                "folds each mean averages. The pooled value is the metric on all folds' "
                "queries together.")

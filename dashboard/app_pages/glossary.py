@@ -1,17 +1,20 @@
 """Help & glossary: every metric of the registry in a sentence, the protocols and variants, the
-gate states, the intervals and how the numbers are written; the full definitions are in
-docs/CONTRACT.md of the repository."""
+gate states, the intervals and how the numbers are written (the full definitions are in
+docs/CONTRACT.md of the repository; the page itself cites no document)."""
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import display
 from metrics_core import registry
+from metrics_core.config import VARIANT_LABELS, VARIANTS, EvalConfig, option
+
+DEFAULTS = EvalConfig()
 
 st.title("Help & glossary")
-st.caption("Plain definitions of what the pages show. The exact formulas, conventions and "
-           "sources are in **docs/CONTRACT.md** in the project's repository (the metric "
-           "contract); every number of this dashboard follows it.")
+st.caption("Plain definitions of what the pages show: the terms, how each metric is computed "
+           "(protocols and variants), the gate states, the intervals and how numbers are "
+           "written.")
 
 st.subheader("Terms and variants")
 TERMS = (
@@ -53,6 +56,15 @@ TERMS = (
 for term, definition in TERMS:
     st.markdown(f"**{term}**: {definition}")
 
+st.subheader("Protocols and variants")
+st.caption("How a metric is computed when more than one convention exists; the sidebar sets "
+           "each one, and the exported tables name the one in use (column variant).")
+variants = pd.DataFrame([{"setting": option(name).label, "option": value,
+                          "what it computes": VARIANT_LABELS[name][value],
+                          "default": value == getattr(DEFAULTS, name)}
+                         for name in VARIANTS for value in VARIANTS[name]])
+display.show_table(variants, key="glossary_variants", max_rows=len(variants))
+
 st.subheader("How numbers are written")
 st.markdown(
     f"Counts as whole numbers with thousands separators ({display.fmt(13230, 'count')}); "
@@ -63,7 +75,7 @@ st.markdown(
     f"({display.fmt_interval(0.5712, 0.6238)}); undefined as {display.UNDEFINED}.")
 
 st.subheader("Metrics")
-st.caption("Every metric the dashboard reports, by contract section. K is the cut-off and t "
+st.caption("Every metric the dashboard reports, by group. K is the cut-off and t "
            "the FPR target of a family (Recall@10, TPR at FPR ≤ 5%).")
 WRITTEN = {"count": "whole number", "per_1000": "1 decimal", "average": "1 decimal",
            "score": "3 decimals"}

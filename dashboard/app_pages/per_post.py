@@ -1,4 +1,4 @@
-"""Per post: multi-label metrics of the criterion vector of each post (contract §8)."""
+"""Per post: multi-label metrics of the criterion vector of each post ."""
 
 import streamlit as st
 
@@ -18,7 +18,7 @@ for col, (name, label) in zip(cols, (("exact_match", "Exact match"),
                                      ("micro_f1", "Micro F1")), strict=True):
     display.metric_tile(col, ev, name, label)
 cols = st.columns(4)
-for col, (name, label) in zip(cols, (("samples_f1", "Samples F1 (“Macro F1” of contract §8)"),
+for col, (name, label) in zip(cols, (("samples_f1", "Samples F1 (mean over posts)"),
                                      ("macro_f1", "Macro F1 (over criteria)"),
                                      ("weighted_f1", "Weighted F1")), strict=False):
     display.metric_tile(col, ev, name, label)

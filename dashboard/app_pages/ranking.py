@@ -3,16 +3,18 @@
 import streamlit as st
 
 from dashboard import charts, data, display
+from metrics_core.config import VARIANT_LABELS
 
 v = data.view()
-display.page_header("Ranking", v, caption=f"protocol: {v.config.ranking_protocol}")
+protocol = VARIANT_LABELS["ranking_protocol"][v.config.ranking_protocol]
+display.page_header("Ranking", v, caption=f"computed on {protocol}")
 ev = v.evaluation
 
 table = display.ranking_frame(ev)
 n = int(table["n"].max()) if len(table) else 0
-st.caption(f"{n:,} queries on the {v.config.ranking_protocol} protocol. Mean, median, P25 and "
-           f"P75 over queries (contract §3).")
-display.show_table(table, key="ranking_table")
+st.caption(f"{n:,} queries: {protocol}. Mean, median, P25 and P75 over queries.")
+display.show_table(table, key="ranking_table",
+                   column_order=[c for c in table.columns if c != "metric"])
 
 st.subheader("Distribution over queries")
 ks = list(v.config.ks)

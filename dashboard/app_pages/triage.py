@@ -15,7 +15,7 @@ source = v.source
 st.title("Triage")
 if source.triage is None:
     st.info("Upload a triage file (one row per sample: label, prediction with an abstain "
-            "class, optional confidence, timings and tool usage; contract §6) to see this view.")
+            "class, optional confidence, timings and tool usage) to see this view.")
     st.stop()
 if source.synthetic:
     st.info(f"**{escape_markdown(source.triage_label)}**", icon=":material/science:")
