@@ -110,3 +110,62 @@ def test_demo_switch(expected):
     assert any("Synthetic RAG demo data" in t for t in texts(at))
     shown = table(at, "rag_table_retrieval_relevance")
     assert (shown["ci95_lo"] == "—").all()  # intervals off
+
+
+def _line(**changes) -> bytes:
+    import json
+
+    row = {"sample_id": "a", "query": "q", "response": "r",
+           "retrieved": [{"doc_id": "d", "rank": 1, "metadata": {"embedding": [1.0, 0.0]}},
+                         {"doc_id": "e", "rank": 2, "metadata": {"embedding": [0.0, 1.0]}}],
+           "timings": {"end_to_end": 1.0}}
+    row.update(changes)
+    return json.dumps(row, ensure_ascii=False).encode() + b"\n"
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    (_line(retrieved=[{"doc_id": "d", "rank": 10**30}]),
+     "hostile.jsonl, line 1, field 'retrieved[0].rank': must be an integer in [1, 1,000,000] "
+     "(a position in the retrieved list), got 1000000000000000000000000000000"),
+    (_line(timings={"end_to_end": 1.7e308}),
+     "hostile.jsonl, line 1, field 'timings.end_to_end': must be a number of seconds in "
+     "[0, 1,000,000], got 1.7e+308"),
+    (_line() + _line(sample_id="b", retrieved=[
+        {"doc_id": "d", "rank": 1, "metadata": {"embedding": [1.0, 0.0, 0.0]}},
+        {"doc_id": "e", "rank": 2, "metadata": {"embedding": [0.0, 1.0, 0.0]}}]),
+     "hostile.jsonl, line 2, field 'retrieved[0].metadata.embedding': every "
+     "metadata.embedding of the file must have the same length; this one has 3 numbers, the "
+     "first one (line 1, field 'retrieved[0].metadata.embedding') has 2"),
+    (b"[" * 10_000 + b"]" * 10_000 + b"\n",
+     "hostile.jsonl, line 1: arrays and objects nested more than 32 deep (a sample needs 5); "
+     "the line is not read"),
+])
+def test_hostile_uploads_get_the_clis_message(raw, message):
+    # Was: "OverflowError" (rank 10^30), a 309-digit p95 and a download that did nothing
+    # (1.7e308 s), "ValueError" (embedding lengths), a message without file or line (depth).
+    at = upload_rag(open_app(page="rag"), "hostile.jsonl", raw)
+    assert_clean(at)
+    shown = [e.value.replace("\\", "") for e in at.error]
+    assert len(shown) == 1 and message in shown[0]
+    with pytest.raises(KeyError):  # nothing computed: no download
+        at.get_by_key("download_rag")
+
+
+def test_a_line_separator_inside_a_string_loads_and_the_download_is_offered():
+    at = upload_rag(open_app(page="rag"), "ok.jsonl", _line(query="one\u2028two"))
+    assert_clean(at)
+    assert not at.error
+    assert at.get_by_key("download_rag") is not None
+
+
+def test_the_download_is_valid_json_whatever_the_values():
+    import json
+
+    from metrics_core.rag.types import MetricResult, TargetCategory
+
+    results = [MetricResult("latency_p95", TargetCategory.LATENCY, float("inf"),
+                            {"num_samples": 1, "quantile": 0.95}),
+               MetricResult("token_f1", TargetCategory.GENERATION_CORRECTNESS, 0.5,
+                            {"num_samples": 2})]
+    records = json.loads(report.results_json(results))["metrics"]
+    assert [(r["value"], r["defined"]) for r in records] == [(None, False), (0.5, True)]

@@ -172,3 +172,86 @@ def test_critic_bounds_in_help_and_checked(tmp_path, capsys):
                       flag, value)
         assert code == 2
         assert message in capsys.readouterr().err
+
+
+def readme_rag_example() -> str:
+    """The ```jsonl block of README.md's RAG section."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## RAG evaluation"):]
+    section = section[:section.index("\n## ", 1)]
+    blocks = re.findall(r"```jsonl\n(.*?)```", section, flags=re.S)
+    assert len(blocks) == 1
+    return blocks[0]
+
+
+def test_the_readme_example_is_valid_json_lines_and_runs(tmp_path):
+    example = readme_rag_example()
+    lines = example.splitlines()
+    assert all(isinstance(json.loads(line), dict) for line in lines)  # one object a line
+    path = tmp_path / "example.jsonl"
+    path.write_text(example, encoding="utf-8")
+    data = loader.load_rag(path)
+    assert [s.sample_id for s in data.samples] == ["q1", "q1-typo", "q2"]
+    assert data.samples[1].variant_of == "q1"  # names a sample_id of the file
+    out = tmp_path / "rag.json"
+    assert main(["rag", str(path), "--out", str(out), "--quiet", "--no-semantic"]) == 0
+    by_name = {r["name"]: r for r in json.loads(out.read_text())["metrics"]}
+    assert by_name["recall@1"]["value"] == 1.0
+    assert by_name["negative_rejection_rate"]["value"] == 1.0
+
+
+def test_the_readme_documents_the_variant_of_rule():
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parents[1] / "README.md").read_text(
+        encoding="utf-8").split())
+    assert "must name the `sample_id` of another line of the same file" in text
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ({"sample_id": "a", "query": "q", "response": "r",
+      "retrieved": [{"doc_id": "d", "rank": 10**30}]},
+     "h.jsonl, line 1, field 'retrieved[0].rank': must be an integer in [1, 1,000,000]"),
+    ({"sample_id": "a", "query": "q", "response": "r", "timings": {"end_to_end": 1.7e308}},
+     "h.jsonl, line 1, field 'timings.end_to_end': must be a number of seconds in "
+     "[0, 1,000,000], got 1.7e+308"),
+])
+def test_out_of_range_numbers_exit_2_naming_the_line(tmp_path, capsys, row, message):
+    # Was: an OverflowError traceback (rank), "Out of range float values are not JSON
+    # compliant: inf" (end_to_end).
+    path = tmp_path / "h.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "rag.json"
+    assert main(["rag", str(path), "--out", str(out), "--no-semantic"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and not out.exists()
+
+
+def test_bidi_controls_in_ids_are_shown_escaped_never_applied(tmp_path, capsys):
+    # A right-to-left override (U+202E) or isolate (U+2067) in a sample id would reverse the
+    # rest of the terminal line; the CLI prints it escaped.
+    path = tmp_path / "ids\u202e.jsonl"
+    rows = [{"sample_id": "\u202eabc", "query": "q", "response": "r"},
+            {"sample_id": "\u202eabc", "query": "q", "response": "r"},
+            {"sample_id": "x", "query": "q", "response": "r",
+             "labels": {"variant_of": "\u2067zz"}}]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                    encoding="utf-8")
+    assert main(["rag", str(path), "--out", str(tmp_path / "rag.json")]) == 2
+    err = capsys.readouterr().err
+    assert "ids\\u202e.jsonl, line 2, field 'sample_id': sample_id must be unique; " \
+           "'\\u202eabc' is also on line 1" in err
+    assert "'\\u2067zz' is not one" in err
+    assert not any(c in err for c in "\u202e\u2067")
+    # A file that loads: the data keep the characters, the printed lines do not.
+    path.write_text(json.dumps(rows[0], ensure_ascii=False) + "\n", encoding="utf-8")
+    out = tmp_path / "out\u202e.json"
+    assert main(["rag", str(path), "--out", str(out), "--no-semantic"]) == 0
+    printed = capsys.readouterr().out
+    assert "wrote " in printed and "out\\u202e.json" in printed
+    assert "\u202e" not in printed
+    assert loader.load_rag(path).samples[0].sample_id == "\u202eabc"
+    assert json.loads(out.read_text())["input"]["n_samples"] == 1

@@ -58,7 +58,7 @@ def test_optional_fields_may_be_left_out():
     (with_(relevant_docs=[{"text": "t"}]), "relevant_docs[0].doc_id",
      "required field is missing"),
     (with_(retrieved=[{"doc_id": "d", "rank": 0}]), "retrieved[0].rank",
-     "must be an integer >= 1, got 0"),
+     "must be an integer in [1, 1,000,000] (a position in the retrieved list), got 0"),
     (with_(retrieved=[{"doc_id": "d", "rank": 1}, {"doc_id": "e", "rank": 1}]),
      "retrieved[1].rank", "must be unique within retrieved"),
     (with_(retrieved=[{"doc_id": "d", "rank": 1}, {"doc_id": "d", "rank": 2}]),
@@ -66,7 +66,8 @@ def test_optional_fields_may_be_left_out():
     (with_(retrieved=[{"doc_id": "d", "rank": 1, "score": "high"}]), "retrieved[0].score",
      "must be a finite number"),
     (with_(retrieved=[{"doc_id": "d", "rank": 1, "metadata": {"embedding": ["a"]}}]),
-     "retrieved[0].metadata.embedding", "must be a non-empty list of finite numbers"),
+     "retrieved[0].metadata.embedding",
+     "must be a non-empty list of at most 65,536 finite numbers"),
     (with_(timings={"end_to_end": -1}), "timings.end_to_end", "must be a number of seconds"),
     (with_(labels="typo"), "labels", "must be an object"),
     (with_(extra=1), "extra", "unknown field"),
@@ -123,3 +124,94 @@ def test_the_demo_file_is_the_generator_output_and_loads():
     assert any(o.response == "" for o in data.outputs)
     assert any(not s.relevant_docs for s in data.samples)
     assert len(data) < 60
+
+
+# ------------------------------------------------------------------ hostile input (issue 33)
+def first_error(raw: bytes, name="h.jsonl") -> str:
+    with pytest.raises(InputError) as info:
+        parse_rag(raw, name=name)
+    err = info.value
+    return (err.errors[0] if isinstance(err, InputErrors) else err).render()
+
+
+def test_a_line_separator_inside_a_json_string_is_text_not_a_line_break():
+    # U+2028 / U+2029 are valid unescaped in a JSON string; str.splitlines broke the line
+    # there ("not valid JSON" on line 1 and 2). \r\n line ends still work.
+    row = with_(query="first\u2028second\u2029third", response="a\x1cb\x85c")
+    raw = json.dumps(row, ensure_ascii=False).encode() + b"\r\n" + jsonl(with_(sample_id="q2"))
+    data = parse_rag(raw)
+    assert len(data) == 2
+    assert data.samples[0].query == "first\u2028second\u2029third"
+    assert data.outputs[0].response == "a\x1cb\x85c"
+
+
+@pytest.mark.parametrize(("rank", "shown"), [
+    (10**30, "1000000000000000000000000000000"), (1_000_001, "1000001"), (-3, "-3"),
+    (2.0, "2"), (True, "True")])
+def test_a_rank_out_of_range_names_the_line_and_field(rank, shown):
+    row = with_(retrieved=[{"doc_id": "d", "rank": rank}])
+    assert first_error(jsonl(GOOD, row)) == (
+        f"h.jsonl, line 2, field 'retrieved[0].rank': must be an integer in [1, 1,000,000] "
+        f"(a position in the retrieved list), got {shown}")
+
+
+def test_an_integer_too_long_to_read_is_not_valid_json():
+    raw = b'{"sample_id": "a", "query": "q", "response": "r", "retrieved": [{"doc_id": ' \
+          b'"d", "rank": ' + b"9" * 5000 + b"}]}\n"
+    text = first_error(raw)
+    assert text.startswith("h.jsonl, line 1: not valid JSON (")
+
+
+@pytest.mark.parametrize(("value", "shown"), [(1.7e308, "1.7e+308"), (1e6 + 1, "1000001"),
+                                              (-0.5, "-0.5"), ("1.2", "'1.2'")])
+def test_a_latency_out_of_range_names_the_line_and_field(value, shown):
+    assert first_error(jsonl(with_(timings={"end_to_end": value}))) == (
+        f"h.jsonl, line 1, field 'timings.end_to_end': must be a number of seconds in "
+        f"[0, 1,000,000], got {shown}")
+
+
+@pytest.mark.parametrize("literal", [b"NaN", b"Infinity", b"-Infinity", b"1e400"])
+def test_scores_must_be_finite(literal):
+    raw = (b'{"sample_id": "a", "query": "q", "response": "r", "retrieved": '
+           b'[{"doc_id": "d", "rank": 1, "score": ' + literal + b"}]}\n")
+    assert "line 1, field 'retrieved[0].score': must be a finite number, got" in \
+        first_error(raw)
+
+
+def test_deep_nesting_is_refused_before_parsing_with_the_line_named():
+    deep = b"[" * 10_000 + b"]" * 10_000
+    raw = jsonl(GOOD) + deep + b"\n"
+    assert first_error(raw) == ("h.jsonl, line 2: arrays and objects nested more than 32 "
+                                "deep (a sample needs 5); the line is not read")
+    inside = with_(sample_id="q2")
+    inside["retrieved"][0]["metadata"] = {"x": json.loads("[" * 40 + "]" * 40)}
+    assert "line 2: arrays and objects nested more than 32 deep" in first_error(
+        jsonl(GOOD, inside))
+    # Brackets inside strings are text: 100 of them load.
+    data = parse_rag(jsonl(with_(query="[" * 100 + "{" * 100)))
+    assert data.samples[0].query.startswith("[[[")
+
+
+def test_mixed_embedding_lengths_name_both_lines():
+    other = with_(sample_id="q2")
+    other["retrieved"][1]["metadata"] = {"embedding": [0.1, 0.2, 0.3]}
+    assert first_error(jsonl(GOOD, other)) == (
+        "h.jsonl, line 2, field 'retrieved[1].metadata.embedding': every metadata.embedding "
+        "of the file must have the same length; this one has 3 numbers, the first one "
+        "(line 1, field 'retrieved[1].metadata.embedding') has 2")
+    within = with_(sample_id="q3")
+    within["retrieved"][0]["metadata"] = {"embedding": [1.0]}
+    assert first_error(jsonl(within)).startswith(
+        "h.jsonl, line 1, field 'retrieved[1].metadata.embedding': every metadata.embedding "
+        "of the file must have the same length; this one has 2 numbers, the first one "
+        "(line 1, field 'retrieved[0].metadata.embedding') has 1")
+
+
+def test_the_records_are_valid_json_whatever_the_values():
+    from metrics_core.rag.types import MetricResult, TargetCategory
+
+    r = MetricResult("x", TargetCategory.LATENCY, float("inf"), {"num_samples": 3,
+                                                                 "spread": float("nan")})
+    record = r.to_dict()
+    assert record["value"] is None and record["defined"] is False
+    assert json.loads(json.dumps(record, allow_nan=False))["details"]["spread"] is None

@@ -150,3 +150,14 @@ def test_intra_list_diversity_hand_worked():
     # top_k = 2 keeps only a, b of sample 6.
     assert IntraListDiversity(top_k=2).compute(samples, outputs).per_sample[5] == (
         pytest.approx(1.0))
+
+
+def test_intra_list_diversity_of_huge_finite_embeddings():
+    # Cosine does not depend on scale: (1e300, 1e300) and (2e300, 2e300) point the same way
+    # (ILD 0), (1e300, -1e300) is orthogonal to them. Their norms overflowed to inf, and
+    # every such sample scored a diversity of 1.
+    emb = {"a": [1e300, 1e300], "b": [2e300, 2e300], "c": [1e300, -1e300]}
+    samples, outputs = split([sample("1", retrieved=("a", "b"), embeddings=emb),
+                              sample("2", retrieved=("a", "c"), embeddings=emb)])
+    r = IntraListDiversity().compute(samples, outputs)
+    assert list(r.per_sample) == pytest.approx([0.0, 1.0])

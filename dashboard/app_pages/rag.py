@@ -3,7 +3,6 @@ JSON Lines file (kept in this session's memory only), metrics per target categor
 bootstrap intervals over samples, per-scenario breakdown, robustness pairs and worst samples."""
 
 import hashlib
-import json
 
 import streamlit as st
 
@@ -58,10 +57,14 @@ if kept is None or kept[0] != key:
         st.error(escape_markdown(exc.render()), icon=":material/block:")
         st.stop()
     with st.spinner("Computing the metrics…"):
-        metrics = suite.default_metrics(semantic=bool(semantic))
-        results = suite.evaluate(data.samples, data.outputs, metrics)
-        cis = suite.bootstrap_intervals(results, n_resamples=int(n_boot)) if n_boot else {}
-        scenarios = report.scenario_frame(data.samples, data.outputs, metrics)
+        try:
+            metrics = suite.default_metrics(semantic=bool(semantic))
+            results = suite.evaluate(data.samples, data.outputs, metrics)
+            cis = suite.bootstrap_intervals(results, n_resamples=int(n_boot)) if n_boot else {}
+            scenarios = report.scenario_frame(data.samples, data.outputs, metrics)
+        except ValueError as exc:  # a rule the metrics check: the same words as the CLI's
+            st.error(escape_markdown(f"{name}: {exc}"), icon=":material/block:")
+            st.stop()
     kept = (key, data, results, cis, scenarios)
     st.session_state[state.RAG_RESULT] = kept
 _, data, results, cis, scenarios = kept
@@ -107,8 +110,8 @@ else:
     worst = report.worst_frame(data.samples, data.outputs, chosen_result, n=int(n_worst))
     display.show_table(display.dashed(worst, (metric,)), key="rag_worst")
 
-st.download_button("RAG metrics (JSON)",
-                   data=lambda: json.dumps({"metrics": [r.to_dict() for r in results]},
-                                           indent=2, allow_nan=False),
+# Built before the button is drawn (valid JSON whatever the values: report.results_json), so
+# the button never fails silently when clicked.
+st.download_button("RAG metrics (JSON)", data=report.results_json(results),
                    file_name="rag.json", mime="application/json", key="download_rag",
                    on_click="ignore", icon=":material/download:")

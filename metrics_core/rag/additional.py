@@ -161,11 +161,14 @@ class IntraListDiversity(Metric):
             except ValueError:
                 raise ValueError(f"sample {samples[i].sample_id!r}: the embeddings of its "
                                  f"top-{self.top_k} documents differ in length") from None
-            norms = np.linalg.norm(x, axis=1)
-            if (norms == 0).any():
+            # Cosine similarity does not depend on a vector's scale: divide by its largest
+            # magnitude first, so that norms of large finite values do not overflow.
+            peak = np.abs(x).max(axis=1)
+            if (peak == 0).any():
                 zero += 1
                 continue
-            unit = x / norms[:, None]
+            x = x / peak[:, None]
+            unit = x / np.linalg.norm(x, axis=1)[:, None]
             sim = unit @ unit.T
             m = len(top)
             mean_sim = (sim.sum() - np.trace(sim)) / (m * (m - 1))

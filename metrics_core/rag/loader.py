@@ -11,19 +11,30 @@ One sample per line::
 
 ``sample_id``, ``query`` and ``response`` are required; the other fields may be left out
 (``reference_answer`` null, no relevant documents, no labels, nothing retrieved, no timings).
-Blank lines are ignored. Every problem is a :class:`RagInputError` naming the file, the line,
-the field and the rule; all problems of a file (up to :data:`MAX_ERRORS`) are reported at once.
+``labels.variant_of`` must name the ``sample_id`` of another line of the file.
+
+Lines end at ``\n`` only (a ``\r`` before it is JSON whitespace): a U+2028 or U+2029 inside a
+JSON string is text, not a line break. Blank lines are ignored. Before a line is parsed its
+nesting is checked (at most :data:`MAX_DEPTH` arrays and objects deep). Numbers are checked
+for range: ``rank`` an integer in [1, :data:`MAX_RANK`], ``score`` finite, every timing a
+number of seconds in [0, :data:`MAX_SECONDS`], every ``metadata.embedding`` finite numbers of
+one length for the whole file (at most :data:`MAX_EMBEDDING_LENGTH`). Every problem is a
+:class:`RagInputError` naming the file, the line, the field and the rule; all problems of a file
+(up to :data:`MAX_ERRORS`) are reported at once.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from metrics_core.errors import InputError, InputErrors
+import numpy as np
+
+from metrics_core.errors import InputError, InputErrors, shown_value
 from metrics_core.rag.types import (
     Document,
     EvaluationSample,
@@ -31,8 +42,8 @@ from metrics_core.rag.types import (
     SystemOutputs,
 )
 
-__all__ = ["FIELDS", "MAX_BYTES", "MAX_ERRORS", "RagData", "RagInputError", "load_rag",
-           "parse_rag"]
+__all__ = ["FIELDS", "MAX_BYTES", "MAX_DEPTH", "MAX_EMBEDDING_LENGTH", "MAX_ERRORS", "MAX_RANK",
+           "MAX_SECONDS", "RagData", "RagInputError", "load_rag", "parse_rag"]
 
 #: Top-level fields of a line.
 FIELDS = ("sample_id", "query", "reference_answer", "relevant_docs", "labels", "retrieved",
@@ -41,6 +52,16 @@ FIELDS = ("sample_id", "query", "reference_answer", "relevant_docs", "labels", "
 MAX_ERRORS = 20
 #: Largest file read by default (bytes).
 MAX_BYTES = 200 * 1024 * 1024
+#: Deepest nesting of arrays and objects in a line (a sample needs 5: line, retrieved, a
+#: document, its metadata, the embedding); checked before the line is parsed.
+MAX_DEPTH = 32
+#: Largest ``rank`` (a position in a retrieved list).
+MAX_RANK = 1_000_000
+#: Largest timing in seconds (10^9 ms, 11.6 days): a latency above it is a unit or data error.
+MAX_SECONDS = 1e6
+#: Longest ``metadata.embedding``.
+MAX_EMBEDDING_LENGTH = 65_536
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 class RagInputError(InputError):
@@ -103,8 +124,11 @@ def parse_rag(data: bytes | str, *, name: str = "rag.jsonl",
         text = data
     errors: list[InputError] = []
     samples, outputs, lines = [], [], []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
+    embeddings: list[tuple[int, str, int]] = []  # (line, field, length) of each embedding
+    # JSON Lines end at "\n" only: str.splitlines would also break at U+2028 / U+2029 (and
+    # \x1c-\x1e, \x85), which are valid inside a JSON string.
+    for number, raw in enumerate(text.split("\n"), start=1):
+        if not raw.strip(" \t\r"):
             continue
         problems: list[tuple[str | None, str]] = []
         parsed = _parse_line(raw, problems)
@@ -115,10 +139,12 @@ def parse_rag(data: bytes | str, *, name: str = "rag.jsonl",
             samples.append(parsed[0])
             outputs.append(parsed[1])
             lines.append(number)
+            embeddings.extend((number, field, length) for field, length in parsed[2])
         if len(errors) >= MAX_ERRORS:
             break
     if not errors:
         errors.extend(_cross_checks(samples, lines, name))
+        errors.extend(_embedding_lengths(embeddings, name))
     if errors:
         InputErrors.raise_if_any(errors[:MAX_ERRORS])
     if not samples:
@@ -149,6 +175,40 @@ def _cross_checks(samples, lines, name) -> list[InputError]:
     return errors
 
 
+def _embedding_lengths(embeddings, name) -> list[InputError]:
+    """Every embedding of the file has the length of the first one (they come from one
+    model; intra-list diversity compares them)."""
+    if not embeddings:
+        return []
+    line0, field0, length0 = embeddings[0]
+    return [RagInputError(f"every metadata.embedding of the file must have the same length; "
+                          f"this one has {length} numbers, the first one (line {line0}, "
+                          f"field '{field0}') has {length0}", file=name, line=line,
+                          field=field)
+            for line, field, length in embeddings if length != length0][:MAX_ERRORS]
+
+
+def _too_deep(raw: str) -> bool:
+    """True when arrays and objects nest deeper than :data:`MAX_DEPTH` in the line (brackets
+    inside strings do not count); cheap when the line holds few brackets."""
+    if raw.count("[") + raw.count("{") <= MAX_DEPTH:
+        return False
+    codes = np.frombuffer(_STRING.sub("", raw).encode("utf-8", "replace"), dtype=np.uint8)
+    step = (np.isin(codes, (0x5B, 0x7B)).astype(np.int64)
+            - np.isin(codes, (0x5D, 0x7D)).astype(np.int64))
+    return bool(step.size) and int(np.cumsum(step).max()) > MAX_DEPTH
+
+
+def _shown(value) -> str:
+    """A number as an error shows it: whole floats without exponent up to 10^16 (``1000001``,
+    not ``1e+06``), others as Python writes them (``1.7e+308``, ``inf``)."""
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 1e16:
+            return str(int(value))
+        return repr(value)
+    return shown_value(value)
+
+
 def _is_number(value) -> bool:
     return (isinstance(value, int | float) and not isinstance(value, bool)
             and math.isfinite(value))
@@ -175,10 +235,17 @@ def _string(obj, key, problems, *, where: str = "", required: bool = True,
 
 
 def _parse_line(raw: str, problems):
+    if _too_deep(raw):
+        problems.append((None, f"arrays and objects nested more than {MAX_DEPTH} deep (a "
+                               f"sample needs 5); the line is not read"))
+        return None
     try:
         obj = json.loads(raw)
     except json.JSONDecodeError as err:
         problems.append((None, f"not valid JSON ({err.msg} at column {err.colno})"))
+        return None
+    except (ValueError, RecursionError) as err:  # e.g. an integer of more than 4,300 digits
+        problems.append((None, f"not valid JSON ({shown_value(str(err))})"))
         return None
     if not isinstance(obj, dict):
         problems.append((None, f"must be a JSON object, got {type(obj).__name__}"))
@@ -214,6 +281,7 @@ def _parse_line(raw: str, problems):
 
     retrieved = []
     ids, ranks = set(), set()
+    embedding_lengths: list[tuple[str, int]] = []
     for i, r in enumerate(_list(obj, "retrieved", problems)):
         where = f"retrieved[{i}]."
         if not isinstance(r, dict):
@@ -226,10 +294,13 @@ def _parse_line(raw: str, problems):
         if score is None:
             score = float("nan")
         elif not _is_number(score):
-            problems.append((f"{where}score", f"must be a finite number, got {score!r}"))
+            problems.append((f"{where}score", f"must be a finite number, got "
+                                              f"{_shown(score)}"))
             score = float("nan")
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-            problems.append((f"{where}rank", f"must be an integer >= 1, got {rank!r}"))
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= MAX_RANK:
+            problems.append((f"{where}rank", f"must be an integer in [1, {MAX_RANK:,}] (a "
+                                             f"position in the retrieved list), got "
+                                             f"{_shown(rank)}"))
             rank = None
         elif rank in ranks:
             problems.append((f"{where}rank", f"must be unique within retrieved; rank {rank} "
@@ -242,10 +313,14 @@ def _parse_line(raw: str, problems):
             problems.append((f"{where}metadata", "must be an object"))
             metadata = {}
         emb = metadata.get("embedding")
-        if emb is not None and not (isinstance(emb, list) and emb
-                                    and all(_is_number(x) for x in emb)):
-            problems.append((f"{where}metadata.embedding",
-                             "must be a non-empty list of finite numbers"))
+        if emb is not None:
+            if not (isinstance(emb, list) and 0 < len(emb) <= MAX_EMBEDDING_LENGTH
+                    and all(_is_number(x) for x in emb)):
+                problems.append((f"{where}metadata.embedding",
+                                 f"must be a non-empty list of at most "
+                                 f"{MAX_EMBEDDING_LENGTH:,} finite numbers"))
+            else:
+                embedding_lengths.append((f"{where}metadata.embedding", len(emb)))
         if doc_id is not None and rank is not None:
             ids.add(doc_id)
             ranks.add(rank)
@@ -260,9 +335,10 @@ def _parse_line(raw: str, problems):
         timings = {}
     else:
         for key, value in timings.items():
-            if value is not None and not (_is_number(value) and value >= 0):
-                problems.append((f"timings.{key}", f"must be a number of seconds >= 0, got "
-                                                   f"{value!r}"))
+            if value is not None and not (_is_number(value) and 0 <= value <= MAX_SECONDS):
+                problems.append((f"timings.{key}", f"must be a number of seconds in [0, "
+                                                   f"{MAX_SECONDS:,.0f}], got "
+                                                   f"{_shown(value)}"))
     if problems:
         return None
     sample = EvaluationSample(sample_id, query, reference_answer=reference,
@@ -270,7 +346,7 @@ def _parse_line(raw: str, problems):
                               labels=MappingProxyType(dict(labels)))
     output = SystemOutputs(retrieved=tuple(sorted(retrieved, key=lambda r: r.rank)),
                            response=response, timings=MappingProxyType(dict(timings)))
-    return sample, output
+    return sample, output, embedding_lengths
 
 
 def _list(obj, key, problems) -> list:

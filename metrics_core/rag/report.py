@@ -6,6 +6,7 @@ Pure functions from results to ``pandas`` frames; an undefined value is ``nan`` 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -16,7 +17,8 @@ from metrics_core.rag.generation_overlap import token_f1
 from metrics_core.rag.robustness import variant_pairs
 from metrics_core.rag.types import MetricResult, TargetCategory
 
-__all__ = ["BASE_SCENARIO", "pairs_frame", "results_frame", "scenario_frame", "worst_frame"]
+__all__ = ["BASE_SCENARIO", "pairs_frame", "results_frame", "results_json", "scenario_frame",
+           "worst_frame"]
 
 #: Scenario label of the samples without one.
 BASE_SCENARIO = "(none)"
@@ -42,6 +44,13 @@ def results_frame(results: Sequence[MetricResult], cis: Mapping | None = None) -
                      "n": int(r.details.get("num_samples", 0)), "note": note})
     return pd.DataFrame(rows, columns=["target", "metric", "value", "ci95_lo", "ci95_hi", "n",
                                        "note"])
+
+
+def results_json(results: Sequence[MetricResult]) -> str:
+    """``{"metrics": [record, ...]}`` as JSON text (the records of
+    :meth:`MetricResult.to_dict`, whose non-finite numbers are ``null``): always valid JSON
+    (``allow_nan=False``)."""
+    return json.dumps({"metrics": [r.to_dict() for r in results]}, indent=2, allow_nan=False)
 
 
 def scenario_frame(samples, outputs, metrics: Sequence[Metric]) -> pd.DataFrame:

@@ -133,8 +133,12 @@ class MetricResult:
         return int(self.details.get("num_samples", 0)) > 0 and math.isfinite(self.value)
 
     def to_dict(self) -> dict:
-        """JSON-ready record ``{name, target, value, defined, details}`` (seed 002 §9.1)."""
-        return {"name": self.name, "target": self.target.value, "value": float(self.value),
+        """JSON-ready record ``{name, target, value, defined, details}`` (seed 002 §9.1);
+        a value that is not a finite number is ``None`` (JSON ``null``), never ``inf`` or
+        ``nan``, so the record is valid JSON."""
+        value = float(self.value)
+        return {"name": self.name, "target": self.target.value,
+                "value": value if math.isfinite(value) else None,
                 "defined": self.defined, "details": _json_ready(self.details)}
 
 
