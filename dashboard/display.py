@@ -251,6 +251,8 @@ def undefined_reason(record) -> str:
     """Why ``record`` shows as —: no queries, one class only, or a 0/0 ratio ('' if defined)."""
     if record.defined and _finite(record.value) is not None:
         return ""
+    if getattr(record, "reason", None):
+        return f"undefined: {record.reason}"
     if not record.n:
         return "undefined: no queries in this subset"
     name = record.name or ""
@@ -824,11 +826,12 @@ def tpr_frame(evaluation) -> pd.DataFrame:
     for t in evaluation.tpr_at_fpr:
         ci = evaluation.record(f"tpr@fpr={fmt_t(t.target)}").ci95
         rows.append({
-            "target FPR": t.target, "TPR": t.tpr,
+            "target FPR": t.target, "TPR": t.tpr if t.defined else math.nan,
             "95% CI low": None if ci is None else ci[0],
-            "95% CI high": None if ci is None else ci[1], "achieved FPR": t.fpr,
-            "threshold": "all negative" if not math.isfinite(t.threshold)
-            else f"{t.threshold:.6g}", "defined": t.defined})
+            "95% CI high": None if ci is None else ci[1],
+            "achieved FPR": t.fpr if t.defined else math.nan,
+            "threshold": UNDEFINED if not t.defined else "all negative"
+            if not math.isfinite(t.threshold) else f"{t.threshold:.6g}", "defined": t.defined})
     return pd.DataFrame(rows)
 
 

@@ -32,7 +32,8 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
     ml, n_posts, post_cells = sections.multilabel_values(ds, cfg, inter.states)
     ml_boot = multilabel_intervals(ev, cfg, *post_cells, progress=progress)
 
-    records = sections.RecordList()
+    records = sections.RecordList(n_positive=ds.n_positive,
+                                  n_negative=ds.n_queries - ds.n_positive)
     confusion = sections.classification_records(records, ev, inter, boot, op)
     sections.calibration_records(records, ev, inter, boot)
     sections.gate_records(records, ev, inter, abstention, op)

@@ -312,7 +312,7 @@ class EvalConfig:
             except SettingsError as err:
                 errors.append(err)
         if not errors:
-            errors = _cross_errors(self.__dict__)
+            errors = _cross_errors(self.__dict__) + _target_errors(self.__dict__)
         if errors:
             raise SettingsError.combine(errors)
 
@@ -629,7 +629,7 @@ class FieldSchema:
         return tuple(out[k] for k in sorted(out))
 
     def _check_targets(self, value, mode):
-        from metrics_core.targets import parse_target
+        from metrics_core.targets import TargetNameError, canonical_targets
 
         items = self._items(value, mode)
         out = []
@@ -638,15 +638,13 @@ class FieldSchema:
                     f"<=, <; at most {MAX_NAME_CHARS} characters)")
             if not isinstance(item, str) or len(item) > MAX_NAME_CHARS:
                 raise self._error(item, form)
-            try:
-                metric, _, bound = parse_target(item)
-            except ValueError:
-                raise self._error(item, form) from None
-            if not math.isfinite(bound):
-                raise self._error(item, f"item {i}: the target value must be a finite number")
-            _known_metric(metric, lambda rule, item=item, i=i: self._error(
-                item, f"item {i}: {rule}"))
-            out.append(item.strip())
+            try:  # the metric in the registry's spelling (names in any case)
+                out.extend(canonical_targets([item]))
+            except TargetNameError as err:
+                raise self._error(item, f"item {i}: {err.rule}") from None
+            except ValueError as err:
+                raise self._error(item, f"item {i}: the target value must be a finite number"
+                                  if "finite" in str(err) else form) from None
         return tuple(out)
 
     def _check_filters(self, value, mode):
@@ -659,25 +657,6 @@ class FieldSchema:
             raise self._error(value, f"has no key {', '.join(map(repr, unknown))} (it holds "
                                      f"fold, split and criteria)")
         return Filters(**value)
-
-
-def _known_metric(name: str, error) -> None:
-    """Raise ``error(rule)`` when no metric is called ``name`` (with the closest names)."""
-    import difflib
-
-    from metrics_core import registry
-
-    try:
-        registry.spec(name)
-        return
-    except KeyError:
-        pass
-    examples = {"=": "0.05", "@": "10"}
-    names = [s.name + examples.get(s.name[-1], "") for s in registry.SPECS]
-    close = difflib.get_close_matches(name, names, n=3)
-    hint = (f"did you mean {', '.join(close)}?" if close
-            else f"metrics are e.g. {', '.join(names[:6])}, …")
-    raise error(f"no metric is called {name!r}; {hint}")
 
 
 def _kind_of(name: str, default) -> str:
@@ -713,6 +692,20 @@ def _cross_errors(values: Mapping) -> list[SettingsError]:
     if values["tau_neg"] > values["tau_pos"]:
         return [SettingsError("tau_neg", f"must be at most tau_pos ({values['tau_pos']:g})",
                               values["tau_neg"])]
+    return []
+
+
+def _target_errors(values: Mapping) -> list[SettingsError]:
+    """A target of a family (``recall@7``, ``tpr@fpr=0.2``) must be among the run's cut-offs
+    / FPR targets (``values``: valid fields; the defaults stand in for those missing)."""
+    from metrics_core.targets import canonical_targets
+
+    merged = {**SCHEMA_DEFAULTS, **values}
+    try:
+        canonical_targets(merged["targets"], ks=merged["ks"], tpr_fprs=merged["tpr_fprs"])
+    except ValueError as err:
+        return [SettingsError("targets", str(err).partition(": ")[2],
+                              list(merged["targets"]))]
     return []
 
 
@@ -772,6 +765,11 @@ def _checked_mapping(data, source: str | None) -> tuple[dict, list[SettingsError
             errors.extend(e.with_source(source) for e in crossed)
             values.pop("tau_neg", None)
             values.pop("tau_pos", None)
+    if "targets" in values:
+        crossed = _target_errors(values)
+        if crossed:
+            errors.extend(e.with_source(source) for e in crossed)
+            values.pop("targets")
     return values, errors
 
 

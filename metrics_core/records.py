@@ -33,7 +33,10 @@ class MetricRecord:
     ``value`` is ``None`` when the metric is undefined and no convention applies; where a seed
     fixes a convention (one-class AUROC = 0.5) the value is that convention and ``defined`` is
     false. ``ci95`` is ``(lo, hi)`` or ``None``; ``ci_method`` says how it was computed and, for
-    a bootstrap interval, ``ci_valid`` how many resamples gave a defined value.
+    a bootstrap interval, ``ci_valid`` how many resamples gave a defined value. ``n`` is the
+    number of cases the value rests on: a proportion's denominator (queries with evidence for
+    a sensitivity, POS alerts for alert precision), the queries (or posts) a mean averages,
+    the subset's queries otherwise. ``reason`` says why an undefined record is undefined.
     """
 
     name: str
@@ -47,6 +50,7 @@ class MetricRecord:
     ci_method: str | None = None
     variant: str | None = None
     ci_valid: int | None = None
+    reason: str | None = None
 
     @property
     def label(self) -> str:
@@ -59,7 +63,8 @@ class MetricRecord:
                                                          clean(self.ci95[1])],
                 "defined": bool(self.defined), "interpretation": self.interpretation,
                 "group": self.group, "ci_method": self.ci_method,
-                "ci_valid_resamples": self.ci_valid, "variant": self.variant}
+                "ci_valid_resamples": self.ci_valid, "variant": self.variant,
+                "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -239,8 +244,10 @@ class Evaluation:
             "config": self.config.to_dict(),
             "dataset": self.summary,
             "metrics": [r.to_dict() for r in self.records],
-            "tpr_at_fpr": [{"target_fpr": t.target, "tpr": t.tpr, "fpr": t.fpr,
-                            "threshold": t.threshold} for t in self.tpr_at_fpr],
+            "tpr_at_fpr": [{"target_fpr": t.target, "tpr": t.tpr if t.defined else None,
+                            "fpr": t.fpr if t.defined else None,
+                            "threshold": t.threshold if t.defined else None,
+                            "defined": bool(t.defined)} for t in self.tpr_at_fpr],
             "ranking_distribution": frame_records(self.ranking_frame()),
             "reliability": frame_records(self.reliability_frame()),
             "k_by_state": frame_records(self.k_summary_frame()),

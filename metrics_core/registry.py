@@ -26,6 +26,7 @@ __all__ = [
     "SPECS",
     "MetricSpec",
     "describe",
+    "fmt_t",
     "headline",
     "in_range",
     "label",
@@ -43,6 +44,10 @@ CORRELATION = (-1.0, 1.0)
 class MetricSpec:
     """One metric of the contract.
 
+    ``needs`` says which class the metric cannot do without: ``"both"`` (queries with and
+    without evidence: AUROC, TPR at FPR, MCC, ...), ``"positive"`` (e.g. sensitivity) or
+    ``"negative"`` (e.g. specificity); on data without it the record is undefined with the
+    reason (:meth:`absent_class`), never a number.
     ``bounds`` is the closed range of a valid value (``None``: unbounded, e.g. a count);
     ``higher_is_better`` is ``None`` where neither direction is better (a rate of a state);
     ``per_group`` says whether the per-criterion / per-fold tables carry it; ``headline``
@@ -61,6 +66,13 @@ class MetricSpec:
     unit: str = "proportion"
     headline: bool = False
     per_group: bool = True
+    needs: str | None = None
+
+    def absent_class(self, n_positive: int, n_negative: int) -> str | None:
+        """Why the metric is undefined on data lacking a class it needs, else ``None``."""
+        missing = [cls for cls, count in (("positive", n_positive), ("negative", n_negative))
+                   if count == 0 and self.needs in (cls, "both")]
+        return ONE_CLASS_REASONS[self.needs if len(missing) < 2 else "none"] if missing else None
 
     @property
     def family(self) -> bool:
@@ -76,38 +88,52 @@ _CLS, _CONF, _CAL = "classification", "confusion", "calibration"
 _GATE, _ABST, _RANK, _DK, _ML = ("gate", "gate (abstention view)", "ranking", "dynamic_k",
                                  "multilabel")
 _COUNT = MappingProxyType({"bounds": None, "higher_is_better": None, "unit": "count"})
+_BOTH = MappingProxyType({"needs": "both"})
+_POS = MappingProxyType({"needs": "positive"})
+_NEG = MappingProxyType({"needs": "negative"})
+
+#: The reason a record is undefined when its data lack a class the metric needs.
+ONE_CLASS_REASONS = MappingProxyType({
+    "both": "only one class present (needs queries with and without evidence)",
+    "positive": "no query with evidence (needs queries with evidence)",
+    "negative": "no query without evidence (needs queries without evidence)",
+    "none": "no queries",
+})
+#: Metrics whose one-class value is a convention of seed 000 (AUROC 0.5, AUPRC = the positive
+#: rate): the value is kept and flagged ``defined: false`` (contract §4).
+ONE_CLASS_CONVENTIONS = frozenset({"auroc", "auprc"})
 
 #: Every metric, in report order.
 SPECS: tuple[MetricSpec, ...] = (
     # §4 classification
     _s("auroc", "AUROC", "chance that a random query with evidence scores above one without "
-       "(0.5 = chance)", 4, _CLS, headline=True),
+       "(0.5 = chance)", 4, _CLS, headline=True, **_BOTH),
     _s("auprc", "AUPRC", "average precision over all recall levels; compare with the positive "
-       "rate, not 0.5", 4, _CLS, headline=True),
+       "rate, not 0.5", 4, _CLS, headline=True, **_BOTH),
     _s("tpr@fpr=", "TPR at FPR ≤ {t:.0%}", "share of evidence queries caught when at most "
-       "{t:.0%} of no-evidence queries alarm", 4, _CLS),
+       "{t:.0%} of no-evidence queries alarm", 4, _CLS, **_BOTH),
     _s("threshold@fpr=", "threshold at FPR ≤ {t:.0%}", "probability threshold that operates "
-       "at FPR ≤ {t:.0%}", 4, _CLS, higher_is_better=None, unit="probability"),
+       "at FPR ≤ {t:.0%}", 4, _CLS, higher_is_better=None, unit="probability", **_BOTH),
     # §4 confusion at τ
     _s("tp", "TP", "evidence queries predicted positive at τ", 4, _CONF, **_COUNT),
     _s("fp", "FP", "no-evidence queries predicted positive at τ", 4, _CONF, **_COUNT),
     _s("tn", "TN", "no-evidence queries predicted negative at τ", 4, _CONF, **_COUNT),
     _s("fn", "FN", "evidence queries predicted negative at τ (missed)", 4, _CONF, **_COUNT),
     _s("sensitivity", "Sensitivity", "share of evidence queries predicted positive at τ", 4,
-       _CONF, headline=True),
+       _CONF, headline=True, **_POS),
     _s("specificity", "Specificity", "share of no-evidence queries predicted negative at τ", 4,
-       _CONF, headline=True),
+       _CONF, headline=True, **_NEG),
     _s("fpr", "FPR", "share of no-evidence queries wrongly predicted positive at τ", 4, _CONF,
-       higher_is_better=False),
+       higher_is_better=False, **_NEG),
     _s("precision", "Precision (PPV)", "share of positive predictions at τ that have evidence",
        4, _CONF, headline=True),
     _s("npv", "NPV", "share of negative predictions at τ that truly have no evidence", 4,
        _CONF),
     _s("f1", "F1", "harmonic mean of precision and sensitivity at τ", 4, _CONF, headline=True),
     _s("mcc", "MCC", "correlation of predictions at τ with the truth (−1 … 1, 0 = chance)", 4,
-       _CONF, bounds=CORRELATION, unit="correlation", headline=True),
+       _CONF, bounds=CORRELATION, unit="correlation", headline=True, **_BOTH),
     _s("balanced_accuracy", "Balanced accuracy", "mean of sensitivity and specificity at τ", 4,
-       _CONF),
+       _CONF, **_BOTH),
     # §5 calibration
     _s("ece", "ECE", "average gap between predicted probability and observed frequency "
        "(0 = calibrated)", 5, _CAL, higher_is_better=False, headline=True),
@@ -120,9 +146,10 @@ SPECS: tuple[MetricSpec, ...] = (
        unit="ratio"),
     _s("calibration_intercept", "Calibration intercept", "a of logit P(y=1) = a + logit(p) "
        "(0 = right on average; > 0 = under-predicts)", 5, _CAL, bounds=None,
-       higher_is_better=None, unit="log-odds"),
+       higher_is_better=None, unit="log-odds", **_BOTH),
     _s("calibration_slope", "Calibration slope", "b of logit P(y=1) = a + b·logit(p) (1 = well "
-       "spread; < 1 = too extreme)", 5, _CAL, bounds=None, higher_is_better=None, unit="ratio"),
+       "spread; < 1 = too extreme)", 5, _CAL, bounds=None, higher_is_better=None, unit="ratio",
+       **_BOTH),
     # §6 gate
     _s("neg_rate", "NEG rate (auto-cleared)", "share of queries the gate screens out (NEG, "
        "skipped)", 6, _GATE, higher_is_better=None),
@@ -135,7 +162,7 @@ SPECS: tuple[MetricSpec, ...] = (
     _s("alert_rate_per_1000", "Alerts per 1,000", "high-confidence alerts per 1,000 queries", 6,
        _GATE, bounds=(0.0, 1000.0), higher_is_better=None, unit="per_1000", headline=True),
     _s("screening_sensitivity", "Screening sensitivity", "share of evidence queries the gate "
-       "does not screen out (target ≥ 0.995)", 6, _GATE, headline=True),
+       "does not screen out (target ≥ 0.995)", 6, _GATE, headline=True, **_POS),
     _s("screening_fn_per_1000", "Missed positives (FN) per 1,000", "evidence queries screened "
        "out (missed) per 1,000 queries (target ≤ 5)", 6, _GATE, bounds=(0.0, 1000.0),
        higher_is_better=False, unit="per_1000", headline=True),
@@ -147,9 +174,9 @@ SPECS: tuple[MetricSpec, ...] = (
     _s("abstain_rate", "Abstain rate", "share of queries the gate abstains on (UNCERTAIN)", 6,
        _ABST, higher_is_better=None),
     _s("abstain_rate_pos", "Abstain rate (evidence)", "share of evidence queries the gate "
-       "abstains on", 6, _ABST, higher_is_better=None),
+       "abstains on", 6, _ABST, higher_is_better=None, **_POS),
     _s("abstain_rate_neg", "Abstain rate (no evidence)", "share of no-evidence queries the "
-       "gate abstains on", 6, _ABST, higher_is_better=None),
+       "gate abstains on", 6, _ABST, higher_is_better=None, **_NEG),
     _s("accuracy", "Accuracy (abstain = wrong)", "share answered correctly, abstentions "
        "counted as wrong", 6, _ABST),
     _s("accuracy_answered", "Accuracy (answered)", "share correct among answered queries", 6,
@@ -157,23 +184,23 @@ SPECS: tuple[MetricSpec, ...] = (
     _s("precision_pos", "Precision (POS answers)", "share of POS answers that have evidence",
        6, _ABST),
     _s("recall_pos", "Recall (evidence, answered)", "share of answered evidence queries "
-       "answered POS", 6, _ABST),
+       "answered POS", 6, _ABST, **_POS),
     _s("f1_pos", "F1 (evidence)", "F1 of the POS answers over answered queries", 6, _ABST),
     _s("precision_neg", "Precision (NEG answers)", "share of NEG answers that truly have no "
        "evidence", 6, _ABST),
     _s("recall_neg", "Recall (no evidence, answered)", "share of answered no-evidence queries "
-       "answered NEG", 6, _ABST),
+       "answered NEG", 6, _ABST, **_NEG),
     _s("f1_neg", "F1 (no evidence)", "F1 of the NEG answers over answered queries", 6, _ABST),
     _s("balanced_accuracy_answered", "Balanced accuracy (answered)", "mean of the two "
-       "recalls over answered queries", 6, _ABST),
+       "recalls over answered queries", 6, _ABST, **_BOTH),
     _s("mcc_answered", "MCC (answered)", "correlation of the answers with the truth over "
-       "answered queries (−1 … 1)", 6, _ABST, bounds=CORRELATION, unit="correlation"),
+       "answered queries (−1 … 1)", 6, _ABST, bounds=CORRELATION, unit="correlation", **_BOTH),
     _s("slip_rate", "Slip rate", "share of evidence queries answered NEG (slipped through)", 6,
-       _ABST, higher_is_better=False),
+       _ABST, higher_is_better=False, **_POS),
     _s("false_flag_rate", "False-flag rate", "share of no-evidence queries answered POS (false "
-       "flags)", 6, _ABST, higher_is_better=False),
-    _s("catch_rate", "Catch rate", "share of evidence queries answered POS", 6, _ABST),
-    _s("pass_rate", "Pass rate", "share of no-evidence queries answered NEG", 6, _ABST),
+       "flags)", 6, _ABST, higher_is_better=False, **_NEG),
+    _s("catch_rate", "Catch rate", "share of evidence queries answered POS", 6, _ABST, **_POS),
+    _s("pass_rate", "Pass rate", "share of no-evidence queries answered NEG", 6, _ABST, **_NEG),
     # §3 ranking
     _s("recall@", "Recall@{k}", "share of a query's gold sentences in the top {k}, averaged",
        3, _RANK),
@@ -233,6 +260,11 @@ def _split(name: str) -> tuple[str, str | None]:
         if mark and head + sep in _BY_NAME:
             return head + sep, tail
     raise KeyError(f"no metric spec for {name!r}")
+
+
+def fmt_t(t: float) -> str:
+    """An FPR target as record names write it: ``0.05``, ``0.10``, ``0.125``."""
+    return f"{t:.2f}" if round(t, 2) == t else f"{t:g}"
 
 
 def spec(name: str) -> MetricSpec:

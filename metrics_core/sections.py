@@ -18,6 +18,7 @@ from metrics_core.classification import confusion_from_counts, confusion_rates
 from metrics_core.config import VARIANT_LABELS
 from metrics_core.intervals import Intervals
 from metrics_core.records import MetricRecord
+from metrics_core.registry import fmt_t
 from metrics_core.uncertainty import wilson_interval
 
 __all__ = ["RecordList", "calibration_records", "classification_records", "dynamic_k_records",
@@ -39,10 +40,27 @@ ABSTENTION_ATTRIBUTES = MappingProxyType({
 
 
 class RecordList(list):
-    """Records in report order; :meth:`add` fills group and interpretation from the registry."""
+    """Records in report order; :meth:`add` fills group and interpretation from the registry.
+
+    ``n_positive`` / ``n_negative``: the classes of the run's queries. A metric that needs a
+    class the data lack (the registry's ``needs``) is recorded undefined with the reason and
+    no interval, whatever its kernel returned (seed 000's one-class AUROC / AUPRC keep their
+    conventional value, flagged).
+    """
+
+    def __init__(self, *, n_positive: int | None = None, n_negative: int | None = None):
+        super().__init__()
+        self.n_positive, self.n_negative = n_positive, n_negative
 
     def add(self, name, value, subset, n, *, ci=None, ci_method=None, defined=None,
-            variant=None, ci_valid=None) -> None:
+            variant=None, ci_valid=None, reason=None) -> None:
+        spec = registry.spec(name)
+        absent = (None if self.n_positive is None
+                  else spec.absent_class(self.n_positive, self.n_negative))
+        if absent is not None:
+            defined, reason, ci = False, absent, None
+            if spec.name not in registry.ONE_CLASS_CONVENTIONS:
+                value = None
         value = None if value is None else float(value)
         if defined is None:
             defined = value is not None and math.isfinite(value)
@@ -50,11 +68,15 @@ class RecordList(list):
             value = None
         if ci is not None and not all(v is not None and math.isfinite(v) for v in ci):
             ci = None
+        if not defined and reason is None:
+            reason = ("no query in its denominator (n = 0)" if not n
+                      else "undefined on these data (0/0 or no fit)")
         self.append(MetricRecord(
             name=name, value=value, subset=subset, n=int(n), ci95=ci, defined=bool(defined),
-            interpretation=registry.describe(name), group=registry.spec(name).group,
+            interpretation=registry.describe(name), group=spec.group,
             ci_method=ci_method if ci is not None else None, variant=variant,
-            ci_valid=ci_valid if ci is not None else None))
+            ci_valid=ci_valid if ci is not None else None,
+            reason=None if defined else reason))
 
     def add_boot(self, name, value, subset, n, boot: Intervals, key=None, **kw) -> None:
         ci, valid = boot.pair(key or name)
@@ -66,10 +88,6 @@ def wilson(k, n) -> tuple[float, float] | None:
         return None
     lo, hi = wilson_interval(int(k), int(n))
     return float(lo), float(hi)
-
-
-def fmt_t(t: float) -> str:
-    return f"{t:.2f}" if round(t, 2) == t else f"{t:g}"
 
 
 # ---------------------------------------------------------------------------------- §4
@@ -84,11 +102,13 @@ def classification_records(out: RecordList, ev, inter, boot: Intervals, op: Inte
     for name in ("auroc", "auprc"):
         out.add_boot(name, cls[name].value, ALL, n, boot, defined=cls[name].defined)
     for t in ev.tpr_at_fpr(cfg):
-        out.add(f"tpr@fpr={fmt_t(t.target)}", t.tpr, ALL, n,
+        # TPR is a proportion of the queries with evidence (its n); the threshold is read
+        # off every query's p.
+        out.add(f"tpr@fpr={fmt_t(t.target)}", t.tpr, ALL, n_pos,
                 ci=wilson(round(t.tpr * n_pos), n_pos) if math.isfinite(t.tpr) else None,
-                ci_method="wilson")
+                ci_method="wilson", defined=t.defined and math.isfinite(t.tpr))
         out.add(f"threshold@fpr={fmt_t(t.target)}", t.threshold, ALL, n,
-                defined=math.isfinite(t.threshold))
+                defined=t.defined and math.isfinite(t.threshold))
     tp, fp, tn, fn = (int(c[0]) for c in outcomes.confusion_cells(
         outcomes.outcome_counts(ds.y, inter.pred)))
     subset = f"{ALL} @ τ={cfg.threshold:g}"
@@ -98,8 +118,8 @@ def classification_records(out: RecordList, ev, inter, boot: Intervals, op: Inte
                    "fpr": (fp, tn + fp), "precision": (tp, tp + fp), "npv": (tn, tn + fn)}
     rates = confusion_rates(tp, fp, tn, fn)
     for name in ("sensitivity", "specificity", "fpr", "precision", "npv"):
-        k, m = proportions[name]
-        out.add(name, rates[name], subset, n, ci=wilson(k, m), ci_method="wilson")
+        k, m = proportions[name]  # a proportion's n is its denominator
+        out.add(name, rates[name], subset, m, ci=wilson(k, m), ci_method="wilson")
     for name in ("f1", "mcc", "balanced_accuracy"):
         out.add_boot(name, rates[name], subset, n, op)
     return confusion_from_counts(tp, fp, tn, fn, threshold=cfg.threshold)
@@ -130,12 +150,16 @@ def gate_records(out: RecordList, ev, inter, abstention, op: Intervals) -> None:
     ds, cfg = ev.ds, inter.cfg
     subset = f"{ALL} @ {cfg.describe_gate()}"
     table = outcomes.outcome_counts(ds.y, gate.states_to_prediction(inter.states))
-    for name, (value, lo, hi) in outcomes.with_intervals(outcomes.gate_fractions(table)).items():
+    fractions = outcomes.gate_fractions(table)
+    for name, (value, lo, hi) in outcomes.with_intervals(fractions).items():
         ci = None if math.isnan(lo[0]) else (float(lo[0]), float(hi[0]))
-        out.add(name, value[0], subset, ds.n_queries, ci=ci, ci_method="wilson")
+        # n: the fraction's denominator (queries with evidence for screening sensitivity,
+        # POS alerts for alert precision, every query for the rates and per-1,000 counts)
+        out.add(name, value[0], subset, int(fractions[name][1][0]), ci=ci, ci_method="wilson")
     for name, attribute in ABSTENTION_ATTRIBUTES.items():
         if attribute in abstention.intervals:
-            out.add(name, getattr(abstention, attribute), subset, ds.n_queries,
+            out.add(name, getattr(abstention, attribute), subset,
+                    int(abstention.fractions[attribute][1]),
                     ci=abstention.intervals[attribute], ci_method="wilson")
         else:  # F1, MCC, balanced accuracy: not proportions
             out.add_boot(name, getattr(abstention, attribute), subset, ds.n_queries, op)

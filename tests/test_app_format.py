@@ -173,7 +173,8 @@ def test_one_class_upload_shows_dashes_with_the_reason(one_class):
         assert shown.loc[name, "ci_method"] == ("undefined: only one class present (needs "
                                                 "queries with and without evidence)")
     assert shown.loc["sensitivity", "shown"] == "—"
-    assert "0/0" in shown.loc["sensitivity", "ci_method"]
+    assert shown.loc["sensitivity", "ci_method"] == ("undefined: no query with evidence "
+                                                     "(needs queries with evidence)")
     assert "None" not in set(shown["shown"]) | set(shown["ci95"])
     at.switch_page("app_pages/gate.py").run(timeout=TIMEOUT)
     assert_clean(at)

@@ -31,12 +31,11 @@ display.show_table(targets, key="targets_table", column_config={
 
 
 def _set_targets() -> None:
-    from metrics_core.targets import parse_target
+    from metrics_core.targets import canonical_targets
 
     lines = [t.strip() for t in st.session_state["targets_editor"].splitlines() if t.strip()]
-    try:
-        for line in lines:
-            parse_target(line)
+    try:  # the library's check, as the CLI and settings.json have it (names in any case)
+        lines = canonical_targets(lines, ks=v.config.ks, tpr_fprs=v.config.tpr_fprs)
     except ValueError as exc:
         st.session_state["_targets_error"] = str(exc)
         return
