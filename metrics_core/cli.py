@@ -185,7 +185,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="choose on the other folds (or TUNE) and evaluate on the held-out "
                          "fold (or TEST)")
     tu.add_argument("--bootstrap", type=int, default=0,
-                    help="resamples for an interval that re-selects the threshold each time")
+                    help="resamples for an interval that re-selects the thresholds each time "
+                         "(with --nested: of the rows they are chosen on) (default: 0, none)")
     tu.add_argument("--seed", type=int, default=0)
     _outputs(tu, "tune.json")
 
@@ -460,12 +461,36 @@ def _tune(args) -> int:
                "seed": args.seed, "results": [r.to_dict() for r in results]}
     write_atomically({args.out: json.dumps(payload, indent=2, allow_nan=False).encode()})
     if not args.quiet:
-        for r in results:
-            value = "infeasible" if r.value is None else f"{r.parameter} = {r.value:.6g}"
-            where = f" -> {r.evaluated_on}" if r.evaluated_on else ""
-            print(f"  {r.target:<32}{_printable(r.subset)}{where}: {value}")
+        _print_tune(results, held_out=args.nested is not None)
         print(f"wrote {_printable(args.out)}")
     return EXIT_OK
+
+
+def _print_tune(results, *, held_out: bool) -> None:
+    """One line per result: the threshold (with its interval), the value it achieves (on the
+    held-out rows when nested), a mark where that misses the target; then the count missed."""
+    from metrics_core import decision
+
+    for r in results:
+        where = f" -> {r.evaluated_on}" if r.evaluated_on else ""
+        head = f"  {r.target:<32}{_printable(r.subset)}{where}: "
+        if r.value is None:
+            print(f"{head}no threshold ({_printable(r.reason)})")
+            continue
+        ci = "" if r.ci95 is None else f" [{r.ci95[0]:.6g}, {r.ci95[1]:.6g}]"
+        achieved = "undefined" if r.achieved is None or r.achieved != r.achieved \
+            else f"{r.achieved:.4g}"
+        goal = decision.Target.parse(r.target)
+        mark = f"  MISSES its target ({goal.op} {goal.value:g})" if r.met is False else ""
+        print(f"{head}{r.parameter} = {r.value:.6g}{ci}, "
+              f"{'held-out ' if held_out else ''}{r.target.split('<')[0].split('>')[0]} "
+              f"{achieved}{mark}")
+        if r.note:
+            print(f"      ({_printable(r.note)})")
+    missed = [r for r in results if r.met is False]
+    if held_out:
+        print(f"held-out values missing their target: {len(missed)} of "
+              f"{sum(r.value is not None for r in results)}")
 
 
 def _compare(args) -> int:

@@ -132,7 +132,14 @@ def find_threshold(y, p, target: Target | str) -> tuple[float | None, float | No
 
 @dataclass(frozen=True)
 class TuneResult:
-    """One target's threshold on one subset, with its re-selected bootstrap interval."""
+    """One target's threshold on one subset, with its re-selected bootstrap interval.
+
+    ``value`` is ``None`` when no threshold (or no gate with τ_neg ≤ τ_pos) meets the targets;
+    ``reason`` then says why. ``achieved`` is the target's metric at ``value`` on the rows it
+    is reported on: the subset itself, or the held-out fold / TEST split (``evaluated_on``),
+    where ``met`` says whether it still meets the target. ``note`` tells when the gate's pair
+    differs from the thresholds each target would get alone.
+    """
 
     target: str
     parameter: str
@@ -142,6 +149,9 @@ class TuneResult:
     n: int
     ci95: tuple[float, float] | None = None
     evaluated_on: str | None = None
+    met: bool | None = None
+    reason: str | None = None
+    note: str | None = None
 
     def to_dict(self) -> dict:
         def clean(v):
@@ -149,12 +159,125 @@ class TuneResult:
 
         return {"target": self.target, "parameter": self.parameter, "value": clean(self.value),
                 "achieved": clean(self.achieved), "feasible": self.value is not None,
+                "defined": self.value is not None, "met": self.met, "reason": self.reason,
+                "note": self.note,
                 "ci95": None if self.ci95 is None else [clean(v) for v in self.ci95],
                 "subset": self.subset, "n": int(self.n), "evaluated_on": self.evaluated_on}
 
 
-def _reselected_ci(y, p, target, n_resamples, seed) -> tuple[float, float] | None:
-    """Percentile interval of the threshold chosen inside every bootstrap replicate."""
+_GATE = ("tau_neg", "tau_pos")
+
+
+def _feasible(values: np.ndarray, target: Target) -> np.ndarray:
+    ok = values >= target.value - 1e-12 if target.op == ">=" else values <= target.value + 1e-12
+    return ok & ~np.isnan(values)
+
+
+def _first(mask: np.ndarray) -> np.ndarray:
+    """Index of the first True along the last axis (-1 where none)."""
+    return np.where(mask.any(axis=-1), np.argmax(mask, axis=-1), -1)
+
+
+def _last(mask: np.ndarray) -> np.ndarray:
+    """Index of the last True along the last axis (-1 where none)."""
+    size = mask.shape[-1]
+    return np.where(mask.any(axis=-1), size - 1 - np.argmax(mask[..., ::-1], axis=-1), -1)
+
+
+def _select(targets: list[Target], values: list[np.ndarray]) -> list[np.ndarray]:
+    """The candidate index each target sets (-1: none), for every row of ``values``.
+
+    ``values[i]`` holds target i's metric at every candidate threshold (ascending), one row
+    per replicate. A ``threshold`` target is chosen alone, at its preferred end. The gate's
+    targets are chosen together, as one gate: τ_neg meets every τ_neg target, τ_pos every
+    τ_pos target, and τ_neg ≤ τ_pos. Among such pairs: the smallest τ_pos, then the largest
+    τ_neg not above it (exact over the candidates). When the two ends chosen alone already
+    satisfy τ_neg ≤ τ_pos this is that pair; otherwise τ_neg comes down to where the gate
+    allows it (with τ_neg's targets' feasible values closed downwards, as screening
+    sensitivity and missed positives per 1,000 are, τ_neg = τ_pos). When one end meets its
+    targets nowhere, the other is chosen alone (the first has no threshold, with the reason).
+    """
+    shape = values[0].shape
+    size = shape[-1]
+    out: list[np.ndarray] = [np.full(shape[:-1], -1)] * len(targets)
+    neg_ok, pos_ok = np.ones(shape, dtype=bool), np.ones(shape, dtype=bool)
+    neg, pos = [], []
+    for i, t in enumerate(targets):
+        ok = _feasible(values[i], t)
+        if t.parameter == "tau_neg":
+            neg.append(i)
+            neg_ok &= ok
+        elif t.parameter == "tau_pos":
+            pos.append(i)
+            pos_ok &= ok
+        else:
+            out[i] = _last(ok) if FINDERS[t.metric][t.op][1] == "largest" else _first(ok)
+    index = np.arange(size)
+    a, b = _last(neg_ok), _first(pos_ok)  # each end alone
+    if neg and pos:  # where both ends exist, one gate
+        lowest = _first(neg_ok)[..., None]
+        both = (a >= 0) & (b >= 0)
+        b = np.where(both, _first(pos_ok & (index >= lowest)), b)
+        a = np.where(both, _last(neg_ok & (index <= b[..., None]) & (b[..., None] >= 0)), a)
+    for i in neg:
+        out[i] = a
+    for i in pos:
+        out[i] = b
+    return out
+
+
+def _values(targets, ps, ys, cum_all, cum_pos, cand) -> list[np.ndarray]:
+    return [_metric_at(t.metric, ys, ps, cum_all, cum_pos, cand) for t in targets]
+
+
+def _why_none(targets: list[Target], values: list[np.ndarray], cand, i: int) -> str:
+    """Why target ``i`` has no threshold on these rows (one row of ``values``)."""
+    t = targets[i]
+    if t.parameter not in _GATE:
+        return f"no threshold meets {t}"
+    same = [j for j, u in enumerate(targets) if u.parameter == t.parameter]
+    alone = np.logical_and.reduce([_feasible(values[j], targets[j]) for j in same])
+    if not alone.any():
+        return "no " + ("τ_neg" if t.parameter == "tau_neg" else "τ_pos") + " meets " + \
+            " and ".join(str(targets[j]) for j in same)
+    neg = [j for j, u in enumerate(targets) if u.parameter == "tau_neg"]
+    pos = [j for j, u in enumerate(targets) if u.parameter == "tau_pos"]
+    neg_ok = np.logical_and.reduce([_feasible(values[j], targets[j]) for j in neg])
+    pos_ok = np.logical_and.reduce([_feasible(values[j], targets[j]) for j in pos])
+    return (f"no valid gate (τ_neg ≤ τ_pos) meets the targets: the smallest τ_neg meeting "
+            f"{' and '.join(str(targets[j]) for j in neg)} is "
+            f"{cand[np.argmax(neg_ok)]:.6g}, the largest τ_pos meeting "
+            f"{' and '.join(str(targets[j]) for j in pos)} is "
+            f"{cand[len(cand) - 1 - np.argmax(pos_ok[::-1])]:.6g}")
+
+
+def _choose_on(y, p, targets) -> list[tuple[float | None, float | None, str | None, str | None]]:
+    """``(threshold, achieved, reason, note)`` of every target on rows ``(y, p)``."""
+    _, ps, ys = _sorted(y, p)
+    cum_all = np.concatenate([[0.0], np.cumsum(np.ones_like(ys))])
+    cum_pos = np.concatenate([[0.0], np.cumsum(ys)])
+    cand = _candidates(p)
+    values = _values(targets, ps, ys, cum_all, cum_pos, cand)
+    chosen = _select(targets, values)
+    out = []
+    for i, t in enumerate(targets):
+        idx = int(chosen[i])
+        if idx < 0:
+            out.append((None, None, _why_none(targets, values, cand, i), None))
+            continue
+        note = None
+        if t.parameter in _GATE:
+            alone = int(_select([t], [values[i]])[0])
+            if alone != idx:
+                note = (f"{'τ_neg' if t.parameter == 'tau_neg' else 'τ_pos'} "
+                        f"{cand[alone]:.6g} alone; {cand[idx]:.6g} keeps τ_neg ≤ τ_pos with "
+                        "the other targets met")
+        out.append((float(cand[idx]), float(values[i][idx]), None, note))
+    return out
+
+
+def _reselected_cis(y, p, targets, n_resamples, seed) -> list[tuple[float, float] | None]:
+    """Percentile interval of each threshold re-chosen (jointly) inside every replicate."""
     order, ps, ys = _sorted(y, p)
     cand = _candidates(p)
 
@@ -162,11 +285,12 @@ def _reselected_ci(y, p, target, n_resamples, seed) -> tuple[float, float] | Non
         ws = w[:, order]
         cum_all = np.concatenate([np.zeros((w.shape[0], 1)), np.cumsum(ws, axis=1)], axis=1)
         cum_pos = np.concatenate([np.zeros((w.shape[0], 1)), np.cumsum(ws * ys, axis=1)], axis=1)
-        return _choose(_metric_at(target.metric, ys, ps, cum_all, cum_pos, cand), cand,
-                       target)[0]
+        chosen = _select(targets, _values(targets, ps, ys, cum_all, cum_pos, cand))
+        return np.stack([np.where(c >= 0, cand[np.maximum(c, 0)], np.nan) for c in chosen],
+                        axis=1)
 
-    ci = bootstrap_cis({"t": statistic}, y.size, n_resamples=n_resamples, seed=seed)["t"]
-    return (ci.lo, ci.hi) if ci.defined else None
+    cis = bootstrap_cis({"t": statistic}, y.size, n_resamples=n_resamples, seed=seed)["t"]
+    return [(c.lo, c.hi) if c.defined else None for c in cis]
 
 
 def _evaluate_at(y, p, target: Target, threshold: float) -> float:
@@ -176,14 +300,24 @@ def _evaluate_at(y, p, target: Target, threshold: float) -> float:
     return float(_metric_at(target.metric, ys, ps, cum_all, cum_pos, np.array([threshold]))[0])
 
 
+def _met(target: Target, value: float | None) -> bool | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return bool(_feasible(np.array([value]), target)[0])
+
+
 def tune(ds, targets, *, by: str | None = None, nested: str | None = None,
          bootstrap: int = 0, seed: int = 0) -> list[TuneResult]:
     """Thresholds for ``targets`` on a :class:`Dataset`, overall or ``by="criterion"``.
 
-    ``nested="folds"``: for each fold, choose on the other folds and evaluate on it (one result
-    per fold, ``evaluated_on`` names it); ``nested="split"``: choose on the TUNE split, report
-    the value achieved on TEST. ``bootstrap`` resamples give each chosen threshold an interval
-    that re-selects it in every replicate (not with ``nested``).
+    The gate's targets (τ_neg: screening sensitivity, missed positives per 1,000; τ_pos: alert
+    precision) are met together by one gate with τ_neg ≤ τ_pos (:func:`_select`), or get no
+    threshold with the reason; a ``threshold`` target (sensitivity, specificity, FPR at τ) is
+    met alone. ``nested="folds"``: for each fold, choose on the other folds and evaluate on
+    it (one result per fold and target, ``evaluated_on`` names it, ``met`` says whether the
+    held-out value still meets the target); ``nested="split"``: choose on TUNE, report TEST.
+    ``bootstrap`` resamples (of the rows the thresholds are chosen on) give each threshold an
+    interval that re-selects the gate in every replicate.
     """
     targets = [Target.parse(t) if isinstance(t, str) else t for t in targets]
     y, p = ds.y.astype(np.float64), ds.p.astype(np.float64)
@@ -194,15 +328,20 @@ def tune(ds, targets, *, by: str | None = None, nested: str | None = None,
         raise ValueError(f"by must be 'criterion' or None; got {by!r}")
     out: list[TuneResult] = []
     for subset, m in groups:
-        for t in targets:
-            if nested is None:
-                value, achieved = find_threshold(y[m], p[m], t)
-                ci = (_reselected_ci(y[m], p[m], t, bootstrap, seed)
-                      if bootstrap and value is not None else None)
+        pairs = ([(None, m, m)] if nested is None else _held_out_pairs(ds, m, nested))
+        for name, train, test in pairs:
+            chosen = _choose_on(y[train], p[train], targets)
+            cis = (_reselected_cis(y[train], p[train], targets, bootstrap, seed)
+                   if bootstrap and any(c[0] is not None for c in chosen)
+                   else [None] * len(targets))
+            for t, (value, achieved, reason, note), ci in zip(targets, chosen, cis,
+                                                              strict=True):
+                if name is not None and value is not None:
+                    achieved = _evaluate_at(y[test], p[test], t, value)
                 out.append(TuneResult(str(t), t.parameter, value, achieved, subset,
-                                      int(m.sum()), ci))
-            else:
-                out.extend(_nested(ds, y, p, m, t, subset, nested))
+                                      int(test.sum()), ci if value is not None else None,
+                                      evaluated_on=name, met=_met(t, achieved),
+                                      reason=reason, note=note))
     return out
 
 
@@ -223,16 +362,6 @@ def _held_out_pairs(ds, m, nested) -> list[tuple[str, np.ndarray, np.ndarray]]:
             raise ValueError("nested='split' needs both TUNE and TEST rows")
         return pairs
     raise ValueError(f"nested must be 'folds', 'split' or None; got {nested!r}")
-
-
-def _nested(ds, y, p, m, t, subset, nested) -> list[TuneResult]:
-    out = []
-    for name, train, test in _held_out_pairs(ds, m, nested):
-        value, _ = find_threshold(y[train], p[train], t)
-        achieved = None if value is None else _evaluate_at(y[test], p[test], t, value)
-        out.append(TuneResult(str(t), t.parameter, value, achieved, subset, int(test.sum()),
-                              None, evaluated_on=name))
-    return out
 
 
 def decision_curve(y, p, thresholds=DECISION_THRESHOLDS, *, order=None) -> pd.DataFrame:
