@@ -1,8 +1,9 @@
 """Compare runs: several systems' predictions on the same queries (seed 003 §8.1, ablations).
 
 - :func:`load_runs` reads each run (its own files, or one long table with a ``run`` column via
-  :func:`split_runs`) and checks that every run covers the same ``(post_id, criterion)`` pairs,
-  naming the pairs that differ.
+  :func:`split_runs`) and checks (:func:`check_runs`) that the runs have distinct names, cover
+  the same ``(post_id, criterion)`` pairs and carry the same gold labels, naming the pairs or
+  the first query that differ.
 - :func:`ablation_table`: one row per run, the headline metrics with their intervals, mean ±
   std over folds where folds exist, the best value per column marked.
 - :func:`compare`: each run against a reference: the paired difference with a paired bootstrap
@@ -26,8 +27,9 @@ from metrics_core.config import EvalConfig
 from metrics_core.errors import InputError
 from metrics_core.uncertainty import bootstrap_cis
 
-__all__ = ["ABLATION_METRICS", "Run", "ablation_table", "compare", "delong", "holm",
-           "load_runs", "mcnemar", "sign_flip", "split_runs"]
+__all__ = ["ABLATION_METRICS", "Run", "ablation_table", "check_names", "check_runs",
+           "check_same_gold", "check_same_queries", "compare", "delong", "holm", "load_runs",
+           "mcnemar", "sign_flip", "split_runs"]
 
 #: The headline columns of the ablation table (``review_per_1000`` = (UNCERTAIN + POS) / N).
 ABLATION_METRICS = ("auroc", "auprc", "ece", "ndcg@10", "evidence_recall",
@@ -77,15 +79,101 @@ def check_same_queries(runs) -> None:
             "; ".join(p.render() for p in problems), code="invalid_value")
 
 
+def check_names(names) -> None:
+    """At least two runs, each with its own name (the error names the duplicates)."""
+    names = [str(n) for n in names]
+    if len(names) < 2:
+        raise InputError("a comparison needs at least two runs", hint=f"got {names}",
+                         code="invalid_value")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError("every run needs its own name",
+                         hint="given more than once: " + ", ".join(map(repr, twice)),
+                         code="invalid_value")
+
+
+def _gold_rows(ds) -> tuple[np.ndarray, np.ndarray]:
+    """(query index, sent_uid) of every gold candidate, sorted: the gold sets, whatever the
+    order the run's scores put the candidates in."""
+    query = np.repeat(np.arange(ds.n_queries), np.diff(ds.offsets))[ds.is_gold]
+    uid = np.asarray(ds.sent_uid, dtype=object)[ds.is_gold].astype(str)
+    order = np.lexsort((uid, query))
+    return query[order], uid[order]
+
+
+def _first_gold_difference(a, b) -> tuple[int, str] | None:
+    """The first query (index) whose gold differs between data sets ``a`` and ``b`` (same
+    queries, same order), and how; None when the gold is the same."""
+    firsts = []
+    differ = np.flatnonzero(a.y != b.y)
+    if differ.size:
+        firsts.append((int(differ[0]), "has_evidence", int(differ.size)))
+    n_gold = np.flatnonzero(a.n_gold != b.n_gold)
+    if n_gold.size:
+        firsts.append((int(n_gold[0]), "n_gold", int(n_gold.size)))
+    qa, ua = _gold_rows(a)
+    qb, ub = _gold_rows(b)
+    count_a = np.bincount(qa, minlength=a.n_queries)
+    count_b = np.bincount(qb, minlength=b.n_queries)
+    sets = count_a != count_b
+    if not sets.any():  # as many gold in each query: compare the sorted sent_uids
+        mismatch = np.flatnonzero(ua != ub)
+        sets = np.zeros(a.n_queries, dtype=bool)
+        sets[np.unique(qa[mismatch])] = True
+    if sets.any():
+        firsts.append((int(np.flatnonzero(sets)[0]), "is_gold", int(sets.sum())))
+    if not firsts:
+        return None
+    q, column, count = min(firsts)
+    return q, column, count
+
+
+def check_same_gold(runs) -> None:
+    """Every run must carry the same gold labels (``has_evidence``, ``is_gold``, ``n_gold``):
+    a paired difference between runs whose labels differ measures the labels, not the runs.
+    The error names the runs, the first differing query and how many differ."""
+    reference = runs[0]
+    for run in runs[1:]:
+        found = _first_gold_difference(reference.dataset, run.dataset)
+        if found is None:
+            continue
+        q, column, count = found
+        ds_a, ds_b = reference.dataset, run.dataset
+        if column == "has_evidence":
+            how = f"has_evidence {int(ds_a.y[q])} in {reference.name!r}, {int(ds_b.y[q])} in " \
+                  f"{run.name!r}"
+        elif column == "n_gold":
+            how = f"n_gold {int(ds_a.n_gold[q])} in {reference.name!r}, " \
+                  f"{int(ds_b.n_gold[q])} in {run.name!r}"
+        else:
+            gold = []
+            for ds in (ds_a, ds_b):
+                rows, uids = _gold_rows(ds)
+                gold.append(sorted(uids[rows == q].tolist()))
+            how = (f"gold sentences {gold[0]} in {reference.name!r}, {gold[1]} in "
+                   f"{run.name!r}")
+        raise InputError(
+            f"runs {reference.name!r} and {run.name!r} have different gold labels: a "
+            "comparison needs the same gold in every run", file=run.name,
+            hint=f"first at post_id {str(ds_a.post_id[q])!r}, criterion "
+                 f"{str(ds_a.criterion[q])!r}: {how} ({count} queries differ in {column})",
+            code="invalid_value")
+
+
+def check_runs(runs) -> None:
+    """Distinct names, the same (post_id, criterion) pairs and the same gold in every run."""
+    check_names([r.name for r in runs])
+    check_same_queries(runs)
+    check_same_gold(runs)
+
+
 def load_runs(specs, *, limits=None) -> list[Run]:
     """Runs from ``(name, queries, candidates_or_None)`` specs (paths, bytes or frames)."""
     from metrics_core import io
 
-    names = [name for name, _, _ in specs]
-    if len(set(names)) != len(names) or len(names) < 2:
-        raise ValueError(f"give at least two runs with distinct names; got {names}")
+    check_names([name for name, _, _ in specs])
     runs = [Run(name, io.load(q, c, limits=limits).dataset) for name, q, c in specs]
-    check_same_queries(runs)
+    check_runs(runs)
     return runs
 
 
@@ -102,7 +190,7 @@ def split_runs(frame: pd.DataFrame, candidates: pd.DataFrame | None = None, *,
         c = None if candidates is None else candidates[candidates[column] == name].drop(
             columns=column)
         runs.append(Run(str(name), io.load(q, c).dataset))
-    check_same_queries(runs)
+    check_runs(runs)
     return runs
 
 

@@ -42,3 +42,40 @@ def test_compare_page_with_uploaded_runs():
     assert_clean(at)
     shown = table(at, "ablation_table")
     assert list(shown["run"]) == ["baseline", "candidate"]
+
+
+def _uploads(named) -> list:
+    """``[(file name, long table), ...]`` as uploaded Parquet files."""
+    files = []
+    for file_name, frame in named:
+        buf = _io.BytesIO()
+        frame.to_parquet(buf)
+        files.append((file_name, buf.getvalue(), "application/octet-stream"))
+    return files
+
+
+def test_compare_page_refuses_two_runs_of_one_name():
+    """run0.parquet and run0.pq are both "run0": refused as the CLI refuses it, instead of a
+    "run0 − run0" comparison."""
+    frame = next(iter(make_runs(60, seed=3).values()))
+    at = open_app(page="compare")
+    at.file_uploader(key="compare_files").set_value(
+        _uploads([("run0.parquet", frame), ("run0.pq", frame)])).run(timeout=120)
+    errors = " ".join(e.value for e in at.error)
+    assert "every run needs its own name" in errors and "run0" in errors
+    assert not at.dataframe  # no ablation table, no differences
+
+
+def test_compare_page_refuses_runs_with_different_gold():
+    base, other = make_runs(60, seed=3).values()
+    other = other.copy()
+    post, crit = other.loc[other["has_evidence"] == 1, ["post_id", "criterion"]].iloc[0]
+    rows = (other["post_id"] == post) & (other["criterion"] == crit)
+    other.loc[rows, ["has_evidence", "is_gold", "n_gold"]] = 0
+    at = open_app(page="compare")
+    at.file_uploader(key="compare_files").set_value(
+        _uploads([("baseline.parquet", base), ("candidate.parquet", other)])).run(timeout=120)
+    errors = " ".join(e.value for e in at.error)
+    assert "different gold labels" in errors and "'baseline' and 'candidate'" in errors
+    assert f"post_id {post!r}, criterion {crit!r}" in errors.replace("\\", "")
+    assert not at.dataframe

@@ -148,3 +148,69 @@ def test_compare_command(tmp_path):
                           "difference", "ci95", "test", "p_value", "p_adjusted", "subset"}
     assert pd.DataFrame(data["ablation"])["run"].tolist() == ["a", "b"]
     assert main(["compare", "--run", "a=" + str(paths["a"][0]), "--out", str(out)]) == 2
+
+
+def _flip_evidence(q, c, index):
+    """A copy of the run with query ``index``'s has_evidence flipped (its gold sentences
+    cleared when it becomes negative, one added when it becomes positive)."""
+    q, c = q.copy(), c.copy()
+    post, crit = q.loc[index, ["post_id", "criterion"]]
+    rows = (c["post_id"] == post) & (c["criterion"] == crit)
+    if q.loc[index, "has_evidence"] == 1:
+        q.loc[index, "has_evidence"] = 0
+        c.loc[rows, "is_gold"] = 0
+    else:
+        q.loc[index, "has_evidence"] = 1
+        c.loc[c.index[rows][0], "is_gold"] = 1
+    if "n_gold" in q:
+        q.loc[index, "n_gold"] = int(c.loc[rows, "is_gold"].sum())
+    return q, c, post, crit
+
+
+def test_runs_with_different_gold_labels_are_refused_naming_the_first_query(tmp_path,
+                                                                            capsys):
+    """The issue: one query's has_evidence flipped between two runs gave a "paired" AUROC
+    difference that came from the label. Now refused, naming the query and the runs."""
+    (q, c), (q2, c2) = two_runs()
+    q2, c2, post, crit = _flip_evidence(q2, c2, 7)
+    with pytest.raises(InputError, match="different gold labels") as err:
+        compare.load_runs([("run0", q, c), ("run1", q2, c2)])
+    text = err.value.render()
+    assert "'run0' and 'run1'" in text
+    assert f"post_id {post!r}, criterion {crit!r}: has_evidence" in text
+    assert "(1 queries differ in has_evidence)" in text
+    paths = []
+    for name, (qq, cc) in (("run0", (q, c)), ("run1", (q2, c2))):
+        qp, cp = tmp_path / f"{name}_q.csv", tmp_path / f"{name}_c.csv"
+        qq.to_csv(qp, index=False)
+        cc.to_csv(cp, index=False)
+        paths += ["--run", f"{name}={qp},{cp}"]
+    out = tmp_path / "comparison.json"
+    assert main(["compare", *paths, "--out", str(out), "--quiet"]) == 2
+    assert "different gold labels" in capsys.readouterr().err and not out.exists()
+
+
+def test_runs_with_different_gold_sentences_are_refused():
+    (q, c), (q2, c2) = two_runs()
+    gold = c2.index[c2["is_gold"] == 1]
+    first = c2.loc[gold[0]]
+    same_query = c2.index[(c2["post_id"] == first["post_id"])
+                          & (c2["criterion"] == first["criterion"]) & (c2["is_gold"] == 0)]
+    c2 = c2.copy()
+    c2.loc[gold[0], "is_gold"], c2.loc[same_query[0], "is_gold"] = 0, 1  # same count
+    q = q.drop(columns=["n_gold"], errors="ignore")
+    q2 = q2.drop(columns=["n_gold"], errors="ignore")
+    with pytest.raises(InputError, match=r"gold sentences \[.*\] in 'a', \[.*\] in 'b'") as err:
+        compare.load_runs([("a", q, c), ("b", q2, c2)])
+    assert f"post_id {first['post_id']!r}, criterion {first['criterion']!r}" in \
+        err.value.render()
+
+
+def test_the_same_gold_in_another_candidate_order_is_accepted(runs):
+    compare.check_runs(runs)  # the second run's scores reorder every query's candidates
+
+
+def test_duplicate_run_names_are_refused():
+    (q, c), _ = two_runs()
+    with pytest.raises(InputError, match="every run needs its own name.*'run0'"):
+        compare.load_runs([("run0", q, c), ("run0", q, c)])

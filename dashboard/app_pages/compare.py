@@ -34,9 +34,10 @@ def _load(files) -> list[compare.Run]:
         frame = mio.read_table(files[0].getvalue(), name=files[0].name, limits=limits)
         return compare.split_runs(frame)
     specs = [(f.name.rsplit(".", 1)[0], f.getvalue(), None) for f in files]
+    compare.check_names([name for name, _, _ in specs])  # before reading: as the CLI does
     runs = [compare.Run(name, mio.load(b, queries_name=f.name, limits=limits).dataset)
             for (name, b, _), f in zip(specs, files, strict=True)]
-    compare.check_same_queries(runs)
+    compare.check_runs(runs)
     return runs
 
 
