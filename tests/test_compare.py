@@ -212,5 +212,5 @@ def test_the_same_gold_in_another_candidate_order_is_accepted(runs):
 
 def test_duplicate_run_names_are_refused():
     (q, c), _ = two_runs()
-    with pytest.raises(InputError, match="every run needs its own name.*'run0'"):
+    with pytest.raises(InputError, match=r"every run needs its own name.*'run0'"):
         compare.load_runs([("run0", q, c), ("run0", q, c)])

@@ -338,6 +338,10 @@ def _value(schema):
 def configs(draw):
     values = {name: draw(_value(schema)) for name, schema in SCHEMA.items()}
     values["tau_neg"], values["tau_pos"] = sorted((values["tau_neg"], values["tau_pos"]))
+    # a target of a family must be one the run computes (its cut-off / FPR among the run's)
+    values["targets"] = [t for t in values["targets"]
+                         if not (t.startswith("recall@10") and 10 not in values["ks"])
+                         and not (t.startswith("tpr@fpr=0.05") and 0.05 not in values["tpr_fprs"])]
     return EvalConfig(**values)
 
 

@@ -94,7 +94,7 @@ def test_target_names_are_case_insensitive(text, want):
     ("foo>=1", "no metric is called 'foo'; valid metrics: auroc, auprc"),
     ("recall@x>=1", "needs a cut-off K >= 1"),
     ("auroc>=1e400", "finite"),
-    ("auroc is high", "not of the form"),
+    ("auroc is high", "must be a target such as"),
 ])
 def test_an_unknown_target_is_an_error_naming_the_valid_names(text, message):
     with pytest.raises(ValueError, match=message):
