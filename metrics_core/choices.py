@@ -9,8 +9,9 @@ command line's flags and ``--help``) does not import the data stack.
 
 from __future__ import annotations
 
-__all__ = ["DECISION_RULES", "EVIDENCE_PROTOCOLS", "GAINS", "MAP_DENOMINATORS", "MASS_RULES",
-           "PRECISION_DENOMINATORS", "PROTOCOLS", "STRATEGIES"]
+__all__ = ["CONFIDENCE_ALIASES", "DECISION_RULES", "EVIDENCE_PROTOCOLS", "GAINS",
+           "LABEL_ALIASES", "MAP_DENOMINATORS", "MASS_RULES", "PRECISION_DENOMINATORS",
+           "PREDICTION_ALIASES", "PROTOCOLS", "STRATEGIES", "TRIAL_ALIASES"]
 
 #: The two protocols of the contract (§1): ranking / extraction on positives, the rest on all.
 PROTOCOLS = ("positives_only", "all_queries")
@@ -29,3 +30,11 @@ MASS_RULES = ("softmax", "probability")
 EVIDENCE_PROTOCOLS = ("positives_only", "all_queries")
 #: Decision rules (contract §8): ``p ≥ τ``, screen-in (state ≠ NEG), alert (state = POS).
 DECISION_RULES = ("threshold", "screen_in", "alert")
+
+# Triage files (seed 004): column names tried, in order, when the config does not name the
+# column (re-exported by :mod:`metrics_core.triage`; the command line's help lists them).
+LABEL_ALIASES = ("label", "ground_truth", "gold", "gold_label", "true_label", "y_true", "truth")
+PREDICTION_ALIASES = ("prediction", "verdict", "predicted", "predicted_label", "pred", "y_pred",
+                      "decision")
+CONFIDENCE_ALIASES = ("confidence", "conf")
+TRIAL_ALIASES = ("trial", "trial_id", "run", "repeat")

@@ -89,7 +89,14 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
         if name in VARIANTS:
             help_ = "; ".join(f"{v}: {VARIANT_LABELS[name][v]}" for v in VARIANTS[name])
             groups[opt.section].add_argument(flag, choices=VARIANTS[name], default=default,
-                                             help=f"{opt.label}. {help_}")
+                                             help=f"{opt.label}. {help_} (default: {default})"
+                                             .replace("%", "%%"))
+            continue
+        if isinstance(default, bool):  # a switch: --gate-aware / --no-gate-aware
+            help_ = (f"{opt.label}. {opt.help} (default: {'on' if default else 'off'})"
+                     .replace("%", "%%"))
+            groups[opt.section].add_argument(flag, action=argparse.BooleanOptionalAction,
+                                             default=default, help=help_)
             continue
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
         help_ = f"{opt.label}. {opt.help} (default {shown})".replace("%", "%%")
@@ -141,7 +148,8 @@ def _inputs(parser: argparse.ArgumentParser) -> None:
 
 def _outputs(parser: argparse.ArgumentParser, default: str) -> None:
     """--out, --quiet and the input limits, as every data command has them."""
-    parser.add_argument("--out", type=Path, default=Path(default))
+    parser.add_argument("--out", type=Path, default=Path(default),
+                        help="output file (default: %(default)s)")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
     _limit_flags(parser)
 
@@ -157,7 +165,8 @@ def _parser() -> argparse.ArgumentParser:
                         description="Compute every metric of the contract and write "
                                     "metrics_master.json.")
     _inputs(ev)
-    ev.add_argument("--out", type=Path, default=Path("metrics_master.json"))
+    ev.add_argument("--out", type=Path, default=Path("metrics_master.json"),
+                    help="the metrics document (default: %(default)s)")
     ev.add_argument("--per-query", type=Path, help="also write the per-query table (CSV) here")
     ev.add_argument("--exclusions", type=Path, help="write excluded rows (CSV) here")
     ev.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -187,7 +196,8 @@ def _parser() -> argparse.ArgumentParser:
     tu.add_argument("--bootstrap", type=int, default=0,
                     help="resamples for an interval that re-selects the thresholds each time "
                          "(with --nested: of the rows they are chosen on) (default: 0, none)")
-    tu.add_argument("--seed", type=int, default=0)
+    tu.add_argument("--seed", type=int, default=0,
+                    help="seed of the bootstrap resamples (default: %(default)s)")
     _outputs(tu, "tune.json")
 
     co = sub.add_parser("compare", help="compare runs on the same queries (paired tests)",
@@ -197,9 +207,13 @@ def _parser() -> argparse.ArgumentParser:
                     help="one run (repeat: at least two)")
     co.add_argument("--reference", default=None, help="the reference run (default: the first)")
     co.add_argument("--bootstrap", type=int, default=2000,
-                    help="paired resamples for the intervals of the differences (0: none)")
-    co.add_argument("--bootstrap-unit", choices=VARIANTS["bootstrap_unit"], default="query")
-    co.add_argument("--seed", type=int, default=0)
+                    help="paired resamples for the intervals of the differences (0: none) "
+                         "(default: %(default)s)")
+    co.add_argument("--bootstrap-unit", choices=VARIANTS["bootstrap_unit"], default="query",
+                    help="resampling unit: a query, or a post with all its queries "
+                         "(default: %(default)s)")
+    co.add_argument("--seed", type=int, default=0,
+                    help="seed of the bootstrap resamples (default: %(default)s)")
     _outputs(co, "comparison.json")
 
     rp = sub.add_parser("report", help="the decision record: HTML, PDF or a zip of everything",
@@ -207,31 +221,58 @@ def _parser() -> argparse.ArgumentParser:
                                     "figures as the dashboard's export for the same settings).")
     _inputs(rp)
     rp.add_argument("--settings", type=Path, help="settings.json downloaded from the dashboard")
-    rp.add_argument("--format", choices=("html", "pdf", "zip"), default="html")
-    rp.add_argument("--title", default="Decision record")
+    rp.add_argument("--format", choices=("html", "pdf", "zip"), default="html",
+                    help="html, pdf (printed by Chromium) or a zip of the record, its data and "
+                         "figures (default: %(default)s)")
+    rp.add_argument("--title", default="Decision record",
+                    help="title of the record (default: %(default)s)")
     rp.add_argument("--notes", type=Path, help="a text file with the meeting's notes")
     rp.add_argument("--out", type=Path, default=None,
                     help="output file (default decision_record.<format>)")
-    rp.add_argument("--quiet", action="store_true")
+    rp.add_argument("--quiet", action="store_true", help="print nothing but errors")
     _limit_flags(rp)
 
-    tr = sub.add_parser("triage", help="metrics of a triage classifier with abstention")
-    tr.add_argument("file", type=Path)
-    tr.add_argument("--out", type=Path, default=Path("triage.json"))
-    tr.add_argument("--label-column", default=None)
-    tr.add_argument("--prediction-column", default=None)
-    tr.add_argument("--confidence-column", default=None)
-    tr.add_argument("--trial-column", default=None)
-    tr.add_argument("--positive", default=None, help="name of the positive class, e.g. fake")
-    tr.add_argument("--negative", default=None, help="name of the negative class, e.g. real")
-    tr.add_argument("--abstain", default=None, help="name of the abstention, e.g. uncertain")
-    tr.add_argument("--quiet", action="store_true")
+    from metrics_core.choices import (
+        CONFIDENCE_ALIASES,
+        LABEL_ALIASES,
+        PREDICTION_ALIASES,
+        TRIAL_ALIASES,
+    )
+
+    def found(aliases) -> str:
+        return "default: the first column present of " + ", ".join(aliases)
+
+    tr = sub.add_parser("triage", help="metrics of a triage classifier with abstention",
+                        description="Coverage, slip and false-flag rates, per-class metrics "
+                                    "and Wilson intervals of a classifier that may abstain.")
+    tr.add_argument("file", type=Path, help="one row per case: gold label and verdict")
+    tr.add_argument("--out", type=Path, default=Path("triage.json"),
+                    help="output file (default: %(default)s)")
+    tr.add_argument("--label-column", default=None, metavar="COLUMN",
+                    help=f"column of the gold label ({found(LABEL_ALIASES)})")
+    tr.add_argument("--prediction-column", default=None, metavar="COLUMN",
+                    help="column of the verdict: positive, negative or the abstention "
+                         f"({found(PREDICTION_ALIASES)})")
+    tr.add_argument("--confidence-column", default=None, metavar="COLUMN",
+                    help="column of the verdict's confidence in [0, 1], optional, for ECE and "
+                         f"Brier ({found(CONFIDENCE_ALIASES)}; none: left out)")
+    tr.add_argument("--trial-column", default=None, metavar="COLUMN",
+                    help="column numbering repeated trials, optional, for mean ± std over "
+                         f"trials ({found(TRIAL_ALIASES)}; none: one trial)")
+    tr.add_argument("--positive", default=None,
+                    help="name of the positive class (default: fake; also 1)")
+    tr.add_argument("--negative", default=None,
+                    help="name of the negative class (default: real; also 0)")
+    tr.add_argument("--abstain", default=None,
+                    help="name of the abstention (default: uncertain; also -1)")
+    tr.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
     rg = sub.add_parser("rag", help="RAG evaluation metrics of a JSON Lines file (seed 002)",
                         description="Retrieval, generation, faithfulness, robustness, latency "
                                     "and diversity metrics of a RAG system (contract §12).")
     rg.add_argument("file", type=Path, help="JSON Lines, one sample a line")
-    rg.add_argument("--out", type=Path, default=Path("rag.json"))
+    rg.add_argument("--out", type=Path, default=Path("rag.json"),
+                    help="output file (default: %(default)s)")
     rg.add_argument("--ks", type=_ints, default=(1, 3, 5, 10),
                     help="cut-offs of the retrieval metrics (default 1,3,5,10)")
     rg.add_argument("--quantiles", type=_floats, default=(0.95,),
@@ -252,7 +293,7 @@ def _parser() -> argparse.ArgumentParser:
                          "deadline, HTTP 429 or 5xx (default: %(default)s)")
     rg.add_argument("--no-semantic", action="store_true",
                     help="leave out BERTScore and embedding similarity (they load a model)")
-    rg.add_argument("--quiet", action="store_true")
+    rg.add_argument("--quiet", action="store_true", help="print nothing but errors")
     return parser
 
 

@@ -22,6 +22,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from metrics_core.choices import (  # column names tried when the config names none
+    CONFIDENCE_ALIASES,
+    LABEL_ALIASES,
+    PREDICTION_ALIASES,
+    TRIAL_ALIASES,
+)
 from metrics_core.errors import InputError, InputErrors
 from metrics_core.gate import ABSTAIN, PREDICT_NEG, PREDICT_POS, AbstentionMetrics
 from metrics_core.gate import abstention_metrics as _abstention_metrics
@@ -43,12 +49,6 @@ __all__ = [
     "triage_metrics",
 ]
 
-#: Column names tried, in order, when the config does not name the column.
-LABEL_ALIASES = ("label", "ground_truth", "gold", "gold_label", "true_label", "y_true", "truth")
-PREDICTION_ALIASES = ("prediction", "verdict", "predicted", "predicted_label", "pred", "y_pred",
-                      "decision")
-CONFIDENCE_ALIASES = ("confidence", "conf")
-TRIAL_ALIASES = ("trial", "trial_id", "run", "repeat")
 #: Columns that mark a candidates table (contract §2): a table with them is not a triage file.
 _CANDIDATE_MARKERS = ("sent_uid", "sent_id", "p_has_evidence", "has_evidence")
 
