@@ -682,6 +682,8 @@ def _rag(args) -> int:
         for r in results:
             value = f"{r.value:.4f}" if r.defined else "undefined"
             note = r.details.get("skipped_reason", "")
+            if not note and "similarity" in r.details:
+                note = f"answers compared by {r.details['similarity']}"
             print(_printable(f"{r.name:32s} {value:>10s}  n={r.details.get('num_samples', 0)}"
                              f"{'  ' + note if note else ''}"))
         print(f"wrote {_printable(args.out)}")

@@ -126,3 +126,9 @@ def test_corpus_level_intervals_reproduce_the_value_and_resample_it(demo):
     for name in ("bleu", "latency_p95"):
         assert cis[name].lo <= by_name[name].value <= cis[name].hi
         assert cis[name].n_valid == 300
+
+
+def test_the_table_says_how_counterfactual_answers_were_compared(demo):
+    _, _, results = demo
+    frame = report.results_frame(results).set_index("metric")
+    assert frame.loc["counterfactual_consistency", "note"] == "answers compared by token_f1"

@@ -95,3 +95,44 @@ def test_bertscore_agrees_with_bert_score_offline(monkeypatch):
     same = sem.BertScoreMetric().compute(*split([sample("x", reference="same words",
                                                         response="same words")]))
     assert same.value == pytest.approx(1.0, abs=1e-5)
+
+
+def _counterfactual(metrics):
+    return next(m for m in metrics if isinstance(m, CounterfactualConsistency))
+
+
+def test_counterfactual_consistency_by_token_f1_when_the_semantic_metrics_are_off(monkeypatch):
+    from metrics_core.rag import suite
+
+    cf = _counterfactual(suite.default_metrics(semantic=False))
+    assert cf.similarity.name == "token_f1"
+    # On, but without the extra: token F1 too (the embedding metric itself reports the skip).
+    monkeypatch.setattr(suite, "semantic_available", lambda: False)
+    assert _counterfactual(suite.default_metrics(semantic=True)).similarity.name == "token_f1"
+
+
+@needs_extra
+def test_counterfactual_consistency_is_semantic_when_the_semantic_metrics_are_on():
+    # Seed 002 §6.3: the answers of a (base, counterfactual) pair are compared by a semantic
+    # similarity; the embedding similarity's own instance, so its model loads once.
+    from metrics_core.rag import loader, suite
+    from metrics_core.rag.demo import demo_rag_path
+    from metrics_core.rag.robustness import variant_pairs
+
+    metrics = suite.default_metrics(semantic=True)
+    embedding = next(m for m in metrics if m.name == "embedding_similarity")
+    cf_metric = _counterfactual(metrics)
+    assert cf_metric.similarity is embedding
+    data = loader.load_rag(demo_rag_path())
+    results = {r.name: r for r in suite.evaluate(data.samples, data.outputs, metrics)}
+    cf = results["counterfactual_consistency"]
+    assert cf.details["similarity"] == "embedding_similarity"
+    pairs = variant_pairs(data.samples, scenarios=("counterfactual",))
+    assert len(pairs) == cf.details["num_pairs"] > 0
+    # The reference: the bundled model's cosine of each pair's answers, computed apart.
+    cosines = sem.EmbeddingSimilarity().similarities(
+        [data.outputs[b].response for b, _ in pairs], [data.outputs[v].response for _, v in pairs])
+    assert cf.value == pytest.approx(float(np.mean(cosines)), abs=1e-6)
+    lexical = CounterfactualConsistency().compute(data.samples, data.outputs)
+    assert lexical.details["similarity"] == "token_f1"
+    assert abs(cf.value - lexical.value) > 1e-3  # a different comparison, a different value

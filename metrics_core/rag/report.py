@@ -37,6 +37,8 @@ def results_frame(results: Sequence[MetricResult], cis: Mapping | None = None) -
             note = "undefined: no sample evaluated"
         elif not note and cis and ci is None:
             note = "no interval: a corpus-level value"
+        elif not note and "similarity" in r.details:
+            note = f"answers compared by {r.details['similarity']}"
         rows.append({"target": r.target.value, "metric": r.name,
                      "value": r.value if r.defined else np.nan,
                      "ci95_lo": np.nan if ci is None else ci.lo,

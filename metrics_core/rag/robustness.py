@@ -140,8 +140,10 @@ class CounterfactualConsistency(Metric):
     ``similarity`` is a metric with a ``similarities(texts_a, texts_b)`` method:
     :class:`~metrics_core.rag.generation_semantic.EmbeddingSimilarity` or
     :class:`~metrics_core.rag.generation_semantic.BertScoreMetric` as in the seed, or the
-    default token F1 between the two answers (lexical; no model needed). ``per_sample`` holds
-    each pair's similarity at the counterfactual sample.
+    default token F1 between the two answers (lexical; no model needed).
+    :func:`~metrics_core.rag.suite.default_metrics` passes the embedding similarity when the
+    semantic metrics are on. ``details["similarity"]`` names the one used; ``per_sample``
+    holds each pair's similarity at the counterfactual sample.
     """
 
     name = "counterfactual_consistency"

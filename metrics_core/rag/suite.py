@@ -25,7 +25,11 @@ from metrics_core.rag.generation_overlap import (
     RougeL,
     TokenF1,
 )
-from metrics_core.rag.generation_semantic import BertScoreMetric, EmbeddingSimilarity
+from metrics_core.rag.generation_semantic import (
+    BertScoreMetric,
+    EmbeddingSimilarity,
+    semantic_available,
+)
 from metrics_core.rag.retrieval_basic import HitRateAtK, PrecisionAtK, RecallAtK
 from metrics_core.rag.retrieval_kernel import retrieval_per_sample
 from metrics_core.rag.retrieval_ranking import MeanAveragePrecision, MRRAtK, NDCGAtK
@@ -53,6 +57,11 @@ def default_metrics(*, ks: Sequence[int] = DEFAULT_KS,
     ``semantic=False`` leaves BERTScore and embedding similarity out (they load a model);
     without the ``rag-semantic`` extra they are kept and report a skip note. Without a
     ``critic`` the LLM metrics report a skip note.
+
+    Counterfactual consistency compares the answers of each pair by a semantic similarity as
+    seed 002 §6.3 asks: the embedding similarity's own instance (one model, loaded once) when
+    the semantic metrics are on and their extra is installed, else token F1;
+    ``details["similarity"]`` of its result names the one used.
     """
     ks = tuple(int(k) for k in ks)
     metrics: list[Metric] = [
@@ -62,11 +71,15 @@ def default_metrics(*, ks: Sequence[int] = DEFAULT_KS,
         ExactMatch(), TokenF1(), Rouge1(), Rouge2(), RougeL(), BleuScore(),
         EvidenceOverlapFaithfulness(),
     ]
+    similarity = None
     if semantic:
-        metrics += [BertScoreMetric(), EmbeddingSimilarity()]
+        embedding = EmbeddingSimilarity()
+        metrics += [BertScoreMetric(), embedding]
+        if semantic_available():
+            similarity = embedding
     metrics += [
         LLMFaithfulnessScore(critic), LLMAnswerQuality(critic),
-        NoiseRobustness(), NegativeRejectionRate(), CounterfactualConsistency(),
+        NoiseRobustness(), NegativeRejectionRate(), CounterfactualConsistency(similarity),
         MeanLatency(), *(QuantileLatency(q) for q in quantiles), DistinctN(2),
         IntraListDiversity(),
     ]
