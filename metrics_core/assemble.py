@@ -98,7 +98,12 @@ def summary(ds) -> dict:
 
 
 def per_query_frame(ds, inter) -> pd.DataFrame:
-    """One row per query: labels, p, gate state, prediction at τ, K, evidence, ranking at K."""
+    """One row per query: labels, p, gate state, prediction at τ, K, evidence, ranking at K.
+
+    A value the query has no part in is an empty cell (NaN), never 0: the ranking columns of
+    queries outside the ranking protocol (without evidence, under ``positives_only``), the
+    evidence columns outside the evidence protocol; so each column's mean over its non-empty
+    cells is the reported value (contract §11, the per-query table)."""
     frame = ds.query_frame()
     frame["state"] = pd.Categorical.from_codes(inter.states.astype(np.int8),
                                                categories=list(GATE_STATES))
@@ -108,5 +113,5 @@ def per_query_frame(ds, inter) -> pd.DataFrame:
     frame["evidence_recall"] = inter.rec
     frame["evidence_precision"] = inter.prec
     for name in (f"recall@{inter.ref}", f"ndcg@{inter.ref}", "mrr"):
-        frame[name] = inter.rk[name]
+        frame[name] = np.where(inter.rmask, inter.rk[name], np.nan)
     return frame
