@@ -27,6 +27,10 @@ def test_decision_page_shows_targets_and_curve(demo):
     shown = table(at, "targets_table")
     assert list(shown["metric"]) == list(want.targets["metric"])
     assert list(shown["status"]) == list(want.targets["status"])
+    # each target's n is its denominator (it was 14,770 for every row)
+    n = dict(zip(shown["metric"], shown["n"], strict=True))
+    assert (n["screening_sensitivity"], n["alert_precision"]) == (1379, 1028)
+    assert n["screening_fn_per_1000"] == n["auroc"] == 14770
 
 
 def test_finder_result_moves_the_gate_slider(demo):

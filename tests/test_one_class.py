@@ -109,9 +109,10 @@ def test_scikit_learn_also_finds_the_roc_undefined(one_class):
     assert np.isnan(fpr if absent == "negative" else tpr).all()
 
 
-def test_per_criterion_cells_that_need_the_absent_class_are_empty(one_class):
+@pytest.mark.parametrize("table_name", ["per_criterion", "per_fold"])
+def test_group_cells_that_need_the_absent_class_are_empty(one_class, table_name):
     absent, evaluation = one_class
-    table = evaluation.per_criterion
+    table = getattr(evaluation, table_name)
     for column in table.columns:
         try:
             needed = _needs(column, absent)

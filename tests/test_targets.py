@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from sklearn.metrics import precision_score, recall_score
 
 from metrics_core import io as mio
 from metrics_core.cli import main
@@ -42,6 +43,10 @@ def test_the_targets_n_is_each_metrics_denominator(demo):
         k = value[name] * n[name]
         assert k == pytest.approx(round(k), abs=1e-9)
     assert round(value["alert_precision"] * n_alerts) == int(ds.y[ds.p >= 0.6].sum())
+    # scikit-learn on the gate's decisions: screening sensitivity is the recall of "not NEG",
+    # alert precision the precision of "POS"
+    assert value["screening_sensitivity"] == pytest.approx(recall_score(ds.y, ds.p >= 0.1))
+    assert value["alert_precision"] == pytest.approx(precision_score(ds.y, ds.p >= 0.6))
     # the document carries the same n in the targets and in the metric records
     doc = json.loads(run.to_json())
     by_record = {m["name"]: m["n"] for m in doc["metrics"]}
