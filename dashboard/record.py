@@ -30,7 +30,7 @@ from dashboard import charts
 from metrics_core import registry
 from metrics_core.export import csv_bytes
 
-__all__ = ["CHROMIUM", "render_html", "render_pdf", "render_zip", "settings_json"]
+__all__ = ["CHROMIUM", "PDF_NOTE", "render_html", "render_pdf", "render_zip", "settings_json"]
 
 #: Debian's Chromium, used to print the HTML to PDF.
 CHROMIUM = Path("/usr/bin/chromium")
@@ -201,11 +201,15 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
             f"<style>{_CSS}</style></head><body>{body}</body></html>")
 
 
-def render_pdf(html_text: str, *, chromium: Path = CHROMIUM, timeout: float = 120) -> bytes:
+def render_pdf(html_text: str, *, chromium: Path | None = None, timeout: float = 120) -> bytes:
     """The HTML printed to PDF by headless Chromium (page numbers in the footer).
 
-    Raises RuntimeError when no Chromium is installed (Debian's package ``chromium``).
+    ``chromium``: the browser to use (default :data:`CHROMIUM`, else ``chromium`` on the
+    PATH). Raises RuntimeError, with a plain message, when no Chromium is installed (Debian's
+    package ``chromium``) or when printing fails: the browser cannot start, ends with an
+    error or a signal, takes longer than ``timeout`` seconds or writes no PDF.
     """
+    chromium = CHROMIUM if chromium is None else Path(chromium)
     exe = chromium if chromium.exists() else shutil.which("chromium")
     if exe is None:
         raise RuntimeError("PDF export needs Chromium (Debian package 'chromium'); "
@@ -213,23 +217,59 @@ def render_pdf(html_text: str, *, chromium: Path = CHROMIUM, timeout: float = 12
     with tempfile.TemporaryDirectory() as tmp:
         page, out = Path(tmp) / "record.html", Path(tmp) / "record.pdf"
         page.write_text(html_text, encoding="utf-8")
-        subprocess.run([str(exe), "--headless", "--no-sandbox", "--disable-gpu",
-                        "--disable-background-networking", "--disable-component-update",
-                        "--disable-sync", "--no-first-run", "--no-pdf-header-footer",
-                        "--run-all-compositor-stages-before-draw", "--virtual-time-budget=10000",
-                        f"--print-to-pdf={out}", page.as_uri()],
-                       check=True, capture_output=True, timeout=timeout)
+        failed = "PDF printing failed: Chromium"
+        same = "; the HTML record has the same content"
+        try:
+            subprocess.run([str(exe), "--headless", "--no-sandbox", "--disable-gpu",
+                            "--disable-background-networking", "--disable-component-update",
+                            "--disable-sync", "--no-first-run", "--no-pdf-header-footer",
+                            "--run-all-compositor-stages-before-draw",
+                            "--virtual-time-budget=10000", f"--print-to-pdf={out}",
+                            page.as_uri()],
+                           check=True, capture_output=True, timeout=timeout)
+        except subprocess.CalledProcessError as err:
+            code = err.returncode
+            how = (f"was stopped by signal {_signal_name(-code)}" if code < 0
+                   else f"ended with exit status {code}")
+            raise RuntimeError(f"{failed} ({exe}) {how}{same}") from None
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"{failed} ({exe}) did not finish within {timeout:g} s"
+                               f"{same}") from None
+        except OSError as err:
+            raise RuntimeError(f"{failed} ({exe}) could not be started ({err.strerror})"
+                               f"{same}") from None
+        if not out.is_file() or out.stat().st_size == 0:
+            raise RuntimeError(f"{failed} ({exe}) wrote no PDF{same}")
         return out.read_bytes()
 
 
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+#: The note a zip holds in place of a PDF that could not be printed.
+PDF_NOTE = "decision_record.pdf.txt"
+
+
 def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
-               exclusions: pd.DataFrame | None = None) -> bytes:
-    """HTML, PDF, metrics_master.json, settings.json and the CSV tables in one zip."""
+               exclusions: pd.DataFrame | None = None, pdf_missing: str | None = None) -> bytes:
+    """HTML, PDF, metrics_master.json, settings.json and the CSV tables in one zip.
+
+    Without ``pdf``, ``pdf_missing`` (why it could not be printed) is written as
+    :data:`PDF_NOTE` in its place."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("decision_record.html", html_text)
         if pdf is not None:
             z.writestr("decision_record.pdf", pdf)
+        elif pdf_missing:
+            z.writestr(PDF_NOTE, f"The PDF of this record was left out: {pdf_missing}\n"
+                                 "decision_record.html has the same content.\n")
         z.writestr("metrics_master.json", evaluation.to_json())
         z.writestr("settings.json", settings_json(evaluation))
         z.writestr("per_criterion.csv", csv_bytes(evaluation.per_criterion.reset_index()))

@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import hashlib
 import os
+import stat
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -20,15 +21,18 @@ from dataclasses import fields
 from pathlib import Path
 
 from metrics_core.config import (
+    SCHEMA,
     SECTIONS,
     VARIANT_LABELS,
     VARIANTS,
     EvalConfig,
+    FieldSchema,
     Filters,
+    coerce_field,
     options,
-    parse_criterion_gate,
+    read_settings,
 )
-from metrics_core.errors import InputError
+from metrics_core.errors import InputError, SettingsError
 
 __all__ = ["main", "write_atomically"]
 
@@ -45,36 +49,85 @@ def _floats(text: str) -> tuple[float, ...]:
             f"expected comma-separated numbers, got {text!r}") from None
 
 
-def _ints(text: str) -> tuple[int, ...]:
+def _flag(name: str) -> str:
+    return f"--{name.replace('_', '-')}"
+
+
+class FlagError(ValueError):
+    """A command-line value that breaks its rule (the message names the flag)."""
+
+
+def _setting(name: str, text, flag: str | None = None):
+    """The value of the setting ``name`` from a flag's text, through the settings schema."""
     try:
-        return tuple(int(t) for t in text.split(",") if t.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, got {text!r}") from None
+        return coerce_field(name, text, text=True)
+    except SettingsError as err:
+        raise FlagError(err.render(flag or _flag(name))) from None
 
 
-def _criterion_gate(text: str) -> tuple[str, float, float]:
+def _flag_value(schema: FieldSchema, text: str, flag: str):
+    """A flag's value checked by a schema of its own (a flag that is no EvalConfig field)."""
     try:
-        return parse_criterion_gate(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+        return schema.check(text, "text")
+    except SettingsError as err:
+        raise FlagError(err.render(flag)) from None
 
 
-def _bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
+#: A timeout flag: seconds, finite and positive.
+_TIMEOUT = FieldSchema("timeout", "float", 0.001, 86_400.0)
+#: Latency quantiles of ``rag --quantiles``.
+_QUANTILES = FieldSchema("quantiles", "floats", 0.0, 1.0, max_items=20)
+#: Largest notes file of ``report --notes`` (bytes).
+MAX_NOTES_BYTES = 64 * 1024
+
+
+def _read_at_most(path: Path, limit: int, refusal) -> bytes:
+    """The bytes of ``path``, refused by ``refusal(size_text)`` (an exception) when larger
+    than ``limit``: a regular file by its size before reading, anything else (a pipe, a
+    device such as /dev/zero) after reading ``limit + 1`` bytes at most."""
+    with open(path, "rb") as f:
+        info = os.fstat(f.fileno())
+        if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+            raise refusal(f"{info.st_size:,} bytes")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise refusal(f"more than {limit:,} bytes")
+    return data
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """True when ``a`` and ``b`` name one file: the same resolved path (symbolic links
+    followed), or, both existing, the same device and inode (hard links)."""
+    try:
+        if a.resolve() == b.resolve():
+            return True
+    except (OSError, RuntimeError):  # (a loop of symbolic links)
+        pass
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
         return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def _type_of(default):
-    if isinstance(default, bool):
-        return _bool
-    if isinstance(default, tuple):
-        return _ints if all(isinstance(v, int) for v in default) else _floats
-    return type(default)
+def check_outputs(inputs, outputs) -> None:
+    """Refuse (ValueError naming both paths) an output that is an input, lies inside an
+    input folder, or is another output. ``inputs`` / ``outputs``: ``(what, path)`` pairs,
+    ``path`` None for an absent one. Called before anything is read or written."""
+    inputs = [(what, Path(p)) for what, p in inputs if p is not None]
+    outputs = [(what, Path(p)) for what, p in outputs if p is not None]
+    for i, (what, out) in enumerate(outputs):
+        for in_what, path in inputs:
+            inside = False
+            with contextlib.suppress(OSError, RuntimeError):
+                inside = path.is_dir() and out.resolve().is_relative_to(path.resolve())
+            if _same_file(out, path) or inside:
+                where = "is inside" if inside and not _same_file(out, path) else "is"
+                raise ValueError(f"{what} {out} {where} the input {in_what} {path}: an output "
+                                 f"never overwrites an input; choose another path")
+        for other_what, other in outputs[:i]:
+            if _same_file(out, other):
+                raise ValueError(f"{what} {out} and {other_what} {other} are the same file: "
+                                 f"each output needs a path of its own")
 
 
 def _config_flags(parser: argparse.ArgumentParser) -> None:
@@ -99,11 +152,11 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
                                              default=default, help=help_)
             continue
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
-        help_ = f"{opt.label}. {opt.help} (default {shown})".replace("%", "%%")
-        groups[opt.section].add_argument(flag, type=_type_of(default), default=default,
-                                         help=help_)
+        bounds = SCHEMA[name].rule.removeprefix("must be ")
+        help_ = f"{opt.label}. {opt.help} (default: {shown}; {bounds})".replace("%", "%%")
+        groups[opt.section].add_argument(flag, default=None, metavar="VALUE", help=help_)
     groups["gate"].add_argument(
-        "--criterion-gate", action="append", default=[], type=_criterion_gate,
+        "--criterion-gate", action="append", default=[],
         metavar="CRITERION=TAU_NEG:TAU_POS",
         help="own gate thresholds of one criterion, e.g. A.1=0.05:0.7 (repeat for several)")
     parser.add_argument(
@@ -177,7 +230,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--scheduler", default=None, metavar="ADDRESS",
                     help="with --engine dask: the scheduler to use (e.g. tcp://host:8786); "
                          "default: a local cluster sized to this machine")
-    ev.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+    ev.add_argument("--connect-timeout", default="10", metavar="SECONDS",
                     help="with --scheduler: seconds to wait for the scheduler (default 10)")
     _config_flags(ev)
     _limit_flags(ev)
@@ -193,10 +246,11 @@ def _parser() -> argparse.ArgumentParser:
     tu.add_argument("--nested", choices=("folds", "split"), default=None,
                     help="choose on the other folds (or TUNE) and evaluate on the held-out "
                          "fold (or TEST)")
-    tu.add_argument("--bootstrap", type=int, default=0,
+    tu.add_argument("--bootstrap", default="0",
                     help="resamples for an interval that re-selects the thresholds each time "
-                         "(with --nested: of the rows they are chosen on) (default: 0, none)")
-    tu.add_argument("--seed", type=int, default=0,
+                         "(with --nested: of the rows they are chosen on) (default: 0, none; "
+                         f"at most {SCHEMA['bootstrap'].high:,})")
+    tu.add_argument("--seed", default="0",
                     help="seed of the bootstrap resamples (default: %(default)s)")
     _outputs(tu, "tune.json")
 
@@ -206,13 +260,13 @@ def _parser() -> argparse.ArgumentParser:
     co.add_argument("--run", action="append", required=True, metavar="NAME=QUERIES[,CANDIDATES]",
                     help="one run (repeat: at least two)")
     co.add_argument("--reference", default=None, help="the reference run (default: the first)")
-    co.add_argument("--bootstrap", type=int, default=2000,
-                    help="paired resamples for the intervals of the differences (0: none) "
-                         "(default: %(default)s)")
+    co.add_argument("--bootstrap", default="2000",
+                    help="paired resamples for the intervals of the differences (0: none; at "
+                         f"most {SCHEMA['bootstrap'].high:,}) (default: %(default)s)")
     co.add_argument("--bootstrap-unit", choices=VARIANTS["bootstrap_unit"], default="query",
                     help="resampling unit: a query, or a post with all its queries "
                          "(default: %(default)s)")
-    co.add_argument("--seed", type=int, default=0,
+    co.add_argument("--seed", default="0",
                     help="seed of the bootstrap resamples (default: %(default)s)")
     _outputs(co, "comparison.json")
 
@@ -226,7 +280,9 @@ def _parser() -> argparse.ArgumentParser:
                          "figures (default: %(default)s)")
     rp.add_argument("--title", default="Decision record",
                     help="title of the record (default: %(default)s)")
-    rp.add_argument("--notes", type=Path, help="a text file with the meeting's notes")
+    rp.add_argument("--notes", type=Path,
+                    help=f"a text file with the meeting's notes (UTF-8, at most "
+                         f"{MAX_NOTES_BYTES // 1024} KiB)")
     rp.add_argument("--out", type=Path, default=None,
                     help="output file (default decision_record.<format>)")
     rp.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -273,8 +329,9 @@ def _parser() -> argparse.ArgumentParser:
     rg.add_argument("file", type=Path, help="JSON Lines, one sample a line")
     rg.add_argument("--out", type=Path, default=Path("rag.json"),
                     help="output file (default: %(default)s)")
-    rg.add_argument("--ks", type=_ints, default=(1, 3, 5, 10),
-                    help="cut-offs of the retrieval metrics (default 1,3,5,10)")
+    rg.add_argument("--ks", default="1,3,5,10",
+                    help="cut-offs of the retrieval metrics (default 1,3,5,10; at most 50, "
+                         f"each within [1, {SCHEMA['ks'].high:,}])")
     rg.add_argument("--quantiles", type=_floats, default=(0.95,),
                     help="latency quantiles in (0, 1] (default 0.95)")
     rg.add_argument("--critic-url", default=None,
@@ -298,32 +355,58 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(args) -> EvalConfig:
-    values = {f.name: getattr(args, f.name) for f in fields(EvalConfig)
-              if options()[f.name].cli}
-    values["filters"] = Filters(fold=args.fold, split=args.split,
-                                criteria=tuple(args.criterion))
-    values["criterion_gates"] = tuple(getattr(args, "criterion_gate", ()))
-    if getattr(args, "targets", None):
-        values["targets"] = tuple(t for t in args.targets.split(",") if t.strip())
-    return EvalConfig(**values)
+    """The run's configuration from its flags, each read through the settings schema; every
+    bad flag is named at once (one :class:`FlagError`)."""
+    values, problems = {}, []
+    given = {f.name: getattr(args, f.name) for f in fields(EvalConfig)
+             if options()[f.name].cli and getattr(args, f.name) is not None}
+    if args.criterion_gate:
+        given["criterion_gates"] = list(args.criterion_gate)
+    if args.targets is not None:
+        given["targets"] = args.targets
+    for name, text in given.items():
+        flag = {"criterion_gates": "--criterion-gate"}.get(name, _flag(name))
+        try:
+            values[name] = _setting(name, text, flag)
+        except FlagError as err:
+            problems.append(str(err))
+    for flag, key in (("--fold", "fold"), ("--split", "split"), ("--criterion", "criteria")):
+        value = getattr(args, "criterion" if key == "criteria" else key)
+        try:
+            Filters(**{key: tuple(value) if key == "criteria" else value})
+        except SettingsError as err:
+            problems.append(f"{flag}: {err.rule.split(' ', 1)[1]}; got {err.shown}")
+    if not problems:
+        try:
+            values["filters"] = Filters(fold=args.fold, split=args.split,
+                                        criteria=tuple(args.criterion))
+            return EvalConfig(**values)
+        except SettingsError as err:
+            problems.extend(e.render(_flag(e.field) if e.field in SCHEMA else None)
+                            .replace("at most tau_pos", "at most --tau-pos") for e in err.errors)
+    raise FlagError("; ".join(problems) if len(problems) == 1
+                    else f"{len(problems)} options are not valid:\n"
+                    + "\n".join(f"- {p}" for p in problems))
 
 
-def _gates_known(config: EvalConfig, dataset) -> bool:
+def _gates_known(config: EvalConfig, dataset, *, given_by: str = "--criterion-gate") -> bool:
     """False (after saying why on stderr) when a per-criterion gate names an unknown one."""
     try:
-        check_criterion_gates(config, dataset)
+        check_criterion_gates(config, dataset, given_by=given_by)
     except ValueError as err:
         print(f"metrics-core: invalid option: {err}", file=sys.stderr)
         return False
     return True
 
 
-def check_criterion_gates(config: EvalConfig, dataset) -> None:
-    """A per-criterion gate must name a criterion of the data (a typo is not ignored)."""
+def check_criterion_gates(config: EvalConfig, dataset, *,
+                          given_by: str = "--criterion-gate") -> None:
+    """A per-criterion gate must name a criterion of the data (a typo is not ignored).
+    ``given_by`` names where the gates came from (a flag, a settings file's field)."""
     unknown = [c for c, _, _ in config.criterion_gates if c not in set(dataset.criteria)]
     if unknown:
         known = ", ".join(map(str, dataset.criteria[:10]))
-        raise ValueError(f"--criterion-gate names criteria the data does not have: "
+        raise ValueError(f"{given_by} names criteria the data does not have: "
                          f"{', '.join(map(repr, unknown))} (criteria: {known}"
                          f"{', …' if len(dataset.criteria) > 10 else ''})")
 
@@ -409,11 +492,11 @@ _PREFETCHED_TABLES = ("smoothed_calibration", "per_criterion", "decision_curve",
 
 
 def _evaluate(args) -> int:
-    try:
-        config = _config(args)
-    except ValueError as err:
-        print(f"metrics-core: invalid option: {err}", file=sys.stderr)
-        return EXIT_INPUT
+    config = _config(args)
+    connect_timeout = _flag_value(_TIMEOUT, args.connect_timeout, "--connect-timeout")
+    check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates)],
+                  [("--out", args.out), ("--per-query", args.per_query),
+                   ("--exclusions", args.exclusions)])
     # (--scheduler without --engine dask is refused below: nothing to read then)
     prefetch = _prefetch(args) if args.engine != "dask" and args.scheduler is None else None
     from metrics_core import io
@@ -423,7 +506,7 @@ def _evaluate(args) -> int:
         from metrics_core import dask_engine
 
         run = dask_engine.evaluate(args.queries, args.candidates, config,
-                                   scheduler=args.scheduler, timeout=args.connect_timeout)
+                                   scheduler=args.scheduler, timeout=connect_timeout)
         evaluation, loaded, report = run.evaluation, run.loaded, run.audit
         if not _gates_known(config, loaded.dataset):
             return EXIT_INPUT
@@ -489,17 +572,18 @@ def _tune(args) -> int:
     import json
 
     from metrics_core import decision, io
-    from metrics_core.config import MAX_BOOTSTRAP
 
     targets = [decision.Target.parse(t) for t in args.target]
-    if not 0 <= args.bootstrap <= MAX_BOOTSTRAP:
-        raise ValueError(f"bootstrap must be within 0..{MAX_BOOTSTRAP:,}; got {args.bootstrap:,}")
+    bootstrap = _setting("bootstrap", args.bootstrap)
+    seed = _setting("seed", args.seed)
+    check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates)],
+                  [("--out", args.out)])
     loaded = io.load(args.queries, args.candidates, limits=_limits(args))
     results = decision.tune(loaded.dataset, targets, by=args.by, nested=args.nested,
-                            bootstrap=args.bootstrap, seed=args.seed)
+                            bootstrap=bootstrap, seed=seed)
     inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
-    payload = {"inputs": inputs, "nested": args.nested, "bootstrap": args.bootstrap,
-               "seed": args.seed, "results": [r.to_dict() for r in results]}
+    payload = {"inputs": inputs, "nested": args.nested, "bootstrap": bootstrap,
+               "seed": seed, "results": [r.to_dict() for r in results]}
     write_atomically({args.out: json.dumps(payload, indent=2, allow_nan=False).encode()})
     if not args.quiet:
         _print_tune(results, held_out=args.nested is not None)
@@ -547,11 +631,13 @@ def _compare(args) -> int:
         if not sep or not name or len(paths) not in (1, 2):
             raise ValueError(f"--run {text!r}: expected NAME=QUERIES[,CANDIDATES]")
         specs.append((name, paths[0], paths[1] if len(paths) == 2 else None))
+    config = EvalConfig(bootstrap=_setting("bootstrap", args.bootstrap),
+                        bootstrap_unit=args.bootstrap_unit, seed=_setting("seed", args.seed))
+    check_outputs([(f"--run {name}", p) for name, q, c in specs for p in (q, c)],
+                  [("--out", args.out)])
     runs = compare.load_runs(specs, limits=_limits(args))
     if args.reference is not None and args.reference not in {r.name for r in runs}:
         raise ValueError(f"--reference {args.reference!r} is not one of the runs")
-    config = EvalConfig(bootstrap=args.bootstrap, bootstrap_unit=args.bootstrap_unit,
-                        seed=args.seed)
     rows = compare.compare(runs, reference=args.reference, config=config)
     payload = {"inputs": [_sha256(p) for _, q, c in specs for p in (q, c) if p is not None],
                "config": config.to_dict(), "comparisons": clean(rows),
@@ -569,28 +655,50 @@ def _compare(args) -> int:
 
 
 def load_settings(path: Path) -> EvalConfig:
-    """The :class:`EvalConfig` of a settings.json (as the dashboard writes it)."""
-    import json
+    """The :class:`EvalConfig` of a settings.json (as the dashboard writes it), read with
+    :func:`metrics_core.config.read_settings`: the dashboard's verdict on the same file."""
+    from metrics_core.config import MAX_SETTINGS_BYTES
 
+    def too_large(size: str) -> SettingsError:
+        return SettingsError(None, f"is {size}; a settings file holds at most "
+                             f"{MAX_SETTINGS_BYTES:,} bytes", source=path.name)
+
+    data = _read_at_most(path, MAX_SETTINGS_BYTES, too_large)
+    return EvalConfig(**read_settings(data, source=path.name))
+
+
+def read_notes(path: Path) -> str:
+    """The meeting's notes: UTF-8 text of at most :data:`MAX_NOTES_BYTES` bytes."""
+    def too_large(size: str) -> ValueError:
+        return ValueError(f"--notes {path}: is {size}; notes hold at most "
+                          f"{MAX_NOTES_BYTES // 1024} KiB")
+
+    data = _read_at_most(path, MAX_NOTES_BYTES, too_large)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return EvalConfig.from_dict(data.get("config", data))
-    except (AttributeError, KeyError, TypeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path}: not a settings file ({err})") from None
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"--notes {path}: is not UTF-8 text (byte {err.start:,})") from None
 
 
 def _report(args) -> int:
-    from dashboard import record
     from metrics_core import io
     from metrics_core.audit import audit
     from metrics_core.evaluator import Evaluator
 
+    out = args.out or Path(f"decision_record.{args.format}")
+    check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates),
+                   ("--settings", args.settings), ("--notes", args.notes)], [("--out", out)])
     config = load_settings(args.settings) if args.settings else EvalConfig()
+    notes = read_notes(args.notes) if args.notes else ""
+    from dashboard import record
+
     loaded = io.load(args.queries, args.candidates, limits=_limits(args))
+    if args.settings and not _gates_known(config, loaded.dataset,
+                                          given_by=f"{args.settings.name}: criterion_gates"):
+        return EXIT_INPUT
     inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
     evaluation = Evaluator(loaded.dataset, audit=audit(loaded.dataset, loaded=loaded),
                            inputs=inputs).evaluate(config)
-    notes = args.notes.read_text(encoding="utf-8") if args.notes else ""
     files = ", ".join(p.name for p in (args.queries, args.candidates) if p is not None)
     page = record.render_html(evaluation, title=args.title, notes=notes,
                               data_label=f"Data: {files}", exclusions=loaded.exclusions,
@@ -598,18 +706,19 @@ def _report(args) -> int:
                                   f"loaded from {args.settings.name}" if args.settings
                                   else "the defaults") + f"): {config.describe_gate()}, "
                               f"τ {config.threshold:g}, γ {config.gamma:g}.")
-    out = args.out or Path(f"decision_record.{args.format}")
     if args.format == "html":
         data = page.encode("utf-8")
     elif args.format == "pdf":
         data = record.render_pdf(page)
     else:
         try:
-            pdf = record.render_pdf(page)
-        except RuntimeError:
-            pdf = None
+            pdf, missing = record.render_pdf(page), None
+        except RuntimeError as err:  # no browser, or printing failed: the zip says so
+            pdf, missing = None, str(err)
+            print(f"metrics-core: note: the zip holds no PDF ({record.PDF_NOTE} says why): "
+                  f"{_printable(err)}", file=sys.stderr)
         data = record.render_zip(evaluation, html_text=page, pdf=pdf,
-                                 exclusions=loaded.exclusions)
+                                 exclusions=loaded.exclusions, pdf_missing=missing)
     write_atomically({out: data})
     if not args.quiet:
         print(f"wrote {_printable(out)}")
@@ -627,6 +736,7 @@ def _triage(args) -> int:
         "positive_name": args.positive, "negative_name": args.negative,
         "abstain_name": args.abstain}.items() if v is not None}
     config = triage.TriageConfig(**overrides)
+    check_outputs([("FILE", args.file)], [("--out", args.out)])
     data = triage.load_triage(args.file, config=config)
     result = triage.triage_metrics(data)
     text = json.dumps(result.to_dict(), indent=2, allow_nan=False)
@@ -642,10 +752,15 @@ def _rag(args) -> int:
     from metrics_core.rag import loader, suite
     from metrics_core.rag.generation_llm_judge import OpenAICompatibleCritic
 
-    if any(not 0 < q <= 1 for q in args.quantiles):
-        raise ValueError(f"--quantiles must be in (0, 1], got {args.quantiles}")
-    if any(k < 1 for k in args.ks) or len(set(args.ks)) != len(args.ks):
-        raise ValueError(f"--ks must be distinct integers >= 1, got {args.ks}")
+    if len(args.quantiles) > _QUANTILES.max_items or any(
+            not 0 < q <= 1 for q in args.quantiles):
+        raise FlagError(f"--quantiles must be in (0, 1] (at most {_QUANTILES.max_items}), got "
+                        f"{args.quantiles}")
+    given = [t for t in str(args.ks).split(",") if t.strip()]
+    ks = tuple(_flag_value(SCHEMA["ks"], args.ks, "--ks"))
+    if len(ks) != len(given):
+        raise FlagError(f"--ks: must be distinct cut-offs; got {args.ks!r}")
+    check_outputs([("FILE", args.file)], [("--out", args.out)])
     critic = None
     if args.critic_url is not None:
         try:
@@ -662,14 +777,14 @@ def _rag(args) -> int:
                 text = text.replace(word, flag)
             raise ValueError(text) from None
     data = loader.load_rag(args.file)
-    metrics = suite.default_metrics(ks=args.ks, quantiles=args.quantiles, critic=critic,
+    metrics = suite.default_metrics(ks=ks, quantiles=args.quantiles, critic=critic,
                                     semantic=not args.no_semantic)
     try:
         results = suite.evaluate(data.samples, data.outputs, metrics)
     except ImportError as err:  # an optional extra is missing: say which
         raise RuntimeError(str(err)) from None
     payload = {"input": {**_sha256(args.file), "n_samples": len(data)},
-               "config": {"ks": list(args.ks), "quantiles": list(args.quantiles),
+               "config": {"ks": list(ks), "quantiles": list(args.quantiles),
                           "critic_url": args.critic_url, "semantic": not args.no_semantic},
                "metrics": [r.to_dict() for r in results]}
     text = json.dumps(payload, indent=2, allow_nan=False)
@@ -727,6 +842,9 @@ def _run(args) -> int:
         for name, flag, _ in _LIMIT_FLAGS:  # name the option a CLI user can change
             text = text.replace(f"Limits.{name}", flag)
         print(f"metrics-core: {_printable(text)}", file=sys.stderr)
+        return EXIT_INPUT
+    except FlagError as err:
+        print(f"metrics-core: invalid option: {_printable(err)}", file=sys.stderr)
         return EXIT_INPUT
     except IsADirectoryError as err:
         print(f"metrics-core: {_printable(err.filename)} is a directory, not a file",

@@ -230,10 +230,11 @@ def _html() -> str:
 def _zip() -> bytes:
     page = _html()
     try:
-        pdf = record.render_pdf(page)
-    except (RuntimeError, OSError, subprocess.SubprocessError):
-        pdf = None
-    return record.render_zip(ev, html_text=page, pdf=pdf, exclusions=exclusions)
+        pdf, missing = record.render_pdf(page), None
+    except (RuntimeError, OSError, subprocess.SubprocessError) as err:
+        pdf, missing = None, str(err)
+    return record.render_zip(ev, html_text=page, pdf=pdf, exclusions=exclusions,
+                             pdf_missing=missing)
 
 
 left, right = st.columns(2)
