@@ -13,6 +13,7 @@ synthetic-data label is shown by the page, not the chart.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from functools import partial
 from types import MappingProxyType
@@ -452,17 +453,35 @@ def gamma_sweep_figure(sweep: pd.DataFrame) -> go.Figure:
 
 
 # ------------------------------------------------------------------------- breakdowns
+def criterion_tick(code, name: str | None = None, *, width: int = 16) -> str:
+    """A criterion's axis label: its code, and its name (when known) wrapped on lines of about
+    ``width`` characters below it; both escaped (they come from the data).
+
+    >>> criterion_tick("A.2", "Loss of interest or pleasure")
+    'A.2<br>Loss of interest<br>or pleasure'
+    """
+    if not name:
+        return escape_plotly(code)
+    lines = textwrap.wrap(str(name), width=width, break_long_words=False) or [""]
+    return "<br>".join([escape_plotly(code), *(escape_plotly(line) for line in lines)])
+
+
 def per_criterion_figure(table: pd.DataFrame, metric: str, *, label: str | None = None,
-                         ) -> go.Figure:
+                         names: Mapping[str, str] | None = None) -> go.Figure:
     """Dot chart of ``metric`` per criterion with its 95% interval where the table has one.
 
     ``table`` is ``Evaluation.per_criterion`` (index: criteria, then ``micro`` / ``macro``
     rows, which are drawn as reference lines). Interval columns are ``{metric}_ci_lo`` /
-    ``{metric}_ci_hi``.
+    ``{metric}_ci_hi``. ``names`` maps a criterion's code to its name (the demo's
+    :data:`metrics_core.demo.CRITERIA`): the axis and the hover show both.
     """
     label = label or metric
+    names_of = names or {}
     body = table.drop(index=[i for i in ("micro", "macro") if i in table.index])
-    names = [escape_plotly(i) for i in body.index]  # criterion names come from the data
+    # Criterion codes and names come from the data: escaped.
+    ticks = [criterion_tick(i, names_of.get(str(i))) for i in body.index]
+    hover = [escape_plotly(f"{i} {names_of[str(i)]}" if names_of.get(str(i)) else i)
+             for i in body.index]
     values = body[metric].to_numpy(dtype=float)
     error = None
     lo_col, hi_col = f"{metric}_ci_lo", f"{metric}_ci_hi"
@@ -471,18 +490,25 @@ def per_criterion_figure(table: pd.DataFrame, metric: str, *, label: str | None 
         hi = body[hi_col].to_numpy(dtype=float)
         error = {"type": "data", "symmetric": False, "array": hi - values,
                  "arrayminus": values - lo}
+    counts = body["n"] if "n" in body.columns else pd.Series(np.nan, index=body.index)
+    custom = [[h, f"{round(float(c)):,}" if _finite(c) else "—"]
+              for h, c in zip(hover, counts, strict=True)]
     fig = _Figure()
-    fig.add_trace(_Scatter(x=names, y=values, mode="markers", name=label, error_y=error,
-                             marker={"size": 11},
-                             customdata=body["n"].to_numpy() if "n" in body.columns else None,
-                             hovertemplate="%{x}<br>" + label + " %{y:.4f}<br>n = %{customdata}"
-                                           "<extra></extra>"))
+    fig.add_trace(_Scatter(x=ticks, y=values, mode="markers", name=label, error_y=error,
+                             marker={"size": 11}, customdata=custom or None,
+                             hovertemplate="%{customdata[0]}<br>" + label + " %{y:.4f}"
+                                           "<br>n = %{customdata[1]}<extra></extra>"))
     for row, dash in (("micro", "dash"), ("macro", "dot")):
         if row in table.index and _finite(table.loc[row, metric]):
             value = float(table.loc[row, metric])
-            fig.add_trace(_Scatter(x=[names[0], names[-1]] if names else [], y=[value, value],
+            fig.add_trace(_Scatter(x=[ticks[0], ticks[-1]] if ticks else [], y=[value, value],
                                      mode="lines", name=f"{row} {value:.4f}",
                                      line={"dash": dash, "color": "grey"}))
+    if names_of:  # names below the codes: the legend goes above the chart
+        return _layout(fig, f"{label} by criterion", "", label,
+                       margin={"l": 60, "r": 20, "t": 100, "b": 110},
+                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+                       xaxis={"tickangle": 0})
     return _layout(fig, f"{label} by criterion", "Criterion", label)
 
 

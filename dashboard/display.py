@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import export
-from dashboard.safe_text import escape_markdown
+from dashboard.safe_text import escape_markdown, neutralise_frame_text
 from metrics_core import registry
 from metrics_core.errors import InputError
 
@@ -424,6 +424,7 @@ def show_table(frame: pd.DataFrame, *, key: str, hide_index: bool = True,
             st.caption(f"Showing the first {TABLE_ROWS:,} of {len(frame):,} rows; the download "
                        f"holds all of them.")
             frame = frame.head(TABLE_ROWS)
+        frame = neutralise_frame_text(frame)  # a name's bidi control cannot reverse a cell
         shown = [str(c) for c in (column_order or frame.columns)]
         config = column_config_for(frame, column_config, pin=pin or (shown[0] if shown
                                                                       else None))

@@ -28,6 +28,8 @@ import pandas as pd
 
 from dashboard import charts
 from metrics_core import registry
+from metrics_core.bidi import neutralise_bidi
+from metrics_core.demo import criterion_names
 from metrics_core.export import csv_bytes
 
 __all__ = ["CHROMIUM", "PDF_NOTE", "render_html", "render_pdf", "render_zip", "settings_json"]
@@ -41,7 +43,9 @@ h1{font-size:1.8rem;margin-bottom:.2rem}h2{font-size:1.3rem;border-bottom:1px so
 margin-top:2rem;break-after:avoid}
 table{border-collapse:collapse;width:100%;font-size:.82rem;margin:.5rem 0;break-inside:auto}
 th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top;
-overflow-wrap:anywhere}th{background:#f4f4f4}tr{break-inside:avoid}
+overflow-wrap:normal;word-break:normal;hyphens:none}th{background:#f4f4f4}
+tr{break-inside:avoid}td.token{overflow-wrap:anywhere}table.wide{font-size:.72rem}
+table.wide th,table.wide td{padding:2px 4px}
 .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.muted{color:#666;font-size:.85rem}
 .fig{break-inside:avoid;margin:.5rem 0}.notes{white-space:pre-wrap;border:1px solid #ccc;
 padding:.6rem;background:#fafafa}.fail{color:#b00}.pass{color:#070}
@@ -56,7 +60,8 @@ HEADLINE = ("auroc", "auprc", "sensitivity", "specificity", "precision", "ece", 
 
 
 def _e(text) -> str:
-    return html.escape("" if text is None else str(text), quote=True)
+    """Text for the page: HTML escaped, bidirectional controls shown as codes."""
+    return html.escape("" if text is None else neutralise_bidi(text), quote=True)
 
 
 def _num(value, digits: int = 4) -> str:
@@ -70,17 +75,39 @@ def _num(value, digits: int = 4) -> str:
     return f"{float(value):.{digits}f}"
 
 
-def _table(frame: pd.DataFrame, *, max_rows: int = 200) -> str:
+#: A text cell of one word longer than this (a SHA-256, a path) may break anywhere; every
+#: other word stays whole (no "Calibratio / n slope").
+_LONG_TOKEN = 28
+
+
+def _words(text) -> str:
+    """Escaped text whose snake_case ids may wrap after an underscore, never inside a word."""
+    return _e(text).replace("_", "_<wbr>")
+
+
+def _cell(value) -> str:
+    text = "" if value is None else str(value)
+    if len(text) > _LONG_TOKEN and not any(c.isspace() for c in text):
+        return f'<td class="token">{_words(text)}</td>'
+    return f"<td>{_words(text)}</td>"
+
+
+def _table(frame: pd.DataFrame, *, max_rows: int = 200, digits: int = 4,
+           css: str = "") -> str:
+    """``frame`` as an HTML table: numbers right-aligned with ``digits`` decimals, text
+    escaped; ``css`` is the table's class (``wide``: smaller type for many columns)."""
     frame = frame.head(max_rows)
-    head = "".join(f"<th>{_e(c)}</th>" for c in frame.columns)
+    head = "".join(f"<th>{_words(c)}</th>" for c in frame.columns)
     rows = []
     for values in frame.itertuples(index=False):
         cells = []
         for v in values:
             numeric = (isinstance(v, int | float) and not isinstance(v, bool)) or v is None
-            cells.append(f'<td class="num">{_num(v)}</td>' if numeric else f"<td>{_e(v)}</td>")
+            cells.append(f'<td class="num">{_num(v, digits)}</td>' if numeric else _cell(v))
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    attributes = f' class="{css}"' if css else ""
+    return (f"<table{attributes}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
+            "</table>")
 
 
 def settings_json(evaluation) -> str:
@@ -119,6 +146,7 @@ def _figures(evaluation) -> list:
     cfg = evaluation.config
     auroc, auprc = evaluation.record("auroc"), evaluation.record("auprc")
     per_criterion = evaluation.per_criterion
+    names = criterion_names((evaluation.run or {}).get("inputs"))
     return [
         charts.roc_figure(evaluation.roc, auroc=auroc.value if auroc.defined else None,
                           band=evaluation.roc_band),
@@ -128,8 +156,8 @@ def _figures(evaluation) -> list:
                          band=evaluation.pr_band),
         charts.reliability_figure(evaluation.reliability),
         charts.per_criterion_figure(per_criterion, "screening_sensitivity",
-                                    label="Screening sensitivity"),
-        charts.per_criterion_figure(per_criterion, "auroc", label="AUROC"),
+                                    label="Screening sensitivity", names=names),
+        charts.per_criterion_figure(per_criterion, "auroc", label="AUROC", names=names),
         charts.k_histogram(evaluation.k, evaluation.states),
         charts.decision_curve_figure(evaluation.decision_curve, tau_pos=cfg.tau_pos),
     ]
@@ -181,7 +209,7 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
                         "specificity", "screening_sensitivity", "alert_precision",
                         "evidence_recall", "mean_k") if c in table.columns]
     checks = pd.DataFrame([c.to_dict() for c in evaluation.checks])
-    parts += ["<h2>Per criterion</h2>", _table(table[keep]),
+    parts += ["<h2>Per criterion</h2>", _table(table[keep], digits=3, css="wide"),
               "<h2>Consistency checks</h2>", _table(checks)]
     audit = getattr(evaluation, "audit", None)
     if audit is not None and getattr(audit, "findings", None):

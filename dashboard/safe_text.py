@@ -5,6 +5,9 @@ Streamlit renders markdown (links, images, autolinked URLs, emphasis, ``:materia
 in labels. Every string that comes from a file, a file name, a column name or the URL goes
 through :func:`escape_markdown` before it reaches a markdown element, and through
 :func:`escape_plotly` before it reaches a figure, so it is shown, never followed or loaded.
+Both, and :func:`neutralise_bidi` for table cells and widget options, show a bidirectional
+control (a right-to-left override in a name) as a visible code instead of letting it reverse
+the text after it.
 
 The markdown escape is exact rather than blanket, so ordinary messages read as they were
 written: brackets (links, images, directives), a colon followed by a non-space (URLs, icons,
@@ -17,15 +20,19 @@ intra-word underscores are left as they are (they do nothing without the escaped
 >>> print(escape_markdown("column 'post_id': required column is missing (2 rows)"))
 column 'post_id': required column is missing (2 rows)
 >>> escape_plotly('<a href="http://evil.example">x</a>')
-'&lt;a href=&quot;http://evil.example&quot;&gt;x&lt;/a&gt;'
+'&lt;a href=&#34;http://evil.example&#34;&gt;x&lt;/a&gt;'
 """
 
 from __future__ import annotations
 
-import html
 import re
+from types import MappingProxyType
 
-__all__ = ["escape_markdown", "escape_plotly"]
+import pandas as pd
+
+from metrics_core.bidi import neutralise_bidi
+
+__all__ = ["escape_markdown", "escape_plotly", "neutralise_bidi", "neutralise_frame_text"]
 
 _ALWAYS = re.compile(r"([\\`*\[\]$~|#@<>])")
 _COLON = re.compile(r":(?=\S)")
@@ -39,7 +46,7 @@ _LINE_START = re.compile(r"(?m)^(\s*)([-+=>]|\d+[.)])")
 
 def escape_markdown(text) -> str:
     """``text`` with every markdown construct that could link, load, format or run escaped."""
-    out = _ALWAYS.sub(r"\\\1", str(text))
+    out = _ALWAYS.sub(r"\\\1", neutralise_bidi(text))
     out = _COLON.sub(r"\\:" + _JOINER, out)
     out = _WWW.sub(r"\1" + _JOINER + ".", out)
     out = out.replace("\\@", _JOINER + "\\@")
@@ -47,6 +54,39 @@ def escape_markdown(text) -> str:
     return _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), out)
 
 
+#: Characters plotly reads as markup, and the entities it turns back into them. Plotly decodes
+#: only ``&lt;``, ``&gt;``, ``&amp;`` (and a few others) by name and every numeric entity:
+#: ``&quot;`` would be shown as written, so quotes are numeric.
+_PLOTLY_ENTITIES = MappingProxyType({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;",
+                                     "'": "&#39;"})
+_PLOTLY_MARKUP = re.compile("[&<>\"']")
+
+
 def escape_plotly(text) -> str:
-    """``text`` with ``<``, ``>``, ``&`` and quotes as HTML entities (no live tag in a figure)."""
-    return html.escape(str(text), quote=True)
+    """``text`` with ``<``, ``>``, ``&`` and quotes as entities plotly decodes (no live tag in
+    a figure, and the text shown as written), bidirectional controls made visible. Escape
+    once: an escaped text escaped again shows its entities."""
+    return _PLOTLY_MARKUP.sub(lambda m: _PLOTLY_ENTITIES[m.group()], neutralise_bidi(text))
+
+
+def neutralise_frame_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with :func:`neutralise_bidi` applied to its column names and text cells (the
+    same frame when nothing needs it; numbers are never touched)."""
+    columns = [neutralise_bidi(c) if isinstance(c, str) else c for c in frame.columns]
+    changed = {}
+    for position in range(frame.shape[1]):
+        series = frame.iloc[:, position]
+        if not (pd.api.types.is_object_dtype(series) or pd.api.types.is_string_dtype(series)
+                or isinstance(series.dtype, pd.CategoricalDtype)):
+            continue
+        values = series.tolist()
+        shown = [neutralise_bidi(v) if isinstance(v, str) else v for v in values]
+        if shown != values:
+            changed[position] = pd.Series(shown, index=frame.index, dtype=object)
+    if not changed and columns == list(frame.columns):
+        return frame
+    out = frame.copy()
+    for position, text in changed.items():
+        out.isetitem(position, text)
+    out.columns = columns
+    return out

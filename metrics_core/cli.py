@@ -536,8 +536,12 @@ def _evaluate(args) -> int:
 
 
 def _printable(text) -> str:
-    """Text safe for a terminal: control characters (escape codes) shown escaped."""
-    return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in str(text))
+    """Text safe for a terminal: bidirectional controls as ``[U+202E]`` (as the dashboard
+    shows them), other control characters (escape codes) escaped."""
+    from metrics_core.bidi import neutralise_bidi
+
+    return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1]
+                   for c in neutralise_bidi(text))
 
 
 def _print_summary(evaluation, loaded, report, written: list[Path]) -> None:
@@ -649,7 +653,8 @@ def _compare(args) -> int:
                 continue
             diff = "undefined" if r["difference"] is None else f"{r['difference']:+.4f}"
             p = "" if r["p_value"] is None else f"  p = {r['p_value']:.3g} ({r['test']})"
-            print(f"  {r['run']} − {r['reference']}  {r['metric']:<22}{diff}{p}")
+            print(f"  {_printable(r['run'])} − {_printable(r['reference'])}  "
+                  f"{r['metric']:<22}{diff}{p}")
         print(f"wrote {_printable(args.out)}")
     return EXIT_OK
 

@@ -21,6 +21,7 @@ Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 003" is
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,7 @@ __all__ = [
     "TRIAGE_SEED",
     "DemoPaths",
     "PlantedProblems",
+    "criterion_names",
     "demo_paths",
     "main",
     "make_demo",
@@ -652,6 +654,26 @@ def demo_paths(directory: str | Path | None = None) -> DemoPaths:
 
 
 _ASSETS = Path(__file__).resolve().parent.parent / "assets"
+
+
+def criterion_names(inputs=()) -> MappingProxyType:
+    """The names of the criteria (:data:`CRITERIA`) when a run's ``inputs`` (``file``,
+    ``sha256``, ``bytes`` of each input, as ``Evaluation.run["inputs"]`` lists them) are the
+    bundled demo's files, byte for byte; no names otherwise (other data name their criteria
+    only by their codes).
+    """
+    paths = demo_paths()
+    bundled = {p.name: p for p in (paths.queries, paths.candidates, paths.problems_queries,
+                                   paths.problems_candidates)}
+    inputs = [i for i in inputs or () if isinstance(i, dict)]
+    if not inputs:
+        return MappingProxyType({})
+    for item in inputs:
+        path = bundled.get(str(item.get("file")))
+        if (path is None or not path.exists() or path.stat().st_size != item.get("bytes")
+                or hashlib.sha256(path.read_bytes()).hexdigest() != item.get("sha256")):
+            return MappingProxyType({})
+    return CRITERIA
 
 
 def _parquet_metadata(table: str, label: str = DEMO_LABEL) -> dict[str, str]:

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, data, display, state, upload
-from dashboard.safe_text import escape_markdown, escape_plotly
+from dashboard.safe_text import escape_markdown, escape_plotly, neutralise_bidi
 from metrics_core import compare
 from metrics_core import io as mio
 from metrics_core.config import Filters
@@ -69,7 +69,7 @@ if use_demo:
 names = [r.name for r in runs]
 left, right = st.columns(2)
 reference = left.selectbox("Reference run", names, key=state.COMPARE_REFERENCE,
-                           format_func=str)
+                           format_func=neutralise_bidi)
 n_boot = right.number_input("Paired bootstrap resamples", 0, 10_000, 500, step=100,
                             key=state.COMPARE_BOOTSTRAP)
 config = data.view().config.replace(bootstrap=int(n_boot), filters=Filters())
@@ -93,9 +93,33 @@ st.caption("Paired: the same resamples (and queries) for both runs. Tests: DeLon
            "McNemar for decisions, a sign-flip randomisation test for the means; per-criterion "
            "p-values are Holm-adjusted across criteria (p_adjusted).")
 overall = rows[~rows["subset"].str.startswith("criterion")]
-shown = overall.assign(ci95_lo=[None if c is None else c[0] for c in overall["ci95"]],
-                       ci95_hi=[None if c is None else c[1] for c in overall["ci95"]])
-display.show_table(shown.drop(columns=["ci95"]), key="comparison_table")
+
+
+def _shown(part: pd.DataFrame) -> pd.DataFrame:
+    """The differences as shown: interval ends as columns, p-values written as p-values
+    (``< 0.001``, never ``0.000``), the subset in words; the numbers kept for the exports."""
+    return part.assign(ci95_lo=[None if c is None else c[0] for c in part["ci95"]],
+                       ci95_hi=[None if c is None else c[1] for c in part["ci95"]],
+                       p=[display.fmt_p(p) for p in part["p_value"]],
+                       p_holm=[display.fmt_p(p) for p in part["p_adjusted"]],
+                       subset=[display.plain_subset(s) for s in part["subset"]]
+                       ).drop(columns=["ci95"])
+
+
+_P_COLUMNS = {"p": st.column_config.TextColumn("p", help="Two-sided p-value of the test."),
+              "p_holm": st.column_config.TextColumn(
+                  "p (Holm)", help="Holm-adjusted across criteria (per-criterion rows).")}
+
+
+def _order(frame: pd.DataFrame) -> list[str]:
+    hidden = {"p_value", "p_adjusted"} | ({"p_holm", "adjustment"}
+                                          if frame["p_adjusted"].isna().all() else set())
+    return [c for c in frame.columns if c not in hidden]
+
+
+shown = _shown(overall)
+display.show_table(shown, key="comparison_table", column_config=_P_COLUMNS,
+                   column_order=_order(shown))
 
 evaluators = {r.name: Evaluator(r.dataset) for r in runs}
 
@@ -133,3 +157,6 @@ for run_name in per_criterion["run"].unique():
             f"{escape_plotly(reference)}"
     display.plot(charts.forest_figure(part, title=title),
                  key=f"forest_{names.index(run_name)}")
+    per_criterion_shown = _shown(part)
+    display.show_table(per_criterion_shown, key=f"forest_table_{names.index(run_name)}",
+                       column_config=_P_COLUMNS, column_order=_order(per_criterion_shown))

@@ -6,6 +6,7 @@ import streamlit as st
 from dashboard import charts, data, display, state
 from dashboard.safe_text import escape_markdown
 from metrics_core import registry
+from metrics_core.demo import criterion_names
 from metrics_core.targets import parse_target
 
 # Static styling only (no user text): larger type for a room.
@@ -71,6 +72,7 @@ elif chart == "Decision curve":
     display.plot(charts.decision_curve_figure(ev.decision_curve, tau_pos=v.config.tau_pos),
                  key="meeting_decision")
 else:
-    display.plot(charts.per_criterion_figure(ev.per_criterion, "screening_sensitivity",
-                                             label="Screening sensitivity"),
+    display.plot(charts.per_criterion_figure(
+        ev.per_criterion, "screening_sensitivity", label="Screening sensitivity",
+        names=criterion_names((ev.run or {}).get("inputs"))),
                  key="meeting_criterion")

@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import charts, data, display
 from metrics_core import registry, tables
+from metrics_core.demo import criterion_names
 
 v = data.view()
 display.page_header("Per criterion", v)
@@ -28,7 +29,9 @@ shown = (groups[["group", "value", "ci_lo", "ci_hi", "n"]].set_index("group").as
 shown = pd.concat([shown, pd.DataFrame(
     {metric: [table.loc[row, metric] for row in ("micro", "macro") if row in table.index]},
     index=[row for row in ("micro", "macro") if row in table.index], dtype=float)])
-display.plot(charts.per_criterion_figure(shown, metric, label=registry.label(metric)),
+names = criterion_names((ev.run or {}).get("inputs"))
+display.plot(charts.per_criterion_figure(shown, metric, label=registry.label(metric),
+                                         names=names),
              key="per_criterion_chart")
 n_criteria = len(table) - 2
 methods = sorted(set(groups["ci_method"].dropna()))
