@@ -380,3 +380,12 @@ def test_any_value_out_of_range_is_refused_naming_its_field(data, name, as_text)
         assert str(info.value).startswith(f"{name}: must be a ")
     err = _refused(_file({name: value}))
     assert err.fields == [name] and f"settings.json: {name}: must be a " in str(err)
+
+
+def test_the_contract_lists_every_field_with_its_rule():
+    from pathlib import Path
+
+    contract = (Path(__file__).parents[1] / "docs" / "CONTRACT.md").read_text(encoding="utf-8")
+    section = contract.split("## 13. Settings: one schema", 1)[1]
+    for name, schema in SCHEMA.items():
+        assert f"| `{name}` | {schema.rule.removeprefix('must be ')} |" in section, name
