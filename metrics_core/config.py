@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, make_dataclass, replace
 from decimal import Decimal
+from functools import cached_property
 from types import MappingProxyType
 
 from metrics_core import choices
@@ -465,11 +466,11 @@ class FieldSchema:
     min_items: int = 0
     max_items: int | None = None
 
-    @property
+    @cached_property
     def range_text(self) -> str:
         return f"within [{_bound(self.low)}, {_bound(self.high)}]"
 
-    @property
+    @cached_property
     def rule(self) -> str:
         """The rule in plain words (what a refusal says)."""
         k = self.kind

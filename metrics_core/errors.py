@@ -293,6 +293,11 @@ class SettingsError(ValueError):
         self.errors: list[SettingsError] = [self] if errors is None else list(errors)
         super().__init__(self.render())
 
+    def __reduce__(self):  # (copy and pickle, e.g. kept in a session's state)
+        errors = None if self.errors == [self] else self.errors
+        return _settings_error, (self.field, self.rule, self.has_value, self.value, self.source,
+                                 errors)
+
     @property
     def shown(self) -> str:
         """The value as the message shows it (``""`` when there is none)."""
@@ -340,3 +345,8 @@ class SettingsError(ValueError):
         if len(errors) == 1:
             return errors[0]
         return cls(None, f"{len(errors)} settings are not valid", source=source, errors=errors)
+
+
+def _settings_error(field, rule, has_value, value, source, errors) -> SettingsError:
+    return SettingsError(field, rule, value if has_value else _NO_VALUE, source=source,
+                         errors=errors)

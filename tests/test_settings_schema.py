@@ -389,3 +389,15 @@ def test_the_contract_lists_every_field_with_its_rule():
     section = contract.split("## 13. Settings: one schema", 1)[1]
     for name, schema in SCHEMA.items():
         assert f"| `{name}` | {schema.rule.removeprefix('must be ')} |" in section, name
+
+
+def test_a_refusal_survives_copy_and_pickle():
+    import copy
+    import pickle
+
+    err = _refused(b'{"seed": -1, "k_min": 2.5}')
+    for again in (pickle.loads(pickle.dumps(err)), copy.deepcopy(err)):
+        assert str(again) == str(err) and again.fields == ["seed", "k_min"]
+        assert again.errors[0].value == -1 and again.errors[0].source == "settings.json"
+    one = SettingsError("tau_neg", "must be within [0, 1]")
+    assert str(pickle.loads(pickle.dumps(one))) == "tau_neg: must be within [0, 1]"
