@@ -57,7 +57,10 @@ class Target:
         if not m or m.group(1) not in FINDERS or m.group(2) not in FINDERS[m.group(1)]:
             known = ", ".join(f"{k}{op}x" for k, ops in FINDERS.items() for op in ops)
             raise ValueError(f"target {text!r} is not understood; known forms: {known}")
-        return cls(m.group(1), m.group(2), float(m.group(3)))
+        value = float(m.group(3))
+        if not math.isfinite(value):
+            raise ValueError(f"target {text!r}: the value must be a finite number")
+        return cls(m.group(1), m.group(2), value)
 
     @property
     def parameter(self) -> str:

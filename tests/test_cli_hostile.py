@@ -97,6 +97,8 @@ def test_flags_are_read_exactly(files, tmp_path, capsys):
      "--bootstrap: must be a whole number within [0, 100,000]; got '1e9'"),
     (["tune", "{q}", "{c}", "--target", "screening_sensitivity>=0.9", "--seed", "abc"],
      "--seed: must be a whole number"),
+    (["tune", "{q}", "{c}", "--target", "screening_sensitivity>=1e400"],
+     "target 'screening_sensitivity>=1e400': the value must be a finite number"),
     (["compare", "--run", "a={q},{c}", "--run", "b={q},{c}", "--seed", "-1"],
      "--seed: must be a whole number within [0, 2,147,483,647]; got '-1'"),
     (["compare", "--run", "a={q},{c}", "--run", "b={q},{c}", "--bootstrap", "2.5"],
