@@ -130,6 +130,18 @@ def _records_frame(evaluation) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _targets(evaluation) -> str:
+    """The targets as the app's pages judge them (met / not met on the whole interval,
+    undecided, point estimate only, not computed), with the count of each first."""
+    from dashboard import display  # the pages' words; imported only when a record is made
+
+    verdicts = display.verdict_frame(evaluation)
+    shown = verdicts[["label", "verdict", "shown", "ci95", "target", "detail", "n"]].rename(
+        columns={"label": "metric", "shown": "value", "ci95": "95% CI", "detail": "why"})
+    return (f"<p><strong>{_e(display.verdict_summary(verdicts))}</strong></p>"
+            + _table(shown))
+
+
 def _flow(evaluation) -> pd.DataFrame:
     """The STARD-style flow: queries -> gate state -> gold outcome (counts)."""
     g = evaluation.gate
@@ -195,7 +207,7 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
               f"<p><strong>{_e(thresholds)}</strong></p>" if thresholds else "",
               _table(settings),
               "<h2>Headline numbers</h2>", _table(_records_frame(evaluation)),
-              "<h2>Targets</h2>", _table(evaluation.targets),
+              "<h2>Targets</h2>", _targets(evaluation),
               "<h2>Flow of queries through the gate</h2>",
               f"<p class='muted'>NEG if p &lt; τ_neg = {cfg.tau_neg:g}; UNCERTAIN up to τ_pos = "
               f"{cfg.tau_pos:g}; POS above.</p>", _table(_flow(evaluation)),

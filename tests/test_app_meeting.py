@@ -270,3 +270,16 @@ def test_the_calibration_page_follows_the_slope_interval(demo_evaluator):
     assert warning.startswith("Not well calibrated. Predicted risks are too modest")
     assert f"[{lo:.3f}, {hi:.3f}]" in warning
     assert not any(t.value.startswith("Well calibrated") for t in at.markdown)
+
+
+def test_the_record_judges_the_targets_as_the_pages_do(demo_evaluator):
+    from dashboard import record
+
+    evaluation = demo_evaluator.evaluate(EvalConfig(bootstrap=0))
+    page = record.render_html(evaluation)
+    targets = page.split("<h2>Targets</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "2 of 8 targets met, 1 not met, 5 point estimate only." in targets
+    verdicts = display.verdict_frame(evaluation)
+    for r in verdicts.to_dict("records"):
+        assert f"<td>{r['verdict']}</td>" in targets
+    assert "met (whole interval)" not in targets  # the library's wording is not mixed in
