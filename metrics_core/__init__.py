@@ -23,7 +23,8 @@ _EXPORTS = MappingProxyType({
     "Dataset": "dataset", "InputError": "errors", "InputErrors": "errors",
     "Loaded": "io", "load": "io", "read_table": "io", "Check": "report",
     "Evaluation": "report", "Evaluator": "report", "MetricRecord": "report",
-    "evaluate": "report",
+    "evaluate": "report", "SettingsError": "errors", "coerce_field": "config",
+    "read_settings": "config",
 })
 
 
@@ -52,8 +53,11 @@ __all__ = [
     "InputErrors",
     "Loaded",
     "MetricRecord",
+    "SettingsError",
     "__version__",
+    "coerce_field",
     "evaluate",
     "load",
+    "read_settings",
     "read_table",
 ]
