@@ -215,3 +215,34 @@ def test_the_records_are_valid_json_whatever_the_values():
     record = r.to_dict()
     assert record["value"] is None and record["defined"] is False
     assert json.loads(json.dumps(record, allow_nan=False))["details"]["spread"] is None
+
+
+def test_the_depth_check_agrees_with_the_parsed_depth():
+    # Random nesting around the limit with strings full of brackets, quotes, backslashes and
+    # U+2028 (escaped or not): the check before parsing says what the parsed value's depth is.
+    import random
+
+    from metrics_core.rag.loader import MAX_DEPTH, _too_deep
+
+    rng = random.Random(7)
+
+    def text():
+        return "".join(rng.choice('ab[]{}"\\ \u2028') for _ in range(rng.randint(0, 8)))
+
+    def nested(d):
+        if d == 0:
+            return text()
+        kids = [nested(d - 1), *(text() if rng.random() < 0.7 else [text()]
+                                 for _ in range(rng.randint(0, 2)))]
+        rng.shuffle(kids)
+        return kids if rng.random() < 0.5 else {text() + str(i): k for i, k in enumerate(kids)}
+
+    def depth(value):
+        if isinstance(value, dict):
+            value = list(value.values())
+        return 1 + max(map(depth, value), default=0) if isinstance(value, list) else 0
+
+    for _ in range(400):
+        value = nested(rng.randint(MAX_DEPTH - 8, MAX_DEPTH + 8))
+        line = json.dumps(value, ensure_ascii=rng.random() < 0.5)
+        assert _too_deep(line) == (depth(value) > MAX_DEPTH), line
