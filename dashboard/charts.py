@@ -453,12 +453,12 @@ def gamma_sweep_figure(sweep: pd.DataFrame) -> go.Figure:
 
 
 # ------------------------------------------------------------------------- breakdowns
-def criterion_tick(code, name: str | None = None, *, width: int = 16) -> str:
+def criterion_tick(code, name: str | None = None, *, width: int = 13) -> str:
     """A criterion's axis label: its code, and its name (when known) wrapped on lines of about
     ``width`` characters below it; both escaped (they come from the data).
 
     >>> criterion_tick("A.2", "Loss of interest or pleasure")
-    'A.2<br>Loss of interest<br>or pleasure'
+    'A.2<br>Loss of<br>interest or<br>pleasure'
     """
     if not name:
         return escape_plotly(code)

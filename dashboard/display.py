@@ -577,9 +577,9 @@ def targets_frame(targets: pd.DataFrame) -> pd.DataFrame:
 #: A target's verdict -> (badge colour, icon): met / not met on the whole 95% interval,
 #: undecided when the interval straddles the target, and the two cases without a judgement.
 VERDICTS = MappingProxyType({
-    "met": ("green", ":material/check_circle:"),
     "not met": ("red", ":material/cancel:"),
     "undecided": ("orange", ":material/help:"),
+    "met": ("green", ":material/check_circle:"),
     "point estimate only": ("gray", ":material/radio_button_unchecked:"),
     "not computed": ("gray", ":material/block:"),
 })
@@ -644,10 +644,11 @@ def verdict_frame(evaluation) -> pd.DataFrame:
 
 
 def verdict_summary(verdicts: pd.DataFrame) -> str:
-    """``3 of 8 targets met, 1 not met, ...`` (the verdicts present, in :data:`VERDICTS`
-    order)."""
+    """``3 of 8 targets met, 1 not met, ...`` (the verdicts present: met first, then as in
+    :data:`VERDICTS`)."""
     counts = verdicts["verdict"].value_counts()
-    parts = [f"{int(counts[v])} {v}" for v in VERDICTS if v in counts.index]
+    order = ["met", *(v for v in VERDICTS if v != "met")]
+    parts = [f"{int(counts[v])} {v}" for v in order if v in counts.index]
     if not parts:
         return "No targets set."
     first, *rest = parts
@@ -657,10 +658,12 @@ def verdict_summary(verdicts: pd.DataFrame) -> str:
 
 
 def verdict_lines(verdicts: pd.DataFrame) -> list[str]:
-    """One markdown line per target: its verdict as a coloured badge, the metric, the value
-    with its interval, the target and why (user-controlled text escaped)."""
+    """One markdown line per target, the misses first (not met, undecided, met, point estimate
+    only, not computed; the run's order within each): its verdict as a coloured badge, the
+    metric, the value with its interval, the target and why (user-controlled text escaped)."""
     lines = []
-    for r in verdicts.to_dict("records"):
+    rank = {verdict: i for i, verdict in enumerate(VERDICTS)}
+    for r in sorted(verdicts.to_dict("records"), key=lambda r: rank[r["verdict"]]):
         colour, icon = VERDICTS[r["verdict"]]
         interval = "" if r["ci95"] == UNDEFINED else f" {r['ci95']}"
         # The value and interval are our own number formats (digits, commas, brackets).
@@ -898,15 +901,17 @@ def headline_tiles(v) -> None:
     has none) and its denominator."""
     ev = v.evaluation
     g = ev.gate
-    cols = st.columns(len(CLINICAL_HEADLINE))
+    # The workload tile holds three shares: a wider column.
+    cols = st.columns([1.6 if name == "workload" else 1 for name in CLINICAL_HEADLINE])
     for col, name in zip(cols, CLINICAL_HEADLINE, strict=True):
         if name == "workload":
             shares = " · ".join(f"{rate * 100:.0f}%" if _finite(rate) is not None
                                 else UNDEFINED for rate in (g.neg_rate, g.uncertain_rate,
                                                             g.pos_rate))
-            col.metric("Workload NEG · UNCERTAIN · POS", shares, border=True,
-                       help="Share of queries auto-cleared (NEG, never reviewed), sent to "
-                            "review (UNCERTAIN) and flagged as alerts (POS).")
+            col.metric("NEG · UNCERTAIN · POS", shares, border=True,
+                       help="The workload: the share of queries auto-cleared (NEG, never "
+                            "reviewed), sent to review (UNCERTAIN) and flagged as alerts "
+                            "(POS).")
             col.caption(f"{fmt(g.count_neg, 'count')} auto-cleared · "
                         f"{fmt(g.count_uncertain, 'count')} to review · "
                         f"{fmt(g.count_pos, 'count')} alerts, of {fmt(g.n, 'count')} queries")

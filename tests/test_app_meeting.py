@@ -9,12 +9,14 @@ Expected values come from ``Evaluator(...).evaluate(config)`` and the library's 
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 import pytest
 
 from dashboard import display
 from metrics_core import io as mio
+from metrics_core import registry
 from metrics_core.config import EvalConfig
 from metrics_core.demo import demo_paths
 from metrics_core.records import MetricRecord
@@ -91,9 +93,10 @@ def test_verdict_lines_carry_a_badge_the_numbers_and_the_target():
     records = [_rec("auroc", 0.90, (0.86, 0.93)), _rec("auprc", 0.56, (0.50, 0.61))]
     lines = display.verdict_lines(display.verdict_frame(
         _evaluation(records, ("auroc>=0.85", "auprc>=0.55"))))
-    assert lines[0].startswith(":green-badge[:material/check_circle: met] **AUROC** 0.900 "
+    # The undecided one first (the misses lead), then the met one.
+    assert lines[0].startswith(":orange-badge[:material/help: undecided] **AUPRC**")
+    assert lines[1].startswith(":green-badge[:material/check_circle: met] **AUROC** 0.900 "
                                "\\[0.860, 0.930\\] · target ≥ 0.85")
-    assert lines[1].startswith(":orange-badge[:material/help: undecided] **AUPRC**")
 
 
 # ---------------------------------------------------------------------------- the app
@@ -105,7 +108,11 @@ def test_the_overview_opens_with_the_verdicts_then_the_headline_numbers(demo_eva
     lines = [m.value for m in at.get_by_key("overview_verdicts").markdown]
     assert len(lines) == len(want.targets)
     status = dict(zip(want.targets["metric"], want.targets["status"], strict=True))
-    by_metric = dict(zip(want.targets["metric"], lines, strict=True))
+    labels = {registry.label(m): m for m in want.targets["metric"]}
+    by_metric = {labels[re.search(r"\*\*(.+?)\*\*", line).group(1)]: line for line in lines}
+    # The misses first: not met, then met, then the targets without an interval.
+    assert [line.split("]")[0].split(": ")[-1] for line in lines][:3] == [
+        "not met", "met", "met"]
     g = want.gate
     lo, hi = g.ci("screening_sensitivity")
     assert hi < 0.995 and status["screening_sensitivity"] == "not met"
@@ -123,10 +130,10 @@ def test_the_overview_opens_with_the_verdicts_then_the_headline_numbers(demo_eva
     assert summary.startswith("2 of 8 targets met, 1 not met, 5 point estimate only.")
     # The headline tiles, in the order a clinician asks.
     labels = [m.label for m in at.metric]
-    assert labels[:5] == ["Screening sensitivity", "Workload NEG · UNCERTAIN · POS",
+    assert labels[:5] == ["Screening sensitivity", "NEG · UNCERTAIN · POS",
                           "Alert precision", "AUROC", "Evidence recall"]
     assert metric(at, "Screening sensitivity") == f"{g.screening_sensitivity:.3f}"
-    assert metric(at, "Workload NEG · UNCERTAIN · POS") == " · ".join(
+    assert metric(at, "NEG · UNCERTAIN · POS") == " · ".join(
         f"{r * 100:.0f}%" for r in (g.neg_rate, g.uncertain_rate, g.pos_rate))
     assert metric(at, "AUROC") == f"{want.record('auroc').value:.3f}"
     assert metric(at, "Evidence recall") == f"{want.record('evidence_recall').value:.3f}"
@@ -269,7 +276,11 @@ def test_the_calibration_page_follows_the_slope_interval(demo_evaluator):
     warning = at.warning[0].value
     assert warning.startswith("Not well calibrated. Predicted risks are too modest")
     assert f"[{lo:.3f}, {hi:.3f}]" in warning
-    assert not any(t.value.startswith("Well calibrated") for t in at.markdown)
+    shown = "\n".join(_strings(at.main))
+    # before: "ECE band (...): **well calibrated**." beside the slope's interval above 1
+    assert not re.search(r"(?<!not )well calibrated", shown, flags=re.IGNORECASE)
+    assert any(c.value.startswith("ECE alone: below 0.05 (point estimate, no interval).")
+               for c in at.caption)
 
 
 def test_the_record_judges_the_targets_as_the_pages_do(demo_evaluator):

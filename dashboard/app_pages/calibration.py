@@ -21,10 +21,15 @@ ece = ev.record("ece")
 well, verdict = display.calibration_verdict(ev)
 (st.success if well else st.warning)(verdict, icon=":material/check_circle:" if well
                                      else ":material/warning:")
-st.caption(f"ECE alone (< 0.05 well, 0.05–0.15 moderately, > 0.15 poorly calibrated): "
-           f"{ece_band(ece.value, ece.ci95)}. ECE averages the gaps over bins, so it can be "
-           "small while the risks are systematically too high, too low, too extreme or too "
-           "modest: the slope and intercept below say which.")
+# The ECE band in numbers, not words: "well calibrated" is said only by the verdict above.
+band = ece_band(ece.value, ece.ci95)
+for words, numbers in (("well calibrated", "below 0.05"), ("moderately calibrated",
+                                                          "within 0.05–0.15"),
+                       ("poorly calibrated", "above 0.15")):
+    band = band.replace(words, numbers)
+st.caption(f"ECE alone: {band}. ECE averages the gaps over bins, so it can be small while the "
+           "risks are systematically too high, too low, too extreme or too modest: the slope "
+           "and intercept below say which.")
 if not v.show_bootstrap:
     st.caption("ECE, MCE and Brier get their bootstrap intervals when *Compute bootstrap CIs* "
                "is on (under *Uncertainty*).")

@@ -37,7 +37,7 @@ n_criteria = len(table) - 2
 methods = sorted(set(groups["ci_method"].dropna()))
 st.caption("Dots: each criterion, with its 95% interval (" + ("; ".join(methods) or "none: "
            "switch on bootstrap CIs under *Uncertainty*") + "). Lines: micro (pooled) and "
-           f"macro (mean over the criteria where {metric} is defined: "
+           f"macro (mean over the criteria where {registry.label(metric)} is defined: "
            f"{counts.get(metric, 0)} of {n_criteria}).")
 focus = groups.rename(columns={"group": "criterion", "value": registry.label(metric)})
 focus["status"] = ["" if ok else "undefined: only one class present" if k in (0, n)
