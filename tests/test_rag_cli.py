@@ -236,8 +236,9 @@ def test_out_of_range_numbers_exit_2_naming_the_line(tmp_path, capsys, row, mess
 
 
 def test_bidi_controls_in_ids_are_shown_escaped_never_applied(tmp_path, capsys):
-    # A right-to-left override (U+202E) or isolate (U+2067) in a sample id would reverse the
-    # rest of the terminal line; the CLI prints it escaped.
+    # A right-to-left override (U+202E) or isolate (U+2067) in a sample id or a file name
+    # would reverse the rest of the terminal line; the CLI prints them escaped ([U+202E] in a
+    # name, \u202e inside the quoted value of a message).
     path = tmp_path / "ids\u202e.jsonl"
     rows = [{"sample_id": "\u202eabc", "query": "q", "response": "r"},
             {"sample_id": "\u202eabc", "query": "q", "response": "r"},
@@ -247,7 +248,7 @@ def test_bidi_controls_in_ids_are_shown_escaped_never_applied(tmp_path, capsys):
                     encoding="utf-8")
     assert main(["rag", str(path), "--out", str(tmp_path / "rag.json")]) == 2
     err = capsys.readouterr().err
-    assert "ids\\u202e.jsonl, line 2, field 'sample_id': sample_id must be unique; " \
+    assert "ids[U+202E].jsonl, line 2, field 'sample_id': sample_id must be unique; " \
            "'\\u202eabc' is also on line 1" in err
     assert "'\\u2067zz' is not one" in err
     assert not any(c in err for c in "\u202e\u2067")
@@ -256,7 +257,7 @@ def test_bidi_controls_in_ids_are_shown_escaped_never_applied(tmp_path, capsys):
     out = tmp_path / "out\u202e.json"
     assert main(["rag", str(path), "--out", str(out), "--no-semantic"]) == 0
     printed = capsys.readouterr().out
-    assert "wrote " in printed and "out\\u202e.json" in printed
+    assert "wrote " in printed and "out[U+202E].json" in printed
     assert "\u202e" not in printed
     assert loader.load_rag(path).samples[0].sample_id == "\u202eabc"
     assert json.loads(out.read_text())["input"]["n_samples"] == 1
