@@ -14,6 +14,10 @@ literal on purpose: a Python loop over queries, following the text of the source
 - :func:`naive_select_k`: reference for :func:`metrics_core.dynamic_k.select_k`.
 - :func:`naive_evidence_per_query`: reference for
   :func:`metrics_core.dynamic_k.evidence_per_query`.
+- :func:`naive_roc_band`, :func:`naive_pr_band`, :func:`naive_decision_curve_bands`: the
+  bootstrap bands computed on every resample's weights in full (a cumulative sum of the
+  weights sorted by score per resample): references for
+  :func:`metrics_core.curve_replicates.curve_replicates` and the bands built on it.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ from metrics_core.ranking import (
     metric_names,
 )
 
-__all__ = ["naive_evidence_per_query", "naive_ranking_per_query", "naive_select_k"]
+__all__ = ["naive_decision_curve_bands", "naive_evidence_per_query", "naive_pr_band",
+           "naive_ranking_per_query", "naive_roc_band", "naive_select_k"]
 
 
 # ------------------------------------------------------------------------------ ranking
@@ -235,3 +240,86 @@ def naive_evidence_per_query(ds: Dataset, k, *,
         else:
             precision[q] = 0.0
     return recall, precision
+
+
+# ------------------------------------------------------------------- bootstrap curve bands
+def _naive_curve_band(y, p, curve, *, n_resamples: int, seed: int, unit_of_row, n_units, grid):
+    """Pointwise percentile band of a curve over ``grid``: ``curve(ws, ys, last)`` gets the
+    resample weights and labels in descending score order and the mask of the last row of each
+    distinct score, and returns ``(b, grid.size)`` values (NaN where undefined)."""
+    from metrics_core.uncertainty import bootstrap_cis
+
+    y = np.asarray(y, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    order = np.argsort(-p, kind="stable")
+    ps, ys = p[order], y[order]
+    last = np.r_[ps[1:] != ps[:-1], True]  # the last row of each distinct score
+    cis = bootstrap_cis({"curve": lambda w: curve(w[:, order], ys, last)}, n_units or y.size,
+                        unit_of_row=unit_of_row, n_resamples=n_resamples, seed=seed)["curve"]
+    return grid, np.array([c.lo for c in cis]), np.array([c.hi for c in cis])
+
+
+def naive_roc_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
+                   n_units: int | None = None, grid=None):
+    """Reference for :func:`metrics_core.classification.roc_band`: per resample, the weighted
+    ROC curve from cumulative sums of its weights sorted by score, read at each grid FPR (the
+    TPR of the largest point with ``FPR <= grid``), one resample at a time."""
+    grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
+
+    def curve(ws, ys, last):
+        tp = np.cumsum(ws * ys, axis=1)[:, last]
+        fp = np.cumsum(ws * (1.0 - ys), axis=1)[:, last]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tpr = tp / tp[:, -1:]
+            fpr = fp / fp[:, -1:]
+        out = np.empty((ws.shape[0], grid.size))
+        for r in range(ws.shape[0]):
+            idx = np.searchsorted(fpr[r], grid, side="right") - 1
+            out[r] = np.where(idx >= 0, tpr[r, np.maximum(idx, 0)], 0.0)
+            if not np.isfinite(fpr[r, -1]) or not np.isfinite(tpr[r, -1]):
+                out[r] = np.nan
+        return out
+
+    return _naive_curve_band(y, p, curve, n_resamples=n_resamples, seed=seed,
+                             unit_of_row=unit_of_row, n_units=n_units, grid=grid)
+
+
+def naive_pr_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
+                  n_units: int | None = None, grid=None):
+    """Reference for :func:`metrics_core.classification.pr_band`: per resample, the precision
+    of the first operating point (highest threshold) with recall ``>=`` each grid recall."""
+    grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
+
+    def curve(ws, ys, last):
+        tp = np.cumsum(ws * ys, axis=1)[:, last]
+        predicted = np.cumsum(ws, axis=1)[:, last]
+        out = np.full((ws.shape[0], grid.size), np.nan)
+        for r in range(ws.shape[0]):
+            if tp[r, -1] <= 0:
+                continue
+            recall = tp[r] / tp[r, -1]
+            idx = np.minimum(np.searchsorted(recall, grid, side="left"), recall.size - 1)
+            # Points before the first drawn row have no precision: start at the first drawn.
+            idx = np.maximum(idx, int(np.argmax(predicted[r] > 0)))
+            out[r] = tp[r, idx] / predicted[r, idx]
+        return out
+
+    return _naive_curve_band(y, p, curve, n_resamples=n_resamples, seed=seed,
+                             unit_of_row=unit_of_row, n_units=n_units, grid=grid)
+
+
+def naive_decision_curve_bands(y, p, *, n_resamples: int, seed: int, unit_of_row=None,
+                               n_units: int | None = None, thresholds=None):
+    """Reference for :func:`metrics_core.decision.decision_curve_bands`: per resample, the net
+    benefit at each threshold from suffix sums of its weights sorted by p."""
+    from metrics_core.decision import DECISION_THRESHOLDS, _net_benefit
+    from metrics_core.uncertainty import bootstrap_cis
+
+    y = np.asarray(y, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    t = np.asarray(DECISION_THRESHOLDS if thresholds is None else thresholds, dtype=np.float64)
+    order = np.argsort(p, kind="stable")
+    cis = bootstrap_cis({"nb": lambda w: _net_benefit(y, p, t, w, order)[0]},
+                        n_units or y.size, unit_of_row=unit_of_row, n_resamples=n_resamples,
+                        seed=seed)["nb"]
+    return np.array([c.lo for c in cis]), np.array([c.hi for c in cis])

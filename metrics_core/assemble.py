@@ -14,7 +14,12 @@ import pandas as pd
 
 from metrics_core import __version__, gate, sections, tables
 from metrics_core.checks import consistency_checks, disjoint_checks
-from metrics_core.intervals import data_intervals, multilabel_intervals, operating_intervals
+from metrics_core.intervals import (
+    data_intervals,
+    multilabel_intervals,
+    operating_intervals,
+    start_drawing,
+)
 from metrics_core.records import Evaluation
 from metrics_core.registry import GATE_STATES
 
@@ -23,6 +28,7 @@ __all__ = ["build_evaluation", "per_query_frame", "summary"]
 
 def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
     ds = ev.ds
+    start_drawing(ev, cfg)  # the resamples drawn on a helper thread while K is selected
     inter = ev.intermediate(cfg)
     boot = data_intervals(ev, cfg, progress)
     ks = sections.k_summary(inter, ds.y)

@@ -8,7 +8,8 @@
 - :func:`top_label`: the top-label view of seed 004, (confidence ``max(p, 1 - p)``,
   correctness); every binning function also takes ``top_label=True`` to use it.
 - :func:`ece_weighted`, :func:`mce_weighted`, :func:`brier_weighted`: one value per row-weight
-  vector, for the bootstrap (contract §9).
+  vector, for the bootstrap (contract §9); :func:`weighted_bin_sums` (:func:`bin_matrix`)
+  gives the bin sums that ECE and MCE share (:func:`ece_from_sums`, :func:`mce_from_sums`).
 
 **Bins.** ``strategy="uniform"`` (the default, contract §5): edges ``i / n_bins`` (computed
 as that quotient, so the edge printed as 0.3 is the float 0.3, not the 0.30000000000000004 of
@@ -43,16 +44,20 @@ __all__ = [
     "LogisticCalibration",
     "ReliabilityTable",
     "bin_edges",
+    "bin_matrix",
     "brier",
     "brier_weighted",
     "ece",
+    "ece_from_sums",
     "ece_weighted",
     "logistic_calibration",
     "mce",
+    "mce_from_sums",
     "mce_weighted",
     "reliability_bins",
     "smoothed_calibration",
     "top_label",
+    "weighted_bin_sums",
 ]
 
 
@@ -252,13 +257,16 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def _weighted_bins(y, p, weights, n_bins, strategy, top):
-    """Per resample and bin: weight ``count`` and ``residual`` = sum w (y - p); total weight.
+def bin_matrix(y, p, *, n_bins: int = 10, strategy: str = "uniform",
+               top_label: bool = False) -> np.ndarray:
+    """``(n, 2 k)``: one-hot bin membership (``k`` bins), then ``y - p`` in the row's bin.
 
-    Bin edges come from the full sample (quantile edges are not re-estimated per resample).
+    ``W @ bin_matrix`` gives every resample's weight ``count`` and ``residual`` ``sum w (y -
+    p)`` per bin: the sums of :func:`ece_from_sums` and :func:`mce_from_sums`. Bin edges come
+    from the full sample (quantile edges are not re-estimated per resample), so a row's bin is
+    the same in every resample.
     """
-    y, p = _inputs(y, p, top)
-    w = _weights(weights, y.size)
+    y, p = _inputs(y, p, top_label)
     edges = bin_edges(p, n_bins=n_bins, strategy=strategy)
     k = edges.size - 1
     onehot = np.zeros((y.size, 2 * k))
@@ -266,8 +274,39 @@ def _weighted_bins(y, p, weights, n_bins, strategy, top):
     idx = _bin_index(p, edges)
     onehot[rows, idx] = 1.0
     onehot[rows, k + idx] = y - p
-    sums = w @ onehot
-    return sums[:, :k], sums[:, k:], w.sum(axis=1)
+    return onehot
+
+
+def weighted_bin_sums(y, p, *, n_bins: int = 10, strategy: str = "uniform",
+                      top_label: bool = False):
+    """Statistic maker for the bootstrap: ``sums(W)`` gives, per resample and bin, the weight
+    ``count`` and the ``residual`` ``sum w (y - p)``, and each resample's total weight: one
+    matrix product with :func:`bin_matrix`, built here once."""
+    onehot = bin_matrix(y, p, n_bins=n_bins, strategy=strategy, top_label=top_label)
+    k = onehot.shape[1] // 2
+
+    def sums(weights):
+        w = _weights(weights, onehot.shape[0])
+        out = w @ onehot
+        return out[:, :k], out[:, k:], w.sum(axis=1)
+
+    return sums
+
+
+def ece_from_sums(residual: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """ECE per resample from :func:`weighted_bin_sums`: ``sum_b |residual_b| / total``."""
+    return _ratio(np.abs(residual).sum(axis=1), total)
+
+
+def mce_from_sums(count: np.ndarray, residual: np.ndarray) -> np.ndarray:
+    """MCE per resample from :func:`weighted_bin_sums`: the largest ``|residual_b / count_b|``
+    over the bins drawn in the resample (``nan`` when none is)."""
+    gaps = np.abs(_ratio(residual, count))
+    filled = count > 0
+    out = np.full(count.shape[0], np.nan)
+    any_filled = filled.any(axis=1)
+    out[any_filled] = np.where(filled, gaps, -np.inf)[any_filled].max(axis=1)
+    return out
 
 
 def ece_weighted(y, p, weights, *, n_bins: int = 10, strategy: str = "uniform",
@@ -277,20 +316,17 @@ def ece_weighted(y, p, weights, *, n_bins: int = 10, strategy: str = "uniform",
     Row ``r`` equals :func:`ece` on the sample with row ``i`` repeated ``weights[r, i]`` times,
     using the full sample's bin edges: ``ECE = sum_b |sum_{i in b} w_i (y_i - p_i)| / sum w``.
     """
-    _, residual, total = _weighted_bins(y, p, weights, n_bins, strategy, top_label)
-    return _ratio(np.abs(residual).sum(axis=1), total)
+    _, residual, total = weighted_bin_sums(y, p, n_bins=n_bins, strategy=strategy,
+                                           top_label=top_label)(weights)
+    return ece_from_sums(residual, total)
 
 
 def mce_weighted(y, p, weights, *, n_bins: int = 10, strategy: str = "uniform",
                  top_label: bool = False) -> np.ndarray:
     """MCE per row-weight vector (bootstrap); bins empty in a resample are skipped."""
-    count, residual, _ = _weighted_bins(y, p, weights, n_bins, strategy, top_label)
-    gaps = np.abs(_ratio(residual, count))
-    filled = count > 0
-    out = np.full(count.shape[0], np.nan)
-    any_filled = filled.any(axis=1)
-    out[any_filled] = np.where(filled, gaps, -np.inf)[any_filled].max(axis=1)
-    return out
+    count, residual, _ = weighted_bin_sums(y, p, n_bins=n_bins, strategy=strategy,
+                                           top_label=top_label)(weights)
+    return mce_from_sums(count, residual)
 
 
 def brier_weighted(y, p, weights) -> np.ndarray:

@@ -954,20 +954,25 @@ def confusion_at(y, p=None, *, threshold: float = 0.5) -> Confusion:
     return confusion_sweep(y, p, thresholds=[threshold]).at(0)
 
 
-def _curve_band(y, p, curve, *, n_resamples: int, seed: int, unit_of_row, n_units,
+def _curve_band(y, p, name: str, *, n_resamples: int, seed: int, unit_of_row, n_units,
                 grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pointwise percentile band of a curve over ``grid``: ``curve(ws, ys, last)`` gets the
-    resample weights and labels in descending score order and the mask of the last row of each
-    distinct score, and returns ``(b, grid.size)`` values (NaN where undefined)."""
-    from metrics_core.uncertainty import bootstrap_cis
+    """Pointwise percentile band of the ``name`` curve (``roc`` or ``pr``) over ``grid``, from
+    the replicates of :func:`metrics_core.curve_replicates.curve_replicates` on the one
+    bootstrap's resamples (equal to the literal computation per resample,
+    :func:`metrics_core._reference.naive_roc_band` / ``naive_pr_band``)."""
+    from metrics_core.curve_replicates import ScoreLayout, curve_replicates
+    from metrics_core.uncertainty import Bootstrap, percentile_ci
 
     y = np.asarray(y, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
-    order = np.argsort(-p, kind="stable")
-    ps, ys = p[order], y[order]
-    last = np.r_[ps[1:] != ps[:-1], True]  # the last row of each distinct score
-    cis = bootstrap_cis({"curve": lambda w: curve(w[:, order], ys, last)}, n_units or y.size,
-                        unit_of_row=unit_of_row, n_resamples=n_resamples, seed=seed)["curve"]
+    order = np.argsort(p, kind="stable")
+    columns = order if unit_of_row is None else np.asarray(unit_of_row)[order]
+    layout = ScoreLayout(p[order], y[order], columns)
+    boot = Bootstrap(n_units or y.size, n_resamples=n_resamples, seed=seed,
+                     batch_size=max(1, _CHUNK_ELEMENTS // max(y.size, 1)))
+    values = curve_replicates(layout, boot.count_batches(), discrimination=False,
+                              **{f"{name}_grid": grid})[name]
+    cis = [percentile_ci(values[:, j]) for j in range(grid.size)]
     return grid, np.array([c.lo for c in cis]), np.array([c.hi for c in cis])
 
 
@@ -981,22 +986,7 @@ def roc_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
     ``FPR ≤ grid`` (the rule of :func:`tpr_at_fpr`). Returns ``(grid, lo, hi)``.
     """
     grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
-
-    def curve(ws, ys, last):
-        tp = np.cumsum(ws * ys, axis=1)[:, last]
-        fp = np.cumsum(ws * (1.0 - ys), axis=1)[:, last]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            tpr = tp / tp[:, -1:]
-            fpr = fp / fp[:, -1:]
-        out = np.empty((ws.shape[0], grid.size))
-        for r in range(ws.shape[0]):
-            idx = np.searchsorted(fpr[r], grid, side="right") - 1
-            out[r] = np.where(idx >= 0, tpr[r, np.maximum(idx, 0)], 0.0)
-            if not np.isfinite(fpr[r, -1]) or not np.isfinite(tpr[r, -1]):
-                out[r] = np.nan
-        return out
-
-    return _curve_band(y, p, curve, n_resamples=n_resamples, seed=seed,
+    return _curve_band(y, p, "roc", n_resamples=n_resamples, seed=seed,
                        unit_of_row=unit_of_row, n_units=n_units, grid=grid)
 
 
@@ -1011,20 +1001,5 @@ def pr_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
     no replicate defines it.
     """
     grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
-
-    def curve(ws, ys, last):
-        tp = np.cumsum(ws * ys, axis=1)[:, last]
-        predicted = np.cumsum(ws, axis=1)[:, last]
-        out = np.full((ws.shape[0], grid.size), np.nan)
-        for r in range(ws.shape[0]):
-            if tp[r, -1] <= 0:
-                continue
-            recall = tp[r] / tp[r, -1]
-            idx = np.minimum(np.searchsorted(recall, grid, side="left"), recall.size - 1)
-            # Points before the first drawn row have no precision: start at the first drawn.
-            idx = np.maximum(idx, int(np.argmax(predicted[r] > 0)))
-            out[r] = tp[r, idx] / predicted[r, idx]
-        return out
-
-    return _curve_band(y, p, curve, n_resamples=n_resamples, seed=seed,
+    return _curve_band(y, p, "pr", n_resamples=n_resamples, seed=seed,
                        unit_of_row=unit_of_row, n_units=n_units, grid=grid)

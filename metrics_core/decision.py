@@ -416,14 +416,22 @@ def decision_curve_bands(y, p, *, n_resamples: int, seed: int, unit_of_row=None,
                          n_units: int | None = None, thresholds=DECISION_THRESHOLDS,
                          order=None) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap band (lo, hi) of the model's net benefit at each threshold
-    (``order``: as for :func:`decision_curve`)."""
+    (``order``: as for :func:`decision_curve`), from the replicates of
+    :func:`metrics_core.curve_replicates.curve_replicates` (each resample's net benefit as
+    :func:`_net_benefit` computes it on the resample's weights)."""
+    from metrics_core.curve_replicates import ScoreLayout, curve_replicates
+    from metrics_core.uncertainty import Bootstrap, percentile_ci
+
     y = np.asarray(y, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     t = np.asarray(thresholds, dtype=np.float64)
     order = np.argsort(p, kind="stable") if order is None else _checked_order(order, p)
-    cis = bootstrap_cis({"nb": lambda w: _net_benefit(y, p, t, w, order)[0]},
-                        n_units or y.size, unit_of_row=unit_of_row, n_resamples=n_resamples,
-                        seed=seed)["nb"]
+    columns = order if unit_of_row is None else np.asarray(unit_of_row)[order]
+    boot = Bootstrap(n_units or y.size, n_resamples=n_resamples, seed=seed,
+                     batch_size=max(1, (1 << 20) // max(y.size, 1)))
+    values = curve_replicates(ScoreLayout(p[order], y[order], columns), boot.count_batches(),
+                              discrimination=False, thresholds=t)["net_benefit"]
+    cis = [percentile_ci(values[:, j]) for j in range(t.size)]
     return np.array([c.lo for c in cis]), np.array([c.hi for c in cis])
 
 

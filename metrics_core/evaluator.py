@@ -253,44 +253,36 @@ class Evaluator:
             ds = self.ds
             frame = decision.decision_curve(ds.y, ds.p, order=self.p_order())
             if cfg.bootstrap and ds.n_queries:
-                lo, hi = decision.decision_curve_bands(ds.y, ds.p, order=self.p_order(),
-                                                       **self._resampling(cfg))
+                lo, hi = self._curve_intervals(cfg)["net_benefit"]
                 frame["net_benefit_ci_lo"], frame["net_benefit_ci_hi"] = lo, hi
             return frame
 
         return self._memo(("decision_curve", cfg.bootstrap_config), compute)
 
-    def _resampling(self, cfg: EvalConfig) -> dict:
-        """Bootstrap arguments of the curve bands: resamples, seed and the unit (queries, or
-        posts as clusters)."""
-        post = cfg.bootstrap_unit == "post"
-        return {"n_resamples": cfg.bootstrap, "seed": cfg.seed,
-                "unit_of_row": self.ds.post_code if post else None,
-                "n_units": int(self.ds.posts.size) if post else None}
+    def _curve_intervals(self, cfg: EvalConfig) -> dict:
+        """The bootstrap's score-ordered intervals and bands (one pass, cached)."""
+        from metrics_core.intervals import curve_intervals
+
+        return curve_intervals(self, cfg)
 
     def roc_band(self, cfg: EvalConfig) -> pd.DataFrame | None:
         """Pointwise 95 % bootstrap band of the ROC curve (None without resamples; cached)."""
         if not cfg.bootstrap or self.ds.n_queries == 0:
             return None
+        from metrics_core.intervals import BAND_GRID
 
-        def compute():
-            grid, lo, hi = classification.roc_band(self.ds.y, self.ds.p,
-                                                   **self._resampling(cfg))
-            return pd.DataFrame({"fpr": grid, "tpr_lo": lo, "tpr_hi": hi})
-
-        return self._memo(("roc_band", cfg.bootstrap_config), compute)
+        lo, hi = self._curve_intervals(cfg)["roc"]
+        return pd.DataFrame({"fpr": np.asarray(BAND_GRID), "tpr_lo": lo, "tpr_hi": hi})
 
     def pr_band(self, cfg: EvalConfig) -> pd.DataFrame | None:
         """Pointwise 95 % bootstrap band of the PR curve over recall (None without resamples)."""
         if not cfg.bootstrap or self.ds.n_queries == 0:
             return None
+        from metrics_core.intervals import BAND_GRID
 
-        def compute():
-            grid, lo, hi = classification.pr_band(self.ds.y, self.ds.p,
-                                                  **self._resampling(cfg))
-            return pd.DataFrame({"recall": grid, "precision_lo": lo, "precision_hi": hi})
-
-        return self._memo(("pr_band", cfg.bootstrap_config), compute)
+        lo, hi = self._curve_intervals(cfg)["pr"]
+        return pd.DataFrame({"recall": np.asarray(BAND_GRID), "precision_lo": lo,
+                             "precision_hi": hi})
 
     def brier(self) -> float:
         return self._memo(("brier",), lambda: calibration.brier(self.ds.y, self.ds.p))

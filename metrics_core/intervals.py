@@ -10,25 +10,27 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from metrics_core import calibration, classification, gate, multilabel, outcomes
+from metrics_core import calibration, gate, multilabel, outcomes
 from metrics_core.classification import confusion_rates
+from metrics_core.curve_replicates import ScoreLayout, curve_replicates
 from metrics_core.uncertainty import (
     CI,
     Bootstrap,
+    DrawnCounts,
     _ratio,
     bootstrap_cis,
     bootstrap_sums,
     indicator_matrix,
     percentile_ci,
     weighted_int_quantiles,
-    weighted_means,
 )
 
-__all__ = ["Intervals", "data_intervals", "multilabel_intervals", "operating_intervals"]
+__all__ = ["Intervals", "curve_intervals", "data_intervals", "multilabel_intervals",
+           "operating_intervals", "start_drawing"]
 
 
 class Intervals(dict):
@@ -50,32 +52,148 @@ class Intervals(dict):
 #: a setting change re-weights instead of resampling.
 KEEP_COUNTS_CELLS = 256 << 20
 
+#: Weight-matrix cells per batch of the passes over the resamples (~1M: cache-sized).
+_BATCH_CELLS = 1 << 20
 
-def _kept_counts(ev, cfg, n_units: int):
-    """The count matrix of ``n_units`` units for the run's resamples and seed, drawn once per
-    evaluator and kept when small enough (else None: drawn batch by batch)."""
+
+def _units(ev, cfg) -> tuple[int, np.ndarray | None]:
+    """(number of resampling units, unit of every query or None for the query unit)."""
+    ds = ev.ds
+    if cfg.bootstrap_unit == "post":
+        return int(ds.posts.size), ds.post_code
+    return ds.n_queries, None
+
+
+def _kept_counts(ev, cfg, n_units: int | None = None) -> DrawnCounts | None:
+    """The count matrix of ``n_units`` units (default: the run's unit, queries or posts) for
+    the run's resamples and seed (:class:`~metrics_core.uncertainty.DrawnCounts`): drawn once
+    per evaluator on a helper thread and kept when small enough (else None: drawn batch by
+    batch where needed)."""
+    if n_units is None:
+        n_units = _units(ev, cfg)[0]
     if n_units * cfg.bootstrap > KEEP_COUNTS_CELLS:
         return None
     return ev._memo(("bootstrap_counts", n_units, cfg.bootstrap, cfg.seed),
-                    lambda: Bootstrap(n_units, n_resamples=cfg.bootstrap,
-                                      seed=cfg.seed).compact_counts())
+                    lambda: DrawnCounts(Bootstrap(n_units, n_resamples=cfg.bootstrap,
+                                                  seed=cfg.seed)))
+
+
+def start_drawing(ev, cfg) -> None:
+    """Start drawing the run's resamples (and the multi-label metrics' posts) on helper
+    threads, when they are kept: the caller computes the point estimates meanwhile."""
+    if cfg.bootstrap and ev.ds.n_queries:
+        _kept_counts(ev, cfg)
+        _kept_counts(ev, cfg, int(ev.ds.posts.size))
+
+
+def _batch_rows(n_columns: int) -> int:
+    return max(1, _BATCH_CELLS // max(n_columns, 1))
+
+
+def _count_batches(ev, cfg, progress) -> Iterator[np.ndarray]:
+    """The run's count matrix (units: queries or posts), batch by batch: from the kept
+    counts, or drawn here; ``progress(done, total)`` after each batch."""
+    n_units, _ = _units(ev, cfg)
+    kept = _kept_counts(ev, cfg)
+    step = _batch_rows(ev.ds.n_queries)
+    batches = kept.batches(step) if kept is not None else Bootstrap(
+        n_units, n_resamples=cfg.bootstrap, seed=cfg.seed, batch_size=step).count_batches()
+    done = 0
+    for batch in batches:
+        yield batch
+        done += batch.shape[0]
+        if progress is not None:
+            progress(done, cfg.bootstrap)
 
 
 def _run(ev, cfg, statistics: dict, progress) -> dict:
-    ds = ev.ds
-    unit_of_row = ds.post_code if cfg.bootstrap_unit == "post" else None
-    n_units = int(ds.posts.size) if unit_of_row is not None else ds.n_queries
+    n_units, unit_of_row = _units(ev, cfg)
     return bootstrap_cis(statistics, n_units, unit_of_row=unit_of_row,
                          n_resamples=cfg.bootstrap, seed=cfg.seed, unit=cfg.bootstrap_unit,
-                         progress=progress, counts=_kept_counts(ev, cfg, n_units))
+                         progress=progress, counts=_kept_counts(ev, cfg))
 
 
 def _method(cfg) -> str:
     return f"bootstrap ({cfg.bootstrap_unit}, {cfg.bootstrap} resamples, seed {cfg.seed})"
 
 
+#: Grid of the ROC band (FPR) and of the PR band (recall).
+BAND_GRID = tuple(np.linspace(0.0, 1.0, 101).tolist())
+
+
+def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
+    """Percentile CIs of the score-ordered statistics, from one pass over the resamples
+    (:func:`metrics_core.curve_replicates.curve_replicates`; data-only, cached per bootstrap
+    settings): ``auroc``, ``auprc`` and ``auroc_by_criterion`` (a tuple, one per criterion) as
+    :class:`~metrics_core.uncertainty.CI`, and the pointwise bands ``roc`` (TPR over the FPR
+    grid :data:`BAND_GRID`), ``pr`` (precision over the recall grid) and ``net_benefit`` (over
+    :data:`~metrics_core.decision.DECISION_THRESHOLDS`) as ``(lo, hi)`` arrays."""
+    from metrics_core.decision import DECISION_THRESHOLDS
+
+    def compute():
+        ds = ev.ds
+        order = ev.p_order()
+        unit_of_row = _units(ev, cfg)[1]
+        layout = ScoreLayout(ds.p.take(order), ds.y.take(order),
+                             order if unit_of_row is None else unit_of_row[order])
+        crit = ds.criterion_code.take(order)
+        groups = [np.flatnonzero(crit == c) for c in range(len(ds.criteria))]
+        grid = np.asarray(BAND_GRID)
+        values = curve_replicates(layout, _count_batches(ev, cfg, progress), groups=groups,
+                                  roc_grid=grid, pr_grid=grid, thresholds=DECISION_THRESHOLDS)
+        unit = cfg.bootstrap_unit
+
+        def cis(matrix):
+            return tuple(percentile_ci(matrix[:, j], unit=unit) for j in range(matrix.shape[1]))
+
+        def band(matrix):
+            both = cis(matrix)
+            return np.array([c.lo for c in both]), np.array([c.hi for c in both])
+
+        return {"auroc": percentile_ci(values["auroc"], unit=unit),
+                "auprc": percentile_ci(values["auprc"], unit=unit),
+                "auroc_by_criterion": cis(values["auroc_by_group"]),
+                "roc": band(values["roc"]), "pr": band(values["pr"]),
+                "net_benefit": band(values["net_benefit"])}
+
+    return ev._memo(("curve_intervals", cfg.bootstrap_config), compute)
+
+
+def _linear_statistic(columns: dict, bins: np.ndarray):
+    """Statistic of the weighted means of ``columns`` (name -> ``(values, mask)``, as
+    :func:`~metrics_core.uncertainty.weighted_means`) and of ECE / MCE on the bin matrix
+    ``bins`` (:func:`~metrics_core.calibration.bin_matrix`), on one batch of weights: the
+    products of those two (of the same shapes, so the same sums; ECE and MCE share theirs),
+    with each distinct mask's weighted count (whole numbers: exact in any order) summed once."""
+    names = tuple(columns)
+    n = bins.shape[0]
+    num = np.zeros((n, len(names)))
+    masks = np.ones((n, len(names)), dtype=bool)
+    for j, name in enumerate(names):
+        values, mask = columns[name]
+        if mask is not None:
+            masks[:, j] = np.asarray(mask, dtype=bool)
+        num[:, j] = np.where(masks[:, j], np.nan_to_num(np.asarray(values, np.float64)), 0.0)
+    distinct, which = np.unique(masks, axis=1, return_inverse=True)
+    distinct = distinct.astype(np.float64)
+    k = bins.shape[1] // 2
+
+    def statistic(weights: np.ndarray) -> np.ndarray:
+        counted = np.stack([weights @ mask for mask in distinct.T], axis=1)
+        means = _ratio(weights @ num, counted[:, which.ravel()])
+        sums = weights @ bins
+        count, residual = sums[:, :k], sums[:, k:]
+        return np.column_stack([means, calibration.ece_from_sums(residual, weights.sum(axis=1)),
+                                calibration.mce_from_sums(count, residual)])
+
+    statistic.names = (*names, "ece", "mce")
+    return statistic
+
+
 def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
-    """Percentile CIs of the data-only metrics (cached per bootstrap settings and variants)."""
+    """Percentile CIs of the data-only metrics (cached per bootstrap settings and variants):
+    the ranking means and Brier (weighted means), ECE and MCE (weighted bin sums), and the
+    score-ordered ones of :func:`curve_intervals`."""
     if cfg.bootstrap == 0 or ev.ds.n_queries == 0:
         return Intervals(None)
 
@@ -87,29 +205,11 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
                    if not name.startswith("hit@")}
         columns["brier"] = ((p - y) ** 2, None)
         conf, outcome = ev.calibration_inputs(cfg)
-        crit = ds.criterion_code
-        members = [crit == c for c in range(len(ds.criteria))]
-        prepared = ev.prepared()
-        by_criterion = [classification.prepare(y[m], p[m]) for m in members]
-
-        def discrimination(w):
-            return np.stack(classification.auroc_auprc_weighted(prepared, weights=w), axis=1)
-
-        discrimination.names = ("auroc", "auprc")
-        statistics = {
-            "means": weighted_means(columns),
-            "discrimination": discrimination,
-            "ece": lambda w: calibration.ece_weighted(outcome, conf, w, n_bins=cfg.n_bins,
-                                                      strategy=cfg.binning),
-            "mce": lambda w: calibration.mce_weighted(outcome, conf, w, n_bins=cfg.n_bins,
-                                                      strategy=cfg.binning),
-            "auroc_by_criterion": lambda w: np.stack(
-                [classification.roc_auc_weighted(s, weights=w[:, m])
-                 for s, m in zip(by_criterion, members, strict=True)],
-                axis=1),
-        }
+        bins = calibration.bin_matrix(outcome, conf, n_bins=cfg.n_bins, strategy=cfg.binning)
         out = Intervals(_method(cfg))
-        out.update(_run(ev, cfg, statistics, progress))
+        curves = curve_intervals(ev, cfg, progress)
+        out.update(_run(ev, cfg, {"linear": _linear_statistic(columns, bins)}, progress))
+        out.update({name: curves[name] for name in ("auroc", "auprc", "auroc_by_criterion")})
         return out
 
     key = ("bootstrap", cfg.bootstrap_config, cfg.ranking, cfg.calibration)
@@ -189,6 +289,13 @@ def _operating_values(float_sums: np.ndarray, int_sums: np.ndarray) -> np.ndarra
 FLOAT_BLOCKS = 64
 
 
+def _weights_f(counts: np.ndarray) -> np.ndarray:
+    """Some columns of the counts as float64 weights in column-major order: the layout of
+    ``counts[:, columns]`` (numpy's indexing puts the indexed axis first in memory), which the
+    block products have always been made with (BLAS's sums depend on the layout)."""
+    return np.asfortranarray(counts, dtype=np.float64)
+
+
 class _KeptSums:
     """The resamples' weighted sums of the operating columns for the last setting, kept per
     evaluator and bootstrap configuration (with the count matrix kept), so that the next
@@ -200,9 +307,8 @@ class _KeptSums:
       order of p, summed always block by block in the same order, so that only the blocks
       holding a changed query are summed again (a threshold move: one or two blocks)."""
 
-    def __init__(self, p: np.ndarray):
+    def __init__(self, order: np.ndarray):
         self.lock = threading.Lock()
-        order = np.argsort(p, kind="stable")
         self.blocks = np.array_split(order, min(FLOAT_BLOCKS, max(order.size, 1)))
         self.block_of_row = np.empty(order.size, dtype=np.int64)
         for b, rows in enumerate(self.blocks):
@@ -226,12 +332,44 @@ class _KeptSums:
         for b in stale:
             rows = self.blocks[b]
             units = rows if unit_of_row is None else unit_of_row[rows]
-            self.block_sums[b] = counts[:, units].astype(np.float64) @ floats[rows]
+            self.block_sums[b] = _weights_f(np.take(counts, units, axis=1)) @ floats[rows]
         self.floats = floats
+        return self._total()
+
+    def _total(self) -> np.ndarray:
         total = self.block_sums[0].copy()
         for part in self.block_sums[1:]:  # always in block order: the same sums
             total += part
         return total
+
+    def every_sum(self, floats, integers, counts: DrawnCounts, unit_of_row,
+                  progress) -> tuple[np.ndarray, np.ndarray]:
+        """Every block's sums of ``floats`` and the sums of ``integers``, with the weights
+        gathered once in the order of p (a block's queries are then contiguous columns): the
+        products of :meth:`float_sums`, on the same weights, over all resamples at once (the
+        same numbers: the product's shape is the same too)."""
+        order = np.concatenate(self.blocks)
+        units = order if unit_of_row is None else unit_of_row[order]
+        bounds = np.cumsum([0, *(rows.size for rows in self.blocks)])
+        ordered_ints = integers[order]
+        n_resamples = counts.shape[0]
+        by_p = np.empty((n_resamples, order.size), dtype=counts.dtype)
+        int_sums = np.empty((n_resamples, integers.shape[1]))
+        start = 0
+        for batch in counts.batches(_batch_rows(order.size)):
+            stop = start + batch.shape[0]
+            np.take(batch, units, axis=1, out=by_p[start:stop])
+            int_sums[start:stop] = by_p[start:stop].astype(np.float64) @ ordered_ints
+            start = stop
+            if progress is not None:
+                progress(stop, n_resamples)
+        self.block_sums = np.empty((len(self.blocks), n_resamples, floats.shape[1]))
+        self.floats = None
+        for b, rows in enumerate(self.blocks):
+            self.block_sums[b] = _weights_f(by_p[:, bounds[b]:bounds[b + 1]]) @ floats[rows]
+        self.blocks_summed = len(self.blocks)
+        self.floats = floats
+        return self._total(), int_sums
 
     def int_update(self, y, sources, n_k, counts, unit_of_row) -> np.ndarray | None:
         """The integer sums for ``sources`` from the kept ones (None: sum every row)."""
@@ -251,7 +389,7 @@ class _KeptSums:
             delta = (_integer_columns(y[rows], *(s[rows] for s in sources), width)
                      - _integer_columns(y[rows], *(s[rows] for s in self.sources), width))
             units = rows if unit_of_row is None else unit_of_row[rows]
-            sums += counts[:, units].astype(np.float64) @ delta  # integers: exact
+            sums += np.take(counts, units, axis=1).astype(np.float64) @ delta  # exact
         return sums[:, :_N_FIXED + n_k]  # the columns cut off are all zero
 
 
@@ -266,9 +404,8 @@ def operating_intervals(ev, cfg, inter, progress: Callable | None = None) -> Int
         return Intervals(None)
     ds = ev.ds
     y = np.asarray(ds.y, dtype=np.int64)
-    unit_of_row = ds.post_code if cfg.bootstrap_unit == "post" else None
-    n_units = int(ds.posts.size) if unit_of_row is not None else ds.n_queries
-    counts = _kept_counts(ev, cfg, n_units)
+    n_units, unit_of_row = _units(ev, cfg)
+    kept_counts = _kept_counts(ev, cfg)
     floats = _float_columns(inter)
     sources = _sources(inter)
     n_k = int(sources[2].max()) + 1
@@ -276,20 +413,28 @@ def operating_intervals(ev, cfg, inter, progress: Callable | None = None) -> Int
     def summed(matrices):
         return bootstrap_sums(matrices, n_units, unit_of_row=unit_of_row,
                               n_resamples=cfg.bootstrap, seed=cfg.seed, progress=progress,
-                              counts=counts)
+                              counts=kept_counts)
 
-    if counts is None:  # drawn batch by batch: every row summed
+    if kept_counts is None:  # drawn batch by batch: every row summed
         float_sums, int_sums = summed([floats, _integer_columns(y, *sources, n_k)])
     else:
-        kept = ev._memo(("operating_sums", cfg.bootstrap_config), lambda: _KeptSums(ds.p))
+        kept = ev._memo(("operating_sums", cfg.bootstrap_config),
+                        lambda: _KeptSums(ev.p_order()))
         with kept.lock:
+            counts = kept_counts.array()
             int_sums = kept.int_update(y, sources, n_k, counts, unit_of_row)
-            if int_sums is None:
+            if int_sums is not None:
+                if progress is not None:
+                    progress(cfg.bootstrap, cfg.bootstrap)
+                float_sums = kept.float_sums(floats, counts, unit_of_row)
+            elif kept.floats is not None and kept.floats.shape == floats.shape:
                 (int_sums,) = summed([_integer_columns(y, *sources, n_k)])
-            elif progress is not None:
-                progress(cfg.bootstrap, cfg.bootstrap)
+                float_sums = kept.float_sums(floats, counts, unit_of_row)
+            else:  # the first setting: every sum, in one pass
+                float_sums, int_sums = kept.every_sum(
+                    floats, _integer_columns(y, *sources, n_k), kept_counts, unit_of_row,
+                    progress)
             kept.sources, kept.int_sums = sources, int_sums
-            float_sums = kept.float_sums(floats, counts, unit_of_row)
     values = _operating_values(float_sums, int_sums)
     out = Intervals(_method(cfg))
     for j, name in enumerate(OPERATING_NAMES):

@@ -22,6 +22,7 @@ were valid.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass
 from statistics import NormalDist
@@ -31,6 +32,7 @@ import numpy as np
 __all__ = [
     "CI",
     "Bootstrap",
+    "DrawnCounts",
     "bootstrap_ci",
     "bootstrap_cis",
     "bootstrap_sums",
@@ -211,6 +213,88 @@ class Bootstrap:
         if unit_of_row.size and (unit_of_row.min() < 0 or unit_of_row.max() >= counts.shape[1]):
             raise ValueError(f"unit_of_row must index units 0..{counts.shape[1] - 1}")
         return counts[:, unit_of_row]
+
+
+class DrawnCounts:
+    """The count matrix of a :class:`Bootstrap`, drawn on a helper thread and read while it is
+    drawn: a reader of some rows waits only for those (so the statistics of the first
+    resamples are computed while the next are drawn, and the draw overlaps whatever the
+    caller computes before it needs them).
+
+    The matrix is held in the smallest unsigned type that holds it (uint8 almost always; a
+    count above 255 widens it to uint16), equal to :meth:`Bootstrap.compact_counts`.
+
+    ``counts[a:b]`` is :meth:`rows`, so a :class:`DrawnCounts` can stand wherever a count
+    matrix is read by row slices (``counts=`` of :func:`bootstrap_cis`).
+    """
+
+    def __init__(self, boot: Bootstrap):
+        self.shape = (int(boot.n_resamples), int(boot.n_units))
+        self._boot = boot
+        self._ready = threading.Condition()
+        self._done = 0
+        self._error: BaseException | None = None
+        self._counts = np.empty(self.shape, dtype=np.uint8)
+        self._thread = threading.Thread(target=self._draw, name="metrics_core-draw",
+                                        daemon=True)
+        self._thread.start()
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._counts.dtype
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    def _widen(self, start: int) -> None:
+        """uint8 -> uint16 (a count above 255): the rows drawn so far copied."""
+        wide = np.empty(self.shape, dtype=np.uint16)
+        wide[:start] = self._counts[:start]
+        self._counts = wide
+
+    def _draw(self) -> None:
+        try:
+            start = 0
+            for batch in self._boot.count_batches():
+                stop = start + batch.shape[0]
+                if batch.max(initial=0) > np.iinfo(self._counts.dtype).max:
+                    with self._ready:
+                        self._widen(start)
+                self._counts[start:stop] = batch
+                with self._ready:
+                    self._done = stop
+                    self._ready.notify_all()
+                start = stop
+        except BaseException as err:  # raised again in every reader
+            with self._ready:
+                self._error = err
+                self._ready.notify_all()
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` of the counts, once drawn."""
+        stop = min(stop, self.shape[0])
+        with self._ready:
+            while self._done < stop and self._error is None:
+                self._ready.wait()
+            if self._done < stop:
+                raise RuntimeError("drawing the bootstrap resamples failed") from self._error
+            return self._counts[start:stop]
+
+    def __getitem__(self, key):
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise TypeError("DrawnCounts reads row slices only, e.g. counts[10:20]")
+        start, stop, _ = key.indices(self.shape[0])
+        return self.rows(start, stop)
+
+    def array(self) -> np.ndarray:
+        """The whole matrix (waits until every row is drawn)."""
+        return self.rows(0, self.shape[0])
+
+    def batches(self, size: int) -> Iterator[np.ndarray]:
+        """Row slices of ``size`` rows, each as soon as it is drawn."""
+        for start in range(0, self.shape[0], size):
+            yield self.rows(start, start + size)
 
 
 @dataclass(frozen=True)
