@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import os
 import stat
@@ -33,6 +34,7 @@ from metrics_core.config import (
     read_settings,
 )
 from metrics_core.errors import InputError, SettingsError
+from metrics_core.progress import StderrProgress
 
 __all__ = ["main", "write_atomically"]
 
@@ -491,6 +493,18 @@ def _read_inputs(args, prefetch, io):
 _PREFETCHED_TABLES = ("smoothed_calibration", "per_criterion", "decision_curve", "gate_grid")
 
 
+def _with_progress(command):
+    """``command(args)`` with ``args.progress``, the progress line on stderr (off with
+    ``--quiet``; :mod:`metrics_core.progress`), ended before an error is printed."""
+    @functools.wraps(command)
+    def run(args) -> int:
+        with StderrProgress(enabled=not args.quiet) as args.progress:
+            return command(args)
+
+    return run
+
+
+@_with_progress
 def _evaluate(args) -> int:
     config = _config(args)
     connect_timeout = _flag_value(_TIMEOUT, args.connect_timeout, "--connect-timeout")
@@ -514,15 +528,19 @@ def _evaluate(args) -> int:
         if args.scheduler is not None:
             raise ValueError("--scheduler needs --engine dask")
         paths = [p for p in (args.queries, args.candidates) if p is not None]
+        args.progress.stage("reading the inputs")
         with ThreadPoolExecutor(max_workers=1) as pool:  # hashing releases the GIL: overlap
             hashing = pool.submit(lambda: [_sha256(p) for p in paths])
             loaded = _read_inputs(args, prefetch, io)
             inputs = hashing.result()
         if not _gates_known(config, loaded.dataset):
             return EXIT_INPUT
+        args.progress.stage("computing the metrics")
         report = audit(loaded.dataset, loaded=loaded)
-        evaluation = Evaluator(loaded.dataset, audit=report, inputs=inputs).evaluate(config)
+        evaluation = Evaluator(loaded.dataset, audit=report, inputs=inputs).evaluate(
+            config, progress=args.progress)
     # The document's tables, on two threads: these from its end while it writes the rest.
+    args.progress.stage("writing the outputs")
     evaluation.prefetch(*_PREFETCHED_TABLES)
     outputs = {args.out: evaluation.to_json().encode("utf-8")}
     if args.per_query is not None:
@@ -530,6 +548,7 @@ def _evaluate(args) -> int:
     if args.exclusions is not None:
         outputs[args.exclusions] = _csv_bytes(loaded.exclusions)
     write_atomically(outputs)
+    args.progress.close()
     if not args.quiet:
         _print_summary(evaluation, loaded, report, list(outputs))
     return EXIT_OK
@@ -572,6 +591,7 @@ def _print_summary(evaluation, loaded, report, written: list[Path]) -> None:
         print(f"wrote {_printable(path)}")
 
 
+@_with_progress
 def _tune(args) -> int:
     import json
 
@@ -582,13 +602,16 @@ def _tune(args) -> int:
     seed = _setting("seed", args.seed)
     check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates)],
                   [("--out", args.out)])
+    args.progress.stage("reading the inputs")
     loaded = io.load(args.queries, args.candidates, limits=_limits(args))
+    args.progress.stage("choosing the thresholds")
     results = decision.tune(loaded.dataset, targets, by=args.by, nested=args.nested,
-                            bootstrap=bootstrap, seed=seed)
+                            bootstrap=bootstrap, seed=seed, progress=args.progress)
     inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
     payload = {"inputs": inputs, "nested": args.nested, "bootstrap": bootstrap,
                "seed": seed, "results": [r.to_dict() for r in results]}
     write_atomically({args.out: json.dumps(payload, indent=2, allow_nan=False).encode()})
+    args.progress.close()
     if not args.quiet:
         _print_tune(results, held_out=args.nested is not None)
         print(f"wrote {_printable(args.out)}")
@@ -685,6 +708,7 @@ def read_notes(path: Path) -> str:
         raise ValueError(f"--notes {path}: is not UTF-8 text (byte {err.start:,})") from None
 
 
+@_with_progress
 def _report(args) -> int:
     from metrics_core import io
     from metrics_core.audit import audit
@@ -697,13 +721,16 @@ def _report(args) -> int:
     notes = read_notes(args.notes) if args.notes else ""
     from dashboard import record
 
+    args.progress.stage("reading the inputs")
     loaded = io.load(args.queries, args.candidates, limits=_limits(args))
     if args.settings and not _gates_known(config, loaded.dataset,
                                           given_by=f"{args.settings.name}: criterion_gates"):
         return EXIT_INPUT
     inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
+    args.progress.stage("computing the metrics")
     evaluation = Evaluator(loaded.dataset, audit=audit(loaded.dataset, loaded=loaded),
-                           inputs=inputs).evaluate(config)
+                           inputs=inputs).evaluate(config, progress=args.progress)
+    args.progress.stage(f"writing the {args.format} record")
     files = ", ".join(p.name for p in (args.queries, args.candidates) if p is not None)
     page = record.render_html(evaluation, title=args.title, notes=notes,
                               data_label=f"Data: {files}", exclusions=loaded.exclusions,
@@ -725,6 +752,7 @@ def _report(args) -> int:
         data = record.render_zip(evaluation, html_text=page, pdf=pdf,
                                  exclusions=loaded.exclusions, pdf_missing=missing)
     write_atomically({out: data})
+    args.progress.close()
     if not args.quiet:
         print(f"wrote {_printable(out)}")
     return EXIT_OK

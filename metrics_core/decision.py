@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from metrics_core.classification import _checked_order
+from metrics_core.progress import stage
 from metrics_core.uncertainty import bootstrap_cis
 
 __all__ = ["FINDERS", "Target", "TuneResult", "decision_curve", "find_threshold", "tune"]
@@ -279,7 +280,8 @@ def _choose_on(y, p, targets) -> list[tuple[float | None, float | None, str | No
     return out
 
 
-def _reselected_cis(y, p, targets, n_resamples, seed) -> list[tuple[float, float] | None]:
+def _reselected_cis(y, p, targets, n_resamples, seed,
+                    progress=None) -> list[tuple[float, float] | None]:
     """Percentile interval of each threshold re-chosen (jointly) inside every replicate."""
     order, ps, ys = _sorted(y, p)
     cand = _candidates(p)
@@ -292,7 +294,8 @@ def _reselected_cis(y, p, targets, n_resamples, seed) -> list[tuple[float, float
         return np.stack([np.where(c >= 0, cand[np.maximum(c, 0)], np.nan) for c in chosen],
                         axis=1)
 
-    cis = bootstrap_cis({"t": statistic}, y.size, n_resamples=n_resamples, seed=seed)["t"]
+    cis = bootstrap_cis({"t": statistic}, y.size, n_resamples=n_resamples, seed=seed,
+                        progress=progress)["t"]
     return [(c.lo, c.hi) if c.defined else None for c in cis]
 
 
@@ -310,7 +313,7 @@ def _met(target: Target, value: float | None) -> bool | None:
 
 
 def tune(ds, targets, *, by: str | None = None, nested: str | None = None,
-         bootstrap: int = 0, seed: int = 0) -> list[TuneResult]:
+         bootstrap: int = 0, seed: int = 0, progress=None) -> list[TuneResult]:
     """Thresholds for ``targets`` on a :class:`Dataset`, overall or ``by="criterion"``.
 
     The gate's targets (τ_neg: screening sensitivity, missed positives per 1,000; τ_pos: alert
@@ -320,7 +323,8 @@ def tune(ds, targets, *, by: str | None = None, nested: str | None = None,
     it (one result per fold and target, ``evaluated_on`` names it, ``met`` says whether the
     held-out value still meets the target); ``nested="split"``: choose on TUNE, report TEST.
     ``bootstrap`` resamples (of the rows the thresholds are chosen on) give each threshold an
-    interval that re-selects the gate in every replicate.
+    interval that re-selects the gate in every replicate; ``progress(done, total)`` is called
+    during each (:mod:`metrics_core.progress`).
     """
     targets = [Target.parse(t) if isinstance(t, str) else t for t in targets]
     y, p = ds.y.astype(np.float64), ds.p.astype(np.float64)
@@ -334,7 +338,9 @@ def tune(ds, targets, *, by: str | None = None, nested: str | None = None,
         pairs = ([(None, m, m)] if nested is None else _held_out_pairs(ds, m, nested))
         for name, train, test in pairs:
             chosen = _choose_on(y[train], p[train], targets)
-            cis = (_reselected_cis(y[train], p[train], targets, bootstrap, seed)
+            cis = (_reselected_cis(y[train], p[train], targets, bootstrap, seed,
+                                   stage(progress, f"bootstrap of the thresholds ({subset}"
+                                                   f"{'' if name is None else ', ' + name})"))
                    if bootstrap and any(c[0] is not None for c in chosen)
                    else [None] * len(targets))
             for t, (value, achieved, reason, note), ci in zip(targets, chosen, cis,

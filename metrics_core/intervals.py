@@ -17,6 +17,7 @@ import numpy as np
 from metrics_core import calibration, gate, multilabel, outcomes
 from metrics_core.classification import confusion_rates
 from metrics_core.curve_replicates import ScoreLayout, curve_replicates
+from metrics_core.progress import stage
 from metrics_core.uncertainty import (
     CI,
     Bootstrap,
@@ -139,7 +140,8 @@ def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
         crit = ds.criterion_code.take(order)
         groups = [np.flatnonzero(crit == c) for c in range(len(ds.criteria))]
         grid = np.asarray(BAND_GRID)
-        values = curve_replicates(layout, _count_batches(ev, cfg, progress), groups=groups,
+        report = stage(progress, "bootstrap (AUROC, AP, ROC / PR / net-benefit bands)")
+        values = curve_replicates(layout, _count_batches(ev, cfg, report), groups=groups,
                                   roc_grid=grid, pr_grid=grid, thresholds=DECISION_THRESHOLDS)
         unit = cfg.bootstrap_unit
 
@@ -208,7 +210,8 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
         bins = calibration.bin_matrix(outcome, conf, n_bins=cfg.n_bins, strategy=cfg.binning)
         out = Intervals(_method(cfg))
         curves = curve_intervals(ev, cfg, progress)
-        out.update(_run(ev, cfg, {"linear": _linear_statistic(columns, bins)}, progress))
+        out.update(_run(ev, cfg, {"linear": _linear_statistic(columns, bins)},
+                        stage(progress, "bootstrap (ranking means, Brier, ECE, MCE)")))
         out.update({name: curves[name] for name in ("auroc", "auprc", "auroc_by_criterion")})
         return out
 
@@ -402,6 +405,7 @@ def operating_intervals(ev, cfg, inter, progress: Callable | None = None) -> Int
     what changed (:class:`_KeptSums`): the same intervals as a fresh evaluator's."""
     if cfg.bootstrap == 0 or ev.ds.n_queries == 0:
         return Intervals(None)
+    progress = stage(progress, "bootstrap (operating metrics)")
     ds = ev.ds
     y = np.asarray(ds.y, dtype=np.int64)
     n_units, unit_of_row = _units(ev, cfg)
@@ -454,7 +458,8 @@ def multilabel_intervals(ev, cfg, matrix, predicted, mask,
         out = Intervals(f"bootstrap (post, {cfg.bootstrap} resamples, seed {cfg.seed})")
         out.update(bootstrap_cis(
             {"multilabel": multilabel.multilabel_weighted(matrix, predicted, mask)}, n_posts,
-            n_resamples=cfg.bootstrap, seed=cfg.seed, unit="post", progress=progress,
+            n_resamples=cfg.bootstrap, seed=cfg.seed, unit="post",
+            progress=stage(progress, "bootstrap (multi-label metrics)"),
             counts=_kept_counts(ev, cfg, n_posts)))
         return out
 
