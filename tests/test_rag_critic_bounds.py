@@ -123,3 +123,15 @@ def test_bounds_are_checked(options, message):
         OpenAICompatibleCritic("http://127.0.0.1:1/v1", **options)
     with pytest.raises(ValueError, match="no valid port"):
         OpenAICompatibleCritic("http://127.0.0.1:port/v1")
+
+
+def test_an_https_critic_is_bounded_too():
+    # The server reads and never answers: the TLS handshake waits for it, and the deadline
+    # shuts the connection down there as well. A server that does not speak TLS is a clear
+    # reason, not a traceback.
+    with misbehaving_llm("not_json") as (url, stats), pytest.raises(
+            CriticUnavailable, match="no complete reply within the deadline of 1 s"):
+        critic(url.replace("http://", "https://"), timeout=1.0).score(prompt="p")
+    assert stats["requests"] == 0
+    with fake_llm(["0.5"]) as (url, _), pytest.raises(CriticUnavailable, match="SSLError"):
+        critic(url.replace("http://", "https://"), timeout=1.0).score(prompt="p")
