@@ -125,6 +125,9 @@ def curve_name(curve: str, area: str, value: float | None) -> str:
 #: sits inside the earlier one, so coinciding points all stay visible.
 POINT_SIZES = (22, 15, 9, 6, 4)
 POINT_COLOURS = ("#4c78a8", "#e45756", "#54a24b", "#f58518", "#b279a2")
+#: The colour of a single curve (the same blue as its band and as the Gate page's charts; the
+#: app's theme would otherwise draw it in its primary red, the colour of the τ_pos marker).
+CURVE_COLOUR = "#4c78a8"
 
 
 def point_markers(points: Sequence[OperatingPoint], x: str, y: str):
@@ -173,7 +176,8 @@ def roc_figure(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
     fig.add_trace(_Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance",
                              line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
     fig.add_trace(_Scatter(x=shown.fpr, y=shown.tpr, mode="lines", name=name,
-                             line={"shape": "linear"}, text=threshold_text(shown.thresholds),
+                             line={"shape": "linear", "color": CURVE_COLOUR},
+                             text=threshold_text(shown.thresholds),
                              hovertemplate="FPR %{x:.4f}<br>TPR %{y:.4f}<br>%{text}"))
     for pt, marker, name in point_markers(points, "fpr", "tpr"):
         fig.add_trace(_Scatter(
@@ -207,7 +211,8 @@ def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] 
                              line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
     thresholds = np.r_[shown.thresholds, np.inf][: shown.recall.size]
     fig.add_trace(_Scatter(x=shown.recall, y=shown.precision, mode="lines", name=name,
-                             line={"shape": "vh"}, text=threshold_text(thresholds),
+                             line={"shape": "vh", "color": CURVE_COLOUR},
+                             text=threshold_text(thresholds),
                              hovertemplate="recall %{x:.4f}<br>precision %{y:.4f}<br>%{text}"))
     for pt, marker, name in point_markers(points, "tpr", "precision"):
         fig.add_trace(_Scatter(

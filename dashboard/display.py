@@ -889,33 +889,23 @@ def metric_tile(column, evaluation, name: str, label: str) -> None:
         column.caption(f"n = {fmt(r.n, 'count')} · {plain_subset(r.subset)}")
 
 
-#: The numbers a clinician asks about first (seed 003: screening, workload, alerts,
-#: discrimination, evidence), after the targets.
-CLINICAL_HEADLINE = ("screening_sensitivity", "workload", "alert_precision", "auroc",
-                     "evidence_recall")
+#: The numbers a clinician asks about first (seed 003: screening, alerts, discrimination,
+#: evidence), after the targets; the workload (NEG / UNCERTAIN / POS) follows them.
+CLINICAL_HEADLINE = ("screening_sensitivity", "alert_precision", "auroc", "evidence_recall")
+#: The workload tiles: (label, count attribute, rate attribute of the gate, what it means).
+WORKLOAD_TILES = (
+    ("Auto-cleared (NEG)", "count_neg", "neg_rate", "never reviewed"),
+    ("Sent to review (UNCERTAIN)", "count_uncertain", "uncertain_rate", "read by a person"),
+    ("Alerts (POS)", "count_pos", "pos_rate", "flagged as high-confidence"))
 
 
 def headline_tiles(v) -> None:
-    """:data:`CLINICAL_HEADLINE` as tiles: screening sensitivity, the NEG / UNCERTAIN / POS
-    workload, alert precision, AUROC and evidence recall, each with its interval (or why it
-    has none) and its denominator."""
+    """:data:`CLINICAL_HEADLINE` as tiles, each with its interval (or why it has none) and its
+    denominator; then the workload: the share of queries the gate auto-clears, sends to review
+    and flags, with the counts and Wilson intervals."""
     ev = v.evaluation
     g = ev.gate
-    # The workload tile holds three shares: a wider column.
-    cols = st.columns([1.6 if name == "workload" else 1 for name in CLINICAL_HEADLINE])
-    for col, name in zip(cols, CLINICAL_HEADLINE, strict=True):
-        if name == "workload":
-            shares = " · ".join(f"{rate * 100:.0f}%" if _finite(rate) is not None
-                                else UNDEFINED for rate in (g.neg_rate, g.uncertain_rate,
-                                                            g.pos_rate))
-            col.metric("NEG · UNCERTAIN · POS", shares, border=True,
-                       help="The workload: the share of queries auto-cleared (NEG, never "
-                            "reviewed), sent to review (UNCERTAIN) and flagged as alerts "
-                            "(POS).")
-            col.caption(f"{fmt(g.count_neg, 'count')} auto-cleared · "
-                        f"{fmt(g.count_uncertain, 'count')} to review · "
-                        f"{fmt(g.count_pos, 'count')} alerts, of {fmt(g.n, 'count')} queries")
-            continue
+    for col, name in zip(st.columns(len(CLINICAL_HEADLINE)), CLINICAL_HEADLINE, strict=True):
         r = ev.record(name)
         reason = undefined_reason(r)
         kind = kind_of(name)
@@ -931,6 +921,17 @@ def headline_tiles(v) -> None:
         else:
             n, noun = r.n, plain_subset(r.subset).replace("all queries", "queries")
         col.caption(f"{interval}; n = {fmt(n, 'count')} {noun}")
+    st.markdown("**Workload** at the gate's thresholds")
+    for col, (label, count, rate, meaning) in zip(st.columns(len(WORKLOAD_TILES)),
+                                                  WORKLOAD_TILES, strict=True):
+        share = _finite(getattr(g, rate))
+        col.metric(label, UNDEFINED if share is None else f"{share * 100:.1f}%", border=True,
+                   help=f"Share of all queries {meaning}.")
+        lo, hi = g.ci(rate) or (None, None)
+        interval = ("" if _finite(lo) is None
+                    else f"; 95% CI [{lo * 100:.1f}%, {hi * 100:.1f}%]")
+        col.caption(f"{fmt(getattr(g, count), 'count')} of {fmt(g.n, 'count')} "
+                    f"queries{interval}")
 
 
 def operating_points_frame(points: dict) -> pd.DataFrame:

@@ -130,17 +130,20 @@ def test_the_overview_opens_with_the_verdicts_then_the_headline_numbers(demo_eva
     assert summary.startswith("2 of 8 targets met, 1 not met, 5 point estimate only.")
     # The headline tiles, in the order a clinician asks.
     labels = [m.label for m in at.metric]
-    assert labels[:5] == ["Screening sensitivity", "NEG · UNCERTAIN · POS",
-                          "Alert precision", "AUROC", "Evidence recall"]
+    assert labels[:7] == ["Screening sensitivity", "Alert precision", "AUROC",
+                          "Evidence recall", "Auto-cleared (NEG)", "Sent to review (UNCERTAIN)",
+                          "Alerts (POS)"]
     assert metric(at, "Screening sensitivity") == f"{g.screening_sensitivity:.3f}"
-    assert metric(at, "NEG · UNCERTAIN · POS") == " · ".join(
-        f"{r * 100:.0f}%" for r in (g.neg_rate, g.uncertain_rate, g.pos_rate))
+    assert metric(at, "Auto-cleared (NEG)") == f"{g.neg_rate * 100:.1f}%"
+    assert metric(at, "Sent to review (UNCERTAIN)") == f"{g.uncertain_rate * 100:.1f}%"
+    assert metric(at, "Alerts (POS)") == f"{g.pos_rate * 100:.1f}%"
     assert metric(at, "AUROC") == f"{want.record('auroc').value:.3f}"
     assert metric(at, "Evidence recall") == f"{want.record('evidence_recall').value:.3f}"
     captions = [c.value for c in at.caption]
     assert f"95% CI [{lo:.3f}, {hi:.3f}]; n = {g.n_pos:,} queries with evidence" in captions
-    assert f"{g.count_neg:,} auto-cleared · {g.count_uncertain:,} to review · " \
-           f"{g.count_pos:,} alerts, of {g.n:,} queries" in captions
+    lo_u, hi_u = g.ci("uncertain_rate")
+    assert f"{g.count_uncertain:,} of {g.n:,} queries; 95% CI [{lo_u * 100:.1f}%, " \
+           f"{hi_u * 100:.1f}%]" in captions
     # The ROC, without a band while bootstrap is off (and said so).
     assert any("No 95% band" in c for c in captions)
 
@@ -294,3 +297,13 @@ def test_the_record_judges_the_targets_as_the_pages_do(demo_evaluator):
     for r in verdicts.to_dict("records"):
         assert f"<td>{r['verdict']}</td>" in targets
     assert "met (whole interval)" not in targets  # the library's wording is not mixed in
+
+
+def test_the_overview_roc_draws_its_curve_in_the_band_colour():
+    from dashboard import charts
+    from metrics_core.classification import roc_points
+
+    curve = roc_points([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    fig = charts.roc_figure(curve, auroc=0.75)
+    line = next(t for t in fig.data if t.name == "ROC (AUROC 0.750)")
+    assert line.line.color == charts.CURVE_COLOUR == "#4c78a8"  # before: the theme's red
