@@ -213,7 +213,7 @@ def _strings(node) -> list[str]:
 
 @pytest.mark.parametrize("page", ["overview", "gate", "dynamic_k", "ranking", "calibration",
                                   "per_criterion", "per_post", "folds", "case_review",
-                                  "decision", "meeting", "data_source", "glossary"])
+                                  "decision", "meeting", "data_source", "glossary", "rag"])
 def test_no_page_cites_a_document(page):
     at = open_app(page=page)
     assert_clean(at)
@@ -307,3 +307,13 @@ def test_the_overview_roc_draws_its_curve_in_the_band_colour():
     fig = charts.roc_figure(curve, auroc=0.75)
     line = next(t for t in fig.data if t.name == "ROC (AUROC 0.750)")
     assert line.line.color == charts.CURVE_COLOUR == "#4c78a8"  # before: the theme's red
+
+
+def test_the_decision_page_gives_the_same_verdicts(demo_evaluator):
+    at = open_app(page="decision")
+    assert_clean(at)
+    shown = table(at, "targets_table")
+    want = display.verdict_frame(demo_evaluator.evaluate(EvalConfig(bootstrap=0)))
+    assert list(shown["verdict"]) == list(want["verdict"])
+    order = list(at.get_by_key("targets_table").dataframe[0].proto.column_order)
+    assert "verdict" in order and "status" not in order

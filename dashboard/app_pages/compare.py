@@ -91,7 +91,8 @@ display.show_table(ablation, key="ablation_table")
 st.subheader(f"Differences against {escape_markdown(reference)}")
 st.caption("Paired: the same resamples (and queries) for both runs. Tests: DeLong for AUROC, "
            "McNemar for decisions, a sign-flip randomisation test for the means; per-criterion "
-           "p-values are Holm-adjusted across criteria (p_adjusted).")
+           "p-values are Holm-adjusted across criteria (p (Holm)). p below 0.001 is written "
+           "< 0.001.")
 overall = rows[~rows["subset"].str.startswith("criterion")]
 
 

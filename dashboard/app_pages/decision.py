@@ -22,12 +22,16 @@ st.subheader("Targets")
 st.caption("A target is met only when the whole 95% interval clears it; switch on bootstrap "
            "intervals under *Uncertainty* for the metrics without a Wilson interval.")
 targets = display.targets_frame(ev.targets)
+if len(targets):  # the verdict every page and the record give (the library's status kept)
+    verdicts = display.verdict_frame(ev)
+    targets.insert(1, "verdict", verdicts["verdict"].to_numpy())
+    targets["why"] = verdicts["detail"].to_numpy()
 display.show_table(targets, key="targets_table", column_config={
     "label": st.column_config.TextColumn("metric", width=200, pinned=True),
     "metric": st.column_config.TextColumn("id"),
     "shown": st.column_config.TextColumn("value"), "target": st.column_config.TextColumn(
         "target")}, column_order=[c for c in targets.columns
-                                  if c not in ("value", "ci_lo", "ci_hi")])
+                                  if c not in ("value", "ci_lo", "ci_hi", "status")])
 
 
 def _set_targets() -> None:
