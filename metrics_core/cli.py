@@ -209,11 +209,30 @@ def _outputs(parser: argparse.ArgumentParser, default: str) -> None:
     _limit_flags(parser)
 
 
+_DEMO = "assets/demo_queries.parquet assets/demo_candidates.parquet"
+#: Examples on the demo data, as the README gives them (tests/test_documented_commands.py runs
+#: each one).
+EXAMPLES = (
+    f"metrics-core evaluate {_DEMO} --out metrics_master.json",
+    f'metrics-core tune {_DEMO} --target "screening_sensitivity>=0.995" --out tune.json',
+    "metrics-core triage assets/demo_triage.csv --out triage.json",
+    "metrics-core rag assets/demo_rag.jsonl --out rag.json --no-semantic",
+    "metrics-core evaluate --help",
+)
+EPILOG = (
+    "how to run: from the project's folder, ./dev cli COMMAND [OPTIONS] (sets up .venv, then\n"
+    "runs metrics-core from it), or metrics-core COMMAND [OPTIONS] after\n"
+    "`source .venv/bin/activate`.\n\n"
+    "examples, on the synthetic demo data (from the project's folder):\n"
+    + "".join(f"  {example}\n" for example in EXAMPLES))
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="metrics-core",
         description="Evidence-retrieval and no-evidence-detection metrics "
-                    "(definitions: docs/CONTRACT.md).")
+                    "(definitions: docs/CONTRACT.md).",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     ev = sub.add_parser("evaluate", help="all metrics of a queries (+ candidates) file",
