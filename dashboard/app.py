@@ -78,7 +78,6 @@ def main() -> None:
                        layout="wide", initial_sidebar_state="expanded",
                        menu_items={"Get help": None, "Report a bug": None,
                                    "About": "Evidence pipeline metrics (metrics_core)."})
-    state.init_defaults()
     notes = list(state.load_from_url())
     try:
         source = data.current_source()
@@ -91,7 +90,7 @@ def main() -> None:
     with st.sidebar:
         upload.data_sidebar(source)
     page = st.navigation(_pages(source), expanded=True)
-    state.keep_widget_values()
+    state.begin_run()
     with st.sidebar:
         data.set_view(_view(source, notes, widgets=page.url_path not in _OWN_CONTROLS,
                             page=page.url_path))

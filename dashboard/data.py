@@ -28,6 +28,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -293,6 +297,9 @@ class View:
     filters: Filters
     config: EvalConfig
     show_bootstrap: bool = False
+    #: How each threshold got its value when the view was made (dashboard.state.marks): the
+    #: pages, settings.json and the record say what the view says.
+    marks: Mapping[str, str] = field(default_factory=dict)
     #: The full-resample configuration still to compute (set by a live-resample evaluation).
     pending: EvalConfig | None = None
 

@@ -302,8 +302,8 @@ def thresholds_caption(v) -> None:
     """The thresholds of the view and whether each was pre-specified or exploratory."""
     from dashboard import state
 
-    st.caption(escape_markdown(state.describe_thresholds(v.config)) + ". Exploratory: moved "
-               "or found on the data shown, so the numbers computed with it are optimistic; "
+    st.caption(escape_markdown(state.describe_thresholds(v.config, v.marks)) + ". Exploratory: "
+               "moved or found on the data shown, so the numbers computed with it are optimistic; "
                "pre-specified: the default, typed in, or loaded from settings or a link.",
                help="STARD 2015: report whether cut-offs were pre-specified or exploratory.")
 

@@ -110,10 +110,35 @@ def _table(frame: pd.DataFrame, *, max_rows: int = 200, digits: int = 4,
             "</table>")
 
 
-def settings_json(evaluation) -> str:
-    """The run's settings as JSON: what the app loads to restore the same view."""
-    return json.dumps({"schema": "metrics_core_settings/1",
-                       "config": evaluation.config.to_dict()}, indent=2)
+def settings_json(evaluation, *, marks: dict | None = None) -> str:
+    """The run's settings as JSON: what the app loads to restore the same view, with how each
+    threshold was chosen (``marks``: field -> pre-specified / exploratory; none given: every
+    threshold pre-specified, as the command line's runs are)."""
+    cfg = evaluation.config
+    provenance = {name: (marks or {}).get(name, PRESPECIFIED) for name in THRESHOLDS}
+    if not cfg.criterion_gates:
+        provenance.pop("criterion_gates")
+    return json.dumps({"schema": "metrics_core_settings/1", "config": cfg.to_dict(),
+                       "provenance": provenance}, indent=2)
+
+
+#: The thresholds whose provenance a settings file records, and the two marks.
+THRESHOLDS = ("tau_neg", "tau_pos", "threshold", "gamma", "criterion_gates")
+PRESPECIFIED, EXPLORATORY = "pre-specified", "exploratory"
+
+
+def explored_of(payload) -> tuple[str, ...]:
+    """The exploratory thresholds a settings file records (ValueError if its provenance is
+    not of the form :func:`settings_json` writes)."""
+    if not isinstance(payload, dict) or "provenance" not in payload:
+        return ()
+    marks = payload["provenance"]
+    if not isinstance(marks, dict) or any(
+            k not in THRESHOLDS or v not in (PRESPECIFIED, EXPLORATORY)
+            for k, v in marks.items()):
+        raise ValueError(f"provenance must map thresholds ({', '.join(THRESHOLDS)}) to "
+                         f"{PRESPECIFIED!r} or {EXPLORATORY!r}")
+    return tuple(k for k, v in marks.items() if v == EXPLORATORY)
 
 
 def _records_frame(evaluation) -> pd.DataFrame:
@@ -177,10 +202,12 @@ def _figures(evaluation) -> list:
 
 def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
                 data_label: str = "", exclusions: pd.DataFrame | None = None,
-                created: datetime | None = None, thresholds: str = "") -> str:
+                created: datetime | None = None, thresholds: str = "",
+                marks: dict | None = None) -> str:
     """The decision record as one self-contained HTML page (no network needed to open it).
 
-    ``thresholds`` says how each threshold was chosen (pre-specified or exploratory)."""
+    ``thresholds`` says how each threshold was chosen (pre-specified or exploratory), as
+    ``marks`` records it for the settings file (see :func:`settings_json`)."""
     import plotly.io as pio
 
     created = created or datetime.now(UTC)
@@ -232,7 +259,7 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
               "<p class='muted'>settings.json of this record: load it in the dashboard (sidebar, "
               "<em>Restore settings</em>) or give it to <code>metrics-core report "
               "--settings</code> to reproduce every number.</p>",
-              f"<pre id='settings-json'>{_e(settings_json(evaluation))}</pre>"]
+              f"<pre id='settings-json'>{_e(settings_json(evaluation, marks=marks))}</pre>"]
     body = "\n".join(parts)
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
@@ -297,11 +324,12 @@ PDF_NOTE = "decision_record.pdf.txt"
 
 
 def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
-               exclusions: pd.DataFrame | None = None, pdf_missing: str | None = None) -> bytes:
+               exclusions: pd.DataFrame | None = None, pdf_missing: str | None = None,
+               marks: dict | None = None) -> bytes:
     """HTML, PDF, metrics_master.json, settings.json and the CSV tables in one zip.
 
     Without ``pdf``, ``pdf_missing`` (why it could not be printed) is written as
-    :data:`PDF_NOTE` in its place."""
+    :data:`PDF_NOTE` in its place; ``marks``: the thresholds' provenance (settings.json)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("decision_record.html", html_text)
@@ -311,7 +339,7 @@ def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
             z.writestr(PDF_NOTE, f"The PDF of this record was left out: {pdf_missing}\n"
                                  "decision_record.html has the same content.\n")
         z.writestr("metrics_master.json", evaluation.to_json())
-        z.writestr("settings.json", settings_json(evaluation))
+        z.writestr("settings.json", settings_json(evaluation, marks=marks))
         z.writestr("per_criterion.csv", csv_bytes(evaluation.per_criterion.reset_index()))
         z.writestr("per_query.csv", csv_bytes(evaluation.per_query))
         z.writestr("records.csv", csv_bytes(evaluation.records_frame()))

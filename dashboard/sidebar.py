@@ -32,13 +32,17 @@ _SECTIONS = ("gate", "dynamic_k", "filters", "ranking", "calibration", "multilab
              "uncertainty")
 
 
-def _widget(s: Setting, *, options: tuple = (), disabled: bool = False) -> None:
-    """The widget of a setting; its value lives under ``s.key`` in the session state."""
+def _widget(s: Setting, *, options: tuple = (), disabled: bool = False,
+            typed: bool = True) -> None:
+    """The widget of a setting, drawn from the settings model (:func:`state.prepare_widget`),
+    writing into it when changed (``typed``: the exact-value boxes under a threshold slider)."""
+    if s.kind != "gates":
+        state.prepare_widget(s.key)
     common = {"key": s.key, "help": s.help or None, "disabled": disabled,
               "on_change": _moved, "args": (s.key,)}
     if s.kind == "range" or (s.kind == "float" and s.control == "slider"):
         st.slider(s.label, float(s.low), float(s.high), step=float(s.step), **common)
-        if s.key in state.TYPED_BOXES:
+        if s.key in state.TYPED_BOXES and typed:
             _typed_inputs(s, ("τ_neg", "τ_pos") if s.key == "gate" else ("γ",))
     elif s.kind == "float":
         st.number_input(s.label, float(s.low), float(s.high), step=float(s.step), **common)
@@ -57,24 +61,22 @@ def _widget(s: Setting, *, options: tuple = (), disabled: bool = False) -> None:
         _gates_widget(s, options)
 
 
-def setting_widget(key: str) -> None:
+def setting_widget(key: str, *, typed: bool = True) -> None:
     """The widget of the setting ``key`` where the page draws it (:data:`PAGE_CONTROLS`)."""
-    _widget(state.setting(key))
+    _widget(state.setting(key), typed=typed)
 
 
 def _moved(key: str) -> None:
-    """A setting changed in the browser; a moved threshold slider is exploratory."""
-    state.setting_moved()
-    if key in state.THRESHOLD_FIELDS:
-        state.mark_exploratory(key)
+    """A setting changed in the browser: the model takes it (a moved threshold slider is
+    exploratory, only in the thresholds that moved)."""
+    state.from_widget(key)
     _sync_inputs()
 
 
 def _sync_inputs() -> None:
     """The typed-value boxes follow the sliders (callbacks run before the widgets exist)."""
     for key, boxes in state.TYPED_BOXES.items():
-        if key in st.session_state:
-            _push(boxes, st.session_state[key])
+        _push(boxes, state.value(key))
 
 
 #: How many recent values the server sent to a pair of boxes are remembered, and for how
@@ -110,7 +112,7 @@ def _echo(boxes: tuple[str, ...]) -> bool:
     return any(v == values for v, _ in pushed[:-1])
 
 
-def _typed(key: str) -> None:
+def _typed(key: str, box: str) -> None:
     """A value typed beside a slider: the slider follows, and the value is pre-specified.
 
     During quick slider moves the browser may send a box's previous value with a request
@@ -119,26 +121,32 @@ def _typed(key: str) -> None:
     state.setting_moved()
     boxes = state.TYPED_BOXES[key]
     rendered = st.session_state.get(state.RENDERED_PREFIX + key)
-    if (rendered is not None and _values(st.session_state.get(key)) != rendered) or _echo(boxes):
+    slider = st.session_state.get(key, state.value(key))
+    if (rendered is not None and _values(slider) != rendered) or _echo(boxes):
         _sync_inputs()
         return
+    fields = state.THRESHOLD_FIELDS[key]
+    typed_field = fields[boxes.index(box)]
     if key == "gate":
         lo, hi = _values([st.session_state[b] for b in boxes])
-        old_lo = st.session_state.get("gate", (lo, hi))[0]
         # Keep τ_neg <= τ_pos: the value just typed wins, the other one follows it.
         if lo > hi:
-            lo, hi = (lo, lo) if lo != old_lo else (hi, hi)
-        st.session_state["gate"] = (lo, hi)
+            lo, hi = (lo, lo) if typed_field == "tau_neg" else (hi, hi)
+        new = (lo, hi)
     else:
-        st.session_state["gamma"] = float(st.session_state[boxes[0]])
-    state.mark_prespecified(key)
+        new = float(st.session_state[boxes[0]])
+    # The typed field is pre-specified; the other one only if typing moved it.
+    old = state.value(key)
+    moved = [f for f, a, b in zip(fields, _values(old), _values(new), strict=True)
+             if a != b and f != typed_field]
+    state.set_value(key, new, how=state.PRESPECIFIED, mark=(typed_field, *moved))
     _sync_inputs()
 
 
 def _typed_inputs(s: Setting, labels: tuple[str, ...]) -> None:
     """Number boxes under a slider, to type a threshold exactly."""
     boxes = state.TYPED_BOXES[s.key]
-    values = _values(st.session_state.get(s.key))
+    values = _values(state.value(s.key))
     st.session_state[state.RENDERED_PREFIX + s.key] = values
     # Assigned when the slider's value differs from the boxes', and whenever the settings are
     # (state.keep_widget_values): a box the browser draws after a later run has started would
@@ -149,16 +157,16 @@ def _typed_inputs(s: Setting, labels: tuple[str, ...]) -> None:
     for column, box, label in zip(st.columns(len(boxes)), boxes, labels, strict=True):
         column.number_input(f"{label} (type exactly)", float(s.low), float(s.high),
                             step=float(s.step) / 2, format="%.3f", key=box,
-                            on_change=_typed, args=(s.key,))
+                            on_change=_typed, args=(s.key, box))
 
 
 def _gates_widget(s: Setting, criteria: tuple) -> None:
     """Per-criterion gate thresholds: typed in for one criterion at a time, listed below."""
-    gates = tuple(st.session_state.get(s.key, ()))
+    gates = tuple(state.value(s.key))
     with st.popover(f"{s.label} ({len(gates)})", help=s.help, use_container_width=True,
                     disabled=not criteria):
         criterion = st.selectbox("Criterion", criteria, key="cg_criterion")
-        lo_default, hi_default = st.session_state.get("gate", (0.1, 0.6))
+        lo_default, hi_default = state.value("gate")
         own = {g[0]: g for g in gates}.get(criterion)
         left, right = st.columns(2)
         lo = left.number_input("τ_neg", 0.0, 1.0, float(own[1] if own else lo_default),
@@ -176,13 +184,12 @@ def _gates_widget(s: Setting, criteria: tuple) -> None:
 
 
 def _set_gate(key: str, criterion: str, lo, hi) -> None:
-    gates = {g[0]: tuple(g) for g in st.session_state.get(key, ())}
+    gates = {g[0]: tuple(g) for g in state.value(key)}
     if lo is None:
         gates.pop(criterion, None)
     else:
         gates[criterion] = (criterion, round(float(lo), 6), round(float(hi), 6))
-        state.mark_prespecified("criterion_gates")
-    st.session_state[key] = tuple(gates[c] for c in sorted(gates))
+    state.set_value(key, tuple(gates[c] for c in sorted(gates)), how=state.PRESPECIFIED)
 
 
 def _filter_options(source: data.Source) -> dict[str, tuple]:
@@ -203,24 +210,24 @@ def settings_sidebar(source: data.Source, notes: list[str], *,
     switched = st.session_state.get(state.FILTERS_SOURCE) not in (None, source.token)
     st.session_state[state.FILTERS_SOURCE] = source.token
     for key in ("fold", "split"):
-        if st.session_state.get(key) not in options[key]:
+        if state.value(key) not in options[key]:
             if not switched:
-                notes.append(f"{key}={st.session_state.get(key)!r} is not in this data set; "
+                notes.append(f"{key}={state.value(key)!r} is not in this data set; "
                              f"showing all.")
-            st.session_state[key] = ALL
-    chosen = [c for c in st.session_state.get("criterion", []) if c in options["criterion"]]
-    if chosen != list(st.session_state.get("criterion", [])):
+            state.set_value(key, ALL)
+    chosen = [c for c in state.value("criterion") if c in options["criterion"]]
+    if chosen != list(state.value("criterion")):
         if not switched:
             notes.append("Some criteria in the link are not in this data set and were "
                          "dropped.")
-        st.session_state["criterion"] = chosen
-    gates = tuple(st.session_state.get("criterion_gates", ()))
+        state.set_value("criterion", chosen)
+    gates = tuple(state.value("criterion_gates"))
     kept = tuple(g for g in gates if g[0] in options["criterion"])
     if kept != gates:
         if not switched:
             notes.append("Per-criterion thresholds for criteria this data set does not have "
                          "were dropped.")
-        st.session_state["criterion_gates"] = kept
+        state.set_value("criterion_gates", kept)
     for section in _SECTIONS:
         with st.expander(SECTIONS[section], expanded=section in _OPEN):
             for s in SETTINGS:
@@ -247,7 +254,7 @@ def build_view(source: data.Source, notes: list[str]) -> data.View:
         notes.append(f"{exc}; the defaults are used.")
         config = state.build_config({})
     return data.View(source=source, filters=filters(values), config=config,
-                     show_bootstrap=bool(values["ci"]))
+                     show_bootstrap=bool(values["ci"]), marks=state.marks())
 
 
 def fragment_view(keys: tuple[str, ...]) -> data.View:
@@ -256,7 +263,7 @@ def fragment_view(keys: tuple[str, ...]) -> data.View:
     current settings, which then becomes the session's view (the downloads use it)."""
     if not state.fragment_rerun():
         return data.view()
-    state.keep_widget_values(keys)
+    state.begin_run()
     notes: list[str] = []
     v = build_view(data.current_source(), notes)
     for note in notes:
@@ -300,7 +307,8 @@ def downloads_sidebar() -> None:
                          "per_query.csv", key="download_per_query")
     display.download_csv("Per-criterion table (CSV)", lambda: ref.view.evaluation.per_criterion,
                          "per_criterion.csv", key="download_per_criterion", index=True)
-    st.download_button("settings.json", data=lambda: record.settings_json(ref.view.evaluation),
+    st.download_button("settings.json", data=lambda: record.settings_json(
+                           ref.view.evaluation, marks=ref.view.marks),
                        file_name="settings.json", mime="application/json",
                        key="download_settings", on_click="ignore", icon=":material/tune:",
                        help="Every setting of this view; load it below (or give it to "
@@ -322,16 +330,18 @@ def _apply_settings() -> None:
 
     uploaded = st.session_state.get(state.SETTINGS_FILE)
     st.session_state.pop("_settings_error", None)
+    if uploaded is None:
+        return
     try:
         payload = json.loads(uploaded.getvalue())
         config = EvalConfig.from_dict(payload.get("config", payload))
-    except (AttributeError, TypeError, ValueError) as exc:
+        explored = record.explored_of(payload)
+    except (AttributeError, TypeError, ValueError, RecursionError) as exc:
         st.session_state["_settings_error"] = f"settings.json was not applied: {exc}"
         return
-    for key, value in state.values_of(config).items():
-        st.session_state[key] = list(value) if isinstance(value, tuple) and key in (
-            "criterion",) else value
-        state.mark_prespecified(key)
+    values = state.values_of(config)
+    values["ci"] = state.value("ci")  # not a setting of the run: the session's switch stays
+    state.replace_all(values, explored)
     _sync_inputs()
 
 

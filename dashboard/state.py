@@ -13,6 +13,9 @@ running app.
 
 from __future__ import annotations
 
+import contextlib
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -27,11 +30,15 @@ __all__ = [
     "FILTER_KEYS",
     "SETTINGS",
     "Setting",
+    "begin_run",
     "build_config",
     "current_settings",
     "filters_of",
-    "init_defaults",
+    "link_params",
     "load_from_url",
+    "model",
+    "prepare_widget",
+    "set_value",
     "setting",
     "setting_kind",
     "settings_from_params",
@@ -101,6 +108,13 @@ RECORD_NOTES = "record_notes"
 SETTINGS_FILE = "settings_file"
 #: How each threshold got its value: field -> "pre-specified" or "exploratory".
 PROVENANCE = "_threshold_provenance"
+#: The one source of truth of the view's settings: setting key -> value (validated). Widgets
+#: are drawn from it and write into it; a widget's own state (kept under the setting's key) is
+#: dropped by Streamlit whenever a page does not draw it, the model is not.
+MODEL = "_settings_model"
+#: Query-string key listing the thresholds that are exploratory (so a shared link or a
+#: restored settings.json cannot turn an exploratory threshold into a pre-specified one).
+EXPLORED_PARAM = "explored"
 #: Number inputs beside the gate and γ sliders (typing = pre-specified).
 GATE_INPUTS = ("gate_tau_neg_input", "gate_tau_pos_input")
 GAMMA_INPUT = "gamma_input"
@@ -117,6 +131,9 @@ SETTING_MOVED = "_setting_moved"
 REASSIGNED = "_settings_reassigned"
 
 _DEFAULT = EvalConfig()
+#: Most values a list setting may hold in a link, and the longest value a link may carry.
+MAX_ITEMS = 64
+MAX_TEXT = 200
 
 
 @dataclass(frozen=True)
@@ -152,7 +169,9 @@ class Setting:
             return f"{_num(lo)},{_num(hi)}"
         if self.kind == "bool":
             return "1" if value else "0"
-        if self.kind in ("float", "int"):
+        if self.kind == "int":
+            return str(int(value))  # exactly: 1234567 stays 1234567
+        if self.kind == "float":
             return _num(value)
         if self.kind == "multi":
             return [str(v) for v in value]
@@ -161,32 +180,67 @@ class Setting:
         return str(value)
 
     def decode(self, raw: str | list[str]):
-        """The value written as ``raw`` (ValueError naming the setting if it is not valid)."""
-        if self.kind == "multi":
-            values = [raw] if isinstance(raw, str) else list(raw)
-            return tuple(v for v in values if v != "")
-        if self.kind == "gates":
-            return self._gates([raw] if isinstance(raw, str) else list(raw))
-        text = raw[-1] if isinstance(raw, list) else raw
-        text = str(text).strip()
+        """The value written as ``raw`` (ValueError naming the setting if it is not valid):
+        parsed, then validated as :meth:`validate` does."""
+        items = [raw] if isinstance(raw, str) else list(raw)
+        if self.kind in ("multi", "gates"):
+            if len(items) > MAX_ITEMS:
+                raise ValueError(f"{self.key} in the link has {len(items):,} values; at most "
+                                 f"{MAX_ITEMS} are allowed")
+            long = next((v for v in items if len(str(v)) > MAX_TEXT), None)
+            if long is not None:
+                raise ValueError(f"{self.key} in the link has a value of {len(str(long)):,} "
+                                 f"characters; at most {MAX_TEXT} are allowed")
+            if self.kind == "multi":
+                return self.validate(tuple(str(v) for v in items if v != ""))
+            return self.validate(self._gates(items))
+        text = str(items[-1]).strip() if items else ""
+        if len(text) > MAX_TEXT:
+            raise ValueError(f"{self.key} in the link is {len(text):,} characters long; at "
+                             f"most {MAX_TEXT} are allowed")
         try:
             if self.kind == "range":
-                lo_text, hi_text = text.split(",")
+                lo_text, sep, hi_text = text.partition(",")
+                if not sep or "," in hi_text:
+                    raise ValueError("expected two numbers, τ_neg,τ_pos")
                 value = (self._number(lo_text), self._number(hi_text))
                 if value[0] > value[1]:
                     raise ValueError("the lower end is above the upper end")
-                return value
-            if self.kind == "bool":
+            elif self.kind == "bool":
                 if text.lower() not in ("1", "0", "true", "false"):
                     raise ValueError("expected 1 or 0")
-                return text.lower() in ("1", "true")
-            if self.kind in ("float", "int"):
-                return self._number(text)
-            if self.kind == "choice" and text not in self.options:
-                raise ValueError(f"expected one of {', '.join(map(str, self.options))}")
-            return text
+                value = text.lower() in ("1", "true")
+            elif self.kind in ("float", "int"):
+                value = self._number(text)
+            else:
+                if self.kind == "choice" and text not in self.options:
+                    raise ValueError(f"expected one of {', '.join(map(str, self.options))}")
+                value = text
         except ValueError as exc:
-            raise ValueError(f"{self.key}={text!r} in the link is not valid: {exc}") from None
+            raise ValueError(f"{self.key}={_short(text)} in the link is not valid: "
+                             f"{exc}") from None
+        return self.validate(value)
+
+    def validate(self, value):
+        """``value`` checked by the configuration's own rules (:class:`EvalConfig`, the one
+        schema of every setting) and normalised; ValueError naming the setting otherwise."""
+        try:
+            if self.kind == "range":
+                lo, hi = (float(v) for v in value)
+                value = (round(lo, 6), round(hi, 6))
+            elif self.kind == "float":
+                value = round(float(value), 6)
+            elif self.kind in ("multi", "gates"):
+                value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+            if self.fields and self.fields != ("filters",):
+                given = dict(zip(self.fields, value if self.kind == "range" else (value,),
+                                 strict=True))
+                checked = EvalConfig(**given)
+                if self.kind not in ("range", "float"):
+                    value = getattr(checked, self.fields[0])
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ValueError(f"{self.key}={_short(value)} is not valid: {exc}") from None
+        return value
 
     def _gates(self, items: list[str]) -> tuple:
         """``criterion:τ_neg:τ_pos`` items (the criterion may itself hold colons)."""
@@ -199,18 +253,23 @@ class Setting:
             try:
                 gates.append(parse_criterion_gate(f"{name}={lo}:{taus}"))
             except ValueError:
-                raise ValueError(f"{self.key}={item!r} in the link is not valid: expected "
-                                 f"criterion:τ_neg:τ_pos") from None
+                raise ValueError(f"{self.key}={_short(item)} in the link is not valid: "
+                                 f"expected criterion:τ_neg:τ_pos") from None
         return tuple({g[0]: g for g in gates}.values())
 
     def _number(self, text: str):
-        value = float(text)
-        if value != value:  # NaN
-            raise ValueError("not a number")
+        text = text.strip()
         if self.kind == "int":
-            if value != int(value):
+            if not re.fullmatch(r"[+-]?\d{1,30}", text):
                 raise ValueError("expected a whole number")
-            value = int(value)
+            value = int(text)
+        else:
+            try:
+                value = float(text)
+            except ValueError:
+                raise ValueError("expected a number") from None
+            if not math.isfinite(value):
+                raise ValueError("expected a finite number")
         if self.low is not None and value < self.low:
             raise ValueError(f"below the minimum {_num(self.low)}")
         if self.high is not None and value > self.high:
@@ -220,6 +279,12 @@ class Setting:
     def format_option(self, value) -> str:
         """Label of a choice value for the select box."""
         return self.option_labels.get(value, str(value))
+
+
+def _short(value) -> str:
+    """``repr(value)``, cut to a length a message can show."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "…"
 
 
 def _num(value) -> str:
@@ -377,32 +442,120 @@ def filters_of(values: Mapping[str, Any]) -> Filters:
                    criteria=tuple(values.get("criterion", ()) or ()))
 
 
-# ------------------------------------------------------------------ session and the URL
-def init_defaults() -> None:
-    """Put every setting's default into the session state (where not already set)."""
-    for s in SETTINGS:
-        if s.key not in st.session_state:
-            st.session_state[s.key] = list(s.default) if s.kind == "multi" else s.default
+# ------------------------------------------------------------------ the settings model
+def model() -> dict[str, Any]:
+    """The session's settings: key -> value, every setting present (defaults first)."""
+    m = st.session_state.get(MODEL)
+    if m is None:
+        m = st.session_state[MODEL] = {s.key: s.default for s in SETTINGS}
+    return m
 
 
-def keep_widget_values(keys: tuple[str, ...] | None = None) -> None:
-    """Assign every setting's value again, so the browser receives it with the widget, except
-    on a run that a setting's own change started.
+def value(key: str):
+    """The current value of the setting ``key``."""
+    return model()[key]
 
-    A widget the browser draws after a later run has started (a click on the sidebar before
-    it drew the settings) would otherwise fall back to its own minimum and send that back. On
-    a run that a moved setting started the browser has drawn the settings (it was moved), and
-    an assignment would send the server's value, which during quick moves is already older
-    than the browser's and would undo the last moves. ``keys``: only these settings (a page
-    fragment's rerun draws only its own).
+
+def marks() -> dict[str, str]:
+    """How each threshold field got its value (a copy): field -> pre-specified / exploratory."""
+    return {name: provenance(name) for fields_ in THRESHOLD_FIELDS.values()
+            for name in fields_}
+
+
+def _normalise(s: Setting, value):
+    """A setting's value in its stored shape (validated where the configuration has a rule)."""
+    if s.fields == ("filters",):
+        if s.kind == "multi":
+            return tuple(str(v) for v in (value or ()))
+        return ALL if value in (None, ALL) else str(value)
+    if not s.fields:  # the bootstrap switch
+        if not isinstance(value, bool):
+            raise ValueError(f"{s.key}={_short(value)} is not valid: expected true or false")
+        return value
+    return s.validate(value)
+
+
+def _changed_fields(s: Setting, old, new) -> tuple[str, ...]:
+    if s.kind == "range":
+        return tuple(f for f, a, b in zip(s.fields, old, new, strict=True) if a != b)
+    return s.fields if old != new else ()
+
+
+def set_value(key: str, new, *, how: str | None = None,
+              mark: tuple[str, ...] | None = None) -> bool:
+    """Set the setting ``key`` to ``new`` (validated; ValueError naming it otherwise).
+
+    ``how`` (:data:`PRESPECIFIED` / :data:`EXPLORATORY`) marks the threshold fields this change
+    changed, and only those (``mark``: these fields, changed or not). Returns whether the value
+    changed.
     """
+    s = _BY_KEY[key]
+    new = _normalise(s, new)
+    m = model()
+    old = m[key]
+    m[key] = new
+    if how is not None and key in THRESHOLD_FIELDS:
+        for name in (mark if mark is not None else _changed_fields(s, old, new)):
+            _set_mark(name, how)
+    return old != new
+
+
+def replace_all(values: Mapping[str, Any], explored: tuple[str, ...] = ()) -> None:
+    """The settings of a link or a settings.json: every setting given is set, every other one
+    returns to its default; every threshold is pre-specified except the fields in
+    ``explored``."""
+    m = model()
+    for s in SETTINGS:
+        m[s.key] = _normalise(s, values[s.key]) if s.key in values else s.default
+    st.session_state[PROVENANCE] = {name: EXPLORATORY for name in explored
+                                    if name in _THRESHOLD_NAMES}
+
+
+def begin_run() -> None:
+    """At the start of the app's run and of a page fragment's own rerun: was it started by a
+    setting's own change (:func:`setting_moved`)?"""
     moved = st.session_state.pop(SETTING_MOVED, False)
     st.session_state[REASSIGNED] = not moved
-    if moved:
-        return
-    for s in SETTINGS:
-        if s.key in st.session_state and (keys is None or s.key in keys):
-            st.session_state[s.key] = st.session_state[s.key]
+
+
+def prepare_widget(key: str) -> None:
+    """Before the widget of ``key`` is drawn: give it the model's value.
+
+    The value is assigned whenever the widget has none (a page that did not draw it dropped
+    its state) or another one, and on every run that a setting's own change did not start: a
+    widget the browser draws after a later run has started (a click on the sidebar before it
+    drew the settings) would otherwise fall back to its own minimum and send that back. On a
+    run that a moved setting started, the browser has drawn the widget and its value is the
+    model's (the change callback copied it), and an assignment would send the server's value,
+    which during quick moves is already older than the browser's.
+    """
+    s = _BY_KEY[key]
+    want = model()[key]
+    want = list(want) if s.kind == "multi" else want
+    have = st.session_state.get(key, _MISSING)
+    if st.session_state.get(REASSIGNED, True) or not _same(have, want):
+        st.session_state[key] = want
+
+
+_MISSING = object()
+
+
+def _same(a, b) -> bool:
+    if a is _MISSING:
+        return False
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def from_widget(key: str) -> None:
+    """A setting's widget changed in the browser (its ``on_change``): the model takes the
+    widget's value; a moved threshold is exploratory (only the fields that moved)."""
+    setting_moved()
+    # A widget offers only valid values; should one not be, the model keeps its own.
+    with contextlib.suppress(ValueError):
+        set_value(key, st.session_state[key],
+                  how=EXPLORATORY if key in THRESHOLD_FIELDS else None)
 
 
 def fragment_rerun() -> bool:
@@ -418,22 +571,42 @@ def setting_moved() -> None:
     st.session_state[SETTING_MOVED] = True
 
 
-def load_from_url() -> list[str]:
-    """On a session's first run, read ``st.query_params`` into the session state.
+# ------------------------------------------------------------------ the link
+def _query() -> dict[str, str | list[str]]:
+    params = {key: st.query_params.get_all(key) for key in st.query_params}
+    return {k: (v[0] if len(v) == 1 and setting_kind(k) not in ("multi", "gates") else v)
+            for k, v in params.items()}
 
-    Returns notes about values in the link that were not understood (shown to the user).
+
+def explored_from_params(params: Mapping[str, str | list[str]]) -> tuple[tuple[str, ...],
+                                                                        list[str]]:
+    """The exploratory threshold fields a link names (``explored=tau_neg,gamma``)."""
+    raw = params.get(EXPLORED_PARAM)
+    if raw is None:
+        return (), []
+    text = ",".join([raw] if isinstance(raw, str) else raw)[:MAX_TEXT * 4]
+    names = tuple(n for n in (t.strip() for t in text.split(",")) if n)
+    unknown = [n for n in names if n not in _THRESHOLD_NAMES]
+    notes = ([f"{EXPLORED_PARAM}={_short(text)} in the link names unknown thresholds "
+              f"({', '.join(unknown[:5])}); known: {', '.join(_THRESHOLD_NAMES)}."]
+             if unknown else [])
+    return tuple(n for n in names if n in _THRESHOLD_NAMES), notes
+
+
+def load_from_url() -> list[str]:
+    """On a session's first run, read ``st.query_params`` into the settings model.
+
+    Returns notes about values in the link that were not understood (shown to the user); a
+    bad value leaves its setting at the default and every other setting as the link gives it.
     """
     if st.session_state.get(URL_LOADED):
         return []
-    params = {key: st.query_params.get_all(key) for key in st.query_params}
-    params = {k: (v[0] if len(v) == 1 and setting_kind(k) not in ("multi", "gates") else v)
-              for k, v in params.items()}
-    values, notes = settings_from_params(params)
-    for key, value in values.items():
-        st.session_state[key] = list(value) if _BY_KEY[key].kind == "multi" else value
-        mark_prespecified(key)
     st.session_state[URL_LOADED] = True
-    return notes
+    params = _query()
+    values, notes = settings_from_params(params)
+    explored, more = explored_from_params(params)
+    replace_all(values, explored)
+    return notes + more
 
 
 def setting_kind(key: str) -> str | None:
@@ -442,10 +615,10 @@ def setting_kind(key: str) -> str | None:
 
 
 def current_settings() -> dict[str, Any]:
-    """The current value of every setting (from the session state)."""
+    """The current value of every setting (from the settings model)."""
     out = {}
     for s in SETTINGS:
-        value = st.session_state.get(s.key, s.default)
+        value = model()[s.key]
         if s.kind == "range":
             value = tuple(value)
         elif s.kind in ("multi", "gates"):
@@ -454,16 +627,23 @@ def current_settings() -> dict[str, Any]:
     return out
 
 
-def write_to_url(values: Mapping[str, Any] | None = None, *, always: bool = False) -> None:
+def link_params(values: Mapping[str, Any], threshold_marks: Mapping[str, str]
+                ) -> dict[str, str | list[str]]:
+    """The query string of a view: its non-default settings and its exploratory thresholds."""
+    out = url_params(values)
+    explored = [n for n in _THRESHOLD_NAMES if threshold_marks.get(n) == EXPLORATORY]
+    if explored:
+        out[EXPLORED_PARAM] = ",".join(explored)
+    return out
+
+
+def write_to_url(*, always: bool = False) -> None:
     """Write the settings into the query string (non-defaults only), if anything changed.
 
     ``always``: write even when the server's copy already matches (at the end of a run: an
     earlier, interrupted run's address may reach the browser after this run's start)."""
-    wanted = url_params(current_settings() if values is None else values)
-    present = {key: st.query_params.get_all(key) for key in st.query_params}
-    present = {k: (v[0] if len(v) == 1 and setting_kind(k) not in ("multi", "gates") else v)
-               for k, v in present.items()}
-    if always or present != wanted:
+    wanted = link_params(current_settings(), marks())
+    if always or _query() != wanted:
         st.query_params.from_dict(wanted)
 
 
@@ -472,24 +652,29 @@ def write_to_url(values: Mapping[str, Any] | None = None, *, always: bool = Fals
 THRESHOLD_FIELDS = MappingProxyType({
     "gate": ("tau_neg", "tau_pos"), "threshold": ("threshold",), "gamma": ("gamma",),
     "criterion_gates": ("criterion_gates",)})
+_THRESHOLD_NAMES = tuple(n for fields_ in THRESHOLD_FIELDS.values() for n in fields_)
 PRESPECIFIED, EXPLORATORY = "pre-specified", "exploratory"
 
 
-def _mark(key: str, how: str) -> None:
-    marks = dict(st.session_state.get(PROVENANCE, {}))
-    for name in THRESHOLD_FIELDS.get(key, ()):
-        marks[name] = how
-    st.session_state[PROVENANCE] = marks
+def _set_mark(name: str, how: str) -> None:
+    current = dict(st.session_state.get(PROVENANCE, {}))
+    if how == EXPLORATORY:
+        current[name] = EXPLORATORY
+    else:
+        current.pop(name, None)
+    st.session_state[PROVENANCE] = current
 
 
 def mark_prespecified(key: str) -> None:
-    """The setting ``key`` was typed in, loaded from settings.json or from a link."""
-    _mark(key, PRESPECIFIED)
+    """The setting ``key`` was typed in (all of its fields)."""
+    for name in THRESHOLD_FIELDS.get(key, ()):
+        _set_mark(name, PRESPECIFIED)
 
 
 def mark_exploratory(key: str) -> None:
-    """The setting ``key`` was moved (or found) on the data shown."""
-    _mark(key, EXPLORATORY)
+    """The setting ``key`` was found on the data shown (all of its fields)."""
+    for name in THRESHOLD_FIELDS.get(key, ()):
+        _set_mark(name, EXPLORATORY)
 
 
 def provenance(field_name: str) -> str:
@@ -497,10 +682,14 @@ def provenance(field_name: str) -> str:
     return st.session_state.get(PROVENANCE, {}).get(field_name, PRESPECIFIED)
 
 
-def describe_thresholds(config: EvalConfig) -> str:
-    """One line for every page: each threshold, its value and how it was chosen."""
+def describe_thresholds(config: EvalConfig, threshold_marks: Mapping[str, str] | None = None
+                        ) -> str:
+    """One line for every page and the record: each threshold, its value and how it was
+    chosen (``threshold_marks``: the view's marks; default: the session's)."""
+    got = marks() if threshold_marks is None else threshold_marks
+
     def mark(name):
-        return "exploratory" if provenance(name) == EXPLORATORY else "pre-specified"
+        return EXPLORATORY if got.get(name) == EXPLORATORY else PRESPECIFIED
 
     parts = [f"τ_neg {config.tau_neg:g} ({mark('tau_neg')})",
              f"τ_pos {config.tau_pos:g} ({mark('tau_pos')})",

@@ -504,9 +504,9 @@ def test_a_link_restores_the_view_and_is_written_back(demo_evaluator):
 def test_moving_a_setting_updates_the_link():
     at = open_app()
     at.slider(key="gamma").set_value(0.75).run(timeout=TIMEOUT)
-    assert at.query_params == {"gamma": "0.75"}
-    at.slider(key="gamma").set_value(0.9).run(timeout=TIMEOUT)  # the default again
-    assert at.query_params == {}
+    assert at.query_params == {"gamma": "0.75", "explored": "gamma"}
+    at.slider(key="gamma").set_value(0.9).run(timeout=TIMEOUT)  # the default again, moved
+    assert at.query_params == {"explored": "gamma"}
 
 
 def test_the_link_survives_a_page_switch():
@@ -544,6 +544,8 @@ def test_every_setting_round_trips_through_the_url(setting):
         value = not setting.default
     elif setting.kind == "choice":
         value = setting.options[-1]
+    elif setting.key == "targets":
+        value = ("auroc>=0.9", "ece<0.02")
     elif setting.kind == "multi":
         value = ("A.1", "B 2")
     elif setting.kind == "gates":

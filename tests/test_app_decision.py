@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from dashboard import state
 from metrics_core import decision
 from metrics_core.config import EvalConfig
 from tests.test_app import assert_clean, open_app, table
@@ -40,7 +41,7 @@ def test_finder_result_moves_the_gate_slider(demo):
     value, _ = decision.find_threshold(demo.ds.y, demo.ds.p, "screening_sensitivity>=0.99")
     at.button(key="finder_apply").click().run()
     assert_clean(at)
-    assert at.session_state["gate"][0] == pytest.approx(value)
+    assert at.session_state[state.MODEL]["gate"][0] == pytest.approx(value)
 
 
 def test_a_session_holding_an_upload_is_released_when_its_tab_closes(monkeypatch):
@@ -120,7 +121,7 @@ def test_per_criterion_finder_sets_each_criterions_gate(demo):
     assert list(found["tau_neg"]) == pytest.approx([r.value for r in want])
     at.button(key="finder_apply_per_criterion").click().run()
     assert_clean(at)
-    gates = {g[0]: g[1] for g in at.session_state["criterion_gates"]}
+    gates = {g[0]: g[1] for g in at.session_state[state.MODEL]["criterion_gates"]}
     assert gates == pytest.approx({r.subset.removeprefix("criterion "): r.value
                                    for r in want[1:]}, abs=1e-6)
     run = at.session_state["_view"].evaluation

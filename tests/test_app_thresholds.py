@@ -21,7 +21,8 @@ def test_defaults_are_prespecified_and_a_moved_slider_is_exploratory():
     assert "τ_neg 0.1 (pre-specified)" in header(at)
     at.slider(key="gate").set_value((0.2, 0.6)).run()
     line = header(at)
-    assert "τ_neg 0.2 (exploratory)" in line and "τ_pos 0.6 (exploratory)" in line
+    # only the end that moved is exploratory
+    assert "τ_neg 0.2 (exploratory)" in line and "τ_pos 0.6 (pre-specified)" in line
     assert "γ 0.9 (pre-specified)" in line
     # the typed boxes follow the slider
     assert at.number_input(key=state.GATE_INPUTS[0]).value == pytest.approx(0.2)
@@ -63,11 +64,11 @@ def test_the_sidebar_sets_and_removes_a_criterion_gate():
     at.number_input(key="cg_lo_A.3").set_value(0.01).run()
     at.number_input(key="cg_hi_A.3").set_value(0.95).run()
     at.button(key="cg_set").click().run()
-    assert at.session_state["criterion_gates"] == (("A.3", 0.01, 0.95),)
+    assert at.session_state[state.MODEL]["criterion_gates"] == (("A.3", 0.01, 0.95),)
     assert state_evaluation(at).config.gate_of("A.3") == (0.01, 0.95)
     assert any("A.3: τ_neg 0.01, τ_pos 0.95" in t for t in texts(at))
     at.button(key="cg_remove").click().run()
-    assert at.session_state["criterion_gates"] == ()
+    assert at.session_state[state.MODEL]["criterion_gates"] == ()
 
 
 def state_evaluation(at):

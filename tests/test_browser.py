@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -625,3 +626,58 @@ def test_every_response_carries_the_security_headers(app_url):
         with urllib.request.urlopen(app_url + path, timeout=10) as response:
             for name, value in SECURITY_HEADERS:
                 assert response.headers[name] == value, (path, name)
+
+
+# ------------------------------------------------- one settings state across pages
+MOVED = "τ_neg 0.05 (exploratory)"
+KEPT = "τ_pos 0.6 (pre-specified)"
+
+
+def thresholds_line(page):
+    return page.locator('[data-testid="stCaptionContainer"]').filter(
+        has_text="Thresholds:").first
+
+
+def test_a_threshold_moved_on_the_gate_page_is_the_threshold_everywhere(new_page, app_url,
+                                                                        demo_evaluator):
+    page = new_page(f"{app_url}/gate")
+    wait_page(page, "Gate & thresholds")
+    thumb = page.locator(TAU_NEG_THUMB)
+    thumb.focus()
+    for _ in range(5):  # 0.10 -> 0.05
+        page.keyboard.press("ArrowLeft")
+    expect(thumb).to_have_attribute("aria-valuetext", "0.05")
+    want = demo_evaluator.evaluate(EvalConfig(tau_neg=0.05, bootstrap=0))
+    expect(metric(page, "NEG (auto-cleared)")).to_have_text(f"{want.gate.count_neg:,}")
+    wait_idle(page)
+    for link, title in (("Overview", "Overview"), ("Decision support", "Decision support"),
+                        ("Meeting mode", "Meeting mode"),
+                        ("Gate & thresholds", "Gate & thresholds")):
+        nav_link(page, link).click()
+        wait_page(page, title)
+        expect(thresholds_line(page)).to_contain_text(MOVED)
+        expect(thresholds_line(page)).to_contain_text(KEPT)
+        expect(page.locator(TAU_NEG_THUMB)).to_have_attribute("aria-valuetext", "0.05")
+        assert query(page) == {"gate": ["0.05,0.6"], "explored": ["tau_neg"]}, title
+        if title in ("Meeting mode", "Gate & thresholds"):
+            expect(metric(page, "Screening sensitivity")).to_have_text(
+                display.fmt(want.gate.screening_sensitivity))
+        assert_no_failure(page)
+        if title == "Decision support":
+            with page.expect_download() as download:
+                page.get_by_role("button", name="Decision record (HTML)").click()
+            html = unescape(Path(download.value.path()).read_text(encoding="utf-8"))
+            assert MOVED in html and KEPT in html
+            assert '"tau_neg": "exploratory"' in html and '"tau_pos": "pre-specified"' in html
+    with page.expect_download() as download:
+        page.get_by_role("button", name="settings.json").click()
+    settings = json.loads(Path(download.value.path()).read_text())
+    assert (settings["config"]["tau_neg"], settings["config"]["tau_pos"]) == (0.05, 0.6)
+    assert settings["provenance"]["tau_neg"] == "exploratory"
+    assert settings["provenance"]["tau_pos"] == "pre-specified"
+    # The link in a new session: the same thresholds, still exploratory.
+    shared = new_page(page.url)
+    wait_page(shared, "Gate & thresholds")
+    expect(thresholds_line(shared)).to_contain_text(MOVED)
+    expect(thresholds_line(shared)).to_contain_text(KEPT)
+    expect(metric(shared, "NEG (auto-cleared)")).to_have_text(f"{want.gate.count_neg:,}")

@@ -37,18 +37,22 @@ display.show_table(targets, key="targets_table", column_config={
 def _set_targets() -> None:
     from metrics_core.targets import canonical_targets
 
-    lines = [t.strip() for t in st.session_state["targets_editor"].splitlines() if t.strip()]
+    text = st.session_state["targets_editor"]
+    lines = [t.strip() for t in text.splitlines() if t.strip()]
     try:  # the library's check, as the CLI and settings.json have it (names in any case)
         lines = canonical_targets(lines, ks=v.config.ks, tpr_fprs=v.config.tpr_fprs)
-    except ValueError as exc:
+        state.set_value("targets", tuple(lines))
+    except ValueError as exc:  # the text stays as typed, the targets as they were
         st.session_state["_targets_error"] = str(exc)
+        st.session_state["_targets_text"] = text
         return
     st.session_state.pop("_targets_error", None)
-    st.session_state["targets"] = list(lines)
+    st.session_state.pop("_targets_text", None)
 
 
 with st.expander("Edit the targets", icon=":material/edit:"):
-    st.session_state.setdefault("targets_editor", "\n".join(st.session_state["targets"]))
+    st.session_state["targets_editor"] = st.session_state.get(
+        "_targets_text", "\n".join(state.value("targets")))
     st.text_area("One target a line: metric>=value (or >, <=, <)", key="targets_editor",
                  on_change=_set_targets, height=200)
     if st.session_state.get("_targets_error"):
@@ -106,19 +110,23 @@ if not n_boot:
 
 
 def _apply(parameter=target.parameter, value=overall["value"]):
-    lo, hi = st.session_state["gate"]
+    """A threshold found on the data shown: exploratory (the gate's other end only if it had
+    to follow to keep τ_neg ≤ τ_pos)."""
+    lo, hi = state.value("gate")
     if parameter == "tau_neg":
-        st.session_state["gate"] = (min(value, hi), hi)
+        state.set_value("gate", (min(value, hi), hi), how=state.EXPLORATORY,
+                        mark=("tau_neg", *(("tau_pos",) if value > hi else ())))
     elif parameter == "tau_pos":
-        st.session_state["gate"] = (lo, max(value, lo))
+        state.set_value("gate", (lo, max(value, lo)), how=state.EXPLORATORY,
+                        mark=("tau_pos", *(("tau_neg",) if value < lo else ())))
     else:
-        st.session_state["threshold"] = value
-    state.mark_exploratory("threshold" if parameter == "threshold" else "gate")
+        state.set_value("threshold", value, how=state.EXPLORATORY, mark=("threshold",))
+    state.setting_moved()
 
 
 def _apply_per_criterion(parameter=target.parameter, rows=tuple(results[1:])):
-    overall_gate = st.session_state["gate"]
-    gates = {g[0]: list(g) for g in st.session_state.get("criterion_gates", ())}
+    overall_gate = state.value("gate")
+    gates = {g[0]: list(g) for g in state.value("criterion_gates")}
     for r in rows:
         if r["value"] is None:
             continue
@@ -129,8 +137,8 @@ def _apply_per_criterion(parameter=target.parameter, rows=tuple(results[1:])):
         else:
             lo, hi = min(lo, r["value"]), r["value"]
         gates[name] = [name, round(lo, 6), round(hi, 6)]
-    st.session_state["criterion_gates"] = tuple(tuple(gates[c]) for c in sorted(gates))
-    state.mark_exploratory("criterion_gates")
+    state.set_value("criterion_gates", tuple(tuple(gates[c]) for c in sorted(gates)),
+                    how=state.EXPLORATORY, mark=("criterion_gates",))
 
 
 if overall["value"] is None:
@@ -228,7 +236,8 @@ exclusions = v.source.loaded.exclusions if v.source.loaded is not None else None
 def _html() -> str:
     return record.render_html(ev, title=title, notes=notes, data_label=v.source.label,
                               exclusions=exclusions,
-                              thresholds=state.describe_thresholds(v.config) + ".")
+                              thresholds=state.describe_thresholds(v.config, v.marks) + ".",
+                              marks=v.marks)
 
 
 def _zip() -> bytes:
@@ -238,7 +247,7 @@ def _zip() -> bytes:
     except (RuntimeError, OSError, subprocess.SubprocessError) as err:
         pdf, missing = None, str(err)
     return record.render_zip(ev, html_text=page, pdf=pdf, exclusions=exclusions,
-                             pdf_missing=missing)
+                             pdf_missing=missing, marks=v.marks)
 
 
 left, right = st.columns(2)

@@ -3,7 +3,7 @@ chart at a time, and only the controls a meeting decides on (τ_neg, τ_pos, γ)
 
 import streamlit as st
 
-from dashboard import charts, data, display, state
+from dashboard import charts, data, display, sidebar
 from dashboard.safe_text import escape_markdown
 from metrics_core import registry
 from metrics_core.demo import criterion_names
@@ -24,13 +24,12 @@ if v.source.synthetic:
     st.info(f"**{label}**", icon=":material/science:")
 st.caption(f"{'' if v.source.synthetic else label + ' · '}Every other setting stays as set on "
            "the other pages.")
-gate_setting, gamma_setting = state.setting("gate"), state.setting("gamma")
-left, right = st.columns([2, 1])
-left.slider(gate_setting.label, float(gate_setting.low), float(gate_setting.high),
-            step=float(gate_setting.step), key=gate_setting.key)
-right.slider(gamma_setting.label, float(gamma_setting.low), float(gamma_setting.high),
-             step=float(gamma_setting.step), key=gamma_setting.key)
 display.thresholds_caption(v)
+left, right = st.columns([2, 1])
+with left:  # the settings' own widgets: a move here is a move everywhere (and exploratory)
+    sidebar.setting_widget("gate", typed=False)
+with right:
+    sidebar.setting_widget("gamma", typed=False)
 
 ev = v.evaluation
 verdicts = display.verdict_frame(ev).set_index("metric", drop=False)
