@@ -8,7 +8,6 @@ as text, never as markdown.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from types import MappingProxyType
 
@@ -75,14 +74,8 @@ def _moved(key: str) -> None:
 
 def _sync_inputs() -> None:
     """The typed-value boxes follow the sliders (callbacks run before the widgets exist)."""
-    for key, boxes in state.TYPED_BOXES.items():
-        _push(boxes, state.value(key))
-
-
-#: How many recent values the server sent to a pair of boxes are remembered, and for how
-#: long (seconds) after the latest one a box sending an older one back counts as an echo.
-_PUSHED_KEPT = 32
-_ECHO_SECONDS = 3.0
+    for key in state.TYPED_BOXES:
+        _push(key, state.value(key))
 
 
 def _values(value) -> tuple[float, ...]:
@@ -91,51 +84,58 @@ def _values(value) -> tuple[float, ...]:
                                               else (value,)))
 
 
-def _push(boxes: tuple[str, ...], value) -> None:
-    """Send ``value`` to the boxes and remember it: a box that sends back one of the older
-    values within seconds is echoing quick slider moves, not being typed into."""
+def box_keys(key: str) -> tuple[str, ...]:
+    """The widget keys of the typed boxes under the slider ``key`` now.
+
+    A box's key carries a generation that changes whenever the server sends the boxes a new
+    value. During quick slider moves the browser may send back a value of boxes it had not
+    redrawn yet: those belong to an older generation, which Streamlit no longer has a widget
+    for, so it drops the value and no callback runs. An echo of the slider's moves can thus
+    never count as typing, with no clock involved.
+    """
+    generation = st.session_state.get(state.BOX_GENERATION, {}).get(key, 0)
+    return tuple(f"{box}_{generation}" for box in state.TYPED_BOXES[key])
+
+
+def _push(key: str, value) -> None:
+    """Send ``value`` to the typed boxes of the slider ``key``: boxes of a new generation if
+    they show another value (callbacks run before the widgets exist, so this is allowed)."""
     values = _values(value)
-    for box, v in zip(boxes, values, strict=True):
+    shown = st.session_state.setdefault(state.BOX_VALUES, {})
+    if shown.get(key) == values:
+        return
+    generations = st.session_state.setdefault(state.BOX_GENERATION, {})
+    generations[key] = generations.get(key, 0) + 1
+    shown[key] = values
+    for box, v in zip(box_keys(key), values, strict=True):
         st.session_state[box] = v
-    history = st.session_state.setdefault(state.BOX_HISTORY, {})
-    pushed = [(v, t) for v, t in history.get(boxes, []) if v != values][-_PUSHED_KEPT:]
-    history[boxes] = [*pushed, (values, time.monotonic())]
 
 
-def _echo(boxes: tuple[str, ...]) -> bool:
-    """True when, within seconds of the server's last value for the boxes, they send back a
-    value it sent them before: the browser had not drawn the newer one yet."""
-    values = _values([st.session_state[b] for b in boxes])
-    pushed = st.session_state.get(state.BOX_HISTORY, {}).get(boxes, [])
-    if not pushed or time.monotonic() - pushed[-1][1] >= _ECHO_SECONDS:
-        return False
-    return any(v == values for v, _ in pushed[:-1])
+def _typed(key: str, index: int) -> None:
+    """A value typed beside a slider: the slider follows, and the typed value is
+    pre-specified (the other end of the gate too if it had to follow to keep τ_neg ≤ τ_pos).
 
-
-def _typed(key: str, box: str) -> None:
-    """A value typed beside a slider: the slider follows, and the value is pre-specified.
-
-    During quick slider moves the browser may send a box's previous value with a request
-    whose slider value moved (it had not yet drawn the box's new value), or shortly after:
-    that is not typing, and the slider wins."""
+    A box change that arrives together with a moved slider is the box's stale value, not
+    typing: the slider wins."""
     state.setting_moved()
-    boxes = state.TYPED_BOXES[key]
+    boxes = box_keys(key)
     rendered = st.session_state.get(state.RENDERED_PREFIX + key)
     slider = st.session_state.get(key, state.value(key))
-    if (rendered is not None and _values(slider) != rendered) or _echo(boxes):
+    if rendered is not None and _values(slider) != rendered:
         _sync_inputs()
         return
+    typed = _values([st.session_state[b] for b in boxes])
+    st.session_state.setdefault(state.BOX_VALUES, {})[key] = typed  # what the boxes show
     fields = state.THRESHOLD_FIELDS[key]
-    typed_field = fields[boxes.index(box)]
+    typed_field = fields[index]
     if key == "gate":
-        lo, hi = _values([st.session_state[b] for b in boxes])
+        lo, hi = typed
         # Keep τ_neg <= τ_pos: the value just typed wins, the other one follows it.
         if lo > hi:
             lo, hi = (lo, lo) if typed_field == "tau_neg" else (hi, hi)
         new = (lo, hi)
     else:
-        new = float(st.session_state[boxes[0]])
-    # The typed field is pre-specified; the other one only if typing moved it.
+        new = typed[0]
     old = state.value(key)
     moved = [f for f, a, b in zip(fields, _values(old), _values(new), strict=True)
              if a != b and f != typed_field]
@@ -145,19 +145,21 @@ def _typed(key: str, box: str) -> None:
 
 def _typed_inputs(s: Setting, labels: tuple[str, ...]) -> None:
     """Number boxes under a slider, to type a threshold exactly."""
-    boxes = state.TYPED_BOXES[s.key]
     values = _values(state.value(s.key))
     st.session_state[state.RENDERED_PREFIX + s.key] = values
-    # Assigned when the slider's value differs from the boxes', and whenever the settings are
-    # (state.keep_widget_values): a box the browser draws after a later run has started would
-    # otherwise send its own default back.
-    if st.session_state.get(state.REASSIGNED, True) or _values(
-            [st.session_state.get(b, float("nan")) for b in boxes]) != values:
-        _push(boxes, values)
-    for column, box, label in zip(st.columns(len(boxes)), boxes, labels, strict=True):
+    _push(s.key, values)
+    boxes = box_keys(s.key)
+    # Assigned again whenever the settings are (state.prepare_widget): a box the browser draws
+    # after a later run has started would otherwise send its own default back.
+    if st.session_state.get(state.REASSIGNED, True) or any(
+            b not in st.session_state for b in boxes):
+        for box, v in zip(boxes, values, strict=True):
+            st.session_state[box] = v
+    for i, (column, box, label) in enumerate(zip(st.columns(len(boxes)), boxes, labels,
+                                                 strict=True)):
         column.number_input(f"{label} (type exactly)", float(s.low), float(s.high),
                             step=float(s.step) / 2, format="%.3f", key=box,
-                            on_change=_typed, args=(s.key, box))
+                            on_change=_typed, args=(s.key, i))
 
 
 def _gates_widget(s: Setting, criteria: tuple) -> None:

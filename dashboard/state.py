@@ -115,7 +115,8 @@ MODEL = "_settings_model"
 #: Query-string key listing the thresholds that are exploratory (so a shared link or a
 #: restored settings.json cannot turn an exploratory threshold into a pre-specified one).
 EXPLORED_PARAM = "explored"
-#: Number inputs beside the gate and γ sliders (typing = pre-specified).
+#: Number inputs beside the gate and γ sliders (typing = pre-specified): the base of their
+#: widget keys.
 GATE_INPUTS = ("gate_tau_neg_input", "gate_tau_pos_input")
 GAMMA_INPUT = "gamma_input"
 #: Slider setting -> its typed boxes.
@@ -123,8 +124,10 @@ TYPED_BOXES = MappingProxyType({"gate": GATE_INPUTS, "gamma": (GAMMA_INPUT,)})
 #: The slider value a run drew beside the typed boxes ("_rendered_gate", "_rendered_gamma"):
 #: a box change that arrives with a moved slider is the box's stale value, not typing.
 RENDERED_PREFIX = "_rendered_"
-#: Values the server sent to the typed boxes, newest last (per tuple of box keys).
-BOX_HISTORY = "_box_history"
+#: Per slider: the generation of its typed boxes (part of their widget keys; see
+#: dashboard.sidebar.box_keys) and the values they show.
+BOX_GENERATION = "_box_generation"
+BOX_VALUES = "_box_values"
 #: Set by a setting widget's change (before the run that it starts); read and cleared by
 #: keep_widget_values, which says in REASSIGNED whether this run assigned the settings again.
 SETTING_MOVED = "_setting_moved"

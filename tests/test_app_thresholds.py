@@ -12,6 +12,11 @@ from metrics_core.io import load
 from tests.test_app import open_app, texts
 
 
+def box(at, label: str):
+    """The typed box of a threshold (its key carries a generation: found by its label)."""
+    return next(n for n in at.number_input if n.label == f"{label} (type exactly)")
+
+
 def header(at) -> str:
     return next(t for t in texts(at) if t.startswith("Thresholds:")).replace("\\_", "_")
 
@@ -25,20 +30,20 @@ def test_defaults_are_prespecified_and_a_moved_slider_is_exploratory():
     assert "τ_neg 0.2 (exploratory)" in line and "τ_pos 0.6 (pre-specified)" in line
     assert "γ 0.9 (pre-specified)" in line
     # the typed boxes follow the slider
-    assert at.number_input(key=state.GATE_INPUTS[0]).value == pytest.approx(0.2)
+    assert box(at, "τ_neg").value == pytest.approx(0.2)
 
 
 def test_a_typed_threshold_moves_the_slider_and_is_prespecified():
     at = open_app()
     at.slider(key="gate").set_value((0.2, 0.6)).run()
-    at.number_input(key=state.GATE_INPUTS[0]).set_value(0.035).run()
+    box(at, "τ_neg").set_value(0.035).run()
     assert at.slider(key="gate").value == pytest.approx((0.035, 0.6))
     assert "τ_neg 0.035 (pre-specified)" in header(at)
-    at.number_input(key=state.GAMMA_INPUT).set_value(0.825).run()
+    box(at, "γ").set_value(0.825).run()
     assert at.slider(key="gamma").value == pytest.approx(0.825)
     assert "γ 0.825 (pre-specified)" in header(at)
     # typing τ_neg above τ_pos pulls τ_pos up to it (never an invalid gate)
-    at.number_input(key=state.GATE_INPUTS[0]).set_value(0.7).run()
+    box(at, "τ_neg").set_value(0.7).run()
     assert at.slider(key="gate").value == pytest.approx((0.7, 0.7))
 
 
@@ -88,19 +93,19 @@ def test_intervals_use_fewer_resamples_while_moving_then_the_full_number():
     assert run.record("auroc").ci95 is not None
 
 
-def test_a_box_echoing_an_earlier_slider_value_does_not_undo_the_moves(monkeypatch):
+def test_the_typed_boxes_change_key_with_every_value_the_server_sends():
     """Quick slider moves: the browser may send a typed box's older value back after the
-    slider moved on; that echo must not set the gate back. Typing the same value later
-    (seconds after the moves) is typing."""
-    from dashboard import sidebar
-
-    # However long the runs take on a loaded machine, the echo comes "within seconds".
-    monkeypatch.setattr(sidebar, "_ECHO_SECONDS", float("inf"))
+    slider moved on. The boxes' widget keys carry a generation that changes with each value
+    sent to them, so such an echo names a widget that no longer exists (Streamlit drops it);
+    typing into the boxes drawn now is typing, however soon after the moves."""
     at = open_app(page="gate")
+    first = box(at, "τ_neg").key
     at.slider(key="gate").set_value((0.12, 0.6)).run()
+    second = box(at, "τ_neg").key
     at.slider(key="gate").set_value((0.14, 0.6)).run()
-    at.number_input(key=state.GATE_INPUTS[0]).set_value(0.12).run()  # the echo of 0.12
-    assert at.slider(key="gate").value == pytest.approx((0.14, 0.6))
-    monkeypatch.setattr(sidebar, "_ECHO_SECONDS", 0.0)  # the same value, typed later
-    at.number_input(key=state.GATE_INPUTS[0]).set_value(0.12).run()
+    third = box(at, "τ_neg").key
+    assert len({first, second, third}) == 3
+    assert box(at, "τ_neg").value == pytest.approx(0.14)
+    box(at, "τ_neg").set_value(0.12).run()  # typed at once: taken
     assert at.slider(key="gate").value == pytest.approx((0.12, 0.6))
+    assert "τ_neg 0.12 (pre-specified)" in header(at)

@@ -328,7 +328,7 @@ def test_gate_slider_moves_numbers_and_link(new_page, app_url, demo_evaluator):
         display.fmt(after.screening_sensitivity))
     wait_idle(page)
     # The address follows the last run; on a loaded machine it may lag the page by a moment.
-    want = {"gate": [f"{tau_neg:g},{default.tau_pos:g}"]}
+    want = {"gate": [f"{tau_neg:g},{default.tau_pos:g}"], "explored": ["tau_neg"]}
     page.wait_for_function("w => new URLSearchParams(location.search).get('gate') === w",
                            arg=want["gate"][0], timeout=EXPECT_TIMEOUT_MS)
     assert query(page) == want

@@ -1,0 +1,203 @@
+"""A model of the dashboard's settings state, checked against the app after every step.
+
+Hypothesis draws random sequences of what a meeting does (open a page, move a slider, type a
+threshold, switch intervals on or off, switch the demo, open the link in a new session,
+restore a settings.json) and runs them through AppTest. After each step every drawn widget,
+the thresholds line the pages show, the link, settings.json and the record's thresholds must
+equal the model, which is written here from the rules alone (what was moved is exploratory,
+what was typed, loaded or left at its default is pre-specified), not from the app's code.
+
+CI runs a bounded number of sequences; ``STATE_MODEL_EXAMPLES=500`` runs more.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from dashboard import data, record, state
+from metrics_core.config import EvalConfig
+from tests.test_app import TIMEOUT, open_app
+
+EXAMPLES = int(os.environ.get("STATE_MODEL_EXAMPLES", "6"))
+STEPS = int(os.environ.get("STATE_MODEL_STEPS", "6"))
+#: Pages of the sequences: the gate and γ are drawn on each (sidebar, page body or Meeting
+#: mode's own controls); the typed boxes and the fixed threshold everywhere but Meeting mode.
+PAGES = ("overview", "gate", "dynamic_k", "calibration", "decision", "meeting")
+#: Few resamples, so that switching intervals on is quick (the link sets it).
+RESAMPLES = 400
+DEFAULT = EvalConfig()
+ORDER = ("tau_neg", "tau_pos", "threshold", "gamma")
+
+cents = st.integers(0, 100).map(lambda i: i / 100)
+
+
+def _num(x: float) -> str:
+    return f"{round(x, 6):g}"
+
+
+class DashboardSettings(RuleBasedStateMachine):
+    def __init__(self):
+        super().__init__()
+        self.values = {"tau_neg": DEFAULT.tau_neg, "tau_pos": DEFAULT.tau_pos,
+                       "threshold": DEFAULT.threshold, "gamma": DEFAULT.gamma}
+        self.explored: set[str] = set()
+        self.ci = False
+        self.page = "overview"
+        self.at = open_app({"bootstrap": str(RESAMPLES)})
+
+    # ------------------------------------------------------------------ the model's views
+    def link(self) -> dict:
+        v = self.values
+        out = {"bootstrap": str(RESAMPLES)}
+        if (v["tau_neg"], v["tau_pos"]) != (DEFAULT.tau_neg, DEFAULT.tau_pos):
+            out["gate"] = f"{_num(v['tau_neg'])},{_num(v['tau_pos'])}"
+        for name in ("threshold", "gamma"):
+            if v[name] != getattr(DEFAULT, name):
+                out[name] = _num(v[name])
+        if self.ci:
+            out["ci"] = "1"
+        if self.explored:
+            out["explored"] = ",".join(n for n in ORDER if n in self.explored)
+        return out
+
+    def mark(self, name: str) -> str:
+        return "exploratory" if name in self.explored else "pre-specified"
+
+    def line(self) -> str:
+        v = self.values
+        return ("Thresholds: " + "; ".join([
+            f"τ_neg {v['tau_neg']:g} ({self.mark('tau_neg')})",
+            f"τ_pos {v['tau_pos']:g} ({self.mark('tau_pos')})",
+            f"τ {v['threshold']:g} ({self.mark('threshold')})",
+            f"γ {v['gamma']:g} ({self.mark('gamma')})"]))
+
+    def move(self, name: str, value: float) -> None:
+        if self.values[name] != value:
+            self.values[name] = value
+            self.explored.add(name)
+
+    def run(self, widget) -> None:
+        widget.run(timeout=TIMEOUT)
+
+    # ---------------------------------------------------------------------------- actions
+    @rule(page=st.sampled_from(PAGES))
+    def navigate(self, page):
+        self.at.switch_page(f"app_pages/{page}.py").run(timeout=TIMEOUT)
+        self.page = page
+
+    @rule(lo=cents, hi=cents)
+    def move_gate(self, lo, hi):
+        lo, hi = min(lo, hi), max(lo, hi)
+        self.run(self.at.slider(key="gate").set_value((lo, hi)))
+        self.move("tau_neg", lo)
+        self.move("tau_pos", hi)
+
+    @rule(gamma=st.integers(5, 100).map(lambda i: i / 100))
+    def move_gamma(self, gamma):
+        self.run(self.at.slider(key="gamma").set_value(gamma))
+        self.move("gamma", gamma)
+
+    @precondition(lambda self: self.page != "meeting")
+    @rule(value=cents)
+    def move_threshold(self, value):
+        self.run(self.at.slider(key="threshold").set_value(value))
+        self.move("threshold", value)
+
+    @precondition(lambda self: self.page != "meeting")
+    @rule(end=st.sampled_from(("tau_neg", "tau_pos")),
+          value=st.integers(0, 200).map(lambda i: i / 200))
+    def type_threshold(self, end, value):
+        label = "τ_neg" if end == "tau_neg" else "τ_pos"
+        box = next(n for n in self.at.number_input if n.label == f"{label} (type exactly)")
+        if round(box.value, 6) == value:
+            return  # the same number typed again sends nothing
+        self.run(box.set_value(value))
+        v = self.values
+        other = "tau_pos" if end == "tau_neg" else "tau_neg"
+        v[end] = value
+        self.explored.discard(end)
+        if v["tau_neg"] > v["tau_pos"]:  # the other end follows the typed one
+            v[other] = value
+            self.explored.discard(other)
+
+    @rule()
+    def toggle_intervals(self):
+        self.ci = not self.ci
+        if self.page == "meeting":  # no sidebar there: the link carries the switch
+            self.open_link()
+        else:
+            self.run(self.at.toggle(key="ci").set_value(self.ci))
+
+    @precondition(lambda self: self.page != "meeting")
+    @rule(variant=st.sampled_from((data.DEMO, data.DEMO_PROBLEMS)))
+    def switch_demo(self, variant):
+        self.run(self.at.radio(key=state.DEMO_VARIANT).set_value(variant))
+
+    @rule()
+    def open_link(self):
+        """The link of the view in a new session (a colleague opens it)."""
+        self.at = open_app(self.link(), page=self.page)
+
+    @precondition(lambda self: self.page != "meeting")
+    @rule(lo=cents, hi=cents, gamma=st.integers(5, 100).map(lambda i: i / 100),
+          explored=st.sets(st.sampled_from(ORDER)))
+    def restore_settings(self, lo, hi, gamma, explored):
+        lo, hi = min(lo, hi), max(lo, hi)
+        config = EvalConfig(tau_neg=lo, tau_pos=hi, gamma=gamma, bootstrap=RESAMPLES)
+        payload = {"schema": "metrics_core_settings/1", "config": config.to_dict(),
+                   "provenance": {n: ("exploratory" if n in explored else "pre-specified")
+                                  for n in ORDER}}
+        self.at.sidebar.file_uploader(key=state.SETTINGS_FILE).set_value(
+            ("settings.json", json.dumps(payload).encode(), "application/json")).run(
+            timeout=TIMEOUT)
+        self.run(self.at.button(key="apply_settings").click())
+        self.values = {"tau_neg": lo, "tau_pos": hi, "threshold": DEFAULT.threshold,
+                       "gamma": gamma}
+        self.explored = set(explored)
+
+    # ------------------------------------------------------------------------- invariants
+    @invariant()
+    def everything_says_the_same(self):
+        at, v = self.at, self.values
+        assert not at.exception, [e.value for e in at.exception]
+        view = at.session_state[state.VIEW]
+        cfg = view.config
+        assert (cfg.tau_neg, cfg.tau_pos, cfg.threshold, cfg.gamma) == (
+            v["tau_neg"], v["tau_pos"], v["threshold"], v["gamma"])
+        assert view.show_bootstrap == self.ci
+        # the widgets drawn
+        assert tuple(at.slider(key="gate").value) == (v["tau_neg"], v["tau_pos"])
+        assert at.slider(key="gamma").value == v["gamma"]
+        if self.page != "meeting":
+            assert at.slider(key="threshold").value == v["threshold"]
+            boxes = {n.label: round(n.value, 6) for n in at.number_input
+                     if n.label.endswith("(type exactly)")}
+            assert boxes["τ_neg (type exactly)"] == v["tau_neg"]
+            assert boxes["τ_pos (type exactly)"] == v["tau_pos"]
+            assert at.toggle(key="ci").value == self.ci
+        # the thresholds line of the page
+        shown = [str(c.value).replace("\\_", "_") for c in at.caption
+                 if str(c.value).startswith("Thresholds:")]
+        assert shown and shown[0].startswith(self.line() + "."), (shown, self.line())
+        # the link
+        assert dict(at.query_params) == self.link()
+        # settings.json and the record, as the downloads make them from the view
+        settings_file = json.loads(record.settings_json(view.evaluation, marks=view.marks))
+        assert {k: settings_file["config"][k] for k in ORDER} == v
+        assert {k: settings_file["provenance"][k] for k in ORDER} == {
+            k: self.mark(k) for k in ORDER}
+        assert state.describe_thresholds(cfg, view.marks) == self.line()
+
+
+DashboardSettings.TestCase.settings = settings(
+    max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
+    suppress_health_check=list(HealthCheck),
+    # Each step is a run of the app: shrinking a failure would take many minutes, and the
+    # printed steps of the failing sequence say what happened.
+    phases=(Phase.explicit, Phase.reuse, Phase.generate))
+test_dashboard_settings_state = DashboardSettings.TestCase
