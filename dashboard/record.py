@@ -29,6 +29,7 @@ import pandas as pd
 from dashboard import charts
 from metrics_core import registry
 from metrics_core.bidi import neutralise_bidi
+from metrics_core.config import PRESPECIFIED, SETTINGS_SCHEMA_ID, THRESHOLD_FIELDS
 from metrics_core.demo import criterion_names
 from metrics_core.export import csv_bytes
 
@@ -115,30 +116,13 @@ def settings_json(evaluation, *, marks: dict | None = None) -> str:
     threshold was chosen (``marks``: field -> pre-specified / exploratory; none given: every
     threshold pre-specified, as the command line's runs are)."""
     cfg = evaluation.config
-    provenance = {name: (marks or {}).get(name, PRESPECIFIED) for name in THRESHOLDS}
+    provenance = {name: (marks or {}).get(name, PRESPECIFIED) for name in THRESHOLD_FIELDS}
     if not cfg.criterion_gates:
         provenance.pop("criterion_gates")
-    return json.dumps({"schema": "metrics_core_settings/1", "config": cfg.to_dict(),
+    return json.dumps({"schema": SETTINGS_SCHEMA_ID, "config": cfg.to_dict(),
                        "provenance": provenance}, indent=2)
 
 
-#: The thresholds whose provenance a settings file records, and the two marks.
-THRESHOLDS = ("tau_neg", "tau_pos", "threshold", "gamma", "criterion_gates")
-PRESPECIFIED, EXPLORATORY = "pre-specified", "exploratory"
-
-
-def explored_of(payload) -> tuple[str, ...]:
-    """The exploratory thresholds a settings file records (ValueError if its provenance is
-    not of the form :func:`settings_json` writes)."""
-    if not isinstance(payload, dict) or "provenance" not in payload:
-        return ()
-    marks = payload["provenance"]
-    if not isinstance(marks, dict) or any(
-            k not in THRESHOLDS or v not in (PRESPECIFIED, EXPLORATORY)
-            for k, v in marks.items()):
-        raise ValueError(f"provenance must map thresholds ({', '.join(THRESHOLDS)}) to "
-                         f"{PRESPECIFIED!r} or {EXPLORATORY!r}")
-    return tuple(k for k, v in marks.items() if v == EXPLORATORY)
 
 
 def _records_frame(evaluation) -> pd.DataFrame:

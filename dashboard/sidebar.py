@@ -325,25 +325,26 @@ def downloads_sidebar() -> None:
 
 
 def _apply_settings() -> None:
-    """Load an uploaded settings.json into the widgets (a callback: before the next run)."""
-    import json
-
-    from metrics_core.config import EvalConfig
+    """Load an uploaded settings.json into the settings model (a callback: before the next
+    run). The file is read by the configuration's own schema, as ``metrics-core report
+    --settings`` reads it, so the same file gets the same verdict: a file with any invalid
+    setting is refused whole, with every problem named, and the view stays as it was."""
+    from metrics_core.config import EvalConfig, SettingsError, read_settings_file
 
     uploaded = st.session_state.get(state.SETTINGS_FILE)
     st.session_state.pop("_settings_error", None)
     if uploaded is None:
         return
-    try:
-        payload = json.loads(uploaded.getvalue())
-        config = EvalConfig.from_dict(payload.get("config", payload))
-        explored = record.explored_of(payload)
-    except (AttributeError, TypeError, ValueError, RecursionError) as exc:
-        st.session_state["_settings_error"] = f"settings.json was not applied: {exc}"
+    name = uploaded.name
+    values, errors, explored = read_settings_file(uploaded.getvalue(), source=name)
+    if errors:
+        st.session_state["_settings_error"] = (
+            f"{name} was not applied; nothing changed. "
+            + str(SettingsError.combine(errors, source=name)))
         return
-    values = state.values_of(config)
-    values["ci"] = state.value("ci")  # not a setting of the run: the session's switch stays
-    state.replace_all(values, explored)
+    view_values = state.values_of(EvalConfig(**values))
+    view_values["ci"] = state.value("ci")  # not a setting of the run: the session's stays
+    state.replace_all(view_values, explored)
     _sync_inputs()
 
 

@@ -56,6 +56,7 @@ __all__ = [
     "option",
     "options",
     "read_settings",
+    "read_settings_file",
     "read_settings_partial",
 ]
 
@@ -841,6 +842,11 @@ def _one_each(pairs):
 
 def _settings_mapping(data: bytes | str, source: str) -> Mapping:
     """The configuration mapping of a settings file (size, encoding, depth, JSON checked)."""
+    return _settings_parts(data, source)[0]
+
+
+def _settings_parts(data: bytes | str, source: str) -> tuple[Mapping, tuple[str, ...]]:
+    """The configuration mapping of a settings file and its exploratory thresholds."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     data = bytes(data)
@@ -863,19 +869,53 @@ def _settings_mapping(data: bytes | str, source: str) -> Mapping:
     if not isinstance(top, dict):
         raise SettingsError(None, "must hold a JSON object of settings", top, source=source)
     if "config" not in top:
-        return top
-    extra = sorted(k for k in top if k not in ("config", "schema"))
+        return top, ()
+    extra = sorted(k for k in top if k not in ("config", "schema", "provenance"))
     if extra:
         raise SettingsError(None, f"has keys a settings file does not have: "
-                            f"{', '.join(map(repr, extra))} (it holds schema and config)",
-                            source=source)
+                            f"{', '.join(map(repr, extra))} (it holds schema, config and "
+                            f"provenance)", source=source)
     if top.get("schema", SETTINGS_SCHEMA_ID) != SETTINGS_SCHEMA_ID:
         raise SettingsError("schema", f"must be {SETTINGS_SCHEMA_ID!r}", top["schema"],
                             source=source)
     if not isinstance(top["config"], dict):
         raise SettingsError("config", "must be a JSON object of settings", top["config"],
                             source=source)
-    return top["config"]
+    return top["config"], _explored(top.get("provenance", {}), source)
+
+
+#: The thresholds whose provenance a settings file records, and the two marks: a threshold
+#: is pre-specified (the default, typed in, loaded) or exploratory (moved or found on the
+#: data shown); a file that records a threshold as exploratory keeps it so wherever it is
+#: loaded.
+THRESHOLD_FIELDS = ("tau_neg", "tau_pos", "threshold", "gamma", "criterion_gates")
+PRESPECIFIED, EXPLORATORY = "pre-specified", "exploratory"
+
+
+def _explored(marks, source: str) -> tuple[str, ...]:
+    if not isinstance(marks, dict):
+        raise SettingsError("provenance", "must be a JSON object of thresholds", marks,
+                            source=source)
+    for name, mark in marks.items():
+        if name not in THRESHOLD_FIELDS:
+            raise SettingsError("provenance", f"names thresholds only "
+                                f"({', '.join(THRESHOLD_FIELDS)})", name, source=source)
+        if mark not in (PRESPECIFIED, EXPLORATORY):
+            raise SettingsError(f"provenance.{name}", f"must be {PRESPECIFIED!r} or "
+                                f"{EXPLORATORY!r}", mark, source=source)
+    return tuple(n for n in THRESHOLD_FIELDS if marks.get(n) == EXPLORATORY)
+
+
+def read_settings_file(data: bytes, *, source: str
+                       ) -> tuple[dict, list[SettingsError], tuple[str, ...]]:
+    """:func:`read_settings_partial`, and the thresholds the file records as exploratory:
+    ``(valid, errors, explored)``."""
+    try:
+        config, explored = _settings_parts(data, source)
+    except SettingsError as err:
+        return {}, [err], ()
+    values, errors = _checked_mapping(config, source)
+    return values, errors, explored
 
 
 def read_settings_partial(data: bytes, *, source: str) -> tuple[dict, list[SettingsError]]:

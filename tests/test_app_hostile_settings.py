@@ -1,0 +1,123 @@
+"""Hostile links and settings files in the dashboard: refused with the field, the rule and the
+value, never a crash, never a silent change, never a reset of the valid settings."""
+
+from __future__ import annotations
+
+import codecs
+import json
+
+import pytest
+
+from dashboard import state
+from metrics_core.config import EvalConfig
+from tests.test_app import TIMEOUT, assert_clean, open_app
+
+
+def warnings_of(at) -> str:
+    return " ".join(str(w.value) for w in at.warning)
+
+
+def view_config(at) -> EvalConfig:
+    return at.session_state[state.VIEW].config
+
+
+@pytest.mark.parametrize("query", [
+    {"bootstrap": "inf"}, {"k_min": "inf"}, {"seed": "1e400"}, {"hard_cap": "-inf"},
+    {"k_min": "nan"}, {"seed": "NaN"}, {"temperature": "1e300"}, {"n_bins": "1000000000"},
+    {"hard_cap": "1e18"}, {"seed": "-1"}, {"k_min": "2.5"}, {"gate": "0.1,inf"},
+    {"gate": "0.1,0.2,0.3"}, {"targets": "junk"}, {"gamma": "x" * 100_000},
+    {"criterion": ["A.1"] * 500}])
+def test_a_bad_link_value_is_a_note_and_the_rest_of_the_link_holds(query):
+    link = {**query, "gamma": query.get("gamma", "0.8"), "threshold": "0.3"}
+    at = open_app(link)
+    assert_clean(at)
+    key = next(iter(query))
+    notes = warnings_of(at)
+    assert key in notes and ("not valid" in notes or "allowed" in notes), notes
+    cfg = view_config(at)
+    assert cfg.threshold == 0.3  # the valid settings of the link hold
+    if key != "gamma":
+        assert cfg.gamma == 0.8
+    default = EvalConfig()
+    for name in ("bootstrap", "k_min", "seed", "hard_cap", "temperature", "n_bins"):
+        assert getattr(cfg, name) == getattr(default, name)
+    # the refused value is not written back into the address (a reload does not repeat it)
+    assert key not in at.query_params or key == "gamma"
+    again = open_app(dict(at.query_params), page="gate")
+    assert_clean(again)
+
+
+def test_integers_in_a_link_are_exact():
+    at = open_app({"seed": "1234567", "ci": "1", "bootstrap": "500"}, page="overview")
+    assert view_config(at).seed == 1234567
+    assert at.query_params["seed"] == "1234567"
+
+
+def test_repeated_keys_take_the_last_value():
+    at = open_app({"gamma": ["0.7", "0.8"]})
+    assert view_config(at).gamma == 0.8
+
+
+def _apply(at, payload: bytes, name: str = "settings.json"):
+    at.sidebar.file_uploader(key=state.SETTINGS_FILE).set_value(
+        (name, payload, "application/json")).run(timeout=TIMEOUT)
+    at.button(key="apply_settings").click().run(timeout=TIMEOUT)
+    return at
+
+
+def _settings(**config) -> bytes:
+    return json.dumps({"schema": "metrics_core_settings/1", "config": config}).encode()
+
+
+@pytest.mark.parametrize(("payload", "field"), [
+    (_settings(gate_aware="false"), "gate_aware"),
+    (_settings(seed="abc"), "seed"),
+    (b'{"config": {"ks": [Infinity]}}', "Infinity"),
+    (b"[" * 100_000 + b"]" * 100_000, "nest"),
+    (_settings(hard_cap=1e18), "hard_cap"),
+    (_settings(k_min=1e12), "k_min"),
+    (_settings(temperature=1e300), "temperature"),
+    (_settings(n_bins=1e9), "n_bins"),
+    (_settings(seed=-1), "seed"),
+    (_settings(k_min=2.5), "k_min"),
+    (_settings(ks=[1e18]), "ks"),
+    (_settings(tpr_fprs=[0.1, "x"]), "tpr_fprs"),
+    (_settings(targets="auroc>=0.9"), "targets"),
+    (_settings(filters={"criteria": "A.1"}), "criteria"),
+    (_settings(targets=["foo>=1"]), "foo"),
+    (b"\x00\x01not json", "settings.json"),
+])
+def test_a_bad_settings_file_is_refused_whole_and_the_view_stays(payload, field):
+    at = open_app({"gamma": "0.8"}, page="overview")
+    before = view_config(at)
+    _apply(at, payload)
+    assert_clean(at)
+    shown = " ".join(str(e.value) for e in at.error)
+    assert "was not applied" in shown and field in shown, shown
+    assert "not supported between" not in shown and "Traceback" not in shown
+    assert view_config(at) == before
+    # the app keeps working: a move after the refusal is a move
+    at.slider(key="gamma").set_value(0.7).run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert view_config(at).gamma == 0.7
+
+
+def test_a_huge_settings_file_is_refused_by_its_size():
+    payload = _settings(targets=["auroc>=0.5"] * 4_000_000)
+    at = _apply(open_app(page="overview"), payload)
+    shown = " ".join(str(e.value) for e in at.error)
+    assert "bytes" in shown and "was not applied" in shown
+    assert len(str(dict(at.query_params))) < 1_000
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
+def test_a_settings_file_with_a_byte_order_mark_is_read(encoding):
+    text = json.dumps({"schema": "metrics_core_settings/1",
+                       "config": EvalConfig(tau_neg=0.05, gamma=0.8).to_dict()})
+    payload = text.encode(encoding)
+    if encoding == "utf-16":
+        assert payload.startswith(codecs.BOM_UTF16)
+    at = _apply(open_app(page="overview"), payload)
+    assert not at.error
+    cfg = view_config(at)
+    assert (cfg.tau_neg, cfg.gamma) == (0.05, 0.8)
