@@ -258,6 +258,25 @@ APP_LIMITS = MappingProxyType({"max_decompressed_bytes": 512 << 20, "max_rows": 
                                "max_columns": 200, "max_cell_bytes": 1 << 20})
 
 
+#: What a link or a settings file may ask this server to compute: the ``[interaction]`` table
+#: of :data:`LIMITS_FILE`, else these defaults (the command line has its own, larger bounds).
+INTERACTION = MappingProxyType({"max_link_resamples": 10_000})
+
+
+def interaction_caps(path: Path = LIMITS_FILE) -> dict[str, int]:
+    """:data:`INTERACTION`, overridden by ``[interaction]`` in ``path``."""
+    values = dict(INTERACTION)
+    if path.exists():
+        with path.open("rb") as fh:
+            table = tomllib.load(fh).get("interaction", {})
+        unknown = sorted(set(table) - set(values))
+        if unknown:
+            raise ValueError(f"{path.name}: unknown interaction settings "
+                             f"{', '.join(unknown)}; known: {', '.join(values)}")
+        values.update(table)
+    return values
+
+
 def upload_limits(path: Path = LIMITS_FILE) -> mio.Limits:
     """The limits on uploads: :data:`APP_LIMITS`, overridden by ``[limits]`` in ``path``."""
     values = dict(APP_LIMITS)

@@ -342,6 +342,12 @@ def _apply_settings() -> None:
             f"{name} was not applied; nothing changed. "
             + str(SettingsError.combine(errors, source=name)))
         return
+    refused = state.capped(values, data.interaction_caps()["max_link_resamples"],
+                           "settings file")
+    if refused:
+        st.session_state["_settings_error"] = f"{name} was not applied; nothing changed. " + (
+            refused[0].replace("the default is used instead. ", ""))
+        return
     view_values = state.values_of(EvalConfig(**values))
     view_values["ci"] = state.value("ci")  # not a setting of the run: the session's stays
     state.replace_all(view_values, explored)

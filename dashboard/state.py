@@ -596,17 +596,31 @@ def explored_from_params(params: Mapping[str, str | list[str]]) -> tuple[tuple[s
     return tuple(n for n in names if n in _THRESHOLD_NAMES), notes
 
 
-def load_from_url() -> list[str]:
+def capped(values: dict[str, Any], max_resamples: int, where: str) -> list[str]:
+    """Refuse (drop, with a note) resamples above what this server computes for a link or a
+    settings file: a link must not be able to keep a shared server busy for minutes."""
+    asked = values.get("bootstrap")
+    if asked is None or asked <= max_resamples:
+        return []
+    del values["bootstrap"]
+    return [f"bootstrap={asked:,} in the {where} asks for more resamples than this server "
+            f"computes for a {where} (at most {max_resamples:,}); the default is used "
+            f"instead. Set it under Uncertainty to run it here, with progress."]
+
+
+def load_from_url(*, max_resamples: int = 10_000) -> list[str]:
     """On a session's first run, read ``st.query_params`` into the settings model.
 
     Returns notes about values in the link that were not understood (shown to the user); a
     bad value leaves its setting at the default and every other setting as the link gives it.
+    ``max_resamples``: the most bootstrap resamples a link may ask for.
     """
     if st.session_state.get(URL_LOADED):
         return []
     st.session_state[URL_LOADED] = True
     params = _query()
     values, notes = settings_from_params(params)
+    notes += capped(values, max_resamples, "link")
     explored, more = explored_from_params(params)
     replace_all(values, explored)
     return notes + more

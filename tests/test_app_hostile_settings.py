@@ -121,3 +121,14 @@ def test_a_settings_file_with_a_byte_order_mark_is_read(encoding):
     assert not at.error
     cfg = view_config(at)
     assert (cfg.tau_neg, cfg.gamma) == (0.05, 0.8)
+
+
+def test_a_link_cannot_ask_for_more_resamples_than_the_server_computes_for_links():
+    at = open_app({"bootstrap": "100000", "gamma": "0.8"})
+    notes = warnings_of(at)
+    assert "bootstrap=100,000" in notes and "at most 10,000" in notes
+    cfg = view_config(at)
+    assert cfg.bootstrap == EvalConfig().bootstrap and cfg.gamma == 0.8
+    at = _apply(open_app(page="overview"), _settings(bootstrap=100_000))
+    shown = " ".join(str(e.value) for e in at.error)
+    assert "was not applied" in shown and "at most 10,000" in shown

@@ -16,6 +16,7 @@ a widget or a keyed container carries the CSS class ``st-key-<key>``; the page's
 from __future__ import annotations
 
 import json
+import os
 import re
 from html import unescape
 from pathlib import Path
@@ -681,3 +682,107 @@ def test_a_threshold_moved_on_the_gate_page_is_the_threshold_everywhere(new_page
     expect(thresholds_line(shared)).to_contain_text(MOVED)
     expect(thresholds_line(shared)).to_contain_text(KEPT)
     expect(metric(shared, "NEG (auto-cleared)")).to_have_text(f"{want.gate.count_neg:,}")
+
+
+#: Random action sequences in Chromium (the AppTest model test runs many more): how many, and
+#: how many steps each. ``BROWSER_SEQUENCES=20`` for the issue's figure.
+BROWSER_SEQUENCES = int(os.environ.get("BROWSER_SEQUENCES", "3"))
+BROWSER_STEPS = 4
+#: Pages of the sequences and whether the gate slider is in the page's body there.
+SEQUENCE_PAGES = {"Overview": "Overview", "Gate & thresholds": "Gate & thresholds",
+                  "Dynamic-K": "Dynamic-K", "Decision support": "Decision support",
+                  "Meeting mode": "Meeting mode"}
+
+
+def _expected_link(values: dict, explored: set) -> dict:
+    default = EvalConfig()
+    out = {}
+    if (values["tau_neg"], values["tau_pos"]) != (default.tau_neg, default.tau_pos):
+        out["gate"] = [f"{values['tau_neg']:g},{values['tau_pos']:g}"]
+    if values["gamma"] != default.gamma:
+        out["gamma"] = [f"{values['gamma']:g}"]
+    order = ("tau_neg", "tau_pos", "threshold", "gamma")
+    if explored:
+        out["explored"] = [",".join(n for n in order if n in explored)]
+    return out
+
+
+_ADDRESS_JS = ("w => { const p = new URLSearchParams(location.search); const o = {}; "
+               "[...p.keys()].sort().forEach(k => o[k] = p.get(k)); "
+               "return JSON.stringify(o) === w; }")
+
+
+def _wait_for_address(page, want: dict) -> None:
+    """Wait until the address holds exactly ``want`` (it follows the last run)."""
+    page.wait_for_function(_ADDRESS_JS, arg=json.dumps(
+        {k: want[k][0] for k in sorted(want)}, separators=(",", ":"), ensure_ascii=False),
+        timeout=EXPECT_TIMEOUT_MS)
+
+
+@pytest.mark.parametrize("sequence", range(BROWSER_SEQUENCES))
+def test_random_action_sequences_keep_one_settings_state(new_page, app_url, sequence):
+    """Seeded random sequences of page switches, keyboard moves of the gate and γ and opening
+    the link in a new session: after each step the sliders, the thresholds line and the
+    address equal the model (moved = exploratory, only the thresholds moved)."""
+    import random
+
+    rng = random.Random(sequence)
+    values = {"tau_neg": 0.1, "tau_pos": 0.6, "gamma": 0.9}
+    explored: set[str] = set()
+    title = "Overview"
+    page = new_page(app_url)
+    wait_page(page, title)
+    for _ in range(BROWSER_STEPS):
+        action = rng.choice(("navigate", "move_neg", "move_pos", "move_gamma", "open_link"))
+        if action == "navigate":
+            title = rng.choice([t for t in SEQUENCE_PAGES if t != title])
+            nav_link(page, title).click()
+            wait_page(page, SEQUENCE_PAGES[title])
+        elif action in ("move_neg", "move_pos"):
+            name = "tau_neg" if action == "move_neg" else "tau_pos"
+            steps = rng.choice((-3, -1, 1, 2))
+            new = round(values[name] + steps / 100, 2)
+            low, high = ((0.0, values["tau_pos"]) if name == "tau_neg"
+                         else (values["tau_neg"], 1.0))
+            if not low <= new <= high:
+                continue
+            thumb = page.locator(TAU_NEG_THUMB if name == "tau_neg" else TAU_POS_THUMB)
+            thumb.focus()
+            for _ in range(abs(steps)):
+                page.keyboard.press("ArrowRight" if steps > 0 else "ArrowLeft")
+            values[name] = new
+            explored.add(name)
+            expect(thumb).to_have_attribute("aria-valuetext", f"{new:.2f}")
+        elif action == "move_gamma":
+            new = round(values["gamma"] - 0.02, 2)
+            thumb = page.locator('input[type="range"][aria-label="γ (cumulative mass, POS)"]')
+            thumb.focus()
+            page.keyboard.press("ArrowLeft")
+            page.keyboard.press("ArrowLeft")
+            values["gamma"] = new
+            explored.add("gamma")
+            expect(thumb).to_have_attribute("aria-valuetext", f"{new:.2f}")
+        else:
+            wait_idle(page)
+            _wait_for_address(page, _expected_link(values, explored))
+            page = new_page(page.url)
+            wait_page(page, SEQUENCE_PAGES[title])
+        wait_idle(page)
+        want_line = [f"τ_neg {values['tau_neg']:g} ("
+                     f"{'exploratory' if 'tau_neg' in explored else 'pre-specified'})",
+                     f"τ_pos {values['tau_pos']:g} ("
+                     f"{'exploratory' if 'tau_pos' in explored else 'pre-specified'})",
+                     f"γ {values['gamma']:g} ("
+                     f"{'exploratory' if 'gamma' in explored else 'pre-specified'})"]
+        line = page.locator('[data-testid="stCaptionContainer"]').filter(
+            has_text="Thresholds:").first
+        for part in want_line:
+            expect(line).to_contain_text(part)
+        expect(page.locator(TAU_NEG_THUMB)).to_have_attribute(
+            "aria-valuetext", f"{values['tau_neg']:.2f}")
+        expect(page.locator(TAU_POS_THUMB)).to_have_attribute(
+            "aria-valuetext", f"{values['tau_pos']:.2f}")
+        want = _expected_link(values, explored)
+        _wait_for_address(page, want)
+        assert query(page) == want
+        assert_no_failure(page)
