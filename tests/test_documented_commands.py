@@ -163,6 +163,21 @@ def test_the_readme_states_one_way_to_run_things():
         assert not re.search(r"(?<!-m )\bpip3? install", text), path.name
 
 
+def test_the_programs_install_advice_is_the_readmes():
+    """The messages of a missing RAG extra give the README's install commands."""
+    from metrics_core.rag import generation_overlap, generation_semantic
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    page = (ROOT / "dashboard" / "app_pages" / "rag.py").read_text(encoding="utf-8")
+    for extra, advice in (("rag", generation_overlap._RAG_EXTRA),
+                          ("rag-semantic", generation_semantic.SEMANTIC_MISSING)):
+        command = f'python -m pip install -e ".[{extra}]"'
+        assert command in readme and command in advice, (extra, advice)
+    assert 'python -m pip install -e ".[rag-semantic]"' in page
+    for text in (generation_overlap._RAG_EXTRA, generation_semantic.SEMANTIC_MISSING, page):
+        assert "pip install '" not in text   # not the name of a package on an index
+
+
 def _project_copy(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A copy of the project's folder as the documents use it, with a ``.venv`` whose
     programs are this test's environment's, and the environment of an activated shell."""

@@ -47,7 +47,7 @@ def test_missing_extra_gives_a_clear_skip_note(monkeypatch):
         r = metric.compute(samples, outputs)
         assert r.value == 0.0 and not r.defined
         assert r.details["skipped_reason"] == sem.SEMANTIC_MISSING
-        assert "pip install 'metrics-core[rag-semantic]'" in r.details["skipped_reason"]
+        assert 'python -m pip install -e ".[rag-semantic]"' in r.details["skipped_reason"]
     # With its own embedding function the metric needs no extra.
     assert sem.EmbeddingSimilarity(lambda t: [[1.0]] * len(t)).compute(samples,
                                                                        outputs).defined

@@ -45,8 +45,10 @@ if file is None:
 else:
     st.caption(f"Data: {escape_markdown(name)}")
 if semantic and not semantic_available():
-    st.warning("The semantic metrics need `pip install 'metrics-core[rag-semantic]'`; they "
-               "are shown as skipped.", icon=":material/info:")
+    st.warning("The semantic metrics need the optional extra rag-semantic (`./dev` installs "
+               "it, or in the project's environment: "
+               '`python -m pip install -e ".[rag-semantic]"`); they are shown as skipped.',
+               icon=":material/info:")
 
 key = (hashlib.sha256(raw).hexdigest(), bool(semantic), int(n_boot))
 kept = st.session_state.get(state.RAG_RESULT)

@@ -37,7 +37,8 @@ __all__ = [
     "token_f1",
 ]
 
-_RAG_EXTRA = "pip install 'metrics-core[rag]'"
+_RAG_EXTRA = ("./dev installs it, or in the project's environment: "
+              'python -m pip install -e ".[rag]"')
 
 
 def _require(module: str, package: str):
@@ -47,7 +48,7 @@ def _require(module: str, package: str):
         return importlib.import_module(module)
     except ImportError:
         raise ImportError(f"{package} is needed for this metric and is not installed; "
-                          f"install the optional extra: {_RAG_EXTRA}") from None
+                          f"it is in the optional extra rag: {_RAG_EXTRA}") from None
 
 
 def _has_reference(sample) -> bool:
