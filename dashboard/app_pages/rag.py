@@ -7,7 +7,7 @@ import hashlib
 import streamlit as st
 
 from dashboard import display, state, upload
-from dashboard.safe_text import escape_markdown
+from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core.errors import InputError
 from metrics_core.rag import loader, report, suite
 from metrics_core.rag.demo import DEMO_RAG_LABEL, demo_rag_path
@@ -93,7 +93,8 @@ if pairs.empty:
     st.caption("No sample names a `variant_of` of the file.")
 else:
     options = ["all", *dict.fromkeys(pairs["scenario"])]
-    chosen = st.selectbox("Scenario", options, key=state.RAG_PAIR_SCENARIO)
+    chosen = st.selectbox("Scenario", options, key=state.RAG_PAIR_SCENARIO,
+                          format_func=neutralise_bidi)
     shown = pairs if chosen == "all" else pairs[pairs["scenario"] == chosen]
     display.show_table(display.dashed(shown, ("answer_token_f1",)), key="rag_pairs")
 
