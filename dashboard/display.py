@@ -770,8 +770,8 @@ def gate_card(v, *, table_on_demand: bool = False) -> None:
                    border=True)
         lo, hi = g.ci(key) or (None, None)
         col.caption(f"{fmt(rate)} of {fmt(g.n, 'count')} queries; {ci_text(lo, hi, 'Wilson')}")
-    targets = v.evaluation.targets
-    by_metric = {r["metric"]: r for r in targets.to_dict("records")}
+    # The verdict every page gives (met / not met on the whole interval, undecided, ...).
+    by_metric = {r["metric"]: r for r in verdict_frame(v.evaluation).to_dict("records")}
     cols = st.columns(3)
     for col, name in zip(cols, ("screening_sensitivity", "screening_fn_per_1000",
                                 "alert_precision"), strict=True):
@@ -784,11 +784,10 @@ def gate_card(v, *, table_on_demand: bool = False) -> None:
         if t is None:
             col.metric(GATE_LABELS[name], value, border=True, help=text)
         else:
-            met = t["status"] == "met (whole interval)"
             col.metric(GATE_LABELS[name], value,
-                       delta=f"{t['status']}: target {t['target']}",
-                       delta_color="green" if met else "red" if t["status"] == "not met"
-                       else "orange", delta_arrow="off", border=True, help=text)
+                       delta=f"{t['verdict']}: target {t['target']}",
+                       delta_color=VERDICTS[t["verdict"]][0], delta_arrow="off", border=True,
+                       help=text)
         if value != UNDEFINED:  # (an undefined tile's reason names its empty denominator)
             n, noun = gate_denominator(g, name)
             text += f"; n = {fmt(n, 'count')} {noun}"
@@ -804,7 +803,8 @@ def gate_card(v, *, table_on_demand: bool = False) -> None:
              else contextlib.nullcontext())
     if place is not None:
         with place:
-            show_records(gate_card_frame(g, targets), key="gate_card_table")
+            verdicts = verdict_frame(v.evaluation).rename(columns={"verdict": "status"})
+            show_records(gate_card_frame(g, verdicts), key="gate_card_table")
 
 
 #: Why a gate tile is undefined.

@@ -317,3 +317,16 @@ def test_the_decision_page_gives_the_same_verdicts(demo_evaluator):
     assert list(shown["verdict"]) == list(want["verdict"])
     order = list(at.get_by_key("targets_table").dataframe[0].proto.column_order)
     assert "verdict" in order and "status" not in order
+
+
+def test_the_gate_card_gives_the_same_verdicts(demo_evaluator):
+    at = open_app(page="gate")
+    assert_clean(at)
+    tiles = {m.label: m.proto for m in at.metric}
+    assert tiles["Screening sensitivity"].delta == "not met: target ≥ 0.995"
+    assert tiles["Alert precision"].delta == "met: target ≥ 0.9"  # before: "met (whole ..."
+    at.session_state["gate_card_table_open"] = True
+    at.run(timeout=TIMEOUT)
+    card = table(at, "gate_card_table").set_index("metric")
+    assert card.loc["screening_sensitivity", "result"] == "not met"
+    assert card.loc["alert_precision", "result"] == "met"
