@@ -126,6 +126,9 @@ def settings_json(evaluation, *, marks: dict | None = None) -> str:
 
 
 def _records_frame(evaluation) -> pd.DataFrame:
+    """The headline records, their queries in words as on the pages."""
+    from dashboard.display import plain_subset  # the pages' words; only when a record is made
+
     rows = []
     for name in HEADLINE:
         try:
@@ -134,7 +137,8 @@ def _records_frame(evaluation) -> pd.DataFrame:
             continue
         lo, hi = r.ci95 if r.ci95 is not None else (None, None)
         rows.append({"metric": registry.label(name), "value": r.value, "95% CI low": lo,
-                     "95% CI high": hi, "interval": r.ci_method or "none", "subset": r.subset,
+                     "95% CI high": hi, "interval": r.ci_method or "none",
+                     "computed on": plain_subset(r.subset),
                      "n": r.n, "meaning": r.interpretation})
     return pd.DataFrame(rows)
 

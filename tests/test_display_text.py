@@ -266,3 +266,10 @@ def test_the_pdf_breaks_no_word(demo):
     assert {"Calibration", "wilson", "interval", "bootstrap"} <= words
     broken = sorted(w for w in words if w not in pdf_words)
     assert broken == []  # before: "Calibratio n slope", "wils on", "non e", "int erv al"
+
+
+def test_the_records_headline_table_names_its_queries_in_words(demo):
+    page = record.render_html(demo.evaluate(EvalConfig(bootstrap=0)))
+    headline = page.split("<h2>Headline numbers</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "queries with evidence" in headline and "positives_" not in headline
+    assert "all queries at τ_<wbr>neg=0.1, τ_<wbr>pos=0.6" in headline
