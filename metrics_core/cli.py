@@ -915,6 +915,13 @@ def _run(args) -> int:
     except KeyboardInterrupt:
         print("metrics-core: cancelled; no output was written", file=sys.stderr)
         return EXIT_CANCELLED
+    except ModuleNotFoundError as err:  # run by a Python without the project's packages
+        print(f"metrics-core: this Python ({sys.executable}) has no package {err.name!r}, "
+              "which the project needs: run the command in the project's environment, "
+              "./dev cli COMMAND … from the project's folder, or metrics-core COMMAND … after "
+              "`source .venv/bin/activate` (README, \"How to run every other command\")",
+              file=sys.stderr)
+        return EXIT_INPUT
 
 
 if __name__ == "__main__":

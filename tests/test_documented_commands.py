@@ -305,3 +305,19 @@ def test_architecture_lists_every_subcommand():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for command in sub.choices:
         assert f"metrics-core {command} " in readme, command
+
+
+def test_a_python_without_the_projects_packages_is_told_how_to_run(tmp_path):
+    """``python -m metrics_core evaluate …`` by a Python that lacks pandas (the system's, not
+    the project's environment) says how to run it, with no traceback."""
+    project, env = _project_copy(tmp_path)
+    code = ("import sys; sys.modules['pandas'] = None  # as if it were not installed\n"
+            "from metrics_core.cli import main\n"
+            "sys.exit(main(['evaluate', 'assets/demo_queries.parquet', "
+            "'assets/demo_candidates.parquet', '--out', 'm.json']))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"this Python ({sys.executable}) has no package 'pandas'" in done.stderr
+    assert "./dev cli COMMAND" in done.stderr and "source .venv/bin/activate" in done.stderr
+    assert not (project / "m.json").exists()
