@@ -600,7 +600,11 @@ def verdict_frame(evaluation) -> pd.DataFrame:
     """
     from metrics_core.targets import parse_target
 
+    columns = ["label", "verdict", "shown", "ci95", "target", "detail", "metric", "value",
+               "ci95_lo", "ci95_hi", "n"]
     table = evaluation.targets
+    if not len(table):
+        return pd.DataFrame(columns=columns)
     parsed = [parse_target(t) for t in evaluation.config.targets]
     if len(parsed) != len(table) or any(
             name != m for (name, _, _), m in zip(parsed, table["metric"], strict=False)):
@@ -639,8 +643,7 @@ def verdict_frame(evaluation) -> pd.DataFrame:
                      "shown": fmt(value, kind), "ci95": fmt_interval(lo, hi, kind),
                      "target": target, "detail": detail, "metric": name, "value": value,
                      "ci95_lo": lo, "ci95_hi": hi, "n": r.get("n")})
-    return pd.DataFrame(rows, columns=["label", "verdict", "shown", "ci95", "target", "detail",
-                                       "metric", "value", "ci95_lo", "ci95_hi", "n"])
+    return pd.DataFrame(rows, columns=columns)
 
 
 def verdict_summary(verdicts: pd.DataFrame) -> str:

@@ -330,3 +330,10 @@ def test_the_gate_card_gives_the_same_verdicts(demo_evaluator):
     card = table(at, "gate_card_table").set_index("metric")
     assert card.loc["screening_sensitivity", "result"] == "not met"
     assert card.loc["alert_precision", "result"] == "met"
+
+
+def test_no_targets_is_said_so():
+    frame = display.verdict_frame(_evaluation([_rec("auroc", 0.9)], ()))
+    assert frame.empty and list(frame.columns)[:2] == ["label", "verdict"]
+    assert display.verdict_summary(frame) == "No targets set."
+    assert display.verdict_lines(frame) == []
