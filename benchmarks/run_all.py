@@ -6,9 +6,11 @@
 2. ``bench_cli.py``: the whole ``metrics-core`` process (start, loading, the whole evaluate
    against scikit-learn + pytrec_eval, 1M queries and peak memory; ``--quick`` skips the 1M
    part);
-3. ``bench_app_latency.py``: the dashboard's slider-to-chart latency in headless Chromium
+3. ``bench_default_run.py``: the README's example with its default 10,000 resamples against
+   the same run with ``--bootstrap 0`` (and the live app's intervals per setting move);
+4. ``bench_app_latency.py``: the dashboard's slider-to-chart latency in headless Chromium
    (``--quick`` is passed on when given here);
-4. ``speed_targets.py``: one table of every speed target beside its measurement and ratio
+5. ``speed_targets.py``: one table of every speed target beside its measurement and ratio
    (``benchmarks/results/speed_targets.md`` and the README).
 
 Usage::
@@ -33,9 +35,9 @@ HERE = Path(__file__).resolve().parent
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run every benchmark of the project.")
     parser.add_argument("--quick", action="store_true", help="small size only (fast check)")
-    parser.add_argument("--only", choices=("metrics", "cli", "app"),
-                        help="run only the kernels, the whole-process or the dashboard "
-                             "latency benchmark")
+    parser.add_argument("--only", choices=("metrics", "cli", "default", "app"),
+                        help="run only the kernels, the whole-process, the default-run or "
+                             "the dashboard latency benchmark")
     args, rest = parser.parse_known_args(argv)
     quick = ["--quick"] if args.quick else []
     failed = []
@@ -50,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
                *(["--skip-large"] if args.quick else [])]
         if subprocess.run(cmd, cwd=HERE.parent, check=False).returncode != 0:
             failed.append("bench_cli.py")
+
+    if args.only in (None, "default"):
+        cmd = [sys.executable, str(HERE / "bench_default_run.py"),
+               *(["--repeats", "3"] if args.quick else [])]
+        if subprocess.run(cmd, cwd=HERE.parent, check=False).returncode != 0:
+            failed.append("bench_default_run.py")
 
     if args.only in (None, "app"):
         cmd = [sys.executable, str(HERE / "bench_app_latency.py"), *quick]

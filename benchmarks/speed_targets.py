@@ -1,7 +1,8 @@
 """One table of the speed targets: every target beside its measurement, baseline and ratio.
 
 Reads the results the benchmark scripts wrote (``results/cli.json`` from ``bench_cli.py``,
-``results/app_latency.json`` from ``bench_app_latency.py``), writes
+``results/default_run.json`` from ``bench_default_run.py``, ``results/app_latency.json``
+from ``bench_app_latency.py``), writes
 ``results/speed_targets.md`` and pastes the table into the README between the
 ``speed-targets`` markers. ``run_all.py`` calls it after the benchmarks, so the table always
 shows the figures of the latest run of each script (with its date: a row whose script was not
@@ -84,6 +85,16 @@ def cli_rows(res: dict) -> list[tuple]:
     return rows
 
 
+def default_rows(res: dict) -> list[tuple]:
+    """The row of ``bench_default_run.py``: the README's example, default against
+    ``--bootstrap 0``."""
+    d = res["default_run"]
+    return [("whole `metrics-core evaluate` on the demo, default 10,000 resamples (every "
+             "interval)", fmt_s(d["default_median_s"]),
+             f"same run `--bootstrap 0` {fmt_s(d['bootstrap0_median_s'])}",
+             f"{d['ratio']:.2f}x", "≤ 5x", verdict(d["ratio"] <= 5))]
+
+
 def app_rows(res: dict) -> list[tuple]:
     """Rows of ``bench_app_latency.py``."""
     by = {r["scenario"]: r for r in res.get("results", [])}
@@ -148,6 +159,10 @@ def table() -> list[str]:
     if cli is not None:
         lines += [f"| {' | '.join(row)} |" for row in cli_rows(cli)]
         sources.append(f"`bench_cli.py` {cli['environment']['date']}")
+    default = _load("default_run.json")
+    if default is not None:
+        lines += [f"| {' | '.join(row)} |" for row in default_rows(default)]
+        sources.append(f"`bench_default_run.py` {default['date']}")
     if app is not None:
         lines += [f"| {' | '.join(row)} |" for row in app_rows(app)]
         sources.append(f"`bench_app_latency.py` {app['meta']['date']} "

@@ -107,11 +107,18 @@ def _count_batches(ev, cfg, progress) -> Iterator[np.ndarray]:
             progress(done, cfg.bootstrap)
 
 
+#: Weight-matrix cells per batch of the passes whose statistics are matrix products (a few
+#: large products rather than many small ones: BLAS's threads meet less often; a row's
+#: product does not depend on how many rows are multiplied with it).
+_PRODUCT_BATCH_CELLS = 1 << 22
+
+
 def _run(ev, cfg, statistics: dict, progress) -> dict:
     n_units, unit_of_row = _units(ev, cfg)
     return bootstrap_cis(statistics, n_units, unit_of_row=unit_of_row,
                          n_resamples=cfg.bootstrap, seed=cfg.seed, unit=cfg.bootstrap_unit,
-                         progress=progress, counts=_kept_counts(ev, cfg))
+                         progress=progress, counts=_kept_counts(ev, cfg),
+                         batch_size=max(1, _PRODUCT_BATCH_CELLS // max(ev.ds.n_queries, 1)))
 
 
 def _method(cfg) -> str:
@@ -262,6 +269,40 @@ def _integer_columns(y, pred, three_way, k, emask, n_k: int) -> np.ndarray:
         indicator_matrix(k, n_k)], axis=1)
 
 
+def _integer_categories(y, pred, three_way, k, emask, n_k: int):
+    """The integer columns of :func:`_integer_columns` by category: ``(codes, matrix)``, the
+    category of every query (its prediction, gate prediction, label, evidence mask and K)
+    and the columns' values of each category. A resample's sums of the columns are its
+    weight per category times ``matrix`` (whole numbers: the same sums in any order)."""
+    n_codes = 24 * n_k
+    codes = ((((pred * 3 + (three_way + 1)) * 2 + y) * 2 + emask.astype(np.int64)) * n_k + k)
+    c = np.arange(n_codes)
+    c_k, rest = c % n_k, c // n_k
+    c_emask, rest = rest % 2, rest // 2
+    c_y, rest = rest % 2, rest // 2
+    c_three, c_pred = rest % 3 - 1, rest // 3
+    return codes, _integer_columns(c_y, c_pred, c_three, c_k, c_emask.astype(bool), n_k)
+
+
+def _category_sums(batches, codes: np.ndarray, n_codes: int, n_resamples: int,
+                   progress=None) -> np.ndarray:
+    """Every resample's weight per category, ``(n_resamples, n_codes)``: one weighted count
+    per batch of weights (columns: the rows ``codes`` describes); whole numbers."""
+    out = np.empty((n_resamples, n_codes))
+    keys = None
+    start = 0
+    for batch in batches:
+        b = batch.shape[0]
+        if keys is None or keys.size != b * codes.size:
+            keys = (codes[None, :] + n_codes * np.arange(b)[:, None]).ravel()
+        out[start:start + b] = np.bincount(keys, weights=batch.ravel(),
+                                           minlength=b * n_codes).reshape(b, n_codes)
+        start += b
+        if progress is not None:
+            progress(start, n_resamples)
+    return out
+
+
 def _operating_values(float_sums: np.ndarray, int_sums: np.ndarray) -> np.ndarray:
     """Each resample's value of every :data:`OPERATING_NAMES` metric from its weighted sums:
     the means of §7 (evidence recall / precision over the evidence mask, mean K, workload per
@@ -345,31 +386,36 @@ class _KeptSums:
             total += part
         return total
 
-    def every_sum(self, floats, integers, counts: DrawnCounts, unit_of_row,
+    def every_sum(self, floats, y, sources, n_k, counts: DrawnCounts, unit_of_row,
                   progress) -> tuple[np.ndarray, np.ndarray]:
-        """Every block's sums of ``floats`` and the sums of ``integers``, with the weights
-        gathered once in the order of p (a block's queries are then contiguous columns): the
-        products of :meth:`float_sums`, on the same weights, over all resamples at once (the
-        same numbers: the product's shape is the same too)."""
+        """Every block's sums of ``floats`` and the sums of the integer columns, with the
+        weights gathered once in the order of p (a block's queries are then contiguous
+        columns): the products of :meth:`float_sums`, on the same weights, over all
+        resamples at once (the same numbers: the product's shape is the same too); the
+        integer sums by category (:func:`_integer_categories`), without a product."""
         order = np.concatenate(self.blocks)
         units = order if unit_of_row is None else unit_of_row[order]
         bounds = np.cumsum([0, *(rows.size for rows in self.blocks)])
-        ordered_ints = integers[order]
+        codes, matrix = _integer_categories(y, *sources, n_k)
         n_resamples = counts.shape[0]
-        by_p = np.empty((n_resamples, order.size), dtype=counts.dtype)
-        int_sums = np.empty((n_resamples, integers.shape[1]))
-        start = 0
-        for batch in counts.batches(_batch_rows(order.size)):
-            stop = start + batch.shape[0]
-            np.take(batch, units, axis=1, out=by_p[start:stop])
-            int_sums[start:stop] = by_p[start:stop].astype(np.float64) @ ordered_ints
-            start = stop
-            if progress is not None:
-                progress(stop, n_resamples)
+        # the weights in p order, query by query (a block's F-ordered weights are a view)
+        by_p = np.empty((order.size, n_resamples), dtype=counts.dtype)
+        step = _batch_rows(order.size)
+
+        def gathered():
+            for start, batch in zip(range(0, n_resamples, step), counts.batches(step),
+                                    strict=True):
+                weights = np.take(batch, units, axis=1)
+                by_p[:, start:start + batch.shape[0]] = weights.T
+                yield weights
+
+        int_sums = _category_sums(gathered(), codes[order], matrix.shape[0], n_resamples,
+                                  progress) @ matrix
         self.block_sums = np.empty((len(self.blocks), n_resamples, floats.shape[1]))
         self.floats = None
         for b, rows in enumerate(self.blocks):
-            self.block_sums[b] = _weights_f(by_p[:, bounds[b]:bounds[b + 1]]) @ floats[rows]
+            block = by_p[bounds[b]:bounds[b + 1]].astype(np.float64).T  # = _weights_f(...)
+            self.block_sums[b] = block @ floats[rows]
         self.blocks_summed = len(self.blocks)
         self.floats = floats
         return self._total(), int_sums
@@ -432,12 +478,16 @@ def operating_intervals(ev, cfg, inter, progress: Callable | None = None) -> Int
                     progress(cfg.bootstrap, cfg.bootstrap)
                 float_sums = kept.float_sums(floats, counts, unit_of_row)
             elif kept.floats is not None and kept.floats.shape == floats.shape:
-                (int_sums,) = summed([_integer_columns(y, *sources, n_k)])
+                codes, matrix = _integer_categories(y, *sources, n_k)
+                step = _batch_rows(ds.n_queries)
+                batches = (b if unit_of_row is None else np.take(b, unit_of_row, axis=1)
+                           for b in kept_counts.batches(step))
+                int_sums = _category_sums(batches, codes, matrix.shape[0], cfg.bootstrap,
+                                          progress) @ matrix
                 float_sums = kept.float_sums(floats, counts, unit_of_row)
             else:  # the first setting: every sum, in one pass
-                float_sums, int_sums = kept.every_sum(
-                    floats, _integer_columns(y, *sources, n_k), kept_counts, unit_of_row,
-                    progress)
+                float_sums, int_sums = kept.every_sum(floats, y, sources, n_k, kept_counts,
+                                                      unit_of_row, progress)
             kept.sources, kept.int_sums = sources, int_sums
     values = _operating_values(float_sums, int_sums)
     out = Intervals(_method(cfg))
