@@ -630,7 +630,7 @@ def verdict_frame(evaluation) -> pd.DataFrame:
             verdict = "point estimate only"
             side = "clears" if holds(value, bound) else "misses"
             why = _no_interval_words(record)
-            detail = f"the point estimate {side} it; no 95% interval ({why}), so not judged"
+            detail = f"the point estimate {side} it; no 95% interval: {why}"
         elif holds(lo, bound) and holds(hi, bound):
             verdict, detail = "met", "the whole 95% interval clears it"
         elif not holds(lo, bound) and not holds(hi, bound):

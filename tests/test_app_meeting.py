@@ -188,7 +188,7 @@ def test_meeting_mode_shows_the_thresholds_line_and_target_badges(demo_evaluator
     sens = tiles["Screening sensitivity"].proto
     assert sens.delta == "not met: target ≥ 0.995"
     assert tiles["Alert precision"].proto.delta == "met: target ≥ 0.9"
-    assert tiles["Mean K"].proto.delta == ""  # no target: no badge
+    assert tiles["Mean K"].proto.delta == "no target"
     lines = [m.value for m in at.get_by_key("meeting_verdicts").markdown]
     assert lines[0] == "**Targets:** 2 of 8 targets met, 1 not met, 5 point estimate only."
     # The line follows the meeting's own slider.

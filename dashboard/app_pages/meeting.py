@@ -41,8 +41,9 @@ for i, name in enumerate(names):
     reason = display.undefined_reason(r)
     ci = reason or ("" if r.ci95 is None else display.ci_text(*r.ci95,
                                                               kind=display.kind_of(name)))
-    badge = {}
-    if name in verdicts.index:  # its target's verdict, judged on the interval
+    # Its target's verdict, judged on the interval (a grey "no target" keeps the tiles level).
+    badge = {"delta": "no target", "delta_arrow": "off", "delta_color": "gray"}
+    if name in verdicts.index:
         t = verdicts.loc[name]
         badge = {"delta": f"{t['verdict']}: target {t['target']}", "delta_arrow": "off",
                  "delta_color": display.VERDICTS[t["verdict"]][0]}
