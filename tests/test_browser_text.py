@@ -24,9 +24,9 @@ RLO = "\u202e"
 
 
 def test_run_names_are_drawn_as_written(new_page, app_url, tmp_path):  # noqa: F811
-    from metrics_core.demo import make_runs
-
     import pandas as pd
+
+    from metrics_core.demo import make_runs
 
     # One table with a run column (a browser would percent-encode a quote in a file name).
     names = ['base "A" & co', f"new{RLO}gnp"]
