@@ -194,7 +194,8 @@ def test_meeting_mode_shows_the_thresholds_line_and_target_badges(demo_evaluator
     # The line follows the meeting's own slider.
     at.slider(key="gate").set_value((0.05, 0.6)).run(timeout=TIMEOUT)
     assert_clean(at)
-    assert any(c.value.startswith("Thresholds: τ\\_neg 0.05 (") for c in at.caption)
+    assert any(c.value.startswith("Thresholds: τ\\_neg 0.05 (exploratory); τ\\_pos 0.6 "
+                                  "(pre-specified)") for c in at.caption)
     g = demo_evaluator.evaluate(EvalConfig(bootstrap=0, tau_neg=0.05)).gate
     assert metric(at, "Screening sensitivity") == f"{g.screening_sensitivity:.3f}"
 
