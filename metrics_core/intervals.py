@@ -17,6 +17,7 @@ import numpy as np
 from metrics_core import calibration, gate, multilabel, outcomes
 from metrics_core.classification import confusion_rates
 from metrics_core.curve_replicates import ScoreLayout, curve_replicates
+from metrics_core.inflight import in_background
 from metrics_core.progress import stage
 from metrics_core.uncertainty import (
     CI,
@@ -81,10 +82,13 @@ def _kept_counts(ev, cfg, n_units: int | None = None) -> DrawnCounts | None:
 
 def start_drawing(ev, cfg) -> None:
     """Start drawing the run's resamples (and the multi-label metrics' posts) on helper
-    threads, when they are kept: the caller computes the point estimates meanwhile."""
-    if cfg.bootstrap and ev.ds.n_queries:
-        _kept_counts(ev, cfg)
+    threads, when they are kept, and the score-ordered pass over them
+    (:func:`curve_intervals`, data-only) on another as they come: the caller computes the
+    point estimates and the other intervals meanwhile (numpy releases the interpreter in the
+    pass's gathers and cumulative sums)."""
+    if cfg.bootstrap and ev.ds.n_queries and _kept_counts(ev, cfg) is not None:
         _kept_counts(ev, cfg, int(ev.ds.posts.size))
+        in_background([lambda: curve_intervals(ev, cfg)], "metrics_core-curves")
 
 
 def _batch_rows(n_columns: int) -> int:
@@ -147,8 +151,7 @@ def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
         crit = ds.criterion_code.take(order)
         groups = [np.flatnonzero(crit == c) for c in range(len(ds.criteria))]
         grid = np.asarray(BAND_GRID)
-        report = stage(progress, "bootstrap (AUROC, AP, ROC / PR / net-benefit bands)")
-        values = curve_replicates(layout, _count_batches(ev, cfg, report), groups=groups,
+        values = curve_replicates(layout, _count_batches(ev, cfg, progress), groups=groups,
                                   roc_grid=grid, pr_grid=grid, thresholds=DECISION_THRESHOLDS)
         unit = cfg.bootstrap_unit
 
@@ -216,9 +219,11 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
         conf, outcome = ev.calibration_inputs(cfg)
         bins = calibration.bin_matrix(outcome, conf, n_bins=cfg.n_bins, strategy=cfg.binning)
         out = Intervals(_method(cfg))
-        curves = curve_intervals(ev, cfg, progress)
         out.update(_run(ev, cfg, {"linear": _linear_statistic(columns, bins)},
                         stage(progress, "bootstrap (ranking means, Brier, ECE, MCE)")))
+        # (computed, or being computed, on the helper thread of start_drawing)
+        curves = curve_intervals(
+            ev, cfg, stage(progress, "bootstrap (AUROC, AP, ROC / PR / net-benefit bands)"))
         out.update({name: curves[name] for name in ("auroc", "auprc", "auroc_by_criterion")})
         return out
 
@@ -286,20 +291,24 @@ def _integer_categories(y, pred, three_way, k, emask, n_k: int):
 
 def _category_sums(batches, codes: np.ndarray, n_codes: int, n_resamples: int,
                    progress=None) -> np.ndarray:
-    """Every resample's weight per category, ``(n_resamples, n_codes)``: one weighted count
-    per batch of weights (columns: the rows ``codes`` describes); whole numbers."""
-    out = np.empty((n_resamples, n_codes))
-    keys = None
+    """Every resample's weight per category, ``(n_resamples, n_codes)``: per batch of weights
+    (columns: the rows ``codes`` describes), the columns gathered category by category and
+    summed per run (whole numbers)."""
+    out = np.zeros((n_resamples, n_codes))
+    if not codes.size:
+        return out
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    present = ordered[starts]
     start = 0
     for batch in batches:
-        b = batch.shape[0]
-        if keys is None or keys.size != b * codes.size:
-            keys = (codes[None, :] + n_codes * np.arange(b)[:, None]).ravel()
-        out[start:start + b] = np.bincount(keys, weights=batch.ravel(),
-                                           minlength=b * n_codes).reshape(b, n_codes)
-        start += b
+        stop = start + batch.shape[0]
+        out[start:stop, present] = np.add.reduceat(np.take(batch, order, axis=1), starts,
+                                                   axis=1, dtype=np.int64)
+        start = stop
         if progress is not None:
-            progress(start, n_resamples)
+            progress(stop, n_resamples)
     return out
 
 
@@ -333,11 +342,12 @@ def _operating_values(float_sums: np.ndarray, int_sums: np.ndarray) -> np.ndarra
 FLOAT_BLOCKS = 64
 
 
-def _weights_f(counts: np.ndarray) -> np.ndarray:
-    """Some columns of the counts as float64 weights in column-major order: the layout of
-    ``counts[:, columns]`` (numpy's indexing puts the indexed axis first in memory), which the
-    block products have always been made with (BLAS's sums depend on the layout)."""
-    return np.asfortranarray(counts, dtype=np.float64)
+def _weights_f(by_unit: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """The counts of ``units`` (rows of :meth:`DrawnCounts.by_unit`) as float64 weights
+    ``(n_resamples, len(units))`` in column-major order: the layout of ``counts[:, units]``
+    (numpy's indexing puts the indexed axis first in memory), which the block products have
+    always been made with (BLAS's sums depend on the layout)."""
+    return np.take(by_unit, units, axis=0).astype(np.float64).T
 
 
 class _KeptSums:
@@ -373,10 +383,11 @@ class _KeptSums:
             stale = np.unique(self.block_of_row[changed]).tolist()
         self.blocks_summed = len(stale)
         self.floats = None  # (until every stale block is summed again: an error leaves none)
+        by_unit = counts.by_unit()
         for b in stale:
             rows = self.blocks[b]
             units = rows if unit_of_row is None else unit_of_row[rows]
-            self.block_sums[b] = _weights_f(np.take(counts, units, axis=1)) @ floats[rows]
+            self.block_sums[b] = _weights_f(by_unit, units) @ floats[rows]
         self.floats = floats
         return self._total()
 
@@ -388,37 +399,15 @@ class _KeptSums:
 
     def every_sum(self, floats, y, sources, n_k, counts: DrawnCounts, unit_of_row,
                   progress) -> tuple[np.ndarray, np.ndarray]:
-        """Every block's sums of ``floats`` and the sums of the integer columns, with the
-        weights gathered once in the order of p (a block's queries are then contiguous
-        columns): the products of :meth:`float_sums`, on the same weights, over all
-        resamples at once (the same numbers: the product's shape is the same too); the
-        integer sums by category (:func:`_integer_categories`), without a product."""
-        order = np.concatenate(self.blocks)
-        units = order if unit_of_row is None else unit_of_row[order]
-        bounds = np.cumsum([0, *(rows.size for rows in self.blocks)])
+        """Every block's sums of ``floats`` (the products of :meth:`float_sums`) and the sums
+        of the integer columns, by category (:func:`_integer_categories`: no product)."""
         codes, matrix = _integer_categories(y, *sources, n_k)
-        n_resamples = counts.shape[0]
-        # the weights in p order, query by query (a block's F-ordered weights are a view)
-        by_p = np.empty((order.size, n_resamples), dtype=counts.dtype)
-        step = _batch_rows(order.size)
-
-        def gathered():
-            for start, batch in zip(range(0, n_resamples, step), counts.batches(step),
-                                    strict=True):
-                weights = np.take(batch, units, axis=1)
-                by_p[:, start:start + batch.shape[0]] = weights.T
-                yield weights
-
-        int_sums = _category_sums(gathered(), codes[order], matrix.shape[0], n_resamples,
+        step = _batch_rows(y.size)
+        batches = (b if unit_of_row is None else np.take(b, unit_of_row, axis=1)
+                   for b in counts.batches(step))
+        int_sums = _category_sums(batches, codes, matrix.shape[0], counts.shape[0],
                                   progress) @ matrix
-        self.block_sums = np.empty((len(self.blocks), n_resamples, floats.shape[1]))
-        self.floats = None
-        for b, rows in enumerate(self.blocks):
-            block = by_p[bounds[b]:bounds[b + 1]].astype(np.float64).T  # = _weights_f(...)
-            self.block_sums[b] = block @ floats[rows]
-        self.blocks_summed = len(self.blocks)
-        self.floats = floats
-        return self._total(), int_sums
+        return self.float_sums(floats, counts, unit_of_row), int_sums
 
     def int_update(self, y, sources, n_k, counts, unit_of_row) -> np.ndarray | None:
         """The integer sums for ``sources`` from the kept ones (None: sum every row)."""
@@ -438,7 +427,7 @@ class _KeptSums:
             delta = (_integer_columns(y[rows], *(s[rows] for s in sources), width)
                      - _integer_columns(y[rows], *(s[rows] for s in self.sources), width))
             units = rows if unit_of_row is None else unit_of_row[rows]
-            sums += np.take(counts, units, axis=1).astype(np.float64) @ delta  # exact
+            sums += np.take(counts.by_unit(), units, axis=0).T.astype(np.float64) @ delta
         return sums[:, :_N_FIXED + n_k]  # the columns cut off are all zero
 
 
@@ -471,12 +460,11 @@ def operating_intervals(ev, cfg, inter, progress: Callable | None = None) -> Int
         kept = ev._memo(("operating_sums", cfg.bootstrap_config),
                         lambda: _KeptSums(ev.p_order()))
         with kept.lock:
-            counts = kept_counts.array()
-            int_sums = kept.int_update(y, sources, n_k, counts, unit_of_row)
+            int_sums = kept.int_update(y, sources, n_k, kept_counts, unit_of_row)
             if int_sums is not None:
                 if progress is not None:
                     progress(cfg.bootstrap, cfg.bootstrap)
-                float_sums = kept.float_sums(floats, counts, unit_of_row)
+                float_sums = kept.float_sums(floats, kept_counts, unit_of_row)
             elif kept.floats is not None and kept.floats.shape == floats.shape:
                 codes, matrix = _integer_categories(y, *sources, n_k)
                 step = _batch_rows(ds.n_queries)
@@ -484,7 +472,7 @@ def operating_intervals(ev, cfg, inter, progress: Callable | None = None) -> Int
                            for b in kept_counts.batches(step))
                 int_sums = _category_sums(batches, codes, matrix.shape[0], cfg.bootstrap,
                                           progress) @ matrix
-                float_sums = kept.float_sums(floats, counts, unit_of_row)
+                float_sums = kept.float_sums(floats, kept_counts, unit_of_row)
             else:  # the first setting: every sum, in one pass
                 float_sums, int_sums = kept.every_sum(floats, y, sources, n_k, kept_counts,
                                                       unit_of_row, progress)

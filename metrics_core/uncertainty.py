@@ -222,7 +222,9 @@ class DrawnCounts:
     caller computes before it needs them).
 
     The matrix is held in the smallest unsigned type that holds it (uint8 almost always; a
-    count above 255 widens it to uint16), equal to :meth:`Bootstrap.compact_counts`.
+    count above 255 widens it to uint16), equal to :meth:`Bootstrap.compact_counts`, and also
+    unit by unit (:meth:`by_unit`, the transpose, written on the same thread), where the
+    counts of a few units over all resamples are a few contiguous rows.
 
     ``counts[a:b]`` is :meth:`rows`, so a :class:`DrawnCounts` can stand wherever a count
     matrix is read by row slices (``counts=`` of :func:`bootstrap_cis`).
@@ -235,6 +237,7 @@ class DrawnCounts:
         self._done = 0
         self._error: BaseException | None = None
         self._counts = np.empty(self.shape, dtype=np.uint8)
+        self._by_unit = np.empty(self.shape[::-1], dtype=np.uint8)
         self._thread = threading.Thread(target=self._draw, name="metrics_core-draw",
                                         daemon=True)
         self._thread.start()
@@ -251,7 +254,9 @@ class DrawnCounts:
         """uint8 -> uint16 (a count above 255): the rows drawn so far copied."""
         wide = np.empty(self.shape, dtype=np.uint16)
         wide[:start] = self._counts[:start]
-        self._counts = wide
+        by_unit = np.empty(self.shape[::-1], dtype=np.uint16)
+        by_unit[:, :start] = self._by_unit[:, :start]
+        self._counts, self._by_unit = wide, by_unit
 
     def _draw(self) -> None:
         try:
@@ -261,7 +266,9 @@ class DrawnCounts:
                 if batch.max(initial=0) > np.iinfo(self._counts.dtype).max:
                     with self._ready:
                         self._widen(start)
-                self._counts[start:stop] = batch
+                rows = self._counts[start:stop]
+                rows[...] = batch
+                self._by_unit[:, start:stop] = rows.T  # (one byte a cell: a cheap transpose)
                 with self._ready:
                     self._done = stop
                     self._ready.notify_all()
@@ -290,6 +297,11 @@ class DrawnCounts:
     def array(self) -> np.ndarray:
         """The whole matrix (waits until every row is drawn)."""
         return self.rows(0, self.shape[0])
+
+    def by_unit(self) -> np.ndarray:
+        """The transpose, ``(n_units, n_resamples)`` C-ordered (waits for every row)."""
+        self.rows(0, self.shape[0])
+        return self._by_unit
 
     def batches(self, size: int) -> Iterator[np.ndarray]:
         """Row slices of ``size`` rows, each as soon as it is drawn."""
