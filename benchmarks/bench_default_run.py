@@ -134,16 +134,17 @@ def live(source: Path, moves: int) -> dict:
 
 
 def markdown(res: dict) -> str:
-    d, lv = res["default_run"], res.get("live")
+    d, lv = res.get("default_run"), res.get("live")
     lines = ["# The default run", "",
              f"{res['date']}, {res['machine']}, source `{res['source']}`.", "",
-             "| measurement | median | runs |", "|---|---:|---|",
-             f"| `metrics-core evaluate` demo, default (10,000 resamples) | "
-             f"{d['default_median_s']:.2f} s | "
-             f"{', '.join(f'{x:.2f}' for x in d['default_s'])} |",
-             f"| same, `--bootstrap 0` | {d['bootstrap0_median_s']:.2f} s | "
-             f"{', '.join(f'{x:.2f}' for x in d['bootstrap0_s'])} |",
-             f"| ratio | {d['ratio']:.2f}x (target ≤ 5x) | |"]
+             "| measurement | median | runs |", "|---|---:|---|"]
+    if d is not None:
+        lines += [f"| `metrics-core evaluate` demo, default (10,000 resamples) | "
+                  f"{d['default_median_s']:.2f} s | "
+                  f"{', '.join(f'{x:.2f}' for x in d['default_s'])} |",
+                  f"| same, `--bootstrap 0` | {d['bootstrap0_median_s']:.2f} s | "
+                  f"{', '.join(f'{x:.2f}' for x in d['bootstrap0_s'])} |",
+                  f"| ratio | {d['ratio']:.2f}x (target ≤ 5x) | |"]
     if lv is not None:
         lines += [f"| live app: a setting move, 2,000 resamples | "
                   f"{lv['move_with_median_s'] * 1000:.0f} ms | "
@@ -157,7 +158,8 @@ def markdown(res: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="alternating pairs of the default run (0: skip that part)")
     parser.add_argument("--live-moves", type=int, default=15,
                         help="setting moves timed in the live-app part (0: skip it)")
     parser.add_argument("--source", type=Path, default=ROOT,
@@ -165,10 +167,11 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "default_run.json")
     args = parser.parse_args(argv)
     source = args.source.resolve()
-    print(f"default run, {args.repeats} alternating pairs of fresh processes ({source})")
     res = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-           "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-           "source": str(source), "default_run": default_run(source, args.repeats)}
+           "machine": f"{platform.machine()}, {os.cpu_count()} cores", "source": str(source)}
+    if args.repeats:
+        print(f"default run, {args.repeats} alternating pairs of fresh processes ({source})")
+        res["default_run"] = default_run(source, args.repeats)
     if args.live_moves:
         print(f"live app: {args.live_moves} setting moves at 2,000 resamples")
         res["live"] = live(source, args.live_moves)

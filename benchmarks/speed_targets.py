@@ -160,7 +160,7 @@ def table() -> list[str]:
         lines += [f"| {' | '.join(row)} |" for row in cli_rows(cli)]
         sources.append(f"`bench_cli.py` {cli['environment']['date']}")
     default = _load("default_run.json")
-    if default is not None:
+    if default is not None and "default_run" in default:
         lines += [f"| {' | '.join(row)} |" for row in default_rows(default)]
         sources.append(f"`bench_default_run.py` {default['date']}")
     if app is not None:

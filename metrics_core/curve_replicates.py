@@ -123,9 +123,12 @@ def _auroc_ap(layout: ScoreLayout, pos: np.ndarray, neg: np.ndarray,
     if not want_ap:
         return auc, None
     tp_at = p_total[:, None] - p_lo  # positive weight with score >= the group's
-    fp_at = n_total[:, None] - n_lo
-    precision = _divide(tp_at, tp_at + fp_at)
-    ap = _divide(np.where(a > 0, a * np.nan_to_num(precision), 0.0).sum(axis=1), p_total)
+    predicted = tp_at + (n_total[:, None] - n_lo)
+    # a > 0 gives predicted > 0 and the precision of _divide; a == 0 a term of exactly 0
+    # (its precision set to 0 / 1): the terms of np.where(a > 0, a * precision, 0)
+    predicted[predicted == 0] = 1.0
+    terms = a * (tp_at / predicted)
+    ap = _divide(terms.sum(axis=1), p_total)
     ap[~both] = np.nan
     return auc, ap
 
