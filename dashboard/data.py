@@ -21,9 +21,7 @@ import hashlib
 import logging
 import time
 import tomllib
-import traceback
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -40,12 +38,12 @@ import streamlit as st
 from dashboard import state
 from metrics_core import io as mio
 from metrics_core import triage as mtriage
-from metrics_core.audit import audit as run_audit
 from metrics_core.classification import confusion_sweep
 from metrics_core.config import EvalConfig, Filters
 from metrics_core.demo import DEMO_LABEL, DEMO_PROBLEMS_LABEL, demo_paths
 from metrics_core.errors import InputError
 from metrics_core.report import Evaluation, Evaluator
+from metrics_core.run import Run, open_run
 
 __all__ = [
     "Filters",
@@ -108,19 +106,6 @@ class Source:
         return base if filters is None else base.for_filters(filters)
 
 
-def _audit(dataset, loaded):
-    """The data audit of metrics_core; None (and a log line) if it cannot run.
-
-    The audit informs; a failure in it must not keep valid data from being shown.
-    """
-    try:
-        return run_audit(dataset, loaded=loaded)
-    except Exception as exc:
-        _LOG.warning("data audit failed: %s\n%s", type(exc).__name__,
-                     "".join(traceback.format_tb(exc.__traceback__)))
-        return None
-
-
 #: Tokens of the demos: the plain one, the one with planted data problems, the triage one.
 DEMO, DEMO_PROBLEMS, DEMO_TRIAGE = "demo", "demo_problems", "demo_triage"
 DEMOS = MappingProxyType({DEMO: "Plain demo", DEMO_PROBLEMS: "Demo with data problems",
@@ -134,18 +119,16 @@ def _demo_files(problems: bool) -> tuple[Path, Path]:
 
 
 @st.cache_resource(show_spinner="Loading the synthetic demo data…")
-def _demo_parts(problems: bool = False) -> tuple[mio.Loaded, object, mtriage.TriageData]:
-    loaded = mio.load(*_demo_files(problems))
-    triage = mtriage.load_triage(demo_paths().triage)
-    return loaded, _audit(loaded.dataset, loaded), triage
+def _demo_parts(problems: bool = False) -> tuple[Run, mtriage.TriageData]:
+    """The demo's run (a failed audit is logged, not shown: it must not hide the data) and
+    the triage demo."""
+    run = open_run(*_demo_files(problems), audit_failure="log")
+    return run, mtriage.load_triage(demo_paths().triage)
 
 
-@st.cache_resource(show_spinner="Preparing the demo data…")
 def _demo_evaluator(problems: bool = False) -> Evaluator:
-    loaded, audit, _ = _demo_parts(problems)
-    inputs = [{"file": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
-               "bytes": p.stat().st_size} for p in _demo_files(problems)]
-    return Evaluator(loaded.dataset, audit=audit, inputs=inputs)
+    """The demo's evaluator (shared by every session, with the demo's run)."""
+    return _demo_parts(problems)[0].evaluator
 
 
 def demo_source(variant: str = DEMO) -> Source:
@@ -155,15 +138,15 @@ def demo_source(variant: str = DEMO) -> Source:
     if variant not in DEMOS:
         raise ValueError(f"unknown demo {variant!r}; one of {', '.join(DEMOS)}")
     problems = variant == DEMO_PROBLEMS
-    loaded, audit, triage = _demo_parts(problems)
+    run, triage = _demo_parts(problems)
     if variant == DEMO_TRIAGE:
         return Source(kind="demo", label=f"{DEMO_LABEL} (triage)", synthetic=True,
                       token=DEMO_TRIAGE, triage=triage,
                       triage_label=f"{DEMO_LABEL} (triage)",
                       files=(demo_paths().triage.name,))
     label = DEMO_PROBLEMS_LABEL if problems else DEMO_LABEL
-    return Source(kind="demo", label=label, synthetic=True, token=variant, loaded=loaded,
-                  audit=audit, files=tuple(p.name for p in _demo_files(problems)))
+    return Source(kind="demo", label=label, synthetic=True, token=variant, loaded=run.loaded,
+                  audit=run.audit, files=tuple(p.name for p in _demo_files(problems)))
 
 
 def current_source() -> Source:
@@ -216,28 +199,16 @@ def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
             return Source(kind="upload", label=f"Uploaded triage file: {upload.queries_name}",
                           synthetic=False, token=upload.digest, triage=data,
                           triage_label=upload.queries_name, files=(upload.queries_name,))
-        loaded = mio.load(frame, queries_name=upload.queries_name)
-        inputs = _input_hashes(upload)
+        run = open_run(upload.queries, queries_name=upload.queries_name, tables=(frame, None),
+                       audit_failure="log")
     else:
-        with ThreadPoolExecutor(max_workers=1) as pool:  # hashing releases the GIL: overlap
-            hashing = pool.submit(_input_hashes, upload)
-            loaded = mio.load(upload.queries, upload.candidates, limits=upload_limits(),
-                              queries_name=upload.queries_name,
-                              candidates_name=upload.candidates_name, mapping=mapping or None)
-            inputs = hashing.result()
+        run = open_run(upload.queries, upload.candidates, queries_name=upload.queries_name,
+                       candidates_name=upload.candidates_name, mapping=mapping,
+                       limits=upload_limits(), audit_failure="log")
     files = tuple(n for n in (upload.queries_name, upload.candidates_name) if n)
-    report = _audit(loaded.dataset, loaded)
     return Source(kind="upload", label=f"Uploaded data: {name}", synthetic=False,
-                  token=upload.digest + _mapping_digest(mapping), loaded=loaded,
-                  audit=report, files=files, by_hand=_by_hand(mapping),
-                  base=Evaluator(loaded.dataset, audit=report, inputs=inputs))
-
-
-def _input_hashes(upload: Upload) -> list[dict]:
-    """File name, SHA-256 and size of each uploaded file (the run record's inputs)."""
-    return [{"file": n, "sha256": hashlib.sha256(b).hexdigest(), "bytes": len(b)}
-            for n, b in ((upload.queries_name, upload.queries),
-                         (upload.candidates_name, upload.candidates)) if b is not None]
+                  token=upload.digest + _mapping_digest(mapping), loaded=run.loaded,
+                  audit=run.audit, files=files, by_hand=_by_hand(mapping), base=run.evaluator)
 
 
 def _by_hand(mapping) -> dict:

@@ -12,12 +12,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import hashlib
 import os
 import stat
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
 
@@ -439,16 +437,6 @@ def check_criterion_gates(config: EvalConfig, dataset, *,
                          f"{', …' if len(dataset.criteria) > 10 else ''})")
 
 
-def _sha256(path: Path) -> dict:
-    h = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-            size += len(chunk)
-    return {"file": path.name, "sha256": h.hexdigest(), "bytes": size}
-
-
 def write_atomically(outputs: dict[Path, bytes]) -> None:
     """Write every ``path -> bytes`` or none: temporary files beside each target, then renames.
 
@@ -503,15 +491,15 @@ def _prefetch(args):
     return Prefetch((args.queries, args.candidates), _limits(args))
 
 
-def _read_inputs(args, prefetch, io):
-    """``io.load`` of the inputs, with the tables ``prefetch`` has read already."""
-    sources, names = [], {}
-    for key, path in (("queries", args.queries), ("candidates", args.candidates)):
-        table = None if prefetch is None else prefetch.table(path)
-        sources.append(path if table is None else table)
-        if table is not None:
-            names[f"{key}_name"] = path.name
-    return io.load(*sources, limits=_limits(args), **names)
+def _open_run(args, prefetch=None):
+    """:func:`metrics_core.run.open_run` of the inputs, with the tables ``prefetch`` has
+    read already."""
+    from metrics_core.run import open_run
+
+    paths = (args.queries, args.candidates)
+    tables = (None, None) if prefetch is None else tuple(
+        None if p is None else prefetch.table(p) for p in paths)
+    return open_run(*paths, tables=tables, limits=_limits(args))
 
 
 #: The tables of ``metrics_master.json`` built on a helper thread while the command line
@@ -539,9 +527,6 @@ def _evaluate(args) -> int:
                    ("--exclusions", args.exclusions)])
     # (--scheduler without --engine dask is refused below: nothing to read then)
     prefetch = _prefetch(args) if args.engine != "dask" and args.scheduler is None else None
-    from metrics_core import io
-    from metrics_core.audit import audit
-    from metrics_core.evaluator import Evaluator
     if args.engine == "dask":
         from metrics_core import dask_engine
 
@@ -553,18 +538,13 @@ def _evaluate(args) -> int:
     else:
         if args.scheduler is not None:
             raise ValueError("--scheduler needs --engine dask")
-        paths = [p for p in (args.queries, args.candidates) if p is not None]
         args.progress.stage("reading the inputs")
-        with ThreadPoolExecutor(max_workers=1) as pool:  # hashing releases the GIL: overlap
-            hashing = pool.submit(lambda: [_sha256(p) for p in paths])
-            loaded = _read_inputs(args, prefetch, io)
-            inputs = hashing.result()
+        run = _open_run(args, prefetch)
+        loaded, report = run.loaded, run.audit
         if not _gates_known(config, loaded.dataset):
             return EXIT_INPUT
         args.progress.stage("computing the metrics")
-        report = audit(loaded.dataset, loaded=loaded)
-        evaluation = Evaluator(loaded.dataset, audit=report, inputs=inputs).evaluate(
-            config, progress=args.progress)
+        evaluation = run.evaluator.evaluate(config, progress=args.progress)
     # The document's tables, on two threads: these from its end while it writes the rest.
     args.progress.stage("writing the outputs")
     evaluation.prefetch(*_PREFETCHED_TABLES)
@@ -621,7 +601,7 @@ def _print_summary(evaluation, loaded, report, written: list[Path]) -> None:
 def _tune(args) -> int:
     import json
 
-    from metrics_core import decision, io
+    from metrics_core import decision
 
     targets = [decision.Target.parse(t) for t in args.target]
     bootstrap = _setting("bootstrap", args.bootstrap)
@@ -629,12 +609,11 @@ def _tune(args) -> int:
     check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates)],
                   [("--out", args.out)])
     args.progress.stage("reading the inputs")
-    loaded = io.load(args.queries, args.candidates, limits=_limits(args))
+    run = _open_run(args)
     args.progress.stage("choosing the thresholds")
-    results = decision.tune(loaded.dataset, targets, by=args.by, nested=args.nested,
+    results = decision.tune(run.dataset, targets, by=args.by, nested=args.nested,
                             bootstrap=bootstrap, seed=seed, progress=args.progress)
-    inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
-    payload = {"inputs": inputs, "nested": args.nested, "bootstrap": bootstrap,
+    payload = {"inputs": list(run.inputs), "nested": args.nested, "bootstrap": bootstrap,
                "seed": seed, "results": [r.to_dict() for r in results]}
     write_atomically({args.out: json.dumps(payload, indent=2, allow_nan=False).encode()})
     args.progress.close()
@@ -692,7 +671,7 @@ def _compare(args) -> int:
     if args.reference is not None and args.reference not in {r.name for r in runs}:
         raise ValueError(f"--reference {args.reference!r} is not one of the runs")
     rows = compare.compare(runs, reference=args.reference, config=config)
-    payload = {"inputs": [_sha256(p) for _, q, c in specs for p in (q, c) if p is not None],
+    payload = {"inputs": [i for run in runs for i in run.inputs],
                "config": config.to_dict(), "comparisons": clean(rows),
                "ablation": frame_records(compare.ablation_table(runs, config))}
     write_atomically({args.out: json.dumps(payload, indent=2, allow_nan=False).encode()})
@@ -736,10 +715,6 @@ def read_notes(path: Path) -> str:
 
 @_with_progress
 def _report(args) -> int:
-    from metrics_core import io
-    from metrics_core.audit import audit
-    from metrics_core.evaluator import Evaluator
-
     out = args.out or Path(f"decision_record.{args.format}")
     check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates),
                    ("--settings", args.settings), ("--notes", args.notes)], [("--out", out)])
@@ -748,14 +723,13 @@ def _report(args) -> int:
     from dashboard import record
 
     args.progress.stage("reading the inputs")
-    loaded = io.load(args.queries, args.candidates, limits=_limits(args))
+    run = _open_run(args)
+    loaded = run.loaded
     if args.settings and not _gates_known(config, loaded.dataset,
                                           given_by=f"{args.settings.name}: criterion_gates"):
         return EXIT_INPUT
-    inputs = [_sha256(p) for p in (args.queries, args.candidates) if p is not None]
     args.progress.stage("computing the metrics")
-    evaluation = Evaluator(loaded.dataset, audit=audit(loaded.dataset, loaded=loaded),
-                           inputs=inputs).evaluate(config, progress=args.progress)
+    evaluation = run.evaluator.evaluate(config, progress=args.progress)
     args.progress.stage(f"writing the {args.format} record")
     files = ", ".join(p.name for p in (args.queries, args.candidates) if p is not None)
     page = record.render_html(evaluation, title=args.title, notes=notes,
@@ -810,6 +784,7 @@ def _rag(args) -> int:
 
     from metrics_core.rag import loader, suite
     from metrics_core.rag.generation_llm_judge import OpenAICompatibleCritic
+    from metrics_core.run import fingerprint
 
     if len(args.quantiles) > _QUANTILES.max_items or any(
             not 0 < q <= 1 for q in args.quantiles):
@@ -842,7 +817,7 @@ def _rag(args) -> int:
         results = suite.evaluate(data.samples, data.outputs, metrics)
     except ImportError as err:  # an optional extra is missing: say which
         raise RuntimeError(str(err)) from None
-    payload = {"input": {**_sha256(args.file), "n_samples": len(data)},
+    payload = {"input": {**fingerprint(args.file), "n_samples": len(data)},
                "config": {"ks": list(ks), "quantiles": list(args.quantiles),
                           "critic_url": args.critic_url, "semantic": not args.no_semantic},
                "metrics": [r.to_dict() for r in results]}

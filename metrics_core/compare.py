@@ -43,10 +43,13 @@ _DECISIONS = MappingProxyType({"sensitivity": ("threshold", 1), "specificity": (
 
 @dataclass(frozen=True)
 class Run:
-    """One system's predictions: a name and its :class:`~metrics_core.dataset.Dataset`."""
+    """One system's predictions: a name and its :class:`~metrics_core.dataset.Dataset`, with
+    the fingerprints of its input files (:func:`metrics_core.run.fingerprint`) when loaded
+    from files."""
 
     name: str
     dataset: object
+    inputs: tuple[dict, ...] = ()
 
 
 def _pairs(ds) -> pd.Index:
@@ -168,11 +171,15 @@ def check_runs(runs) -> None:
 
 
 def load_runs(specs, *, limits=None) -> list[Run]:
-    """Runs from ``(name, queries, candidates_or_None)`` specs (paths, bytes or frames)."""
-    from metrics_core import io
+    """Runs from ``(name, queries, candidates_or_None)`` specs (paths), each opened with
+    :func:`metrics_core.run.open_run`."""
+    from metrics_core.run import open_run
 
     check_names([name for name, _, _ in specs])
-    runs = [Run(name, io.load(q, c, limits=limits).dataset) for name, q, c in specs]
+    runs = []
+    for name, q, c in specs:
+        run = open_run(q, c, limits=limits)
+        runs.append(Run(name, run.dataset, run.inputs))
     check_runs(runs)
     return runs
 

@@ -23,6 +23,7 @@ Import this module only when the Dask engine is used: it imports ``distributed``
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 from collections.abc import Callable, Sequence
@@ -35,6 +36,7 @@ import pandas as pd
 from metrics_core.dataset import Dataset
 from metrics_core.errors import InputError
 from metrics_core.evaluator import GAMMA_SWEEP, Evaluator, reference_k
+from metrics_core.run import fingerprint, run_of
 
 __all__ = ["DaskRun", "GatheredEvaluator", "QueryLevelDataset", "evaluate", "evaluate_unit",
            "plan_units", "resolve_files"]
@@ -477,7 +479,6 @@ def _canonical(results: list[dict]) -> tuple[dict, np.ndarray]:
 
 def _combine(results: list[dict], config, *, queries_name: str, candidates_name: str,
              inputs) -> DaskRun:
-    from metrics_core.audit import audit
     from metrics_core.io import EXCLUSION_COLUMNS, Loaded
 
     query_fields, order = _canonical(results)
@@ -514,11 +515,11 @@ def _combine(results: list[dict], config, *, queries_name: str, candidates_name:
         exclusions = results[0]["exclusions"][list(EXCLUSION_COLUMNS)]
     warnings = list(dict.fromkeys(w for r in results for w in r["warnings"]))
     loaded = Loaded(dataset=ds, exclusions=exclusions, warnings=warnings)
-    report = audit(ds, loaded=loaded)
-    ev = GatheredEvaluator(ds, config=config,
-                           per_query={n: arrays[n] for n in ("k", "rec", "prec")},
-                           ranking=ranking, sweep=sweep, audit=report, inputs=inputs)
-    return DaskRun(evaluation=ev.evaluate(config), loaded=loaded, audit=report, evaluator=ev)
+    run = run_of(loaded, inputs=inputs, evaluator=functools.partial(
+        GatheredEvaluator, config=config, per_query={n: arrays[n] for n in ("k", "rec", "prec")},
+        ranking=ranking, sweep=sweep))
+    return DaskRun(evaluation=run.evaluator.evaluate(config), loaded=loaded, audit=run.audit,
+                   evaluator=run.evaluator)
 
 
 @dataclass
@@ -616,15 +617,9 @@ def evaluate(queries, candidates, config, *, scheduler: str | None = None, clien
             results = _run(own, q_files, c_files, config, q_name, c_name, task)
     else:
         results = _run(client, q_files, c_files, config, q_name, c_name, task)
-    inputs = [_sha256(p) for p in (*q_files, *c_files)]
+    inputs = [fingerprint(p) for p in (*q_files, *c_files)]
     return _combine(results, config, queries_name=q_name, candidates_name=c_name,
                     inputs=inputs)
-
-
-def _sha256(path: Path) -> dict:
-    from metrics_core.cli import _sha256 as sha
-
-    return sha(path)
 
 
 def _owned(value):

@@ -619,7 +619,7 @@ def test_uploads_never_touch_a_shared_cache():
             if isinstance(node, ast.FunctionDef) and any(
                     "cache_" in ast.unparse(d) for d in node.decorator_list):
                 decorated.add(f"{path.stem}.{node.name}")
-    assert decorated == {"data._demo_parts", "data._demo_evaluator"}
+    assert decorated == {"data._demo_parts"}
     assert uses == len(decorated)  # no other st.cache_* anywhere in the dashboard
 
 
