@@ -1,0 +1,55 @@
+"""The import contracts of pyproject's ``[tool.importlinter]`` (docs/ARCHITECTURE.md, "Layers"):
+they hold on this tree, and each one breaks on a copy of the tree given a wrong-way import."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LINT = ("from importlinter.cli import lint_imports; "
+        "raise SystemExit(lint_imports(config_filename='pyproject.toml', no_cache=True, "
+        "no_logo=True))")
+
+
+def lint(root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([sys.executable, "-c", LINT], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_contracts_hold():
+    result = lint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(("module", "line", "broken"), [
+    ("metrics_core/classification.py", "from metrics_core import io",
+     "The kernels compute: they load, evaluate and draw nothing"),
+    ("metrics_core/io.py", "import dashboard.state",
+     "The library never imports the app, Streamlit or plotly"),
+    ("metrics_core/tables.py", "import plotly",
+     "The library never imports the app, Streamlit or plotly"),
+    ("metrics_core/evaluator.py", "from metrics_core import run",
+     "Evaluation reads no file: it takes a loaded data set"),
+    ("metrics_core/registry.py", "from metrics_core import evaluator",
+     "The library's layers"),
+    ("dashboard/data.py", "from dashboard.app_pages import overview",
+     "The app's layers: entry, pages, then the services pages use"),
+])
+def test_a_wrong_way_import_breaks_its_contract(tmp_path, module, line, broken):
+    for package in ("metrics_core", "dashboard"):
+        shutil.copytree(ROOT / package, tmp_path / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    path = tmp_path / module
+    path.write_text(path.read_text() + f"\n{line}\n")
+    result = lint(tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"{broken} BROKEN" in result.stdout
