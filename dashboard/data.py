@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import threading
 import time
 import tomllib
 from collections import OrderedDict
@@ -307,7 +308,7 @@ class View:
         config = self.config.replace(filters=self.filters)
         if not self.show_bootstrap:
             config = config.replace(bootstrap=0)
-        memo = st.session_state.setdefault(_EVAL_KEY, OrderedDict())
+        memo = _memo(self.source)
         if (config.bootstrap > LIVE_RESAMPLES
                 and (self.source.token, config) not in memo):
             # While the settings move: fewer resamples now, the full run once they rest
@@ -315,13 +316,11 @@ class View:
             self.pending = config
             config = config.replace(bootstrap=LIVE_RESAMPLES)
         key = (self.source.token, config)
-        if key not in memo:
-            memo[key] = self.source.evaluator().evaluate(config, progress=_progress_bar(config))
-            while len(memo) > _EVALUATIONS_KEPT:
-                memo.popitem(last=False)
-        else:
-            memo.move_to_end(key)
-        return memo[key]
+        found = memo.get(key)
+        if found is None:
+            found = self.source.evaluator().evaluate(config, progress=_progress_bar(config))
+            memo.put(key, found)
+        return found
 
     @cached_property
     def operating_points(self) -> dict:
@@ -349,6 +348,63 @@ class View:
 
     def sentences(self, post_id: str, criterion: str) -> pd.DataFrame:
         return self.evaluator.sentences(self.config, post_id, criterion)
+
+
+class _Evaluations:
+    """The last few evaluations, newest last, keyed by (source token, configuration); safe to
+    share between the threads of several sessions."""
+
+    def __init__(self, kept: int):
+        self._kept = kept
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, key) -> bool:
+        with self._lock:
+            return key in self._items
+
+    def __iter__(self):
+        with self._lock:
+            return iter(list(self._items))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def get(self, key):
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key, evaluation) -> None:
+        with self._lock:
+            self._items[key] = evaluation
+            self._items.move_to_end(key)
+            while len(self._items) > self._kept:
+                self._items.popitem(last=False)
+
+
+#: Evaluations of the bundled demos kept for every session (the data are synthetic and the
+#: same for everyone: the second person to open a view gets it from memory).
+_SHARED_KEPT = 24
+
+
+@st.cache_resource(show_spinner=False)
+def _shared_demo_evaluations() -> _Evaluations:
+    return _Evaluations(_SHARED_KEPT)
+
+
+def _memo(source: Source) -> _Evaluations:
+    """Where the evaluations of ``source`` are kept: shared between sessions for a demo, in
+    the session alone for an upload (never shared)."""
+    if source.kind == "demo":
+        return _shared_demo_evaluations()
+    memo = st.session_state.get(_EVAL_KEY)
+    if not isinstance(memo, _Evaluations):
+        memo = st.session_state[_EVAL_KEY] = _Evaluations(_EVALUATIONS_KEPT)
+    return memo
 
 
 def _progress_bar(config: EvalConfig):
@@ -379,7 +435,7 @@ def refine_intervals(v: View | None, *, fragment: bool = False) -> None:
     if v is None or v.pending is None:
         return
     config = v.pending
-    memo = st.session_state.setdefault(_EVAL_KEY, OrderedDict())
+    memo = _memo(v.source)
     key = (v.source.token, config)
     if key not in memo:
         with contextlib.nullcontext() if fragment else st.sidebar:  # a fragment: in itself
@@ -396,9 +452,7 @@ def refine_intervals(v: View | None, *, fragment: bool = False) -> None:
                 bar.progress(done / total, text=f"Refining the intervals: {done:,} of "
                                                 f"{total:,} resamples")
 
-        memo[key] = v.source.evaluator().evaluate(config, progress=progress)
-        while len(memo) > _EVALUATIONS_KEPT:
-            memo.popitem(last=False)
+        memo.put(key, v.source.evaluator().evaluate(config, progress=progress))
     v.pending = None
     st.rerun(scope="fragment" if fragment else "app")
 

@@ -48,6 +48,7 @@ _MUTATORS = frozenset({
 PAGE_SCRIPTS = "dashboard.app_pages."
 
 #: (module, name) -> why this module-level container or cache holds no user data.
+
 ALLOWED: dict[tuple[str, str], str] = {
     # constant tables of modules that a pending rewrite owns (to become MappingProxyType/tuple)
     ("metrics_core.parquet_input", "ALIASES"): "constant column-name aliases",
@@ -67,6 +68,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     # Streamlit caches shared between sessions: the synthetic demo only, never an upload
     ("dashboard.data", "_demo_parts"): (
         "st.cache_resource of the bundled synthetic demo's run (and its evaluator)"),
+    ("dashboard.data", "_shared_demo_evaluations"): (
+        "st.cache_resource of the demos' evaluations (dashboard.data._memo gives it demo "
+        "sources only; test_an_uploads_evaluations_stay_in_its_session)"),
 }
 
 
@@ -216,7 +220,27 @@ def test_allow_listed_tables_are_never_mutated():
 def test_only_the_synthetic_demo_uses_a_streamlit_cache():
     streamlit = [f for module, source in package_modules().items()
                  for f in scan_source(source, module) if "Streamlit cache" in f.rule]
-    assert {(f.module, f.name) for f in streamlit} == {("dashboard.data", "_demo_parts")}
+    assert {(f.module, f.name) for f in streamlit} == {
+        ("dashboard.data", "_demo_parts"), ("dashboard.data", "_shared_demo_evaluations")}
+
+
+def test_an_uploads_evaluations_stay_in_its_session():
+    """The demos' evaluations are shared between sessions; an upload's never are."""
+    from dashboard import data
+    from tests.conftest import random_frames
+    from tests.test_app import open_app, upload
+
+    q, c = random_frames(n_posts=30, seed=7)
+    at = upload(open_app(), ("queries.csv", q.to_csv(index=False).encode(), "text/csv"),
+                ("candidates.csv", c.to_csv(index=False).encode(), "text/csv"))
+    source = at.session_state[data.state.SOURCE]
+    assert source.kind == "upload"
+    view = at.session_state[data.state.VIEW]
+    assert view.evaluation is not None
+    mine = at.session_state[data.state.EVALUATIONS]
+    assert any(token == source.token for token, _ in mine)
+    shared = data._shared_demo_evaluations()
+    assert all(token in data.DEMOS for token, _ in shared)
 
 
 # ------------------------------------------------------------------- the scanner can fail
