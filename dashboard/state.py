@@ -342,12 +342,12 @@ SETTINGS: tuple[Setting, ...] = (
     *_section("calibration"),
     *_section("multilabel"),
     *(s for s in _section("uncertainty") if s.key != "seed"),
-    Setting("ci", "Compute bootstrap CIs", "bool", False,
-            help="Off: proportions carry Wilson intervals and the run records bootstrap = 0. "
-                 "On: percentile CIs for every other number; 2,000 resamples while the "
-                 "settings move, then the resamples above once they rest (a progress bar "
-                 "shows it). The resamples are drawn once per data set and seed; a move "
-                 "re-weights them.",
+    Setting("ci", "Compute bootstrap CIs", "bool", True,
+            help="On (the default): percentile CIs for every number without a Wilson "
+                 "interval; 2,000 resamples while the settings move, then the resamples "
+                 "above once they rest (a progress bar shows it). The resamples are drawn "
+                 "once per data set and seed; a move re-weights them. Off: proportions "
+                 "carry Wilson intervals only and the run records bootstrap = 0.",
             section="uncertainty"),
     _from_field("seed"),
     Setting("targets", "Targets", "multi", _DEFAULT.targets, ("targets",), section="targets",
