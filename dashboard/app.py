@@ -78,8 +78,8 @@ def main() -> None:
                        layout="wide", initial_sidebar_state="expanded",
                        menu_items={"Get help": None, "Report a bug": None,
                                    "About": "Evidence pipeline metrics (metrics_core)."})
-    notes = list(state.load_from_url(
-        max_resamples=data.interaction_caps()["max_link_resamples"]))
+    state.load_from_url(max_resamples=data.interaction_caps()["max_link_resamples"])
+    notes = state.link_notes()
     try:
         source = data.current_source()
     except Exception as exc:  # the demo files are missing or unreadable: uploads still work

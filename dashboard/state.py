@@ -53,8 +53,10 @@ ALL = "all"
 # ---------------------------------------------------------------- session keys
 # Every st.session_state key the dashboard uses that is not a setting (settings use their own
 # ``Setting.key``), in one place.
-#: This session has read its link (first run done).
+#: This session has read its link (first run done), and what it noted about the link (shown
+#: until a setting changes).
 URL_LOADED = "_url_loaded"
+LINK_NOTES = "_link_notes"
 #: The session's data source (an upload) and the view the pages show.
 SOURCE = "_source"
 VIEW = "_view"
@@ -512,6 +514,7 @@ def replace_all(values: Mapping[str, Any], explored: tuple[str, ...] = ()) -> No
         m[s.key] = _normalise(s, values[s.key]) if s.key in values else s.default
     st.session_state[PROVENANCE] = {name: EXPLORATORY for name in explored
                                     if name in _THRESHOLD_NAMES}
+    st.session_state.pop(LINK_NOTES, None)
 
 
 def begin_run() -> None:
@@ -572,6 +575,7 @@ def fragment_rerun() -> bool:
 def setting_moved() -> None:
     """Called by every setting widget's ``on_change`` (before the run)."""
     st.session_state[SETTING_MOVED] = True
+    st.session_state.pop(LINK_NOTES, None)
 
 
 # ------------------------------------------------------------------ the link
@@ -623,7 +627,14 @@ def load_from_url(*, max_resamples: int = 10_000) -> list[str]:
     notes += capped(values, max_resamples, "link")
     explored, more = explored_from_params(params)
     replace_all(values, explored)
+    st.session_state[LINK_NOTES] = notes + more
     return notes + more
+
+
+def link_notes() -> list[str]:
+    """What the link this session opened with could not give (kept until a setting changes:
+    the run that refines the intervals would otherwise take the notes away)."""
+    return list(st.session_state.get(LINK_NOTES, ()))
 
 
 def setting_kind(key: str) -> str | None:

@@ -201,9 +201,9 @@ def test_bootstrap_intervals_when_switched_on(upload_files):
     (q_name, q_bytes, _), (c_name, c_bytes, _) = upload_files
     from metrics_core.report import Evaluator
 
-    at = upload(open_app(), *upload_files)
+    at = upload(open_app({"ci": "0"}), *upload_files)
     shown = values_by(table(at, "headline_table"), "metric", "ci95_lo")
-    assert math.isnan(shown["auroc"])  # off by default: no bootstrap, the run says so
+    assert math.isnan(shown["auroc"])  # switched off: no bootstrap, the run says so
     at.number_input(key="bootstrap").set_value(300)
     at.toggle(key="ci").set_value(True).run(timeout=TIMEOUT)
     assert_clean(at)
@@ -213,7 +213,7 @@ def test_bootstrap_intervals_when_switched_on(upload_files):
     for name in ("auroc", "auprc", "ece", "recall@10"):
         assert (frame.loc[name, "ci95_lo"], frame.loc[name, "ci95_hi"]) == \
             want.record(name).ci95
-    assert at.query_params == {"bootstrap": "300", "ci": "1"}
+    assert at.query_params == {"bootstrap": "300"}  # intervals on is the default
 
 
 def test_downloads_are_offered():
@@ -619,7 +619,7 @@ def test_uploads_never_touch_a_shared_cache():
             if isinstance(node, ast.FunctionDef) and any(
                     "cache_" in ast.unparse(d) for d in node.decorator_list):
                 decorated.add(f"{path.stem}.{node.name}")
-    assert decorated == {"data._demo_parts"}
+    assert decorated == {"data._demo_parts", "data._shared_demo_evaluations"}
     assert uses == len(decorated)  # no other st.cache_* anywhere in the dashboard
 
 

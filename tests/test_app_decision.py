@@ -24,7 +24,7 @@ def demo():
 def test_decision_page_shows_targets_and_curve(demo):
     at = open_app(page="decision")
     assert_clean(at)
-    want = demo.evaluate(EvalConfig(bootstrap=0))
+    want = demo.evaluate(EvalConfig())  # intervals on by default
     shown = table(at, "targets_table")
     assert list(shown["metric"]) == list(want.targets["metric"])
     assert list(shown["status"]) == list(want.targets["status"])

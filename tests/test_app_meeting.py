@@ -101,7 +101,7 @@ def test_verdict_lines_carry_a_badge_the_numbers_and_the_target():
 
 # ---------------------------------------------------------------------------- the app
 def test_the_overview_opens_with_the_verdicts_then_the_headline_numbers(demo_evaluator):
-    at = open_app()
+    at = open_app({"ci": "0"})  # intervals switched off: the point-estimate-only verdicts
     assert_clean(at)
     want = demo_evaluator.evaluate(EvalConfig(bootstrap=0))
     assert at.subheader[0].value == "Does the model meet its targets?"
@@ -179,7 +179,7 @@ def test_metric_cells_say_the_queries_not_the_protocol_formula():
 
 
 def test_meeting_mode_shows_the_thresholds_line_and_target_badges(demo_evaluator):
-    at = open_app(page="meeting")
+    at = open_app({"ci": "0"}, page="meeting")
     assert_clean(at)
     captions = [c.value for c in at.caption]
     assert any(c.startswith("Thresholds: τ\\_neg 0.1 (pre-specified); τ\\_pos 0.6 "
@@ -271,7 +271,7 @@ def test_too_extreme_risks_and_an_ece_without_interval():
 
 
 def test_the_calibration_page_follows_the_slope_interval(demo_evaluator):
-    at = open_app(page="calibration")
+    at = open_app({"ci": "0"}, page="calibration")
     assert_clean(at)
     ev = demo_evaluator.evaluate(EvalConfig(bootstrap=0))
     lo, hi = ev.record("calibration_slope").ci95
@@ -314,8 +314,10 @@ def test_the_decision_page_gives_the_same_verdicts(demo_evaluator):
     at = open_app(page="decision")
     assert_clean(at)
     shown = table(at, "targets_table")
-    want = display.verdict_frame(demo_evaluator.evaluate(EvalConfig(bootstrap=0)))
+    # intervals on by default: the verdicts of the configured resamples
+    want = display.verdict_frame(demo_evaluator.evaluate(EvalConfig()))
     assert list(shown["verdict"]) == list(want["verdict"])
+    assert "point estimate only" not in set(shown["verdict"])
     order = list(at.get_by_key("targets_table").dataframe[0].proto.column_order)
     assert "verdict" in order and "status" not in order
 

@@ -46,7 +46,7 @@ class DashboardSettings(RuleBasedStateMachine):
         self.values = {"tau_neg": DEFAULT.tau_neg, "tau_pos": DEFAULT.tau_pos,
                        "threshold": DEFAULT.threshold, "gamma": DEFAULT.gamma}
         self.explored: set[str] = set()
-        self.ci = False
+        self.ci = True  # intervals on by default
         self.page = "overview"
         self.at = open_app({"bootstrap": str(RESAMPLES)})
 
@@ -59,8 +59,8 @@ class DashboardSettings(RuleBasedStateMachine):
         for name in ("threshold", "gamma"):
             if v[name] != getattr(DEFAULT, name):
                 out[name] = _num(v[name])
-        if self.ci:
-            out["ci"] = "1"
+        if not self.ci:
+            out["ci"] = "0"
         if self.explored:
             out["explored"] = ",".join(n for n in ORDER if n in self.explored)
         return out
