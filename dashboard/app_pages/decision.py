@@ -19,8 +19,8 @@ display.page_header("Decision support", v)
 ev = v.evaluation
 
 st.subheader("Targets")
-st.caption("A target is met only when the whole 95% interval clears it; switch on bootstrap "
-           "intervals under *Uncertainty* for the metrics without a Wilson interval.")
+st.caption("A target is met only when the whole 95% interval clears it (bootstrap intervals, "
+           "on by default under *Uncertainty*, for the metrics without a Wilson interval).")
 targets = display.targets_frame(ev.targets)
 if len(targets):  # the verdict every page and the record give (the library's status kept)
     verdicts = display.verdict_frame(ev)
