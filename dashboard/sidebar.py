@@ -14,7 +14,7 @@ from types import MappingProxyType
 import streamlit as st
 
 from dashboard import data, display, record, state
-from dashboard.safe_text import escape_markdown
+from dashboard.safe_text import escape_markdown, neutralise_bidi
 from dashboard.state import ALL, SETTINGS, Setting
 from metrics_core.config import SECTIONS
 
@@ -51,11 +51,12 @@ def _widget(s: Setting, *, options: tuple = (), disabled: bool = False,
         st.toggle(s.label, **common)
     elif s.kind == "choice":
         st.selectbox(s.label, s.options, format_func=s.format_option, **common)
-    elif s.kind == "text":
-        st.selectbox(s.label, options, format_func=lambda v: "all" if v == ALL else str(v),
-                     **common)
+    elif s.kind == "text":  # values from the data: direction controls shown as codes
+        st.selectbox(s.label, options, format_func=lambda v: "all" if v == ALL
+                     else neutralise_bidi(str(v)), **common)
     elif s.kind == "multi":
-        st.multiselect(s.label, options, placeholder="all", **common)
+        st.multiselect(s.label, options, placeholder="all", format_func=lambda v: (
+            neutralise_bidi(str(v))), **common)
     elif s.kind == "gates":
         _gates_widget(s, options)
 

@@ -326,8 +326,8 @@ _TAU = option("tau_neg")
 SETTINGS: tuple[Setting, ...] = (
     Setting("gate", "Gate thresholds (τ_neg, τ_pos)", "range",
             (_DEFAULT.tau_neg, _DEFAULT.tau_pos), ("tau_neg", "tau_pos"), _TAU.low, _TAU.high,
-            _TAU.step, help="NEG if p < τ_neg, UNCERTAIN if τ_neg ≤ p < τ_pos, POS if p ≥ τ_pos "
-                            "(contract §6).", section="gate"),
+            _TAU.step, help="NEG if p < τ_neg, UNCERTAIN if τ_neg ≤ p < τ_pos, POS if "
+                            "p ≥ τ_pos.", section="gate"),
     *_section("gate"),
     Setting("criterion_gates", "Per-criterion gate thresholds", "gates", (),
             ("criterion_gates",), section="gate",
