@@ -7,6 +7,7 @@ each number comes from a section function (:mod:`metrics_core.sections`), each t
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import numpy as np
@@ -20,6 +21,7 @@ from metrics_core.intervals import (
     operating_intervals,
     start_drawing,
 )
+from metrics_core.progress import stage
 from metrics_core.records import Evaluation
 from metrics_core.registry import GATE_STATES
 
@@ -30,13 +32,11 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
     ds = ev.ds
     start_drawing(ev, cfg)  # the resamples drawn on a helper thread while K is selected
     inter = ev.intermediate(cfg)
-    boot = data_intervals(ev, cfg, progress)
+    ml, n_posts, post_cells = sections.multilabel_values(ds, cfg, inter.states)
+    boot, op, ml_boot = _intervals(ev, cfg, inter, post_cells, progress)
     ks = sections.k_summary(inter, ds.y)
-    op = operating_intervals(ev, cfg, inter, progress)
     abstention = gate.abstention_metrics(ds.y, gate.states_to_prediction(inter.states))
     ranking_summary = ev.ranking_summary(cfg)
-    ml, n_posts, post_cells = sections.multilabel_values(ds, cfg, inter.states)
-    ml_boot = multilabel_intervals(ev, cfg, *post_cells, progress=progress)
 
     records = sections.RecordList(n_positive=ds.n_positive,
                                   n_negative=ds.n_queries - ds.n_positive)
@@ -80,6 +80,26 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
         multilabel=ml, ranking_summary=ranking_summary, audit=ev.audit,
         run=fingerprint(ev), _tables=lazy)
     return evaluation
+
+
+def _intervals(ev, cfg, inter, post_cells, progress):
+    """The data's intervals on this thread, the setting's (operating and multi-label) on a
+    helper thread meanwhile: both read the resamples as they are drawn. A failure (or a
+    cancel raised by ``progress``) of this thread's part leaves the helper to finish alone."""
+    if not cfg.bootstrap:
+        return (data_intervals(ev, cfg, progress), operating_intervals(ev, cfg, inter),
+                multilabel_intervals(ev, cfg, *post_cells))
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics_core-intervals")
+    try:
+        # (the posts' resamples are drawn first: the multi-label intervals can begin at once)
+        side = pool.submit(lambda: (multilabel_intervals(ev, cfg, *post_cells),
+                                    operating_intervals(ev, cfg, inter)))
+        boot = data_intervals(ev, cfg, progress)
+        stage(progress, "bootstrap (operating and multi-label metrics)")
+        ml_boot, op = side.result()
+    finally:
+        pool.shutdown(wait=False)
+    return boot, op, ml_boot
 
 
 def fingerprint(ev) -> dict:
