@@ -453,8 +453,22 @@ def refine_intervals(v: View | None, *, fragment: bool = False) -> None:
                                                 f"{total:,} resamples")
 
         memo.put(key, v.source.evaluator().evaluate(config, progress=progress))
+        _warm_group_intervals(v.source.evaluator(), config)
     v.pending = None
     st.rerun(scope="fragment" if fragment else "app")
+
+
+def _warm_group_intervals(evaluator: Evaluator, config: EvalConfig) -> threading.Thread:
+    """Start the per-criterion intervals of ``config`` (every criterion evaluated on its own
+    queries with the configured resamples, the Per criterion page's table) on a helper thread
+    once the view's own intervals are refined, so that the page is computed before it is
+    opened. The values are the evaluator's memo: a page that needs them sooner waits for the
+    computation in flight instead of starting another."""
+    from metrics_core.inflight import in_background
+    from metrics_core.tables import group_intervals
+
+    return in_background((lambda: group_intervals(evaluator, config, "auroc"),),
+                         "dashboard-group-intervals")
 
 
 @dataclass(eq=False)

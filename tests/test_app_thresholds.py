@@ -110,3 +110,23 @@ def test_the_typed_boxes_change_key_with_every_value_the_server_sends():
     box(at, "τ_neg").set_value(0.12).run()  # typed at once: taken
     assert at.slider(key="gate").value == pytest.approx((0.12, 0.6))
     assert "τ_neg 0.12 (pre-specified)" in header(at)
+
+
+def test_the_per_criterion_intervals_are_computed_ahead_once_the_view_is_refined():
+    """After the refinement the Per criterion page's intervals are started on a helper
+    thread; the page then reads the same values a fresh evaluator computes."""
+    from dashboard.data import _warm_group_intervals
+    from metrics_core import tables
+    from tests.conftest import random_frames
+
+    q, c = random_frames(n_posts=60, seed=3)
+    loaded = load(q, c)
+    cfg = EvalConfig(bootstrap=200)
+    ahead = Evaluator(loaded.dataset)
+    _warm_group_intervals(ahead, cfg).join()
+    calls = []
+    ahead.evaluate = lambda *a, **k: calls.append(a)  # nothing is evaluated again
+    got = tables.group_intervals(ahead, cfg, "auroc")
+    assert calls == []
+    want = tables.group_intervals(Evaluator(loaded.dataset), cfg, "auroc")
+    assert got.equals(want)
