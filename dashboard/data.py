@@ -358,6 +358,15 @@ class _Evaluations:
         self._kept = kept
         self._items: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        self._seen: set = set()
+
+    def first_time(self, key) -> bool:
+        """True the first time ``key`` is asked about (work started once per key)."""
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen.add(key)
+            return True
 
     def __contains__(self, key) -> bool:
         with self._lock:
@@ -453,7 +462,10 @@ def refine_intervals(v: View | None, *, fragment: bool = False) -> None:
                                                 f"{total:,} resamples")
 
         memo.put(key, v.source.evaluator().evaluate(config, progress=progress))
-        _warm_group_intervals(v.source.evaluator(), config)
+        # Once per data set, resamples and filters: the first computation is the long one
+        # (every criterion's resamples); later moves update it in a fraction of the time.
+        if memo.first_time(("groups", v.source.token, config.bootstrap_config, config.filters)):
+            _warm_group_intervals(v.source.evaluator(), config)
     v.pending = None
     st.rerun(scope="fragment" if fragment else "app")
 
