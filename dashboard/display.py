@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import operator
 import traceback
 from collections.abc import Callable
 from types import MappingProxyType
@@ -20,6 +19,20 @@ from dashboard import export
 from dashboard.safe_text import escape_markdown, neutralise_frame_text
 from metrics_core import registry
 from metrics_core.errors import InputError
+from metrics_core.wording import (
+    KINDS,
+    UNDEFINED,
+    finite,
+    fmt,
+    fmt_interval,
+    kind_of,
+    no_interval_reason,
+    no_interval_words,
+    plain_subset,
+    undefined_reason,
+    verdict_frame,
+    verdict_summary,
+)
 
 __all__ = [
     "GATE_LABELS",
@@ -83,22 +96,9 @@ PLOTLY_CONFIG = {"displaylogo": False, "showLink": False, "showSendToCloud": Fal
 #: Rows shown in an on-page table; the download holds all rows.
 TABLE_ROWS = 1000
 
-#: How an undefined or missing value is shown, in tiles, text and table cells.
-UNDEFINED = "—"
-#: Number kinds and their format: counts as integers with thousands separators, per-1,000
-#: values and the spread of a count over folds to 1 decimal, rates, scores and mean K (whose
-#: values on the γ sweep differ in the second decimal) to 3 decimals.
-KINDS = ("count", "per_1000", "average", "score")
 #: The same formats for table columns (sprintf, as st.column_config.NumberColumn takes them).
 COLUMN_FORMATS = MappingProxyType({"count": "%,d", "per_1000": "%,.1f", "average": "%,.1f",
                                    "score": "%.3f"})
-#: Registry units (metrics_core.registry.MetricSpec.unit) that are not rates or scores.
-_UNIT_KINDS = MappingProxyType({"count": "count", "per_1000": "per_1000"})
-#: Columns of the page tables that hold counts although they are no metric of the registry.
-COUNT_COLUMNS = frozenset({
-    "n", "count", "n_positive", "n_folds", "n_queries", "n_posts", "n_candidates", "K", "k",
-    "TP", "FP", "TN", "FN", "tp", "fp", "tn", "fn", "selected_k", "n_gold", "rank",
-    "position", "trials", "queries", "positives", "min_k", "max_k"})
 #: Plain headers of table columns that are settings rather than metrics.
 COLUMN_LABELS = MappingProxyType({"gamma": "γ", "tau_neg": "τ_neg", "tau_pos": "τ_pos",
                                   "ci_lo": "95% CI low", "ci_hi": "95% CI high",
@@ -150,49 +150,6 @@ HEADLINE = tuple(registry.headline(
     + ["tpr@fpr=0.01", "tpr@fpr=0.05", "recall@10", "ndcg@10", "map@10"]))
 
 
-def kind_of(name: str) -> str:
-    """The number kind of a metric or table column (one of :data:`KINDS`).
-
-    Metrics take it from their registry unit (``count``, ``per_1000``; every proportion,
-    probability, correlation, ratio and number of sentences is a ``score``); other
-    columns are counts when :data:`COUNT_COLUMNS` names them, scores otherwise.
-    """
-    try:
-        unit = registry.spec(name).unit
-    except KeyError:
-        return "count" if name in COUNT_COLUMNS else "score"
-    return _UNIT_KINDS.get(unit, "score")
-
-
-def _finite(value) -> float | None:
-    if value is None or value is pd.NA or isinstance(value, str):
-        return None
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
-
-
-def fmt(value, kind: str = "score") -> str:
-    """A number as shown on every page: the one format of its ``kind`` (:data:`KINDS`).
-
-    ``count`` -> ``13,230``; ``per_1000`` and ``average`` (mean or std of a count) -> ``4.5``;
-    ``score`` (rates, proportions, scores, mean K) -> ``0.598``. None, NaN and infinities
-    are :data:`UNDEFINED` (—).
-    """
-    if kind not in COLUMN_FORMATS:
-        raise ValueError(f"number kind must be one of {', '.join(KINDS)}, not {kind!r}")
-    value = _finite(value)
-    if value is None:
-        return UNDEFINED
-    if kind == "count":
-        return f"{round(value):,}"
-    if kind in ("per_1000", "average"):
-        return f"{value:,.1f}"
-    return f"{value:.3f}"
-
-
 def fmt_p(p) -> str:
     """A p-value as shown in the app and the record: ``< 0.001`` below 0.001, else three
     decimals cut (never rounded) towards 0, so a p below 0.05 never reads 0.050.
@@ -200,7 +157,7 @@ def fmt_p(p) -> str:
     >>> fmt_p(0.0000312), fmt_p(0.0496), fmt_p(0.5), fmt_p(None)
     ('< 0.001', '0.049', '0.500', '—')
     """
-    value = _finite(p)
+    value = finite(p)
     if value is None:
         return UNDEFINED
     if value < 0.001:
@@ -216,7 +173,7 @@ def fmt_probability(p, digits: int = 4) -> str:
     >>> fmt_probability(0.099559), fmt_probability(0.1), fmt_probability(0.6)
     ('0.0995', '0.1000', '0.6000')
     """
-    value = _finite(p)
+    value = finite(p)
     return UNDEFINED if value is None else _cut(value, digits)
 
 
@@ -234,40 +191,13 @@ def fmt_metric(name: str, value) -> str:
     return fmt(value, kind_of(name))
 
 
-def fmt_interval(lo, hi, kind: str = "score") -> str:
-    """An interval in brackets, ``[0.571, 0.624]``; :data:`UNDEFINED` when an end is missing."""
-    lo_text, hi_text = fmt(lo, kind), fmt(hi, kind)
-    if UNDEFINED in (lo_text, hi_text):
-        return UNDEFINED
-    return f"[{lo_text}, {hi_text}]"
-
-
-#: Metrics that need both classes (queries with and without evidence) to be defined.
-_BOTH_CLASSES = frozenset({"auroc", "auprc", "mcc", "balanced_accuracy",
-                           "calibration_intercept", "calibration_slope"})
-
-
-def undefined_reason(record) -> str:
-    """Why ``record`` shows as —: no queries, one class only, or a 0/0 ratio ('' if defined)."""
-    if record.defined and _finite(record.value) is not None:
-        return ""
-    if getattr(record, "reason", None):
-        return f"undefined: {record.reason}"
-    if not record.n:
-        return "undefined: no queries in this subset"
-    name = record.name or ""
-    if name in _BOTH_CLASSES or name.startswith(("tpr@fpr=", "threshold@fpr=")):
-        return "undefined: only one class present (needs queries with and without evidence)"
-    return "undefined: 0/0 (no query in its denominator)"
-
-
 def dash(value, digits: int = 4) -> str:
     """A RAG metric value as shown: fixed decimals, "—" when undefined (never 0; contract §12).
 
     >>> dash(float("nan")), dash(0.5), dash(None)
     ('—', '0.5000', '—')
     """
-    value = _finite(value)
+    value = finite(value)
     return UNDEFINED if value is None else f"{value:.{digits}f}"
 
 
@@ -477,34 +407,6 @@ _RECORD_COLUMNS = ["label", "shown", "ci95", "metric", "value", "ci95_lo", "ci95
                    "interpretation"]
 
 
-def plain_subset(subset: str) -> str:
-    """A record's subset in words: ``all_queries @ τ=0.5`` -> ``all queries at τ=0.5``,
-    ``positives_only`` -> ``queries with evidence``. The protocol's formula (the record's
-    ``variant``) stays out of the cell: it is under Help & glossary and in the exports."""
-    return (subset.replace("positives_only", "queries with evidence")
-            .replace("all_queries", "all queries").replace(" @ ", " at "))
-
-
-def _no_interval(r) -> str:
-    """Why a record has no interval."""
-    unit = registry.spec(r.name).unit if r.name else ""
-    if unit == "count":
-        return "none: a count of these data"
-    if r.name.startswith("threshold@"):
-        return "a threshold chosen on these data"
-    if not r.defined:
-        return "undefined"
-    return "not computed (bootstrap off)"
-
-
-def _no_interval_words(r) -> str:
-    """Why a record has no interval, in words for a sentence."""
-    if r is None:
-        return "not in this run"
-    reason = _no_interval(r)
-    return {"not computed (bootstrap off)": "bootstrap intervals are off"}.get(reason, reason)
-
-
 def _record_row(r) -> dict:
     """One record as a table row: its label, the value and interval as shown (text, in the
     format of its kind, — when undefined), and the numbers themselves (``value``, ``ci95_lo``,
@@ -516,7 +418,7 @@ def _record_row(r) -> dict:
     return {"label": registry.label(r.name), "shown": fmt(value, kind),
             "ci95": fmt_interval(lo, hi, kind), "metric": r.name, "value": value,
             "ci95_lo": lo, "ci95_hi": hi,
-            "ci_method": reason or r.ci_method or _no_interval(r),
+            "ci_method": reason or r.ci_method or no_interval_reason(r),
             "computed_on": plain_subset(r.subset),
             "subset": r.subset, "variant": r.variant or "", "n": r.n, "status": reason,
             "interpretation": r.interpretation}
@@ -553,7 +455,7 @@ def gate_card_frame(gate, targets: pd.DataFrame | None = None) -> pd.DataFrame:
         rows.append({
             "label": GATE_LABELS[name], "shown": fmt(value, kind),
             "ci95": fmt_interval(lo, hi, kind), "metric": name, "value": value,
-            "ci95_lo": lo, "ci95_hi": hi, "ci_method": "Wilson" if _finite(lo) is not None
+            "ci95_lo": lo, "ci95_hi": hi, "ci_method": "Wilson" if finite(lo) is not None
             else _GATE_UNDEFINED.get(name, "undefined"), "n": n, "small_n": small_n_note(n),
             "target": t["target"] if t is not None else "",
             "result": "" if t is None else t["status"],
@@ -576,90 +478,13 @@ def targets_frame(targets: pd.DataFrame) -> pd.DataFrame:
 
 #: A target's verdict -> (badge colour, icon): met / not met on the whole 95% interval,
 #: undecided when the interval straddles the target, and the two cases without a judgement.
-VERDICTS = MappingProxyType({
+VERDICTS = MappingProxyType({  # in the order of metrics_core.wording.VERDICT_ORDER
     "not met": ("red", ":material/cancel:"),
     "undecided": ("orange", ":material/help:"),
     "met": ("green", ":material/check_circle:"),
     "point estimate only": ("gray", ":material/radio_button_unchecked:"),
     "not computed": ("gray", ":material/block:"),
 })
-_TARGET_OPS = MappingProxyType({">=": (operator.ge, "≥"), ">": (operator.gt, ">"),
-                                "<=": (operator.le, "≤"), "<": (operator.lt, "<")})
-
-
-def verdict_frame(evaluation) -> pd.DataFrame:
-    """The run's targets judged on their intervals: one row per target with ``verdict`` (a
-    key of :data:`VERDICTS`), the value and interval as shown, the target and why.
-
-    The values and intervals are those of the library's targets table
-    (:attr:`~metrics_core.records.Evaluation.targets`, the run's own targets in their order);
-    only the comparison with the target is made here: *met* when the whole interval clears
-    it, *not met* when the whole interval misses it, *undecided* when it straddles it, *point
-    estimate only* when the run has no interval (no judgement is made), *not computed* with
-    the reason when the value is undefined or not in the run.
-    """
-    from metrics_core.targets import parse_target
-
-    columns = ["label", "verdict", "shown", "ci95", "target", "detail", "metric", "value",
-               "ci95_lo", "ci95_hi", "n"]
-    table = evaluation.targets
-    if not len(table):
-        return pd.DataFrame(columns=columns)
-    parsed = [parse_target(t) for t in evaluation.config.targets]
-    if len(parsed) != len(table) or any(
-            name != m for (name, _, _), m in zip(parsed, table["metric"], strict=False)):
-        parsed = [parse_target(f"{m}{t.replace(' ', '')}")
-                  for m, t in zip(table["metric"], table["target"], strict=True)]
-    rows = []
-    for (name, op, bound), r in zip(parsed, table.to_dict("records"), strict=True):
-        holds, symbol = _TARGET_OPS[op]
-        kind = kind_of(name)
-        target = f"{symbol} {fmt(bound, kind) if kind == 'count' else f'{bound:g}'}"
-        value, lo, hi = _finite(r["value"]), _finite(r["ci_lo"]), _finite(r["ci_hi"])
-        try:
-            record = evaluation.record(name)
-        except KeyError:
-            record = None
-        if record is not None and value is not None and undefined_reason(record):
-            value = None  # a convention value (one-class AUROC 0.5) is no estimate
-        if value is None:
-            verdict = "not computed"
-            detail = ("not computed in this run" if record is None
-                      else undefined_reason(record) or "undefined")
-        elif lo is None or hi is None:
-            verdict = "point estimate only"
-            side = "clears" if holds(value, bound) else "misses"
-            why = _no_interval_words(record)
-            detail = f"the point estimate {side} it; no 95% interval: {why}"
-        elif holds(lo, bound) and holds(hi, bound):
-            verdict, detail = "met", "the whole 95% interval clears it"
-        elif not holds(lo, bound) and not holds(hi, bound):
-            verdict, detail = "not met", "the whole 95% interval misses it"
-        else:
-            verdict = "undecided"
-            detail = (f"the 95% interval straddles it (the point estimate "
-                      f"{'clears' if holds(value, bound) else 'misses'} it)")
-        rows.append({"label": registry.label(name), "verdict": verdict,
-                     "shown": fmt(value, kind), "ci95": fmt_interval(lo, hi, kind),
-                     "target": target, "detail": detail, "metric": name, "value": value,
-                     "ci95_lo": lo, "ci95_hi": hi, "n": r.get("n")})
-    return pd.DataFrame(rows, columns=columns)
-
-
-def verdict_summary(verdicts: pd.DataFrame) -> str:
-    """``3 of 8 targets met, 1 not met, ...`` (the verdicts present: met first, then as in
-    :data:`VERDICTS`)."""
-    counts = verdicts["verdict"].value_counts()
-    order = ["met", *(v for v in VERDICTS if v != "met")]
-    parts = [f"{int(counts[v])} {v}" for v in order if v in counts.index]
-    if not parts:
-        return "No targets set."
-    first, *rest = parts
-    n = len(verdicts)
-    return (f"{first.split(' ', 1)[0]} of {n} target{'s' if n != 1 else ''} "
-            f"{first.split(' ', 1)[1]}" + "".join(f", {p}" for p in rest) + ".")
-
-
 def verdict_lines(verdicts: pd.DataFrame) -> list[str]:
     """One markdown line per target, the misses first (not met, undecided, met, point estimate
     only, not computed; the run's order within each): its verdict as a coloured badge, the
@@ -697,7 +522,7 @@ def calibration_verdict(evaluation) -> tuple[bool, str]:
             unknown.append(f"{label}: {undefined_reason(r)}")
             continue
         numbers = f"{fmt(r.value)} {fmt_interval(*r.ci95)}" if r.ci95 else fmt(r.value)
-        if r.ci95 is None or _finite(r.ci95[0]) is None:
+        if r.ci95 is None or finite(r.ci95[0]) is None:
             unknown.append(f"{label} {numbers} has no interval")
         elif r.ci95[1] < ideal:
             problems.append(f"{below}: {numbers}, ideal {ideal:g}")
@@ -712,7 +537,7 @@ def calibration_verdict(evaluation) -> tuple[bool, str]:
         ece_text = (f"ECE {t['shown']}{'' if t['ci95'] == UNDEFINED else ' ' + t['ci95']} "
                     f"against its target {t['target']}: {t['verdict']}")
     else:
-        value = _finite(ece.value)
+        value = finite(ece.value)
         ece_ok = value is not None and value < 0.05
         ece_text = f"ECE {fmt(value)} ({'below' if ece_ok else 'not below'} 0.05)"
     if not problems and not unknown and ece_ok:
@@ -918,7 +743,7 @@ def headline_tiles(v) -> None:
             col.caption(reason)
             continue
         interval = (ci_text(*r.ci95, kind=kind) if r.ci95 is not None
-                    else f"no interval: {_no_interval_words(r)}")
+                    else f"no interval: {no_interval_words(r)}")
         if name in ("screening_sensitivity", "alert_precision"):
             n, noun = gate_denominator(g, name)
         else:
@@ -927,11 +752,11 @@ def headline_tiles(v) -> None:
     st.markdown("**Workload** at the gate's thresholds")
     for col, (label, count, rate, meaning) in zip(st.columns(len(WORKLOAD_TILES)),
                                                   WORKLOAD_TILES, strict=True):
-        share = _finite(getattr(g, rate))
+        share = finite(getattr(g, rate))
         col.metric(label, UNDEFINED if share is None else f"{share * 100:.1f}%", border=True,
                    help=f"Share of all queries {meaning}.")
         lo, hi = g.ci(rate) or (None, None)
-        interval = ("" if _finite(lo) is None
+        interval = ("" if finite(lo) is None
                     else f"; 95% CI [{lo * 100:.1f}%, {hi * 100:.1f}%]")
         col.caption(f"{fmt(getattr(g, count), 'count')} of {fmt(g.n, 'count')} "
                     f"queries{interval}")

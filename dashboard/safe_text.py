@@ -4,7 +4,8 @@ Streamlit renders markdown (links, images, autolinked URLs, emphasis, ``:materia
 ``:color[...]`` directives, LaTeX) in messages and captions, and plotly renders a subset of HTML
 in labels. Every string that comes from a file, a file name, a column name or the URL goes
 through :func:`escape_markdown` before it reaches a markdown element, and through
-:func:`escape_plotly` before it reaches a figure, so it is shown, never followed or loaded.
+:func:`metrics_core.figures.escape_plotly` before it reaches a figure, so it is shown, never
+followed or loaded.
 Both, and :func:`neutralise_bidi` for table cells and widget options, show a bidirectional
 control (a right-to-left override in a name) as a visible code instead of letting it reverse
 the text after it.
@@ -19,20 +20,17 @@ intra-word underscores are left as they are (they do nothing without the escaped
 '\\\\[Session expired\\\\](http\\\\:\\u2060//evil.example/)'
 >>> print(escape_markdown("column 'post_id': required column is missing (2 rows)"))
 column 'post_id': required column is missing (2 rows)
->>> escape_plotly('<a href="http://evil.example">x</a>')
-'&lt;a href=&#34;http://evil.example&#34;&gt;x&lt;/a&gt;'
 """
 
 from __future__ import annotations
 
 import re
-from types import MappingProxyType
 
 import pandas as pd
 
 from metrics_core.bidi import neutralise_bidi
 
-__all__ = ["escape_markdown", "escape_plotly", "neutralise_bidi", "neutralise_frame_text"]
+__all__ = ["escape_markdown", "neutralise_bidi", "neutralise_frame_text"]
 
 _ALWAYS = re.compile(r"([\\`*\[\]$~|#@<>])")
 _COLON = re.compile(r":(?=\S)")
@@ -52,21 +50,6 @@ def escape_markdown(text) -> str:
     out = out.replace("\\@", _JOINER + "\\@")
     out = _UNDERSCORE.sub(r"\\_", out)
     return _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), out)
-
-
-#: Characters plotly reads as markup, and the entities it turns back into them. Plotly decodes
-#: only ``&lt;``, ``&gt;``, ``&amp;`` (and a few others) by name and every numeric entity:
-#: ``&quot;`` would be shown as written, so quotes are numeric.
-_PLOTLY_ENTITIES = MappingProxyType({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;",
-                                     "'": "&#39;"})
-_PLOTLY_MARKUP = re.compile("[&<>\"']")
-
-
-def escape_plotly(text) -> str:
-    """``text`` with ``<``, ``>``, ``&`` and quotes as entities plotly decodes (no live tag in
-    a figure, and the text shown as written), bidirectional controls made visible. Escape
-    once: an escaped text escaped again shows its entities."""
-    return _PLOTLY_MARKUP.sub(lambda m: _PLOTLY_ENTITIES[m.group()], neutralise_bidi(text))
 
 
 def neutralise_frame_text(frame: pd.DataFrame) -> pd.DataFrame:

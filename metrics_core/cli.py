@@ -720,7 +720,7 @@ def _report(args) -> int:
                    ("--settings", args.settings), ("--notes", args.notes)], [("--out", out)])
     config = load_settings(args.settings) if args.settings else EvalConfig()
     notes = read_notes(args.notes) if args.notes else ""
-    from dashboard import record
+    from metrics_core import decision_record as record
 
     args.progress.stage("reading the inputs")
     run = _open_run(args)

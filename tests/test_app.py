@@ -433,7 +433,7 @@ def test_a_long_jsonl_table_loads():
 
 
 def test_an_internal_failure_is_a_plain_message(monkeypatch):
-    from dashboard import charts
+    from metrics_core import figures as charts
 
     def broken(*args, **kwargs):
         raise RuntimeError("patient p123 said something private")

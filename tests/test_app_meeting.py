@@ -285,7 +285,7 @@ def test_the_calibration_page_follows_the_slope_interval(demo_evaluator):
 
 
 def test_the_record_judges_the_targets_as_the_pages_do(demo_evaluator):
-    from dashboard import record
+    from metrics_core import decision_record as record
 
     evaluation = demo_evaluator.evaluate(EvalConfig(bootstrap=0))
     page = record.render_html(evaluation)
@@ -298,7 +298,7 @@ def test_the_record_judges_the_targets_as_the_pages_do(demo_evaluator):
 
 
 def test_the_overview_roc_draws_its_curve_in_the_band_colour():
-    from dashboard import charts
+    from metrics_core import figures as charts
     from metrics_core.classification import roc_points
 
     curve = roc_points([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from dashboard import data, record, state
+from dashboard import data, state
+from metrics_core import decision_record as record
 from metrics_core.config import EvalConfig
 from tests.test_app import TIMEOUT, open_app
 

@@ -1,4 +1,4 @@
-"""Chart builders (dashboard/charts.py): the drawn values are the computed values.
+"""Chart builders (metrics_core/figures.py): the drawn values are the computed values.
 
 Each builder gets small inputs computed by metrics_core; the tests assert that the traces
 carry exactly those numbers (x / y arrays, marker positions at the operating points, box
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import precision_recall_curve, roc_curve
 
-from dashboard import charts
+from metrics_core import figures as charts
 from metrics_core.calibration import reliability_bins
 from metrics_core.classification import confusion_at, pr_points, roc_points
 from metrics_core.config import EvalConfig

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dashboard import charts
 from metrics_core import classification
+from metrics_core import figures as charts
 from metrics_core.calibration import reliability_bins
 from metrics_core.decision import decision_curve
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import charts
+from metrics_core import figures as charts
 from metrics_core.calibration import reliability_bins
 from metrics_core.classification import confusion_at, pr_points, roc_points
 from metrics_core.config import EvalConfig

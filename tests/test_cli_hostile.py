@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import record
+from metrics_core import decision_record as record
 from metrics_core.cli import MAX_NOTES_BYTES, main
 from metrics_core.config import MAX_SETTINGS_BYTES, read_settings
 from metrics_core.errors import SettingsError

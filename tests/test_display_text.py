@@ -19,13 +19,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import charts, display, record
-from dashboard.safe_text import escape_markdown, escape_plotly, neutralise_frame_text
+from dashboard import display
+from dashboard.safe_text import escape_markdown, neutralise_frame_text
+from metrics_core import decision_record as record
+from metrics_core import figures as charts
 from metrics_core import io as mio
 from metrics_core.bidi import neutralise_bidi
 from metrics_core.config import EvalConfig
 from metrics_core.demo import CRITERIA, criterion_names, demo_paths
 from metrics_core.export import csv_bytes
+from metrics_core.figures import escape_plotly
 from metrics_core.report import Evaluator
 from tests.conftest import random_frames
 from tests.test_app import TIMEOUT, assert_clean, open_app, table

@@ -57,9 +57,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("metrics_core.io", "_ALIAS_OWNER"): "constant inverse of ALIASES, built at import",
     ("metrics_core.uncertainty", "_z"): (
         "lru_cache of the normal quantile of a confidence level (a float option, no data)"),
-    ("dashboard.charts", "_STATE_COLOURS"): "constant colours of the gate states",
-    ("dashboard.charts", "GRID_METRICS"): "constant metric names of the τ grid chart",
-    ("dashboard.charts", "_UNIT_RANGE"): "constant axis range",
+    ("metrics_core.figures", "_STATE_COLOURS"): "constant colours of the gate states",
+    ("metrics_core.figures", "GRID_METRICS"): "constant metric names of the τ grid chart",
+    ("metrics_core.figures", "_UNIT_RANGE"): "constant axis range",
     ("dashboard.display", "PLOTLY_CONFIG"): "constant plotly display options",
     ("dashboard.display", "RECORD_COLUMN_CONFIG"): "constant column configuration",
     ("dashboard.display", "GATE_LABELS"): "constant labels of the gate states",

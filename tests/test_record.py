@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import record
+from metrics_core import decision_record as record
 from metrics_core import io as mio
 from metrics_core.cli import main
 from metrics_core.config import EvalConfig

@@ -73,7 +73,7 @@ def test_every_proportion_record_has_its_denominator_as_n(demo):
 
 
 def test_record_and_app_show_the_same_n(demo):
-    from dashboard import record
+    from metrics_core import decision_record as record
 
     _, run = demo
     page = record.render_html(run)

@@ -6,14 +6,16 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, data, display, state, upload
-from dashboard.safe_text import escape_markdown, escape_plotly, neutralise_bidi
+from dashboard import data, display, state, upload
+from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core import compare
+from metrics_core import figures as charts
 from metrics_core import io as mio
 from metrics_core.config import Filters
 from metrics_core.decision import decision_curve
 from metrics_core.demo import make_runs
 from metrics_core.errors import InputError
+from metrics_core.figures import escape_plotly
 from metrics_core.report import Evaluator
 
 st.title("Compare runs")

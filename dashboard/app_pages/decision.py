@@ -6,9 +6,11 @@ import subprocess
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, data, display, record, state
+from dashboard import data, display, state
 from dashboard.safe_text import escape_markdown
 from metrics_core import decision, registry
+from metrics_core import decision_record as record
+from metrics_core import figures as charts
 
 #: Plain labels of the re-projected quantities that are no metric of the registry.
 PLAIN = {"auto_cleared_npv": "NPV of the auto-cleared (NEG)",

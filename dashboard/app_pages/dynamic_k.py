@@ -6,7 +6,8 @@ on γ): a move reruns the fragment only, not the sidebar.
 
 import streamlit as st
 
-from dashboard import charts, data, display, sidebar
+from dashboard import data, display, sidebar
+from metrics_core import figures as charts
 
 #: The settings this page draws itself (dashboard.sidebar.PAGE_CONTROLS).
 CONTROLS = sidebar.PAGE_CONTROLS["dynamic-k"]

@@ -3,7 +3,8 @@ pooled value and its 95% interval."""
 
 import streamlit as st
 
-from dashboard import charts, data, display
+from dashboard import data, display
+from metrics_core import figures as charts
 from metrics_core import registry
 
 v = data.view()

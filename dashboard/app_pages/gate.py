@@ -8,7 +8,8 @@ not depend on the gate), so the charts follow the slider quickly.
 
 import streamlit as st
 
-from dashboard import charts, data, display, live_charts, sidebar
+from dashboard import data, display, live_charts, sidebar
+from metrics_core import figures as charts
 from metrics_core.targets import parse_target
 
 #: The settings this page draws itself (dashboard.sidebar.PAGE_CONTROLS).

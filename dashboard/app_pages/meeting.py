@@ -3,8 +3,9 @@ chart at a time, and only the controls a meeting decides on (τ_neg, τ_pos, γ)
 
 import streamlit as st
 
-from dashboard import charts, data, display, sidebar
+from dashboard import data, display, sidebar
 from dashboard.safe_text import escape_markdown
+from metrics_core import figures as charts
 from metrics_core import registry
 from metrics_core.demo import criterion_names
 from metrics_core.targets import parse_target

@@ -4,7 +4,8 @@ every metric and the consistency checks."""
 
 import streamlit as st
 
-from dashboard import charts, data, display
+from dashboard import data, display
+from metrics_core import figures as charts
 
 v = data.view()
 display.page_header("Overview", v)

@@ -5,7 +5,8 @@ import math
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, data, display
+from dashboard import data, display
+from metrics_core import figures as charts
 from metrics_core import registry, tables
 from metrics_core.demo import criterion_names
 

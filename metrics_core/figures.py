@@ -1,6 +1,7 @@
 """Pure chart builders: computed results in, ``plotly.graph_objects.Figure`` out.
 
-No Streamlit here and no metric math: every number drawn comes from :mod:`metrics_core`
+No Streamlit here (the app and the decision record draw the same figures) and no metric math:
+every number drawn comes from :mod:`metrics_core`
 (curves, reliability tables, gate grids, sweeps, per-query arrays). What a builder does itself
 is display work only: thinning a long curve (with
 :func:`metrics_core.classification.simplify`, which keeps the fewest real points that draw it
@@ -13,6 +14,7 @@ synthetic-data label is shown by the page, not the chart.
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -23,8 +25,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.safe_text import escape_plotly
 from metrics_core import registry
+from metrics_core.bidi import neutralise_bidi
 from metrics_core.classification import PrCurve, RocCurve, simplify
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "curve_name",
     "decision_curve_figure",
     "distribution_figure",
+    "escape_plotly",
     "folds_figure",
     "forest_figure",
     "gamma_sweep_figure",
@@ -54,6 +57,25 @@ __all__ = [
     "roc_figure",
     "threshold_text",
 ]
+
+#: Characters plotly reads as markup, and the entities it turns back into them. Plotly decodes
+#: only ``&lt;``, ``&gt;``, ``&amp;`` (and a few others) by name and every numeric entity:
+#: ``&quot;`` would be shown as written, so quotes are numeric.
+_PLOTLY_ENTITIES = MappingProxyType({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;",
+                                     "'": "&#39;"})
+_PLOTLY_MARKUP = re.compile("[&<>\"']")
+
+
+def escape_plotly(text) -> str:
+    """``text`` with ``<``, ``>``, ``&`` and quotes as entities plotly decodes (no live tag in
+    a figure, and the text shown as written), bidirectional controls made visible. Escape
+    once: an escaped text escaped again shows its entities.
+
+    >>> escape_plotly('<a href="http://evil.example">x</a>')
+    '&lt;a href=&#34;http://evil.example&#34;&gt;x&lt;/a&gt;'
+    """
+    return _PLOTLY_MARKUP.sub(lambda m: _PLOTLY_ENTITIES[m.group()], neutralise_bidi(text))
+
 
 #: At most this many points are kept when a curve is drawn (fewer where fewer draw it within
 #: ``classification.DRAW_TOLERANCE``; the operating points are always exact).

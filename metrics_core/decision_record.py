@@ -26,12 +26,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from dashboard import charts
-from metrics_core import registry
+from metrics_core import figures, registry
 from metrics_core.bidi import neutralise_bidi
 from metrics_core.config import PRESPECIFIED, SETTINGS_SCHEMA_ID, THRESHOLD_FIELDS
 from metrics_core.demo import criterion_names
 from metrics_core.export import csv_bytes
+from metrics_core.wording import plain_subset, verdict_frame, verdict_summary
 
 __all__ = ["CHROMIUM", "PDF_NOTE", "render_html", "render_pdf", "render_zip", "settings_json"]
 
@@ -127,8 +127,6 @@ def settings_json(evaluation, *, marks: dict | None = None) -> str:
 
 def _records_frame(evaluation) -> pd.DataFrame:
     """The headline records, their queries in words as on the pages."""
-    from dashboard.display import plain_subset  # the pages' words; only when a record is made
-
     rows = []
     for name in HEADLINE:
         try:
@@ -146,12 +144,10 @@ def _records_frame(evaluation) -> pd.DataFrame:
 def _targets(evaluation) -> str:
     """The targets as the app's pages judge them (met / not met on the whole interval,
     undecided, point estimate only, not computed), with the count of each first."""
-    from dashboard import display  # the pages' words; imported only when a record is made
-
-    verdicts = display.verdict_frame(evaluation)
+    verdicts = verdict_frame(evaluation)
     shown = verdicts[["label", "verdict", "shown", "ci95", "target", "detail", "n"]].rename(
         columns={"label": "metric", "shown": "value", "ci95": "95% CI", "detail": "why"})
-    return (f"<p><strong>{_e(display.verdict_summary(verdicts))}</strong></p>"
+    return (f"<p><strong>{_e(verdict_summary(verdicts))}</strong></p>"
             + _table(shown))
 
 
@@ -173,18 +169,18 @@ def _figures(evaluation) -> list:
     per_criterion = evaluation.per_criterion
     names = criterion_names((evaluation.run or {}).get("inputs"))
     return [
-        charts.roc_figure(evaluation.roc, auroc=auroc.value if auroc.defined else None,
+        figures.roc_figure(evaluation.roc, auroc=auroc.value if auroc.defined else None,
                           band=evaluation.roc_band),
-        charts.gate_flow_figure(evaluation.gate),
-        charts.pr_figure(evaluation.pr, evaluation.summary["positive_rate"] or 0.0,
+        figures.gate_flow_figure(evaluation.gate),
+        figures.pr_figure(evaluation.pr, evaluation.summary["positive_rate"] or 0.0,
                          auprc=auprc.value if auprc.defined else None,
                          band=evaluation.pr_band),
-        charts.reliability_figure(evaluation.reliability),
-        charts.per_criterion_figure(per_criterion, "screening_sensitivity",
+        figures.reliability_figure(evaluation.reliability),
+        figures.per_criterion_figure(per_criterion, "screening_sensitivity",
                                     label="Screening sensitivity", names=names),
-        charts.per_criterion_figure(per_criterion, "auroc", label="AUROC", names=names),
-        charts.k_histogram(evaluation.k, evaluation.states),
-        charts.decision_curve_figure(evaluation.decision_curve, tau_pos=cfg.tau_pos),
+        figures.per_criterion_figure(per_criterion, "auroc", label="AUROC", names=names),
+        figures.k_histogram(evaluation.k, evaluation.states),
+        figures.decision_curve_figure(evaluation.decision_curve, tau_pos=cfg.tau_pos),
     ]
 
 
