@@ -350,7 +350,22 @@ def _apply_settings() -> None:
         st.session_state["_settings_error"] = f"{name} was not applied; nothing changed. " + (
             refused[0].replace("the default is used instead. ", ""))
         return
-    view_values = state.values_of(EvalConfig(**values))
+    config = EvalConfig(**values)
+    # The dashboard has no control for these: a file that sets them is refused, never applied
+    # without them (the view would silently differ from the file).
+    fixed = [name for name in ("ks", "tpr_fprs")
+             if getattr(config, name) != getattr(EvalConfig(), name)]
+    if fixed:
+        st.session_state["_settings_error"] = (
+            f"{name} was not applied; nothing changed. It sets "
+            + " and ".join(f"{f} = {', '.join(f'{v:g}' for v in getattr(config, f))}"
+                           for f in fixed)
+            + ", which the dashboard does not offer (it shows "
+            + " and ".join(f"{f} = {', '.join(f'{v:g}' for v in getattr(EvalConfig(), f))}"
+                           for f in fixed)
+            + "); run the file with metrics-core report --settings instead.")
+        return
+    view_values = state.values_of(config)
     view_values["ci"] = state.value("ci")  # not a setting of the run: the session's stays
     state.replace_all(view_values, explored)
     _sync_inputs()

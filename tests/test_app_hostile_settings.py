@@ -132,3 +132,11 @@ def test_a_link_cannot_ask_for_more_resamples_than_the_server_computes_for_links
     at = _apply(open_app(page="overview"), _settings(bootstrap=100_000))
     shown = " ".join(str(e.value) for e in at.error)
     assert "was not applied" in shown and "at most 10,000" in shown
+
+
+@pytest.mark.parametrize(("field", "value"), [("ks", [1, 5]), ("tpr_fprs", [0.2])])
+def test_a_settings_file_setting_what_the_dashboard_does_not_offer_is_refused(field, value):
+    at = _apply(open_app(page="overview"), _settings(**{field: value}, gamma=0.7))
+    shown = " ".join(str(e.value) for e in at.error)
+    assert "was not applied" in shown and field in shown and "report --settings" in shown
+    assert view_config(at).gamma == EvalConfig().gamma  # nothing applied, nothing dropped

@@ -786,3 +786,21 @@ def test_random_action_sequences_keep_one_settings_state(new_page, app_url, sequ
         _wait_for_address(page, want)
         assert query(page) == want
         assert_no_failure(page)
+
+
+def test_hostile_link_values_are_notes_and_a_reload_is_clean(new_page, app_url):
+    """Values that crashed the app (and crashed it again on reload, as they stayed in the
+    address) are notes naming the setting; the valid ones hold and the address drops the bad
+    ones."""
+    page = new_page(f"{app_url}/gate?bootstrap=inf&k_min=inf&seed=1e400&hard_cap=-inf"
+                    f"&gamma=0.8&targets=junk")
+    wait_page(page, "Gate & thresholds")
+    for key in ("bootstrap", "k_min", "seed", "hard_cap", "targets"):
+        expect(page.get_by_text(re.compile(f"{key}=.* is not valid"))).to_have_count(1)
+    assert_no_failure(page)
+    assert query(page) == {"gamma": ["0.8"]}
+    page.reload()
+    wait_page(page, "Gate & thresholds")
+    assert_no_failure(page)
+    expect(page.locator('input[type="range"][aria-label="γ (cumulative mass, POS)"]')
+           ).to_have_attribute("aria-valuetext", "0.80")
