@@ -128,6 +128,10 @@ def _typed(key: str, index: int) -> None:
         return
     typed = _values([st.session_state[b] for b in boxes])
     st.session_state.setdefault(state.BOX_VALUES, {})[key] = typed  # what the boxes show
+    if typed == _values(state.value(key)):
+        # The boxes report the value the threshold has: a box the browser redrew late
+        # reporting the server's own value, not typing (typing the same number sends nothing).
+        return
     fields = state.THRESHOLD_FIELDS[key]
     typed_field = fields[index]
     if key == "gate":
