@@ -187,15 +187,18 @@ def _linear_statistic(columns: dict, bins: np.ndarray):
             masks[:, j] = np.asarray(mask, dtype=bool)
         num[:, j] = np.where(masks[:, j], np.nan_to_num(np.asarray(values, np.float64)), 0.0)
     distinct, which = np.unique(masks, axis=1, return_inverse=True)
+    every_row = distinct.all(axis=0)  # (its count is each resample's total weight)
     distinct = distinct.astype(np.float64)
     k = bins.shape[1] // 2
 
     def statistic(weights: np.ndarray) -> np.ndarray:
-        counted = np.stack([weights @ mask for mask in distinct.T], axis=1)
+        total = weights.sum(axis=1)
+        counted = np.stack([total if every else weights @ mask
+                            for mask, every in zip(distinct.T, every_row, strict=True)], axis=1)
         means = _ratio(weights @ num, counted[:, which.ravel()])
         sums = weights @ bins
         count, residual = sums[:, :k], sums[:, k:]
-        return np.column_stack([means, calibration.ece_from_sums(residual, weights.sum(axis=1)),
+        return np.column_stack([means, calibration.ece_from_sums(residual, total),
                                 calibration.mce_from_sums(count, residual)])
 
     statistic.names = (*names, "ece", "mce")
