@@ -17,6 +17,7 @@ from metrics_core.demo import make_runs
 from metrics_core.errors import InputError
 from metrics_core.figures import escape_plotly
 from metrics_core.report import Evaluator
+from metrics_core.run import open_run
 
 st.title("Compare runs")
 st.caption("Upload one long table per run (the file name is the run's name), or one table with "
@@ -37,8 +38,10 @@ def _load(files) -> list[compare.Run]:
         return compare.split_runs(frame)
     specs = [(f.name.rsplit(".", 1)[0], f.getvalue(), None) for f in files]
     compare.check_names([name for name, _, _ in specs])  # before reading: as the CLI does
-    runs = [compare.Run(name, mio.load(b, queries_name=f.name, limits=limits).dataset)
-            for (name, b, _), f in zip(specs, files, strict=True)]
+    opened = [open_run(b, queries_name=f.name, limits=limits)
+              for (_, b, _), f in zip(specs, files, strict=True)]
+    runs = [compare.Run(name, run.dataset, run.inputs)
+            for (name, _, _), run in zip(specs, opened, strict=True)]
     compare.check_runs(runs)
     return runs
 
