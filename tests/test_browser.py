@@ -804,3 +804,32 @@ def test_hostile_link_values_are_notes_and_a_reload_is_clean(new_page, app_url):
     assert_no_failure(page)
     expect(page.locator('input[type="range"][aria-label="γ (cumulative mass, POS)"]')
            ).to_have_attribute("aria-valuetext", "0.80")
+
+
+def test_a_hostile_settings_file_is_refused_in_the_page(new_page, app_url, tmp_path):
+    """A settings.json that crashed every page until a reload ("gate_aware": "false") and one
+    nested 100,000 deep are refused with their field or rule named; the view stays and keeps
+    working."""
+    page = new_page(f"{app_url}/?gamma=0.8")
+    wait_page(page, "Overview")
+    cases = {"bad_type.json": (json.dumps({"config": {"gate_aware": "false"}}), "gate_aware"),
+             "deep.json": ("[" * 100_000 + "]" * 100_000, "nests brackets")}
+    page.get_by_test_id("stExpander").filter(has_text="Restore settings").locator(
+        "summary").click()
+    for name, (text, named) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        page.locator(".st-key-settings_file input[type=file]").set_input_files(path)
+        expect(page.locator(f'.st-key-settings_file [aria-label="Remove {name}"]')
+               ).to_be_visible()
+        wait_idle(page)
+        page.get_by_role("button", name="Apply these settings").click()
+        expect(page.get_by_text(re.compile(f"{re.escape(name)} was not applied.*{named}"))
+               ).to_have_count(1)
+        wait_idle(page)
+        assert_no_failure(page)
+        assert query(page) == {"gamma": ["0.8"]}
+        page.locator(f'.st-key-settings_file [aria-label="Remove {name}"]').click()
+        wait_idle(page)
+    go_to(page, "Gate & thresholds", "Gate & thresholds")
+    assert_no_failure(page)
