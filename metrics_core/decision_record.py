@@ -35,6 +35,9 @@ from metrics_core.wording import plain_subset, verdict_frame, verdict_summary
 
 __all__ = ["CHROMIUM", "PDF_NOTE", "render_html", "render_pdf", "render_zip", "settings_json"]
 
+#: The plotly template of the record's figures, whoever makes it: importing Streamlit makes its
+#: own template plotly's default, whose placeholder colours only Streamlit's front end replaces.
+TEMPLATE = "plotly"
 #: Debian's Chromium, used to print the HTML to PDF.
 CHROMIUM = Path("/usr/bin/chromium")
 _CSS = """
@@ -224,6 +227,7 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
               f"{cfg.tau_pos:g}; POS above.</p>", _table(_flow(evaluation)),
               "<h2>Figures</h2>"]
     for i, fig in enumerate(_figures(evaluation)):
+        fig.update_layout(template=pio.templates[TEMPLATE])
         parts.append("<div class='fig'>" + pio.to_html(
             fig, full_html=False, include_plotlyjs="inline" if i == 0 else False,
             config={"displaylogo": False, "staticPlot": True}) + "</div>")

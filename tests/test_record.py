@@ -108,6 +108,22 @@ def test_cli_report_equals_the_app_export_for_the_same_settings(tmp_path):
         [(m["name"], m["value"], m["ci95"]) for m in app["metrics"]]
 
 
+@pytest.mark.parametrize("default", ["streamlit", "plotly"])
+def test_figures_draw_with_plotly_s_own_template_even_where_streamlit_is_loaded(
+        evaluation, monkeypatch, default):
+    """Importing Streamlit makes its template plotly's default: placeholder colours
+    (``#000011`` ...) that only Streamlit's front end replaces. The record, a page of its own,
+    drew its heatmaps and lines in those near-black placeholders when made by the app (where
+    Streamlit is loaded) and in plotly's colours when made by ``metrics-core report``."""
+    import plotly.io as pio
+    import streamlit  # noqa: F401  (its template is registered on import)
+
+    monkeypatch.setattr(pio.templates, "default", default)
+    page = record.render_html(evaluation)
+    assert "#000011" not in page
+    assert page.count('"colorway":["#636efa"') == page.count('class="plotly-graph-div"') == 8
+
+
 def test_report_with_a_bad_settings_file_exits_2(tmp_path, capsys):
     bad = tmp_path / "settings.json"
     bad.write_text('{"config": {"tau_neg": 5}}')
