@@ -659,6 +659,7 @@ def test_a_threshold_moved_on_the_gate_page_is_the_threshold_everywhere(new_page
         expect(thresholds_line(page)).to_contain_text(MOVED)
         expect(thresholds_line(page)).to_contain_text(KEPT)
         expect(page.locator(TAU_NEG_THUMB)).to_have_attribute("aria-valuetext", "0.05")
+        _wait_for_address(page, {"gate": ["0.05,0.6"], "explored": ["tau_neg"]})
         assert query(page) == {"gate": ["0.05,0.6"], "explored": ["tau_neg"]}, title
         if title in ("Meeting mode", "Gate & thresholds"):
             expect(metric(page, "Screening sensitivity")).to_have_text(
