@@ -8,11 +8,11 @@ both see the same machine load:
 
 1. ``import metrics_core`` and the command-line start (``metrics-core --help``): process wall
    time minus a bare ``python -c pass``, and ``python -X importtime``'s own figure;
-2. loading: ``metrics_core.io.load`` (read + validate + build the Dataset, with the allocator
+2. loading: ``metrics_core.loading.load`` (read + validate + build the Dataset, with the allocator
    settings of the command line and the app server) against a bare
    ``pyarrow.parquet.read_table`` of the same two files (imports outside the timer on both
    sides, pandas and ``pyarrow.dataset`` included: ``read_table`` imports them on its first
-   call, ``metrics_core.io`` imports pandas anyway); the read with its imports inside the
+   call, ``metrics_core.loading`` imports pandas anyway); the read with its imports inside the
    timer, as earlier versions of this script measured it, is reported beside it, and so is
    the least any loader does (:data:`FLOOR`: the same read, the columns as numpy, each
    candidate's query and the within-query sort, nothing checked or built), for scale; these
@@ -85,7 +85,7 @@ print(len(res))
 READ = r'''
 import json, sys, time
 import pandas  # read_table imports it on first use (pandas metadata): untimed, as for load
-import pyarrow.dataset  # and this (its reader); metrics_core.io reads without it
+import pyarrow.dataset  # and this (its reader); metrics_core.loading reads without it
 import pyarrow.parquet as pq
 t = time.perf_counter()
 tables = [pq.read_table(path) for path in sys.argv[1:3]]
@@ -105,9 +105,9 @@ LOAD = r'''
 import json, sys, time
 from metrics_core.allocator import keep_freed_memory
 keep_freed_memory()  # as the command line and the app server run it
-from metrics_core import io
+from metrics_core import loading
 t = time.perf_counter()
-loaded = io.load(sys.argv[1], sys.argv[2])
+loaded = loading.load(sys.argv[1], sys.argv[2])
 print(json.dumps({"seconds": time.perf_counter() - t, "n_queries": loaded.dataset.n_queries,
                   "n_candidates": loaded.dataset.n_candidates}))
 '''
@@ -146,11 +146,11 @@ EVALUATE = r'''
 import gc, json, resource, sys, time
 from metrics_core.allocator import keep_freed_memory
 keep_freed_memory()  # as the command line and the app server run it
-from metrics_core import io
+from metrics_core import loading
 from metrics_core.config import EvalConfig
 from metrics_core.evaluator import Evaluator
 
-ds = io.load(sys.argv[1], sys.argv[2]).dataset
+ds = loading.load(sys.argv[1], sys.argv[2]).dataset
 gc.collect()
 t = time.perf_counter()
 evaluation = Evaluator(ds).evaluate(EvalConfig(bootstrap=0))

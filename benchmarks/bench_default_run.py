@@ -41,12 +41,12 @@ DEMO = (ROOT / "assets" / "demo_queries.parquet", ROOT / "assets" / "demo_candid
 
 LIVE = r'''
 import json, statistics, sys, time
-from metrics_core import io
+from metrics_core import loading
 from metrics_core.config import EvalConfig
 from metrics_core.evaluator import Evaluator
 
 queries, candidates, moves_n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-ds = io.load(queries, candidates).dataset
+ds = loading.load(queries, candidates).dataset
 LIVE = 2000
 base = EvalConfig(bootstrap=LIVE)
 moves = []

@@ -15,13 +15,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from metrics_core.rag.retrieval_kernel import retrieval_per_sample
-from metrics_core.rag.types import (
+from metrics_core.rag.data_model import (
     Document,
     EvaluationSample,
     RetrievedDocument,
     SystemOutputs,
 )
+from metrics_core.rag.retrieval_kernel import retrieval_per_sample
 
 KS = (1, 3, 5, 10)
 

@@ -37,7 +37,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from metrics_core import io as mio
+from metrics_core import loading as mio
 from metrics_core import triage as mtriage
 from metrics_core.classification import confusion_sweep
 from metrics_core.config import EvalConfig, Filters

@@ -21,7 +21,7 @@ from types import MappingProxyType
 _EXPORTS = MappingProxyType({
     "AuditReport": "audit", "VARIANTS": "config", "EvalConfig": "config",
     "Dataset": "dataset", "InputError": "errors", "InputErrors": "errors",
-    "Loaded": "io", "load": "io", "read_table": "io", "Check": "report",
+    "Loaded": "loading", "load": "loading", "read_table": "loading", "Check": "report",
     "Evaluation": "report", "Evaluator": "report", "MetricRecord": "report",
     "evaluate": "report", "SettingsError": "errors", "coerce_field": "config",
     "read_settings": "config",

@@ -24,7 +24,7 @@ import pandas as pd
 from metrics_core.dataset import Dataset
 
 if TYPE_CHECKING:
-    from metrics_core.io import Loaded
+    from metrics_core.loading import Loaded
 
 __all__ = ["CHECKS", "LEVELS", "AuditReport", "Finding", "audit", "tie_masks"]
 

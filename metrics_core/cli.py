@@ -177,7 +177,7 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
                          help="evaluate this criterion only (repeat for several)")
 
 
-#: Input limits and their flags (metrics_core.limits.Limits, also metrics_core.io.Limits).
+#: Input limits and their flags (metrics_core.limits.Limits, also metrics_core.loading.Limits).
 _LIMIT_FLAGS = (("max_decompressed_bytes", "--max-bytes", "bytes of content after decompression"),
                 ("max_rows", "--max-rows", "data rows of one file"),
                 ("max_columns", "--max-columns", "columns of one file"),

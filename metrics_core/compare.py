@@ -187,7 +187,7 @@ def load_runs(specs, *, limits=None) -> list[Run]:
 def split_runs(frame: pd.DataFrame, candidates: pd.DataFrame | None = None, *,
                column: str = "run") -> list[Run]:
     """Runs from one long table (or queries + candidates tables) with a ``run`` column."""
-    from metrics_core import io
+    from metrics_core import loading
 
     if column not in frame.columns:
         raise InputError("required column is missing", column=column, code="missing_column")
@@ -196,7 +196,7 @@ def split_runs(frame: pd.DataFrame, candidates: pd.DataFrame | None = None, *,
         q = frame[frame[column] == name].drop(columns=column)
         c = None if candidates is None else candidates[candidates[column] == name].drop(
             columns=column)
-        runs.append(Run(str(name), io.load(q, c).dataset))
+        runs.append(Run(str(name), loading.load(q, c).dataset))
     check_runs(runs)
     return runs
 

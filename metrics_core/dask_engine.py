@@ -3,7 +3,7 @@
 The data are split into *work units*: groups of input files that together hold every query
 and candidate of their posts (a post split across two files of one table is an error that
 names the post and the files). Each unit runs on a ``distributed`` worker, which loads it with
-the public loader (:func:`metrics_core.io.load`) and runs the same per-query kernels as the
+the public loader (:func:`metrics_core.loading.load`) and runs the same per-query kernels as the
 in-memory engine (:class:`metrics_core.evaluator.Evaluator`): ranking per query, gate states,
 selected K, evidence hits / recall / precision, the audit's tie masks, and the sums of the
 γ sweep. Only these per-query arrays (tens of bytes a query, small next to the candidates)
@@ -72,7 +72,7 @@ def _post_column(path: Path, kind: str) -> str:
     """The source column that is ``post_id`` in this file (names and aliases of contract §2)."""
     import pyarrow.parquet as pq
 
-    from metrics_core import io
+    from metrics_core import loading
 
     try:
         names = pq.read_schema(path).names
@@ -81,7 +81,7 @@ def _post_column(path: Path, kind: str) -> str:
                          file=str(path), hint="the Dask engine reads Parquet files only",
                          code="unreadable_file") from None
     probe = pd.DataFrame([names], columns=names)  # each cell holds its column's name
-    return str(io.resolve_columns(probe, kind, file=path.name)["post_id"].iloc[0])
+    return str(loading.resolve_columns(probe, kind, file=path.name)["post_id"].iloc[0])
 
 
 def _posts_of(path: str, kind: str) -> np.ndarray:
@@ -197,7 +197,7 @@ def evaluate_unit(q_paths: Sequence[str], c_paths: Sequence[str], config, *,
     Returns a dict of plain arrays and frames (or ``{"error": text, "code": code}`` for bad
     input, so no exception object has to cross processes).
     """
-    from metrics_core import dynamic_k, io
+    from metrics_core import dynamic_k, loading
     from metrics_core.audit import tie_masks
 
     q_df, q_file, q_row = _read(q_paths)
@@ -207,7 +207,8 @@ def evaluate_unit(q_paths: Sequence[str], c_paths: Sequence[str], config, *,
         c_df = _empty_candidates()
         c_file = c_row = np.empty(0, dtype=np.int64)
     try:
-        loaded = io.load(q_df, c_df, queries_name=queries_name, candidates_name=candidates_name)
+        loaded = loading.load(q_df, c_df, queries_name=queries_name,
+                              candidates_name=candidates_name)
     except InputError as err:
         where = ", ".join(str(p) for p in (*q_paths, *c_paths))
         return {"error": f"{err.render()} (rows counted within the files {where})",
@@ -479,7 +480,7 @@ def _canonical(results: list[dict]) -> tuple[dict, np.ndarray]:
 
 def _combine(results: list[dict], config, *, queries_name: str, candidates_name: str,
              inputs) -> DaskRun:
-    from metrics_core.io import EXCLUSION_COLUMNS, Loaded
+    from metrics_core.loading import EXCLUSION_COLUMNS, Loaded
 
     query_fields, order = _canonical(results)
     n_excl_q = sum(r["n_excluded_queries"] for r in results)

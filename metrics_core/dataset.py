@@ -93,7 +93,7 @@ class Dataset:
     grouped by query: the candidates of query ``q`` are ``offsets[q]:offsets[q + 1]`` in ranking
     order (position 1 first).
 
-    Build one with :meth:`from_frames`; the loader in :mod:`metrics_core.io` does that after
+    Build one with :meth:`from_frames`; the loader in :mod:`metrics_core.loading` does that after
     validation. ``sent_uid`` and ``sentence`` read as object arrays like every other string
     field, but :meth:`from_frames` keeps them as Arrow strings until their first read: no
     metric kernel needs them, and building millions of Python strings dominates the cost.
@@ -263,7 +263,7 @@ class Dataset:
     @classmethod
     def from_frames(cls, queries: pd.DataFrame, candidates: pd.DataFrame,
                     *, meta: dict | None = None) -> Dataset:
-        """Build from validated canonical frames (see :mod:`metrics_core.io`).
+        """Build from validated canonical frames (see :mod:`metrics_core.loading`).
 
         ``queries`` must have unique ``(post_id, criterion)``; every candidate must belong to
         a query and ``(post_id, criterion, sent_uid)`` must be unique. Queries without
@@ -343,7 +343,7 @@ class Dataset:
     @classmethod
     def _from_checked(cls, q: dict, c: dict, c_query: np.ndarray, *,
                       meta: dict | None = None) -> Dataset:
-        """Build from columns the loader (:mod:`metrics_core.io`) has parsed and validated.
+        """Build from columns the loader (:mod:`metrics_core.loading`) has parsed and validated.
 
         ``q`` and ``c`` map canonical names to numpy arrays (ids, ``split`` and ``sentence``:
         pandas ``str`` Series); ``c_query`` is every candidate's row in ``q``. The result
@@ -499,7 +499,7 @@ def _arrow_strings(values: pd.Series):
     """
     if (isinstance(values.dtype, pd.CategoricalDtype) and not values.hasnans
             and isinstance(values.cat.categories.dtype, pd.StringDtype)):
-        # Strings read as a dictionary (metrics_core.io): decode the codes in Arrow.
+        # Strings read as a dictionary (metrics_core.loading): decode the codes in Arrow.
         arr = pa.array(values)
         return arr.dictionary_decode() if isinstance(arr, pa.Array) else pa.chunked_array(
             [c.dictionary_decode() for c in arr.chunks], type=arr.type.value_type)
@@ -511,7 +511,7 @@ def _arrow_strings(values: pd.Series):
 
 def dictionary_text(values: pd.Series) -> pa.ChunkedArray | None:
     """The Arrow dictionary chunks of a text column the loader keeps as read (one dictionary
-    per Parquet row group; ``io.read_table``'s ``arrow_dictionary_columns``), else None."""
+    per Parquet row group; ``loading.read_table``'s ``arrow_dictionary_columns``), else None."""
     dtype = values.dtype
     if not (isinstance(dtype, pd.ArrowDtype) and is_dictionary_text(dtype.pyarrow_dtype)):
         return None

@@ -1,6 +1,6 @@
 """Bounds on one input file (:class:`Limits`), kept free of numpy, pandas and pyarrow.
 
-:mod:`metrics_core.io` applies them (and re-exports both names); the command line reads the
+:mod:`metrics_core.loading` applies them (and re-exports both names); the command line reads the
 defaults for its flags from here, so ``metrics-core --help`` does not import the data stack.
 """
 
@@ -62,6 +62,6 @@ class Limits:
         return self.max_columns * (2 * self.max_cell_bytes + 3)
 
 
-#: The limits :func:`~metrics_core.io.load` and :func:`~metrics_core.io.read_table` apply
+#: The limits :func:`~metrics_core.loading.load` and :func:`~metrics_core.loading.read_table` apply
 #: when given none.
 DEFAULT_LIMITS = Limits()

@@ -1,12 +1,12 @@
 """Parquet inputs read into Arrow tables, without pandas (contract §2, formats).
 
-:func:`read_parquet` is the Parquet reading of :func:`metrics_core.io.read_table`: the size
+:func:`read_parquet` is the Parquet reading of :func:`metrics_core.loading.read_table`: the size
 limits checked on the file's metadata before anything is decoded, and the ids that repeat on
 every candidate row (:data:`REPEATED_IDS`, their aliases and mapped sources) read as Arrow
 dictionaries. :class:`Prefetch` runs it on a thread for the command line, which starts the
 read before it imports pandas and the rest of the package: the file decodes (Arrow's threads,
 without the GIL) while the interpreter imports. The column names and their aliases live here
-too, since both need them; :mod:`metrics_core.io` re-exports :data:`ALIASES`.
+too, since both need them; :mod:`metrics_core.loading` re-exports :data:`ALIASES`.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def read_parquet(path, data: bytes | None, name, limits: Limits,
 
 
 class Prefetch:
-    """Parquet files read on a thread, as :func:`metrics_core.io.read_table` would read them.
+    """Parquet files read on a thread, as :func:`metrics_core.loading.read_table` would read them.
 
     Only regular files that begin with the Parquet magic bytes are read. Whatever goes wrong
     (a limit, a broken file, a file that changed) is left for the caller to meet again: it

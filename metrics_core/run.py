@@ -2,7 +2,7 @@
 
 :func:`open_run` is the sequence every front end starts with (the command line's ``evaluate``,
 ``report``, ``tune`` and ``compare``, the dashboard's demo and uploads): read, map and
-validate the inputs (:func:`metrics_core.io.load`), audit the data set
+validate the inputs (:func:`metrics_core.loading.load`), audit the data set
 (:func:`metrics_core.audit.audit`), fingerprint the input files (:func:`fingerprint`: the
 ``run.inputs`` of ``metrics_master.json``) and make the :class:`~metrics_core.evaluator.Evaluator`
 of the data set. The Dask engine, which loads on its workers, gathers a :class:`Loaded` itself
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from metrics_core.audit import AuditReport
     from metrics_core.evaluator import Evaluator
-    from metrics_core.io import Limits, Loaded
+    from metrics_core.loading import Limits, Loaded
 
 __all__ = ["Run", "fingerprint", "open_run", "run_of"]
 
@@ -99,7 +99,7 @@ def open_run(queries, candidates=None, *, queries_name: str | None = None,
     ----------
     queries, candidates : path, bytes or pandas.DataFrame
         The inputs (``candidates`` optional: a long or queries-only table), as
-        :func:`metrics_core.io.load` reads them. Bytes need their names; a frame has no
+        :func:`metrics_core.loading.load` reads them. Bytes need their names; a frame has no
         file, so no fingerprint.
     queries_name, candidates_name : str, optional
         The file names (default: the paths' names).
@@ -107,14 +107,14 @@ def open_run(queries, candidates=None, *, queries_name: str | None = None,
         Tables already read from ``queries`` / ``candidates`` (a Parquet prefetch, a frame
         read to detect its kind): loaded in place of the files, which are still fingerprinted.
     mapping, limits
-        As :func:`metrics_core.io.load` takes them.
+        As :func:`metrics_core.loading.load` takes them.
     audit_failure : {"raise", "log"}
         See :data:`AUDIT_FAILURE`.
 
     The files are fingerprinted on a helper thread while they are loaded (hashing releases
     the GIL).
     """
-    from metrics_core import io
+    from metrics_core import loading
 
     if audit_failure not in AUDIT_FAILURE:
         raise ValueError(f"audit_failure must be one of {AUDIT_FAILURE}, not {audit_failure!r}")
@@ -126,7 +126,7 @@ def open_run(queries, candidates=None, *, queries_name: str | None = None,
         loads.append(source if table is None else table)
     with ThreadPoolExecutor(max_workers=1) as pool:
         hashing = pool.submit(_fingerprints, sources, names)
-        loaded = io.load(*loads, queries_name=names[0], candidates_name=names[1],
+        loaded = loading.load(*loads, queries_name=names[0], candidates_name=names[1],
                          mapping=mapping or None, limits=limits)
         inputs = hashing.result()
     return run_of(loaded, inputs=inputs, audit_failure=audit_failure)

@@ -311,7 +311,7 @@ def load_triage(source, *, name: str | None = None,
     InputError
         A missing column or a value outside its rule, naming file, column, rule and rows.
     """
-    from metrics_core.io import read_table
+    from metrics_core.loading import read_table
 
     config = config or TriageConfig()
     if name is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metrics_core.rag.types import (
+from metrics_core.rag.data_model import (
     Document,
     EvaluationSample,
     RetrievedDocument,

@@ -22,7 +22,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import display, export, state
-from metrics_core import io as mio
+from metrics_core import loading as mio
 from metrics_core.config import EvalConfig
 from metrics_core.demo import DEMO_LABEL, demo_paths
 from metrics_core.triage import load_triage, triage_metrics

@@ -8,7 +8,7 @@ import io as _io
 import pytest
 
 from metrics_core import compare
-from metrics_core import io as mio
+from metrics_core import loading as mio
 from metrics_core.config import EvalConfig
 from metrics_core.demo import make_runs
 from tests.test_app import assert_clean, open_app, table

@@ -13,7 +13,7 @@ from tests.test_app import assert_clean, open_app, table
 
 @pytest.fixture(scope="module")
 def demo():
-    from metrics_core import io as mio
+    from metrics_core import loading as mio
     from metrics_core.demo import demo_paths
     from metrics_core.report import Evaluator
 

@@ -208,7 +208,7 @@ def test_a_criterion_without_positives_is_undefined_not_half(one_class_criterion
 
 @pytest.fixture(scope="module")
 def demo_evaluator():
-    from metrics_core import io as mio
+    from metrics_core import loading as mio
     from metrics_core.demo import demo_paths
     from metrics_core.report import Evaluator
 

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from dashboard import display
-from metrics_core import io as mio
+from metrics_core import loading as mio
 from metrics_core import registry
 from metrics_core.config import EvalConfig
 from metrics_core.demo import demo_paths

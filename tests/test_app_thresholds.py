@@ -8,7 +8,7 @@ from dashboard import state
 from metrics_core.config import EvalConfig
 from metrics_core.demo import demo_paths
 from metrics_core.evaluator import Evaluator
-from metrics_core.io import load
+from metrics_core.loading import load
 from tests.test_app import open_app, texts
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from metrics_core.audit import CHECKS, AuditReport, Finding, audit
 from metrics_core.dataset import Dataset
-from metrics_core.io import load
+from metrics_core.loading import load
 from tests.conftest import random_frames
 
 

@@ -3,7 +3,7 @@
 The app runs as ``streamlit run dashboard/server.py`` (the app behind its security headers)
 from the repository root (so ``.streamlit/config.toml`` applies) on a free localhost port.
 The expected numbers come from ``metrics_core`` here
-(``Evaluator(io.load(...).dataset).evaluate(EvalConfig(...))``), independently of the app, and
+(``Evaluator(loading.load(...).dataset).evaluate(EvalConfig(...))``), independently of the app, and
 are formatted the way the app formats them. Screenshots go to
 ``tests/artifacts/`` (not committed).
 
@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from dashboard import display
-from metrics_core import io as mio
+from metrics_core import loading as mio
 from metrics_core.config import EvalConfig
 from metrics_core.demo import DEMO_LABEL, demo_paths, make_synthetic
 from metrics_core.report import Evaluator

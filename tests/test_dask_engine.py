@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
 
-from metrics_core import dask_engine, io
+from metrics_core import dask_engine, loading
 from metrics_core.audit import audit
 from metrics_core.cli import main
 from metrics_core.config import EvalConfig, Filters
@@ -51,7 +51,7 @@ def _write(q, c, root: Path, n_parts: int = N_PARTS) -> dict:
 
 
 def _memory(paths, cfg) -> dict:
-    loaded = io.load(paths["q"], paths["c"])
+    loaded = loading.load(paths["q"], paths["c"])
     report = audit(loaded.dataset, loaded=loaded)
     return json.loads(Evaluator(loaded.dataset, audit=report).evaluate(cfg).to_json())
 
@@ -263,7 +263,7 @@ def test_the_query_level_data_set_refuses_candidate_reads(paths, cluster):
     run = dask_engine.evaluate(paths["q_dir"], paths["c_dir"], EvalConfig(bootstrap=0),
                                client=client)
     ds = run.evaluator.ds
-    loaded = io.load(paths["q"], paths["c"])
+    loaded = loading.load(paths["q"], paths["c"])
     assert ds.n_candidates == loaded.dataset.n_candidates
     np.testing.assert_array_equal(ds.n_cand, loaded.dataset.n_cand)
     np.testing.assert_array_equal(ds.n_gold, loaded.dataset.n_gold)

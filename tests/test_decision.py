@@ -333,7 +333,7 @@ def test_per_criterion_tuning_on_the_demo_gives_gates_that_exist():
     """The issue: choosing τ_neg on TUNE for screening sensitivity ≥ 0.995 and τ_pos for alert
     precision ≥ 0.90 separately gave A.3 0.613 > 0.504 and A.9 0.690 > 0.454. One gate each:
     τ_neg comes down to τ_pos, said in the note; the held-out values that miss are marked."""
-    from metrics_core import io as mio
+    from metrics_core import loading as mio
     from metrics_core.demo import demo_paths
 
     paths = demo_paths()

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from metrics_core import io as mio
+from metrics_core import loading as mio
 from metrics_core.audit import audit
 from metrics_core.config import EvalConfig
 from metrics_core.demo import CRITERIA, demo_paths

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics_core import io as mio
+from metrics_core import loading as mio
 from metrics_core.dataset import take_text
 from metrics_core.errors import InputError
 from metrics_core.parquet_input import Prefetch

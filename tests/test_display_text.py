@@ -23,7 +23,7 @@ from dashboard import display
 from dashboard.safe_text import escape_markdown, neutralise_frame_text
 from metrics_core import decision_record as record
 from metrics_core import figures as charts
-from metrics_core import io as mio
+from metrics_core import loading as mio
 from metrics_core.bidi import neutralise_bidi
 from metrics_core.config import EvalConfig
 from metrics_core.demo import CRITERIA, criterion_names, demo_paths

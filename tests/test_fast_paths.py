@@ -197,7 +197,7 @@ def test_text_length_range_is_arrows_min_and_max_of_binary_length(seed, monkeypa
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from metrics_core import io as mio
+    from metrics_core import loading as mio
 
     monkeypatch.setattr(mio, "_LENGTH_BLOCK", 7)  # several blocks on small arrays
     rng = np.random.default_rng(seed)
@@ -221,7 +221,7 @@ def test_ids_ordered_within_runs_is_the_per_query_definition(seed):
     """The loader's no-hash uniqueness test: ``sent_uid`` strictly increasing (or strictly
     decreasing) within every query, queries given by their first rows, whatever the ids do
     across a boundary between two queries."""
-    from metrics_core import io as mio
+    from metrics_core import loading as mio
 
     rng = np.random.default_rng(seed)
     mode = ("increasing", "decreasing", "mixed", "repeat")[seed % 4]
@@ -257,7 +257,7 @@ def test_ids_ordered_within_runs_is_the_per_query_definition(seed):
 def test_threaded_id_order_loads_what_the_plain_check_loads(duplicate, monkeypatch, tmp_path):
     """The ids' order compared on a thread (from ``_THREADED_UID_ROWS`` candidates on): the
     same data set, and the same error for a sent_uid repeated within a query."""
-    from metrics_core import io as mio
+    from metrics_core import loading as mio
     from metrics_core.errors import InputError
     from tests.conftest import random_frames
     from tests.test_io import assert_same
@@ -315,7 +315,7 @@ def test_column_check_fast_paths_load_what_the_general_checks_load(bad):
     column-long masks (``_Checker.number`` / ``binary``, ``scalars`` of a type that holds no
     record): the same data set, exclusions, warnings and errors as the same values in types
     that take the general checks (object scores and p, int64 gold)."""
-    from metrics_core import io as mio
+    from metrics_core import loading as mio
     from metrics_core.errors import InputError
     from tests.test_io import assert_same
 

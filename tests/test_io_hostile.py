@@ -1,6 +1,6 @@
 """Hostile and broken input files: limits, memory and clear errors (contract §2, "Bad input").
 
-Every case here failed before the loader had :class:`~metrics_core.io.Limits` and the checks
+Every case here failed before the loader had :class:`~metrics_core.loading.Limits` and the checks
 below: a traceback, a garbled message, a silently accepted value or gigabytes of memory.
 """
 
@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from metrics_core import cli
-from metrics_core import io as mio
+from metrics_core import loading as mio
 from metrics_core.errors import InputError
 from metrics_core.multilabel import PostLabels, decision_labels, multilabel_metrics, post_matrix
 

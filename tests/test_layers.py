@@ -30,9 +30,9 @@ def test_the_contracts_hold():
 
 
 @pytest.mark.parametrize(("module", "line", "broken"), [
-    ("metrics_core/classification.py", "from metrics_core import io",
+    ("metrics_core/classification.py", "from metrics_core import loading",
      "The kernels compute: they load, evaluate and draw nothing"),
-    ("metrics_core/io.py", "import dashboard.state",
+    ("metrics_core/loading.py", "import dashboard.state",
      "The library never imports the app or Streamlit"),
     ("metrics_core/figures.py", "import streamlit",
      "The library never imports the app or Streamlit"),

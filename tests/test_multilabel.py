@@ -171,7 +171,7 @@ def test_multilabel_intervals_are_reused_only_for_the_same_post_decisions(rule):
     from metrics_core.config import EvalConfig
     from metrics_core.demo import make_synthetic
     from metrics_core.evaluator import Evaluator
-    from metrics_core.io import load
+    from metrics_core.loading import load
 
     queries, candidates = make_synthetic(120, seed=3)
     ds = load(queries, candidates).dataset

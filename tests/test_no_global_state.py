@@ -52,9 +52,9 @@ PAGE_SCRIPTS = "dashboard.app_pages."
 ALLOWED: dict[tuple[str, str], str] = {
     # constant tables of modules that a pending rewrite owns (to become MappingProxyType/tuple)
     ("metrics_core.parquet_input", "ALIASES"): "constant column-name aliases",
-    ("metrics_core.io", "REQUIRED"): "constant required-column table",
-    ("metrics_core.io", "_KIND_COLUMNS"): "constant columns per table kind",
-    ("metrics_core.io", "_ALIAS_OWNER"): "constant inverse of ALIASES, built at import",
+    ("metrics_core.loading", "REQUIRED"): "constant required-column table",
+    ("metrics_core.loading", "_KIND_COLUMNS"): "constant columns per table kind",
+    ("metrics_core.loading", "_ALIAS_OWNER"): "constant inverse of ALIASES, built at import",
     ("metrics_core.uncertainty", "_z"): (
         "lru_cache of the normal quantile of a confidence level (a float option, no data)"),
     ("metrics_core.figures", "_STATE_COLOURS"): "constant colours of the gate states",

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from metrics_core import cli
-from metrics_core import io as mio
+from metrics_core import loading as mio
 from metrics_core.errors import InputError
 from metrics_core.limits import DEFAULT_LIMITS, Limits
 from metrics_core.parquet_input import Prefetch

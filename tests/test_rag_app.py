@@ -161,7 +161,7 @@ def test_a_line_separator_inside_a_string_loads_and_the_download_is_offered():
 def test_the_download_is_valid_json_whatever_the_values():
     import json
 
-    from metrics_core.rag.types import MetricResult, TargetCategory
+    from metrics_core.rag.data_model import MetricResult, TargetCategory
 
     results = [MetricResult("latency_p95", TargetCategory.LATENCY, float("inf"),
                             {"num_samples": 1, "quantile": 0.95}),

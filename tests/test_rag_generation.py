@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from metrics_core.rag.data_model import TargetCategory
 from metrics_core.rag.generation_overlap import (
     BleuScore,
     EvidenceOverlapFaithfulness,
@@ -18,7 +19,6 @@ from metrics_core.rag.generation_overlap import (
     token_f1,
 )
 from metrics_core.rag.text import normalize
-from metrics_core.rag.types import TargetCategory
 from tests.rag_helpers import sample, split
 
 rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")

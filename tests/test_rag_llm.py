@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from metrics_core.rag.data_model import TargetCategory
 from metrics_core.rag.generation_llm_judge import (
     NO_CRITIC,
     CriticError,
@@ -15,7 +16,6 @@ from metrics_core.rag.generation_llm_judge import (
     OpenAICompatibleCritic,
     parse_score,
 )
-from metrics_core.rag.types import TargetCategory
 from tests.fake_llm_server import fake_llm
 from tests.rag_helpers import sample, split
 

@@ -208,7 +208,7 @@ def test_mixed_embedding_lengths_name_both_lines():
 
 
 def test_the_records_are_valid_json_whatever_the_values():
-    from metrics_core.rag.types import MetricResult, TargetCategory
+    from metrics_core.rag.data_model import MetricResult, TargetCategory
 
     r = MetricResult("x", TargetCategory.LATENCY, float("inf"), {"num_samples": 3,
                                                                  "spread": float("nan")})

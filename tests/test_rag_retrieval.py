@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from metrics_core.rag import retrieval_kernel, suite
+from metrics_core.rag.data_model import TargetCategory
 from metrics_core.rag.retrieval_basic import HitRateAtK, PrecisionAtK, RecallAtK
 from metrics_core.rag.retrieval_ranking import MeanAveragePrecision, MRRAtK, NDCGAtK
-from metrics_core.rag.types import TargetCategory
 from tests.rag_helpers import sample, split
 
 # Sample A: G = {a, c, x}, ranking b a d c (x never retrieved). Sample B: G = {z}, ranking y z.

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from metrics_core.rag.additional import DistinctN, IntraListDiversity, MeanLatency, QuantileLatency
+from metrics_core.rag.data_model import TargetCategory
 from metrics_core.rag.retrieval_basic import RecallAtK
 from metrics_core.rag.robustness import (
     CounterfactualConsistency,
@@ -15,7 +16,6 @@ from metrics_core.rag.robustness import (
     NoiseRobustness,
     variant_pairs,
 )
-from metrics_core.rag.types import TargetCategory
 from tests.rag_helpers import sample, split
 
 

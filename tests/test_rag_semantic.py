@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from metrics_core.rag import generation_semantic as sem
+from metrics_core.rag.data_model import TargetCategory
 from metrics_core.rag.robustness import CounterfactualConsistency
-from metrics_core.rag.types import TargetCategory
 from tests.rag_helpers import sample, split
 
 VECTORS = {"north": [1.0, 0.0], "east": [0.0, 1.0], "north east": [1.0, 1.0], "void": [0.0, 0.0]}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from metrics_core import decision_record as record
-from metrics_core import io as mio
+from metrics_core import loading as mio
 from metrics_core.cli import main
 from metrics_core.config import EvalConfig
 from metrics_core.demo import demo_paths

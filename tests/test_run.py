@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from metrics_core import io, run
+from metrics_core import loading, run
 from metrics_core.cli import main
 from metrics_core.demo import demo_paths
 from tests.conftest import random_frames
@@ -42,7 +42,7 @@ def test_open_run_loads_audits_and_fingerprints(files):
     assert opened.evaluator.inputs == opened.inputs
     assert opened.evaluator.ds is opened.dataset is opened.loaded.dataset
     assert opened.audit is opened.evaluator.audit and opened.audit is not None
-    direct = io.load(q, c).dataset
+    direct = loading.load(q, c).dataset
     assert opened.dataset.n_queries == direct.n_queries
     assert (opened.dataset.p == direct.p).all()
 
@@ -59,7 +59,7 @@ def test_bytes_and_files_give_the_same_run(files):
 
 def test_a_table_given_is_loaded_in_place_of_its_file_which_is_still_fingerprinted(files):
     q, c = files
-    table = io.read_table(q.read_bytes(), name="q.csv")
+    table = loading.read_table(q.read_bytes(), name="q.csv")
     table["p_has_evidence"] = 0.25  # not the file's content
     opened = run.open_run(q, c, tables=(table, None))
     assert opened.inputs[0] == run.fingerprint(q)
@@ -70,7 +70,7 @@ def test_a_table_given_is_loaded_in_place_of_its_file_which_is_still_fingerprint
 
 def test_a_frame_has_no_fingerprint(files):
     q, c = files
-    opened = run.open_run(io.read_table(q.read_bytes(), name="q.csv"), c)
+    opened = run.open_run(loading.read_table(q.read_bytes(), name="q.csv"), c)
     assert opened.inputs == (run.fingerprint(c),)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import precision_score, recall_score
 
-from metrics_core import io as mio
+from metrics_core import loading as mio
 from metrics_core.cli import main
 from metrics_core.config import EvalConfig
 from metrics_core.demo import demo_paths

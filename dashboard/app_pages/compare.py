@@ -10,7 +10,7 @@ from dashboard import data, display, state, upload
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core import compare
 from metrics_core import figures as charts
-from metrics_core import io as mio
+from metrics_core import loading as mio
 from metrics_core.config import Filters
 from metrics_core.decision import decision_curve
 from metrics_core.demo import make_runs

@@ -1,6 +1,7 @@
 """RAG evaluation: the metric library of seed 002 on metrics_core (contract §12).
 
-Modules follow the seed's §2.2: ``types`` (data model), ``base`` (``Metric``),
+Modules follow the seed's §2.2: ``data_model`` (the seed's ``types``: the data model),
+``base`` (``Metric``),
 ``retrieval_basic``, ``retrieval_ranking`` (on the vectorised ranking kernel of
 :mod:`metrics_core.ranking`), ``generation_overlap``, ``generation_semantic``,
 ``generation_llm_judge``, ``robustness``, ``additional``; plus ``loader`` (JSON Lines),
@@ -20,8 +21,8 @@ from types import MappingProxyType
 
 #: Public name -> module of this package that defines it (PEP 562 lazy import).
 _EXPORTS = MappingProxyType({
-    "TargetCategory": "types", "Document": "types", "RetrievedDocument": "types",
-    "EvaluationSample": "types", "SystemOutputs": "types", "MetricResult": "types",
+    "TargetCategory": "data_model", "Document": "data_model", "RetrievedDocument": "data_model",
+    "EvaluationSample": "data_model", "SystemOutputs": "data_model", "MetricResult": "data_model",
     "Metric": "base",
     "RecallAtK": "retrieval_basic", "PrecisionAtK": "retrieval_basic",
     "HitRateAtK": "retrieval_basic",

@@ -1,6 +1,6 @@
 """Latency and diversity (seed 002 §7; contract §12).
 
->>> from metrics_core.rag.types import EvaluationSample, SystemOutputs
+>>> from metrics_core.rag.data_model import EvaluationSample, SystemOutputs
 >>> s = [EvaluationSample(str(i), "?") for i in range(4)]
 >>> o = [SystemOutputs(timings={"end_to_end": t}) for t in (0.4, 0.1, 0.3, 0.2)]
 >>> QuantileLatency(quantile=0.5).compute(s, o).value   # sorted[ceil(0.5 * 4) - 1]
@@ -14,8 +14,8 @@ import math
 import numpy as np
 
 from metrics_core.rag.base import Metric, check_lengths, mean_result
+from metrics_core.rag.data_model import MetricResult, TargetCategory
 from metrics_core.rag.text import ngrams, tokens
-from metrics_core.rag.types import MetricResult, TargetCategory
 
 __all__ = ["DistinctN", "IntraListDiversity", "MeanLatency", "QuantileLatency"]
 

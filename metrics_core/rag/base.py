@@ -16,7 +16,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from metrics_core.rag.types import EvaluationSample, MetricResult, SystemOutputs, TargetCategory
+from metrics_core.rag.data_model import (
+    EvaluationSample,
+    MetricResult,
+    SystemOutputs,
+    TargetCategory,
+)
 
 __all__ = ["Metric", "check_lengths", "mean_result"]
 

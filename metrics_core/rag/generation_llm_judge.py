@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from metrics_core.rag.base import Metric, check_lengths, mean_result
-from metrics_core.rag.types import MetricResult, TargetCategory
+from metrics_core.rag.data_model import MetricResult, TargetCategory
 
 __all__ = ["MAX_REPLY_BYTES", "MAX_TIMEOUT", "NO_CRITIC", "CriticError", "CriticUnavailable",
            "LLMAnswerQuality", "LLMCritic", "LLMFaithfulnessScore", "OpenAICompatibleCritic",

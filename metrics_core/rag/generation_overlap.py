@@ -6,7 +6,7 @@ response is evaluated (it scores 0). ROUGE uses ``rouge-score`` (F-measure, Port
 and BLEU ``sacrebleu`` (corpus level, reported on a 0-1 scale: sacrebleu's score / 100); both
 are the optional extra ``metrics-core[rag]``.
 
->>> from metrics_core.rag.types import EvaluationSample, SystemOutputs
+>>> from metrics_core.rag.data_model import EvaluationSample, SystemOutputs
 >>> s = [EvaluationSample("1", "?", reference_answer="The Eiffel Tower"),
 ...      EvaluationSample("2", "?", reference_answer=None)]
 >>> o = [SystemOutputs(response="eiffel tower."), SystemOutputs(response="x")]
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from metrics_core.rag.base import Metric, check_lengths, mean_result
+from metrics_core.rag.data_model import MetricResult, TargetCategory
 from metrics_core.rag.text import ngrams, normalize, tokens
-from metrics_core.rag.types import MetricResult, TargetCategory
 
 __all__ = [
     "BleuScore",

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from metrics_core.rag.base import Metric, check_lengths, mean_result
-from metrics_core.rag.types import MetricResult, TargetCategory
+from metrics_core.rag.data_model import MetricResult, TargetCategory
 
 __all__ = ["SEMANTIC_MISSING", "BertScoreMetric", "EmbeddingSimilarity", "default_model_path",
            "semantic_available"]

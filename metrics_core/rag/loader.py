@@ -34,7 +34,7 @@ from types import MappingProxyType
 import numpy as np
 
 from metrics_core.errors import InputError, InputErrors, shown_value
-from metrics_core.rag.types import (
+from metrics_core.rag.data_model import (
     Document,
     EvaluationSample,
     RetrievedDocument,

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from metrics_core.rag.base import Metric
+from metrics_core.rag.data_model import MetricResult, TargetCategory
 from metrics_core.rag.generation_overlap import token_f1
 from metrics_core.rag.robustness import variant_pairs
-from metrics_core.rag.types import MetricResult, TargetCategory
 
 __all__ = ["BASE_SCENARIO", "pairs_frame", "results_frame", "results_json", "scenario_frame",
            "worst_frame"]

@@ -4,7 +4,7 @@ All three skip samples with no relevant document (``|G| = 0``) and count them in
 ``details["skipped_empty_gold"]``; they run on the vectorised ranking kernel
 (:mod:`metrics_core.rag.retrieval_kernel`), not on a per-sample loop.
 
->>> from metrics_core.rag.types import (Document, EvaluationSample, RetrievedDocument,
+>>> from metrics_core.rag.data_model import (Document, EvaluationSample, RetrievedDocument,
 ...                                     SystemOutputs)
 >>> s = EvaluationSample("q1", "?", relevant_docs=(Document("a"), Document("c")))
 >>> o = SystemOutputs(retrieved=(RetrievedDocument(Document("a"), 0.9, 1),
@@ -16,8 +16,8 @@ All three skip samples with no relevant document (``|G| = 0``) and count them in
 from __future__ import annotations
 
 from metrics_core.rag.base import Metric, check_lengths, mean_result
+from metrics_core.rag.data_model import TargetCategory
 from metrics_core.rag.retrieval_kernel import retrieval_per_sample
-from metrics_core.rag.types import TargetCategory
 
 __all__ = ["HitRateAtK", "PrecisionAtK", "RecallAtK"]
 

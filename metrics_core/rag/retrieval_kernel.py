@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from metrics_core.dataset import Dataset
-from metrics_core.rag.types import EvaluationSample, SystemOutputs
+from metrics_core.rag.data_model import EvaluationSample, SystemOutputs
 
 __all__ = ["ranking_dataset", "retrieval_per_sample"]
 

@@ -5,7 +5,7 @@ precision values at the ranks where a relevant document is found (0 when none is
 "by hits" variant of contract §3); nDCG uses binary gain and IDCG over ``min(|G|, k)`` ideal
 hits (relevant documents the retriever missed count).
 
->>> from metrics_core.rag.types import (Document, EvaluationSample, RetrievedDocument,
+>>> from metrics_core.rag.data_model import (Document, EvaluationSample, RetrievedDocument,
 ...                                     SystemOutputs)
 >>> s = EvaluationSample("q1", "?", relevant_docs=(Document("b"),))
 >>> o = SystemOutputs(retrieved=(RetrievedDocument(Document("a"), 0.9, 1),
@@ -17,8 +17,8 @@ hits (relevant documents the retriever missed count).
 from __future__ import annotations
 
 from metrics_core.rag.base import Metric, check_lengths, mean_result
+from metrics_core.rag.data_model import TargetCategory
 from metrics_core.rag.retrieval_kernel import retrieval_per_sample
-from metrics_core.rag.types import TargetCategory
 
 __all__ = ["MRRAtK", "MeanAveragePrecision", "NDCGAtK"]
 

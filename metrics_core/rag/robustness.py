@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from metrics_core.rag.base import Metric, check_lengths
+from metrics_core.rag.data_model import MetricResult, TargetCategory
 from metrics_core.rag.generation_overlap import TokenF1
-from metrics_core.rag.types import MetricResult, TargetCategory
 
 __all__ = ["DEFAULT_REFUSAL_PATTERNS", "CounterfactualConsistency", "NegativeRejectionRate",
            "NoiseRobustness", "variant_pairs"]

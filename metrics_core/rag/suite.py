@@ -15,6 +15,7 @@ import numpy as np
 
 from metrics_core.rag.additional import DistinctN, IntraListDiversity, MeanLatency, QuantileLatency
 from metrics_core.rag.base import Metric, check_lengths
+from metrics_core.rag.data_model import MetricResult
 from metrics_core.rag.generation_llm_judge import LLMAnswerQuality, LLMCritic, LLMFaithfulnessScore
 from metrics_core.rag.generation_overlap import (
     BleuScore,
@@ -38,7 +39,6 @@ from metrics_core.rag.robustness import (
     NegativeRejectionRate,
     NoiseRobustness,
 )
-from metrics_core.rag.types import MetricResult
 
 __all__ = ["DEFAULT_KS", "DEFAULT_QUANTILES", "bootstrap_intervals", "default_metrics",
            "evaluate"]
