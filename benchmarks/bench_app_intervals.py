@@ -110,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    results: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds")}
+    import os
+
+    results: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds"),
+                     "load average (1, 5, 15 min) at the start": os.getloadavg()}
     log = ROOT / "benchmarks" / "results" / "app_intervals_streamlit.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with running_app("dashboard/server.py", log) as url, sync_playwright() as p:
