@@ -108,9 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--moves", type=int, default=5)
     args = parser.parse_args(argv)
-    from playwright.sync_api import sync_playwright
-
     import os
+
+    from playwright.sync_api import sync_playwright
 
     results: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds"),
                      "load average (1, 5, 15 min) at the start": os.getloadavg()}
