@@ -235,32 +235,28 @@ APP_LIMITS = MappingProxyType({"max_decompressed_bytes": 512 << 20, "max_rows": 
 INTERACTION = MappingProxyType({"max_link_resamples": 10_000})
 
 
-def interaction_caps(path: Path = LIMITS_FILE) -> dict[str, int]:
-    """:data:`INTERACTION`, overridden by ``[interaction]`` in ``path``."""
-    values = dict(INTERACTION)
+def _server_table(path: Path, table: str, defaults: Mapping, what: str) -> dict:
+    """``defaults`` overridden by the ``[table]`` of ``path`` (an unknown key is an error)."""
+    values = dict(defaults)
     if path.exists():
         with path.open("rb") as fh:
-            table = tomllib.load(fh).get("interaction", {})
-        unknown = sorted(set(table) - set(values))
+            given = tomllib.load(fh).get(table, {})
+        unknown = sorted(set(given) - set(values))
         if unknown:
-            raise ValueError(f"{path.name}: unknown interaction settings "
-                             f"{', '.join(unknown)}; known: {', '.join(values)}")
-        values.update(table)
+            raise ValueError(f"{path.name}: unknown {what} {', '.join(unknown)}; known: "
+                             f"{', '.join(values)}")
+        values.update(given)
     return values
+
+
+def interaction_caps(path: Path = LIMITS_FILE) -> dict[str, int]:
+    """:data:`INTERACTION`, overridden by ``[interaction]`` in ``path``."""
+    return _server_table(path, "interaction", INTERACTION, "interaction settings")
 
 
 def upload_limits(path: Path = LIMITS_FILE) -> mio.Limits:
     """The limits on uploads: :data:`APP_LIMITS`, overridden by ``[limits]`` in ``path``."""
-    values = dict(APP_LIMITS)
-    if path.exists():
-        with path.open("rb") as fh:
-            table = tomllib.load(fh).get("limits", {})
-        unknown = sorted(set(table) - set(values))
-        if unknown:
-            raise ValueError(f"{path.name}: unknown limits {', '.join(unknown)}; known: "
-                             f"{', '.join(values)}")
-        values.update(table)
-    return mio.Limits(**values)
+    return mio.Limits(**_server_table(path, "limits", APP_LIMITS, "limits"))
 
 
 def _mapping_digest(mapping) -> str:

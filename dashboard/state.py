@@ -23,7 +23,17 @@ from typing import Any
 
 import streamlit as st
 
-from metrics_core.config import VARIANT_LABELS, VARIANTS, EvalConfig, Filters, option, options
+from metrics_core.config import (
+    EXPLORATORY,
+    PRESPECIFIED,
+    VARIANT_LABELS,
+    VARIANTS,
+    EvalConfig,
+    Filters,
+    option,
+    options,
+)
+from metrics_core.config import THRESHOLD_FIELDS as THRESHOLD_NAMES
 
 __all__ = [
     "ALL",
@@ -680,8 +690,8 @@ def write_to_url(*, always: bool = False) -> None:
 THRESHOLD_FIELDS = MappingProxyType({
     "gate": ("tau_neg", "tau_pos"), "threshold": ("threshold",), "gamma": ("gamma",),
     "criterion_gates": ("criterion_gates",)})
-_THRESHOLD_NAMES = tuple(n for fields_ in THRESHOLD_FIELDS.values() for n in fields_)
-PRESPECIFIED, EXPLORATORY = "pre-specified", "exploratory"
+#: The threshold fields in the order settings.json records them (the configuration's list).
+_THRESHOLD_NAMES = THRESHOLD_NAMES
 
 
 def _set_mark(name: str, how: str) -> None:
@@ -691,18 +701,6 @@ def _set_mark(name: str, how: str) -> None:
     else:
         current.pop(name, None)
     st.session_state[PROVENANCE] = current
-
-
-def mark_prespecified(key: str) -> None:
-    """The setting ``key`` was typed in (all of its fields)."""
-    for name in THRESHOLD_FIELDS.get(key, ()):
-        _set_mark(name, PRESPECIFIED)
-
-
-def mark_exploratory(key: str) -> None:
-    """The setting ``key`` was found on the data shown (all of its fields)."""
-    for name in THRESHOLD_FIELDS.get(key, ()):
-        _set_mark(name, EXPLORATORY)
 
 
 def provenance(field_name: str) -> str:
