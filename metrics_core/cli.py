@@ -41,7 +41,7 @@ from metrics_core.config import (
 from metrics_core.errors import InputError, SettingsError
 from metrics_core.progress import StderrProgress
 
-__all__ = ["main", "write_atomically"]
+__all__ = ["APP_PACKAGES", "main", "needs_app_extra", "write_atomically"]
 
 EXIT_OK = 0
 EXIT_INPUT = 2
@@ -858,6 +858,17 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+#: The packages of the app extra: the dashboard (streamlit) and the figures (plotly).
+APP_PACKAGES = ("streamlit", "plotly")
+
+
+def needs_app_extra(package: str) -> str:
+    """What to say when the app extra's ``package`` is not installed."""
+    return (f"needs the app extra (package {package.split('.')[0]!r}), which this installation "
+            "lacks: install metrics-core[app] (from the project's folder: "
+            'python -m pip install -e ".[app]"; ./dev cli installs it)')
+
+
 def _run(args) -> int:
     try:
         if args.command == "evaluate":
@@ -898,6 +909,9 @@ def _run(args) -> int:
         print("metrics-core: cancelled; no output was written", file=sys.stderr)
         return EXIT_CANCELLED
     except ModuleNotFoundError as err:  # run by a Python without the project's packages
+        if (err.name or "").split(".")[0] in APP_PACKAGES:  # an install without the app extra
+            print(f"metrics-core {args.command}: {needs_app_extra(err.name)}", file=sys.stderr)
+            return EXIT_INPUT
         print(f"metrics-core: this Python ({sys.executable}) has no package {err.name!r}, "
               "which the project needs: run the command in the project's environment, "
               "./dev cli COMMAND … from the project's folder, or metrics-core COMMAND … after "

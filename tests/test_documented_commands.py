@@ -201,7 +201,8 @@ def _project_copy(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         script.write_text(f"#!/bin/sh\n{body}\n")
         script.chmod(0o755)
     stamp = hashlib.sha256((project / "pyproject.toml").read_bytes()).hexdigest()[:16]
-    (project / ".venv" / f".installed-{stamp}").touch()   # set up: ./dev installs nothing
+    for extra in ("app", "dev"):   # set up: ./dev installs nothing
+        (project / ".venv" / f".installed-{extra}-{stamp}").touch()
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
            "VIRTUAL_ENV": str(project / ".venv"), "PYTHONPATH": str(ROOT),
            "GLIBC_TUNABLES": ""}

@@ -45,7 +45,7 @@ if file is None:
 else:
     st.caption(f"Data: {escape_markdown(name)}")
 if semantic and not semantic_available():
-    st.warning("The semantic metrics need the optional extra rag-semantic (`./dev` installs "
+    st.warning("The semantic metrics need the optional extra rag-semantic (`./dev test` installs "
                "it, or in the project's environment: "
                '`python -m pip install -e ".[rag-semantic]"`); they are shown as skipped.',
                icon=":material/info:")

