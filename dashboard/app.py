@@ -1,8 +1,10 @@
 """Evidence pipeline metrics dashboard: ``streamlit run dashboard/app.py``.
 
-The entry file routes: page configuration, session defaults and the link, the sidebar parts
-(:mod:`dashboard.upload`, :mod:`dashboard.sidebar`), the :class:`dashboard.data.View` the pages
-show, and the error boundary around the page. Every number comes from :mod:`metrics_core`.
+The entry file routes: page configuration, the sign-in gate (:mod:`dashboard.access`: with
+sign-in configured, nothing else runs until the user signs in), session defaults and the link,
+the sidebar parts (:mod:`dashboard.upload`, :mod:`dashboard.sidebar`), the
+:class:`dashboard.data.View` the pages show, and the error boundary around the page. Every
+number comes from :mod:`metrics_core`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts only das
 
 import streamlit as st  # noqa: E402
 
-from dashboard import data, display, sidebar, state, upload  # noqa: E402
+from dashboard import access, data, display, sidebar, state, upload  # noqa: E402
 from dashboard.safe_text import escape_markdown  # noqa: E402
 
 _PAGES = Path(__file__).resolve().parent / "app_pages"
@@ -78,6 +80,7 @@ def main() -> None:
                        layout="wide", initial_sidebar_state="expanded",
                        menu_items={"Get help": None, "Report a bug": None,
                                    "About": "Evidence pipeline metrics (metrics_core)."})
+    access.sign_in_gate()  # with sign-in configured: nothing below runs before it
     state.load_from_url(max_resamples=data.interaction_caps()["max_link_resamples"])
     notes = state.link_notes()
     try:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
+import re
 import threading
 import time
 import tomllib
@@ -221,8 +223,19 @@ def _by_hand(mapping) -> dict:
             for canon, src in (chosen or {}).items()}
 
 
-#: Limits on an uploaded file: the ``[limits]`` table of this file, else the defaults below.
+#: The server's own settings (upload limits, interaction caps, sign-in allow-list): the
+#: ``[limits]``, ``[interaction]`` and ``[auth]`` tables of this file, else the defaults below.
 LIMITS_FILE = Path(__file__).resolve().parents[1] / ".streamlit" / "metrics_core.toml"
+#: The environment variable that names another settings file in place of :data:`LIMITS_FILE`
+#: (a deployment's own, kept outside the installed package).
+SETTINGS_ENV = "METRICS_CORE_APP_SETTINGS"
+
+
+def settings_file() -> Path:
+    """The server's settings file: ``$METRICS_CORE_APP_SETTINGS`` if set, else
+    :data:`LIMITS_FILE`."""
+    return Path(os.environ.get(SETTINGS_ENV) or LIMITS_FILE)
+
 #: A shared app server gets tighter defaults than the command line (Limits' own defaults).
 #: 25M rows admit a 1,000,000-query set with about 20 candidates a query (the speed targets'
 #: large case: 20.0M candidate rows, 176 MiB of Parquet content).
@@ -249,14 +262,62 @@ def _server_table(path: Path, table: str, defaults: Mapping, what: str) -> dict:
     return values
 
 
-def interaction_caps(path: Path = LIMITS_FILE) -> dict[str, int]:
-    """:data:`INTERACTION`, overridden by ``[interaction]`` in ``path``."""
-    return _server_table(path, "interaction", INTERACTION, "interaction settings")
+def interaction_caps(path: Path | None = None) -> dict[str, int]:
+    """:data:`INTERACTION`, overridden by ``[interaction]`` in ``path`` (the
+    :func:`settings_file` when not given)."""
+    return _server_table(path or settings_file(), "interaction", INTERACTION,
+                         "interaction settings")
 
 
-def upload_limits(path: Path = LIMITS_FILE) -> mio.Limits:
-    """The limits on uploads: :data:`APP_LIMITS`, overridden by ``[limits]`` in ``path``."""
-    return mio.Limits(**_server_table(path, "limits", APP_LIMITS, "limits"))
+def upload_limits(path: Path | None = None) -> mio.Limits:
+    """The limits on uploads: :data:`APP_LIMITS`, overridden by ``[limits]`` in ``path`` (the
+    :func:`settings_file` when not given)."""
+    return mio.Limits(**_server_table(path or settings_file(), "limits", APP_LIMITS, "limits"))
+
+
+_ADDRESS = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+_DOMAIN = re.compile(r"@[^@\s]+\.[^@\s]+")
+
+
+def sign_in_allow(path: Path | None = None) -> tuple[str, ...]:
+    """Who may use the app once signed in: ``allow`` of the ``[auth]`` table of ``path`` (the
+    :func:`settings_file` when not given), e-mail addresses (``name@example.org``) and domains
+    (``@example.org``), lower-cased; empty (the default) lets every signed-in user in.
+
+    Raises ValueError naming the file, the field and the value when an entry is neither.
+    """
+    path = path or settings_file()
+    allow = _server_table(path, "auth", {"allow": []}, "sign-in settings")["allow"]
+    if not isinstance(allow, list):
+        raise ValueError(f"{path.name}: [auth] allow must be a list of e-mail addresses and "
+                         f"domains, e.g. [\"a@example.org\", \"@example.org\"]; got {allow!r}")
+    for entry in allow:
+        if not isinstance(entry, str) or not (_ADDRESS.fullmatch(entry)
+                                              or _DOMAIN.fullmatch(entry)):
+            raise ValueError(f"{path.name}: [auth] allow: {entry!r} is neither an e-mail "
+                             "address (name@example.org) nor a domain (@example.org)")
+    return tuple(entry.lower() for entry in allow)
+
+
+def is_allowed(email: object, allow: tuple[str, ...], *, verified: object = None) -> bool:
+    """Whether a signed-in user with this e-mail address may use the app under ``allow``
+    (:func:`sign_in_allow`): every user when ``allow`` is empty; else only an address listed,
+    or one of a listed domain, that the provider does not say is unverified.
+
+    >>> allow = ("ana@example.org", "@hospital.org")
+    >>> [is_allowed(e, allow) for e in ("Ana@Example.org", "bo@hospital.org", "bo@example.org")]
+    [True, True, False]
+    >>> is_allowed("x@sub.hospital.org", allow), is_allowed(None, allow), is_allowed(None, ())
+    (False, False, True)
+    >>> is_allowed("bo@hospital.org", allow, verified=False)
+    False
+    """
+    if not allow:
+        return True
+    if not isinstance(email, str) or verified is False or not _ADDRESS.fullmatch(email):
+        return False
+    email = email.lower()
+    return email in allow or "@" + email.rsplit("@", 1)[1] in allow
 
 
 def _mapping_digest(mapping) -> str:
