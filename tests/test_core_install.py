@@ -31,7 +31,7 @@ def test_the_core_dependencies_leave_out_the_app():
     core = {d.split(">")[0].split("=")[0].split("[")[0] for d in project["dependencies"]}
     assert core == {"numpy", "pandas", "pyarrow", "scipy"}
     extras = project["optional-dependencies"]
-    assert {d.split(">")[0] for d in extras["app"]} == {"streamlit", "plotly"}
+    assert {d.split(">")[0] for d in extras["app"]} == {"streamlit", "plotly", "Authlib"}
     assert "metrics-core[app]" in extras["dev"]
 
 
