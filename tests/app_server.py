@@ -24,17 +24,20 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_app(script: str, log: Path):
-    """``streamlit run script`` on a free port; yields its base URL; always stops it."""
+def running_app(script: str, log: Path, *, options: tuple[str, ...] = (),
+                env: dict[str, str] | None = None):
+    """``streamlit run script [options]`` on a free port, with ``env`` added to the
+    environment; yields its base URL; always stops it."""
     port = free_port()
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         # The server's malloc settings from its start, as ./dev app gives them.
-        env = {**os.environ, "GLIBC_TUNABLES": glibc_tunables(os.environ.get("GLIBC_TUNABLES"))}
+        env = {**os.environ, **(env or {}),
+               "GLIBC_TUNABLES": glibc_tunables(os.environ.get("GLIBC_TUNABLES"))}
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
-             "--server.headless", "true"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-            env=env)
+             "--server.headless", "true", *options], cwd=ROOT, stdout=out,
+            stderr=subprocess.STDOUT, env=env)
         try:
             deadline = time.monotonic() + 60
             while True:
