@@ -174,30 +174,35 @@ def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
 def _linear_statistic(columns: dict, bins: np.ndarray):
     """Statistic of the weighted means of ``columns`` (name -> ``(values, mask)``, as
     :func:`~metrics_core.uncertainty.weighted_means`) and of ECE / MCE on the bin matrix
-    ``bins`` (:func:`~metrics_core.calibration.bin_matrix`), on one batch of weights: the
-    products of those two (of the same shapes, so the same sums; ECE and MCE share theirs),
-    with each distinct mask's weighted count (whole numbers: exact in any order) summed once."""
+    ``bins`` (:func:`~metrics_core.calibration.bin_matrix`), on one batch of weights: one
+    product of the weights with the columns, the bin matrix (ECE and MCE share it) and each
+    distinct mask (its weighted count: whole numbers, exact in any order)."""
     names = tuple(columns)
     n = bins.shape[0]
     num = np.zeros((n, len(names)))
-    masks = np.ones((n, len(names)), dtype=bool)
+    distinct: dict[bytes, int] = {}  # each distinct mask (by its packed bits) -> its column
+    mask_columns: list[np.ndarray] = [np.ones(n)]  # column 0: every row (the total weight)
+    which = np.empty(len(names), dtype=np.int64)
     for j, name in enumerate(names):
         values, mask = columns[name]
-        if mask is not None:
-            masks[:, j] = np.asarray(mask, dtype=bool)
-        num[:, j] = np.where(masks[:, j], np.nan_to_num(np.asarray(values, np.float64)), 0.0)
-    distinct, which = np.unique(masks, axis=1, return_inverse=True)
-    every_row = distinct.all(axis=0)  # (its count is each resample's total weight)
-    distinct = distinct.astype(np.float64)
+        mask = np.ones(n, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        key = np.packbits(mask).tobytes() if not mask.all() else b""
+        if key not in distinct:
+            distinct[key] = len(mask_columns) if key else 0
+            if key:
+                mask_columns.append(mask.astype(np.float64))
+        which[j] = distinct[key]
+        num[:, j] = np.where(mask, np.nan_to_num(np.asarray(values, np.float64)), 0.0)
+    # One product per batch: the weights (the batch's largest array) are read once.
     k = bins.shape[1] // 2
+    m = len(mask_columns)
+    right = np.concatenate([np.stack(mask_columns, axis=1), num, bins], axis=1)
 
     def statistic(weights: np.ndarray) -> np.ndarray:
-        total = weights.sum(axis=1)
-        counted = np.stack([total if every else weights @ mask
-                            for mask, every in zip(distinct.T, every_row, strict=True)], axis=1)
-        means = _ratio(weights @ num, counted[:, which.ravel()])
-        sums = weights @ bins
-        count, residual = sums[:, :k], sums[:, k:]
+        sums = weights @ right
+        counted, total = sums[:, :m], sums[:, 0]
+        means = _ratio(sums[:, m:m + len(names)], counted[:, which])
+        count, residual = sums[:, m + len(names):m + len(names) + k], sums[:, m + len(names) + k:]
         return np.column_stack([means, calibration.ece_from_sums(residual, total),
                                 calibration.mce_from_sums(count, residual)])
 

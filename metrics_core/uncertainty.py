@@ -166,22 +166,35 @@ class Bootstrap:
             return int(min(self.batch_size, self.n_resamples))
         return int(max(1, min(self.n_resamples, _BATCH_ELEMENTS // self.n_units)))
 
-    def count_batches(self) -> Iterator[np.ndarray]:
-        """Yield int32 count matrices of shape ``(b, n_units)``, ``n_resamples`` rows in all."""
+    def index_batches(self) -> Iterator[np.ndarray]:
+        """Yield the drawn unit indices, int32 ``(b, n_units)`` per batch: resample after
+        resample, ``n_units`` draws each (the draw of §9)."""
         n = int(self.n_units)
         rng = np.random.Generator(np.random.PCG64(self.seed))
         step = self.resolved_batch_size
         done = 0
         while done < self.n_resamples:
             b = min(step, self.n_resamples - done)
-            idx = rng.integers(0, n, size=(b, n), dtype=np.int32)
-            # A bincount per resample: each works in a cache-sized window, which is ~3x
-            # faster than one bincount over the whole batch with row offsets.
-            counts = np.empty((b, n), dtype=np.int32)
-            for r in range(b):
-                counts[r] = np.bincount(idx[r], minlength=n)
-            yield counts
+            yield rng.integers(0, n, size=(b, n), dtype=np.int32)
             done += b
+
+    @staticmethod
+    def count_into(idx: np.ndarray, out: np.ndarray) -> None:
+        """``out[r]`` = how many times each unit is drawn in ``idx[r]``, cast to ``out``'s
+        type (the caller checks that it holds them: :meth:`DrawnCounts` by the row sums).
+        A bincount per resample: each works in a cache-sized window, ~3x faster than one
+        bincount over the whole batch with row offsets."""
+        n = out.shape[1]
+        idx = idx.astype(np.intp)  # (bincount's own index type: no conversion per row)
+        for r in range(idx.shape[0]):
+            out[r] = np.bincount(idx[r], minlength=n)
+
+    def count_batches(self) -> Iterator[np.ndarray]:
+        """Yield int32 count matrices of shape ``(b, n_units)``, ``n_resamples`` rows in all."""
+        for idx in self.index_batches():
+            counts = np.empty(idx.shape, dtype=np.int32)
+            self.count_into(idx, counts)
+            yield counts
 
     def counts(self) -> np.ndarray:
         """All count matrices stacked, ``(n_resamples, n_units)`` int32 (small problems only)."""
@@ -261,13 +274,19 @@ class DrawnCounts:
     def _draw(self) -> None:
         try:
             start = 0
-            for batch in self._boot.count_batches():
-                stop = start + batch.shape[0]
-                if batch.max(initial=0) > np.iinfo(self._counts.dtype).max:
+            n = self.shape[1]
+            for idx in self._boot.index_batches():
+                stop = start + idx.shape[0]
+                rows = self._counts[start:stop]
+                Bootstrap.count_into(idx, rows)
+                if (n > np.iinfo(rows.dtype).max
+                        and (rows.sum(axis=1, dtype=np.int64) != n).any()):
+                    # A count above the type's largest wrapped (each resample's counts sum
+                    # to n_units): widen, and count this batch again.
                     with self._ready:
                         self._widen(start)
-                rows = self._counts[start:stop]
-                rows[...] = batch
+                    rows = self._counts[start:stop]
+                    Bootstrap.count_into(idx, rows)
                 self._by_unit[:, start:stop] = rows.T  # (one byte a cell: a cheap transpose)
                 with self._ready:
                     self._done = stop

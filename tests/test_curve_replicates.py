@@ -161,9 +161,16 @@ def _plain_data_intervals(ev, cfg):
                          n_resamples=cfg.bootstrap, seed=cfg.seed, unit=cfg.bootstrap_unit)
 
 
-def _same_ci(got, want, name):
-    assert (got.lo, got.hi, got.n_valid, got.n_resamples, got.unit) == pytest.approx(
-        (want.lo, want.hi, want.n_valid, want.n_resamples, want.unit), abs=0, nan_ok=True), name
+def _same_ci(got, want, name, rel=0.0):
+    assert got.unit == want.unit, name
+    assert (got.lo, got.hi, got.n_valid, got.n_resamples) == pytest.approx(
+        (want.lo, want.hi, want.n_valid, want.n_resamples), abs=0, rel=rel, nan_ok=True), name
+
+
+#: The weighted means, ECE and MCE come from one matrix product per batch (the weights
+#: read once), the plain statistics from one product per statistic: BLAS may round the
+#: same sums differently by the last bit. The score-ordered statistics are exact.
+_PRODUCT_NAMES = frozenset({"ece", "mce", "brier"})
 
 
 @pytest.mark.parametrize("options", [
@@ -185,7 +192,8 @@ def test_data_intervals_equal_the_plain_statistics(dataset, options, monkeypatch
                 for g, w in zip(got[name], ci, strict=True):
                     _same_ci(g, w, name)
             else:
-                _same_ci(got[name], ci, name)
+                linear = name in _PRODUCT_NAMES or "@" in name
+                _same_ci(got[name], ci, name, rel=1e-12 if linear else 0.0)
 
 
 @pytest.mark.parametrize("unit", ["query", "post"])
@@ -224,24 +232,30 @@ def test_drawn_counts_equal_the_compact_counts_read_while_drawn():
 
 
 def test_drawn_counts_widen_to_uint16_keeping_the_rows_drawn():
-    class Draws:
-        n_resamples, n_units = 3, 2
+    n = 300  # a unit drawn 300 times does not fit in a byte
 
-        def count_batches(self):
-            yield np.array([[1, 1]], dtype=np.int32)
-            yield np.array([[300, 0], [0, 2]], dtype=np.int32)
+    class Draws:
+        n_resamples, n_units = 3, n
+
+        def index_batches(self):
+            yield np.arange(n, dtype=np.int32)[None, :]
+            yield np.stack([np.zeros(n, dtype=np.int32), np.arange(n, dtype=np.int32)])
 
     drawn = DrawnCounts(Draws())
-    assert drawn.array().tolist() == [[1, 1], [300, 0], [0, 2]]
+    want = np.ones((3, n), dtype=np.int64)
+    want[1] = 0
+    want[1, 0] = n
+    np.testing.assert_array_equal(drawn.array(), want)
     assert drawn.dtype == np.uint16
+    np.testing.assert_array_equal(drawn.by_unit(), want.T)
 
 
 def test_a_failed_draw_is_raised_to_every_reader():
     class Draws:
         n_resamples, n_units = 4, 2
 
-        def count_batches(self):
-            yield np.ones((2, 2), dtype=np.int32)
+        def index_batches(self):
+            yield np.array([[0, 1], [1, 0]], dtype=np.int32)
             raise MemoryError("no room")
 
     drawn = DrawnCounts(Draws())
