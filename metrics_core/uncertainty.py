@@ -22,6 +22,7 @@ were valid.
 from __future__ import annotations
 
 import functools
+import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass
@@ -271,11 +272,45 @@ class DrawnCounts:
         by_unit[:, :start] = self._by_unit[:, :start]
         self._counts, self._by_unit = wide, by_unit
 
+    def _indices(self) -> Iterator[np.ndarray]:
+        """The draw's index batches, generated on one more thread a few batches ahead (the
+        generator releases the GIL; counting them does not), so that drawing and counting
+        overlap."""
+        ahead: queue.Queue = queue.Queue(maxsize=3)
+        done, stop = object(), threading.Event()
+
+        def put(item) -> bool:
+            while not stop.is_set():  # (the counting thread gone: stop generating)
+                try:
+                    ahead.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def generate():
+            try:
+                for idx in self._boot.index_batches():
+                    if not put(idx):
+                        return
+                put(done)
+            except BaseException as err:  # raised again on the counting thread
+                put(err)
+
+        threading.Thread(target=generate, name="metrics_core-draw-indices", daemon=True).start()
+        try:
+            while (item := ahead.get()) is not done:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stop.set()
+
     def _draw(self) -> None:
         try:
             start = 0
             n = self.shape[1]
-            for idx in self._boot.index_batches():
+            for idx in self._indices():
                 stop = start + idx.shape[0]
                 rows = self._counts[start:stop]
                 Bootstrap.count_into(idx, rows)
