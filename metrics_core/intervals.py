@@ -346,8 +346,22 @@ def _operating_values(float_sums: np.ndarray, int_sums: np.ndarray) -> np.ndarra
 
 #: The real-valued columns' sums are kept per block of queries in the order of p (a
 #: threshold move changes the K of the queries between the old and the new threshold only,
-#: so it touches one or two blocks).
+#: so it touches one or two blocks) when they take many distinct values; see
+#: :data:`MAX_VALUE_PAIRS`.
 FLOAT_BLOCKS = 64
+
+#: Evidence recall and precision are ratios of small whole numbers (hits over gold, hits over
+#: K), so the queries share few distinct (recall, precision) pairs: up to this many, their
+#: sums are each resample's whole weight per pair (counted like the integer columns, with no
+#: product of the count matrix) times the pair's values.
+MAX_VALUE_PAIRS = 2048
+
+
+def _value_pairs(floats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``floats`` (two columns, no NaN) in lexicographic order and each
+    row's index among them."""
+    values, codes = np.unique(floats[:, 0] + 1j * floats[:, 1], return_inverse=True)
+    return np.stack([values.real, values.imag], axis=1), codes.ravel()
 
 
 def _weights_f(by_unit: np.ndarray, units: np.ndarray) -> np.ndarray:
@@ -365,9 +379,12 @@ class _KeptSums:
 
     - the integer columns through the rows of the queries whose prediction, gate state, K or
       evidence mask changed (their sums are integers: any order gives the same);
-    - the real-valued columns (evidence recall and precision) per block of queries in the
-      order of p, summed always block by block in the same order, so that only the blocks
-      holding a changed query are summed again (a threshold move: one or two blocks)."""
+    - the real-valued columns (evidence recall and precision): each resample's whole weight
+      per distinct (recall, precision) pair, updated by the rows that changed, times the
+      pairs' values in one product over the pairs the data holds (the same product a fresh
+      evaluator makes); with more than :data:`MAX_VALUE_PAIRS` pairs, per block of queries
+      in the order of p, summed always block by block in the same order, so that only the
+      blocks holding a changed query are summed again (a threshold move: one or two)."""
 
     def __init__(self, order: np.ndarray):
         self.lock = threading.Lock()
@@ -377,19 +394,68 @@ class _KeptSums:
             self.block_of_row[rows] = b
         self.floats: np.ndarray | None = None
         self.block_sums: np.ndarray | None = None
+        self.pair_column: dict[tuple[float, float], int] = {}  # pair -> column of pair_sums
+        self.pair_sums: np.ndarray | None = None  # (n_resamples, pairs seen): whole weights
+        self.pair_of_row: np.ndarray | None = None
         self.sources: tuple[np.ndarray, ...] | None = None
         self.int_sums: np.ndarray | None = None
-        self.blocks_summed = 0  # by the last call (for inspection)
+        self.mode: str | None = None  # "pairs" or "blocks": how the last setting was summed
+        self.rows_summed = 0  # rows whose weights the last call read (for inspection)
+        self.blocks_summed = 0
 
     def float_sums(self, floats, counts, unit_of_row) -> np.ndarray:
-        """The real-valued sums of ``floats``, summing again the blocks that changed."""
-        if self.floats is None or self.floats.shape != floats.shape:
+        """The real-valued sums of ``floats``, reading the weights of what changed only."""
+        values, codes = _value_pairs(floats)
+        mode = "pairs" if values.shape[0] <= MAX_VALUE_PAIRS else "blocks"
+        # (a first setting, or one summed the other way: every row summed, as a fresh
+        # evaluator sums them)
+        first = (self.floats is None or self.floats.shape != floats.shape
+                 or self.mode != mode or len(self.pair_column) > 2 * MAX_VALUE_PAIRS)
+        self.mode = mode
+        if mode == "blocks":
+            return self._block_sums(floats, counts, unit_of_row, first)
+        self.floats = None  # (until the sums are updated: an error leaves none)
+        keys = list(map(tuple, values.tolist()))
+        if first:
+            self.pair_column = {key: j for j, key in enumerate(keys)}
+            step = _batch_rows(floats.shape[0])
+            batches = (b if unit_of_row is None else np.take(b, unit_of_row, axis=1)
+                       for b in counts.batches(step))
+            self.pair_sums = _category_sums(batches, codes, len(keys), counts.shape[0])
+            self.rows_summed = floats.shape[0]
+        else:
+            for key in keys:
+                self.pair_column.setdefault(key, len(self.pair_column))
+            column = np.array([self.pair_column[key] for key in keys], dtype=np.int64)
+            new, old = column[codes], self.pair_of_row
+            rows = np.flatnonzero(new != old)
+            if len(self.pair_column) > self.pair_sums.shape[1]:  # pairs not seen before
+                wider = np.zeros((self.pair_sums.shape[0], len(self.pair_column)))
+                wider[:, :self.pair_sums.shape[1]] = self.pair_sums
+                self.pair_sums = wider
+            if rows.size:
+                delta = np.zeros((rows.size, self.pair_sums.shape[1]))
+                delta[np.arange(rows.size), new[rows]] += 1.0
+                delta[np.arange(rows.size), old[rows]] -= 1.0
+                units = rows if unit_of_row is None else unit_of_row[rows]
+                self.pair_sums += _weights_f(counts.by_unit(), units) @ delta  # whole numbers
+            self.rows_summed = int(rows.size)
+        column = np.array([self.pair_column[key] for key in keys], dtype=np.int64)
+        self.pair_of_row = column[codes]
+        self.floats = floats
+        # Over the pairs the data holds, in their order: a fresh evaluator's product.
+        return np.ascontiguousarray(self.pair_sums[:, column]) @ values
+
+    def _block_sums(self, floats, counts, unit_of_row, first) -> np.ndarray:
+        self.pair_sums = self.pair_of_row = None
+        if first:
             stale = range(len(self.blocks))
             self.block_sums = np.empty((len(self.blocks), counts.shape[0], floats.shape[1]))
         else:
             changed = np.flatnonzero((floats != self.floats).any(axis=1))
             stale = np.unique(self.block_of_row[changed]).tolist()
         self.blocks_summed = len(stale)
+        self.rows_summed = sum(self.blocks[b].size for b in stale)
         self.floats = None  # (until every stale block is summed again: an error leaves none)
         by_unit = counts.by_unit()
         for b in stale:

@@ -44,15 +44,22 @@ MOVES = [{"tau_neg": 0.2, "tau_pos": 0.6}, {"tau_neg": 0.22, "tau_pos": 0.6},
          {"tau_neg": 0.06, "tau_pos": 0.95}]
 
 
+# 2048: the real-valued sums by (recall, precision) pair; 0: by block; 20: by pair for the
+# move to γ 0.5 only (18 pairs; the others have 21-22), so the way of summing switches twice.
+@pytest.mark.parametrize("max_pairs", [2048, 20, 0])
 @pytest.mark.parametrize("unit", ["query", "post"])
-def test_moves_on_one_evaluator_equal_fresh_evaluators_exactly(dataset, unit):
+def test_moves_on_one_evaluator_equal_fresh_evaluators_exactly(dataset, unit, max_pairs,
+                                                                 monkeypatch):
+    monkeypatch.setattr(intervals, "MAX_VALUE_PAIRS", max_pairs)
     ev = Evaluator(dataset)
     for move in MOVES:
         cfg = EvalConfig(bootstrap=150, seed=4, bootstrap_unit=unit, **move)
         _same(_cis(ev, cfg), _cis(Evaluator(dataset), cfg))
 
 
-def test_threshold_move_updates_only_the_changed_rows(dataset, monkeypatch):
+@pytest.mark.parametrize("max_pairs", [2048, 0])
+def test_threshold_move_updates_only_the_changed_rows(dataset, monkeypatch, max_pairs):
+    monkeypatch.setattr(intervals, "MAX_VALUE_PAIRS", max_pairs)
     ev = Evaluator(dataset)
     base = EvalConfig(bootstrap=100, seed=2, tau_neg=0.2, tau_pos=0.6)
     _cis(ev, base)
@@ -68,8 +75,10 @@ def test_threshold_move_updates_only_the_changed_rows(dataset, monkeypatch):
     _same(updated, _cis(Evaluator(dataset), moved))
     calls.clear()
     kept = ev._cache[("operating_sums", moved.bootstrap_config)]
-    assert kept.blocks_summed == 0  # nothing real-valued changed
-    # A threshold move that changes some queries' K: only their blocks are summed again.
+    assert kept.rows_summed == 0  # nothing real-valued changed
+    assert kept.mode == ("pairs" if max_pairs else "blocks")
+    # A threshold move that changes some queries' K: only their rows (by pair) or their
+    # blocks are summed again.
     for tau_pos in np.arange(0.61, 0.9, 0.01):
         step = EvalConfig(bootstrap=100, seed=2, tau_neg=0.21, tau_pos=round(tau_pos, 2))
         before = intervals._float_columns(ev.intermediate(moved))
@@ -81,7 +90,10 @@ def test_threshold_move_updates_only_the_changed_rows(dataset, monkeypatch):
         calls.clear()  # (the fresh evaluator's sums)
         moved = step
         if changed.size:
-            assert kept.blocks_summed == np.unique(kept.block_of_row[changed]).size <= 3
+            if max_pairs:  # the rows whose (recall, precision) pair changed
+                assert kept.rows_summed == changed.size
+            else:
+                assert kept.blocks_summed == np.unique(kept.block_of_row[changed]).size <= 3
             break
     else:
         pytest.fail("no threshold move changed the evidence columns")
