@@ -11,8 +11,9 @@ so that it never asks a server on the internet for the machine's external addres
 addresses here are read from the interfaces themselves (``SIOCGIFADDR`` on each interface of
 ``socket.if_nameindex()``): no name is resolved and nothing is sent over the network.
 
-``python -m dashboard.addresses [--no-auth] [streamlit options]`` applies the rule (exit status 2
-and the reason when sharing is refused), then prints one URL a line; the port is the one given
+``python -m dashboard.addresses [--command NAME] [--no-auth] [streamlit options]`` applies the
+rule (exit status 2 and the reason, naming the command NAME the user typed, when sharing is
+refused), then prints one URL a line; the port is the one given
 as ``--server.port N`` (or ``--server.port=N``), else 8501, Streamlit's default.
 """
 
@@ -125,8 +126,11 @@ def share_urls(port: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    allowed, message = share_check(args)
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = "./dev app"
+    if args[:1] == ["--command"] and len(args) > 1:   # the command the user typed
+        command, args = args[1], args[2:]
+    allowed, message = share_check(args, command=command)
     print(message)
     if not allowed:
         return 2

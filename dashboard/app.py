@@ -20,10 +20,11 @@ import streamlit as st  # noqa: E402
 
 from dashboard import access, data, display, sidebar, state, upload  # noqa: E402
 from dashboard.safe_text import escape_markdown  # noqa: E402
+from metrics_core.shipped import ASSETS  # noqa: E402
 
 _PAGES = Path(__file__).resolve().parent / "app_pages"
 # A local icon: a Material icon name here would make browsers fetch it from a font CDN.
-_FAVICON = _ROOT / "assets" / "favicon.png"
+_FAVICON = ASSETS / "favicon.png"
 #: Evidence pages: (file, title, url path, icon).
 _EVIDENCE_PAGES = (
     ("overview.py", "Overview", "overview", ":material/dashboard:"),

@@ -224,8 +224,9 @@ def _by_hand(mapping) -> dict:
 
 
 #: The server's own settings (upload limits, interaction caps, sign-in allow-list): the
-#: ``[limits]``, ``[interaction]`` and ``[auth]`` tables of this file, else the defaults below.
-LIMITS_FILE = Path(__file__).resolve().parents[1] / ".streamlit" / "metrics_core.toml"
+#: ``[limits]``, ``[interaction]`` and ``[auth]`` tables of this file (in the package, beside the
+#: server's Streamlit settings), else the defaults below.
+LIMITS_FILE = Path(__file__).resolve().parent / ".streamlit" / "metrics_core.toml"
 #: The environment variable that names another settings file in place of :data:`LIMITS_FILE`
 #: (a deployment's own, kept outside the installed package).
 SETTINGS_ENV = "METRICS_CORE_APP_SETTINGS"

@@ -14,6 +14,7 @@ import contextlib
 import functools
 import os
 import stat
+import subprocess
 import sys
 import tempfile
 from dataclasses import fields
@@ -41,7 +42,7 @@ from metrics_core.config import (
 from metrics_core.errors import InputError, SettingsError
 from metrics_core.progress import StderrProgress
 
-__all__ = ["APP_PACKAGES", "main", "needs_app_extra", "write_atomically"]
+__all__ = ["APP_PACKAGES", "app_server_options", "main", "needs_app_extra", "write_atomically"]
 
 EXIT_OK = 0
 EXIT_INPUT = 2
@@ -377,6 +378,27 @@ def _parser() -> argparse.ArgumentParser:
     rg.add_argument("--no-semantic", action="store_true",
                     help="leave out BERTScore and embedding similarity (they load a model)")
     rg.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+    ap = sub.add_parser(
+        "app", help="start the dashboard (needs the app extra)",
+        description="Start the dashboard, a Streamlit server with the project's settings "
+                    "(security headers, upload limits, malloc settings); its sidebar offers "
+                    "the demo data. It listens on 127.0.0.1 only unless told otherwise. "
+                    "Options of Streamlit (--section.key VALUE, e.g. --secrets.files FILE) "
+                    "given after these are passed on to it.")
+    ap.add_argument("--port", default="8501", help="port to listen on (default: %(default)s)")
+    ap.add_argument("--host", default=None,
+                    help="address to listen on (default: 127.0.0.1, or every interface with "
+                         "--share); an address other than loopback shares the app, as --share "
+                         "does")
+    ap.add_argument("--share", action="store_true",
+                    help="listen on every network interface and print this machine's "
+                         "addresses; starts only with sign-in configured ([auth] in "
+                         ".streamlit/secrets.toml) or --no-auth")
+    ap.add_argument("--no-auth", action="store_true",
+                    help="share without sign-in: anyone who can reach this machine can open "
+                         "the app and see or upload data")
+    ap.add_argument("--invoked-as", default=None, help=argparse.SUPPRESS)  # (./dev app)
     return parser
 
 
@@ -841,7 +863,10 @@ def _rag(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, passthrough = parser.parse_known_args(argv)
+    if passthrough and args.command != "app":   # only the app passes options on (Streamlit's)
+        parser.error(f"unrecognized arguments: {' '.join(passthrough)}")
+    args.passthrough = passthrough
     if argv is None:
         from metrics_core.allocator import keep_freed_memory
 
@@ -856,6 +881,69 @@ def main(argv: list[str] | None = None) -> int:
                 stream.flush()
         os._exit(code)
     return code
+
+
+_LOOPBACK_NAMES = ("localhost",)
+
+
+def app_server_options(args) -> tuple[list[str], bool]:
+    """Streamlit's options for ``metrics-core app``'s flags (``--port``, ``--host``,
+    ``--share``; then the Streamlit options passed on), and whether the app is shared: it
+    listens beyond this machine (``--share``, or a ``--host`` that is not loopback), which
+    :func:`dashboard.addresses.share_check` allows only with sign-in or ``--no-auth``.
+
+    >>> ns = argparse.Namespace(port="9000", host=None, share=True, passthrough=[])
+    >>> app_server_options(ns)
+    (['--server.port', '9000', '--server.address', '0.0.0.0'], True)
+    """
+    import ipaddress
+
+    port = _flag_value(_PORT, args.port, "--port")
+    host = args.host or ("0.0.0.0" if args.share else "127.0.0.1")
+    try:
+        shared = args.share or not ipaddress.ip_address(host).is_loopback
+    except ValueError:   # a host name
+        shared = args.share or host not in _LOOPBACK_NAMES
+    return ["--server.port", str(port), "--server.address", host, *args.passthrough], shared
+
+
+#: A port of ``metrics-core app``.
+_PORT = FieldSchema("port", "int", 1, 65_535)
+
+
+def _app(args) -> int:
+    """``metrics-core app``: the dashboard's server from the installed package, with the
+    malloc settings from its start (:func:`metrics_core.allocator.glibc_tunables`); its
+    settings are the package's (``dashboard/.streamlit``, read by Streamlit beside the
+    server's script)."""
+    from importlib.util import find_spec
+
+    from metrics_core.allocator import glibc_tunables
+
+    for package in ("streamlit", "plotly", "dashboard"):
+        if find_spec(package) is None:
+            raise ModuleNotFoundError(name=package)
+    server = Path(find_spec("dashboard").origin).parent / "server.py"
+    if not server.exists():   # another package called dashboard
+        raise ModuleNotFoundError(name="dashboard")
+    options, shared = app_server_options(args)
+    if args.no_auth and not shared:
+        raise FlagError("--no-auth: only with --share (or a --host other than loopback)")
+    if shared:
+        # Sign-in configured or --no-auth, else refused (dashboard/addresses.py: the rule and
+        # this machine's addresses; nothing is sent over the network).
+        check = subprocess.run([sys.executable, "-m", "dashboard.addresses", "--command",
+                                args.invoked_as or "metrics-core app",
+                                *(["--no-auth"] if args.no_auth else []),
+                                *options], stdout=2, check=False)
+        if check.returncode != 0:
+            return EXIT_INPUT
+    env = {**os.environ, "GLIBC_TUNABLES": glibc_tunables(os.environ.get("GLIBC_TUNABLES"))}
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "streamlit", "run", str(server),
+                               *options], env)
+    return EXIT_OK   # (not reached: the server replaces this process)
 
 
 #: The packages of the app extra: the dashboard (streamlit) and the figures (plotly).
@@ -881,6 +969,8 @@ def _run(args) -> int:
             return _report(args)
         if args.command == "rag":
             return _rag(args)
+        if args.command == "app":
+            return _app(args)
         return _triage(args)
     except InputError as err:
         text = err.render()

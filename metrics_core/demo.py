@@ -32,6 +32,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from metrics_core.shipped import ASSETS
+
 __all__ = [
     "CRITERIA",
     "DEMO_LABEL",
@@ -653,7 +655,7 @@ def demo_paths(directory: str | Path | None = None) -> DemoPaths:
     return DemoPaths(**{k: base / name for k, name in _FILE_NAMES.items()})
 
 
-_ASSETS = Path(__file__).resolve().parent.parent / "assets"
+_ASSETS = ASSETS
 
 
 def criterion_names(inputs=()) -> MappingProxyType:

@@ -39,8 +39,8 @@ TIMEOUT = 600
 #: Documented commands the test does not run, each with the reason.
 NOT_RUN = {
     "./dev app": "starts the dashboard's server, which runs until stopped "
-                 "(tests/test_browser.py drives the served app; test_dev_app_share below "
-                 "runs ./dev app --share with a stand-in server)",
+                 "(tests/test_browser.py drives the served app; tests/test_app_command.py "
+                 "runs metrics-core app, which ./dev app calls)",
     "./dev test": "runs this test suite (CI runs it: .ci/run)",
     "./dev bench": "the benchmarks take about 10 minutes",
     "python benchmarks/run_all.py --quick": "about 3 minutes of benchmarks",
@@ -266,61 +266,6 @@ def test_dev_cli_reads_paths_from_where_it_is_run(tmp_path):
     assert (elsewhere / "triage.json").exists() and not (project / "triage.json").exists()
     done = _run("./dev cli --help", project, env)
     assert done.returncode == 0 and done.stdout.startswith("usage: metrics-core")
-
-
-def test_dev_app_share_prints_every_address(tmp_path):
-    from dashboard.addresses import interface_addresses
-
-    project, env = _project_copy(tmp_path)
-    (project / "dashboard").symlink_to(ROOT / "dashboard")
-    done = _run("./dev app --share --no-auth --server.port 9123", project, env)
-    assert done.returncode == 0, done.stderr
-    # --no-auth is ./dev's, not Streamlit's: it is not passed on.
-    assert done.stdout.strip() == ("streamlit run dashboard/server.py --server.address 0.0.0.0 "
-                                   "--server.port 9123")
-    assert "without sign-in: anyone who can reach this machine" in " ".join(done.stderr.split())
-    assert "http://localhost:9123 (this machine)" in done.stderr
-    for address in interface_addresses():
-        assert f"http://{address}:9123" in done.stderr
-
-
-def test_dev_app_share_refuses_without_sign_in_or_no_auth(tmp_path):
-    project, env = _project_copy(tmp_path)
-    (project / "dashboard").symlink_to(ROOT / "dashboard")
-    env["HOME"] = str(tmp_path)   # no ~/.streamlit/secrets.toml of the machine's user
-    done = _run("./dev app --share --server.port 9123", project, env)
-    assert done.returncode == 2 and done.stdout == ""   # the server is not started
-    said = " ".join(done.stderr.split())
-    assert "Traceback" not in said
-    assert "./dev app --share: no sign-in is configured (no [auth] table in" in said
-    assert "./dev app --share --no-auth to share without sign-in" in said
-    # A secrets file without [auth] is no sign-in either.
-    (project / ".streamlit").mkdir()
-    (project / ".streamlit" / "secrets.toml").write_text('[database]\npassword = "x"\n')
-    done = _run("./dev app --share", project, env)
-    assert done.returncode == 2 and done.stdout == ""
-
-
-def test_dev_app_share_with_sign_in_configured(tmp_path):
-    project, env = _project_copy(tmp_path)
-    (project / "dashboard").symlink_to(ROOT / "dashboard")
-    env["HOME"] = str(tmp_path)
-    auth = ('[auth]\nredirect_uri = "http://localhost:9123/oauth2callback"\n'
-            'cookie_secret = "0123456789abcdef0123"\nclient_id = "c"\nclient_secret = "s"\n'
-            'server_metadata_url = "http://localhost:1/.well-known/openid-configuration"\n')
-    (project / ".streamlit").mkdir()
-    (project / ".streamlit" / "secrets.toml").write_text(auth)
-    done = _run("./dev app --share --server.port 9123", project, env)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == ("streamlit run dashboard/server.py --server.address 0.0.0.0 "
-                                   "--server.port 9123")
-    assert "Sign-in is configured" in done.stderr
-    # Sign-in in a secrets file given to Streamlit as an option counts too.
-    elsewhere = tmp_path / "elsewhere.toml"
-    (project / ".streamlit" / "secrets.toml").rename(elsewhere)
-    done = _run(f"./dev app --share --secrets.files {elsewhere}", project, env)
-    assert done.returncode == 0, done.stderr
-    assert "Sign-in is configured" in done.stderr
 
 
 def test_interface_addresses_are_the_machines_not_loopback():

@@ -31,8 +31,10 @@ _REFUSAL = "I don't know; the documents do not say."
 
 
 def demo_rag_path() -> Path:
-    """``assets/demo_rag.jsonl`` of the repository."""
-    return Path(__file__).resolve().parents[2] / "assets" / "demo_rag.jsonl"
+    """The shipped ``demo_rag.jsonl`` (:mod:`metrics_core.shipped`)."""
+    from metrics_core.shipped import ASSETS
+
+    return ASSETS / "demo_rag.jsonl"
 
 
 def make_rag_demo(n_base: int = 16, *, seed: int = DEMO_RAG_SEED) -> list[dict]:
