@@ -237,6 +237,7 @@ def settings_file() -> Path:
     :data:`LIMITS_FILE`."""
     return Path(os.environ.get(SETTINGS_ENV) or LIMITS_FILE)
 
+
 #: A shared app server gets tighter defaults than the command line (Limits' own defaults).
 #: 25M rows admit a 1,000,000-query set with about 20 candidates a query (the speed targets'
 #: large case: 20.0M candidate rows, 176 MiB of Parquet content).
