@@ -82,7 +82,7 @@ def main() -> None:
                        menu_items={"Get help": None, "Report a bug": None,
                                    "About": "Evidence pipeline metrics (metrics_core)."})
     access.sign_in_gate()  # with sign-in configured: nothing below runs before it
-    state.load_from_url(max_resamples=data.interaction_caps()["max_link_resamples"])
+    state.load_from_url(caps=data.interaction_caps())
     notes = state.link_notes()
     try:
         source = data.current_source()
@@ -100,6 +100,7 @@ def main() -> None:
         data.set_view(_view(source, notes, widgets=page.url_path not in _OWN_CONTROLS,
                             page=page.url_path))
     state.write_to_url()
+    top = st.container()  # the offer of resamples above the live cap (refine_intervals)
     for note in dict.fromkeys(notes):
         st.warning(escape_markdown(note), icon=":material/link:")
     upload.mapping_step()
@@ -109,7 +110,7 @@ def main() -> None:
         display.show_failure(exc)
     else:
         state.write_to_url(always=True)  # the address of the run that finished last
-        data.refine_intervals(st.session_state.get(state.VIEW))
+        data.refine_intervals(st.session_state.get(state.VIEW), slot=top)
 
 
 main()

@@ -245,9 +245,15 @@ APP_LIMITS = MappingProxyType({"max_decompressed_bytes": 512 << 20, "max_rows": 
                                "max_columns": 200, "max_cell_bytes": 1 << 20})
 
 
-#: What a link or a settings file may ask this server to compute: the ``[interaction]`` table
-#: of :data:`LIMITS_FILE`, else these defaults (the command line has its own, larger bounds).
-INTERACTION = MappingProxyType({"max_link_resamples": 10_000})
+#: What a link or a settings file may ask this server to compute, and what it computes
+#: without a click: the ``[interaction]`` table of :data:`LIMITS_FILE`, else these defaults
+#: (the command line has its own, larger bounds: metrics_core.config). ``max_link_resamples``
+#: / ``max_link_bins``: the most bootstrap resamples / calibration bins a link or a settings
+#: file may ask for (dashboard.state.LINK_CAPS); ``max_live_resamples``: the most resamples
+#: computed for a view without the user asking in the page (more set under Uncertainty run on
+#: the page's button, with progress and a cancel button).
+INTERACTION = MappingProxyType({"max_link_resamples": 10_000, "max_link_bins": 100,
+                                "max_live_resamples": 10_000})
 
 
 def _server_table(path: Path, table: str, defaults: Mapping, what: str) -> dict:
@@ -352,6 +358,9 @@ class View:
     marks: Mapping[str, str] = field(default_factory=dict)
     #: The full-resample configuration still to compute (set by a live-resample evaluation).
     pending: EvalConfig | None = None
+    #: The configuration set, when its resamples are above the server's live cap
+    #: (``max_live_resamples``): computed only when the user asks for it in the page.
+    heavy: EvalConfig | None = None
 
     @property
     def evaluator(self) -> Evaluator:
@@ -368,6 +377,13 @@ class View:
         if not self.show_bootstrap:
             config = config.replace(bootstrap=0)
         memo = _memo(self.source)
+        if (self.source.token, config) not in memo:
+            most = interaction_caps()["max_live_resamples"]
+            if config.bootstrap > most:
+                # More resamples than this server computes without a click: the live cap's
+                # now, the rest when asked for in the page (refine_intervals).
+                self.heavy = config
+                config = config.replace(bootstrap=most)
         if (config.bootstrap > LIVE_RESAMPLES
                 and (self.source.token, config) not in memo):
             # While the settings move: fewer resamples now, the full run once they rest
@@ -488,6 +504,7 @@ def _progress_bar(config: EvalConfig):
     bar = st.progress(0.0, text="Bootstrap intervals…")
 
     def progress(done: int, total: int) -> None:
+        stop_if_closed()
         bar.progress(done / total, text=f"Bootstrap intervals: {done:,} of {total:,} resamples")
         if done >= total:
             bar.empty()
@@ -495,12 +512,36 @@ def _progress_bar(config: EvalConfig):
     return progress
 
 
-def refine_intervals(v: View | None, *, fragment: bool = False) -> None:
+def stop_if_closed() -> None:
+    """Stop this script run when its browser tab has gone (the session is no longer
+    connected): a long computation's progress callback calls this at every update, so no
+    work goes on for a closed tab beyond one batch (Streamlit asks a disconnected session's
+    run to stop too; this does not depend on it)."""
+    from streamlit import runtime
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
+    ctx = get_script_run_ctx()
+    if ctx is None or not runtime.exists():  # no server (AppTest, a plain call)
+        return
+    if not runtime.get_instance().is_active_session(ctx.session_id):
+        raise StopException()
+
+
+def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> None:
     """After a page drew with :data:`LIVE_RESAMPLES`, compute the full bootstrap (with a
     progress bar) and draw again. A setting moved meanwhile stops this run at the next bar
     update, so nothing queues behind it. ``fragment``: called at the end of a page fragment's
-    rerun, whose bar is drawn in the fragment and which draws only the fragment again."""
-    if v is None or v.pending is None:
+    rerun, whose bar is drawn in the fragment and which draws only the fragment again.
+
+    Resamples above the server's live cap (:attr:`View.heavy`) are offered in ``slot`` (a
+    container at the top of the page; the app's run only) with a button, and computed when it
+    is clicked, with progress and a cancel button."""
+    if v is None:
+        return
+    if v.pending is None:
+        if v.heavy is not None and not fragment and slot is not None:
+            _heavy_intervals(v, slot)
         return
     config = v.pending
     memo = _memo(v.source)
@@ -514,6 +555,7 @@ def refine_intervals(v: View | None, *, fragment: bool = False) -> None:
         def progress(done: int, total: int) -> None:
             # At most a few updates a second: each is a message and a redraw in the browser
             # (and the point where a new move stops this run).
+            stop_if_closed()
             now = time.monotonic()
             if now - last[0] >= 0.25 or done >= total:
                 last[0] = now
@@ -527,6 +569,48 @@ def refine_intervals(v: View | None, *, fragment: bool = False) -> None:
             _warm_group_intervals(v.source.evaluator(), config)
     v.pending = None
     st.rerun(scope="fragment" if fragment else "app")
+
+
+def _heavy_intervals(v: View, slot) -> None:
+    """The resamples above the live cap: a button that asks for them, or (asked) their run
+    with a progress bar and a cancel button (the cancel, or any other change, stops it at the
+    next update; closing the tab too)."""
+    config = v.heavy
+    memo = _memo(v.source)
+    key = (v.source.token, config)
+    shown = v.evaluation.config.bootstrap
+    if st.session_state.get(state.HEAVY_ASKED) != config:
+        with slot.container():
+            st.info(f"Intervals from {shown:,} resamples: this server computes at most that "
+                    f"many without asking. The {config.bootstrap:,} set under Uncertainty run "
+                    f"when asked for, with progress; any change stops them.",
+                    icon=":material/speed:")
+            st.button(f"Compute the intervals with {config.bootstrap:,} resamples",
+                      key=state.RUN_HEAVY, on_click=_ask_heavy, args=(config,))
+        return
+    with slot.container():
+        bar = st.progress(0.0, text=f"Intervals with {config.bootstrap:,} resamples…")
+        st.button("Cancel", key=state.CANCEL_HEAVY, on_click=_ask_heavy, args=(None,))
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        stop_if_closed()
+        now = time.monotonic()
+        if now - last[0] >= 0.25 or done >= total:
+            last[0] = now
+            bar.progress(done / total, text=f"Intervals: {done:,} of {total:,} resamples")
+
+    memo.put(key, v.source.evaluator().evaluate(config, progress=progress))
+    st.session_state.pop(state.HEAVY_ASKED, None)
+    st.rerun(scope="app")
+
+
+def _ask_heavy(config: EvalConfig | None) -> None:
+    """The button asking for the resamples above the live cap (``None``: cancel)."""
+    if config is None:
+        st.session_state.pop(state.HEAVY_ASKED, None)
+    else:
+        st.session_state[state.HEAVY_ASKED] = config
 
 
 def _warm_group_intervals(evaluator: Evaluator, config: EvalConfig) -> threading.Thread:

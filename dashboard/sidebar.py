@@ -332,47 +332,54 @@ def downloads_sidebar() -> None:
 
 def _apply_settings() -> None:
     """Load an uploaded settings.json into the settings model (a callback: before the next
-    run). The file is read by the configuration's own schema, as ``metrics-core report
-    --settings`` reads it, so the same file gets the same verdict: a file with any invalid
-    setting is refused whole, with every problem named, and the view stays as it was."""
-    from metrics_core.config import EvalConfig, SettingsError, read_settings_file
-
+    run); a refused file leaves the view as it was and says why (:func:`settings_verdict`)."""
     uploaded = st.session_state.get(state.SETTINGS_FILE)
     st.session_state.pop("_settings_error", None)
     if uploaded is None:
         return
-    name = uploaded.name
-    values, errors, explored = read_settings_file(uploaded.getvalue(), source=name)
+    values, explored, error = settings_verdict(uploaded.getvalue(), uploaded.name,
+                                               data.interaction_caps())
+    if error is not None:
+        st.session_state["_settings_error"] = error
+        return
+    values["ci"] = state.value("ci")  # not a setting of the run: the session's stays
+    state.replace_all(values, explored)
+    _sync_inputs()
+
+
+def settings_verdict(payload: bytes, name: str, caps) -> tuple[dict | None, tuple, str | None]:
+    """What a settings.json does to the view: ``(values, explored, None)`` (the setting
+    values of the view it restores and its exploratory thresholds) or ``(None, (), message)``.
+
+    The file is read by the configuration's own schema, as ``metrics-core report --settings``
+    reads it, so the same file gets the same verdict: a file with any invalid setting is
+    refused whole, with every problem named (field, rule, value), and so is a file asking for
+    more than this server computes for a settings file (``caps``: the ``[interaction]``
+    table) or setting what the dashboard does not offer."""
+    from metrics_core.config import EvalConfig, SettingsError, read_settings_file
+
+    refused = f"{name} was not applied; nothing changed. "
+    values, errors, explored = read_settings_file(payload, source=name)
     if errors:
-        st.session_state["_settings_error"] = (
-            f"{name} was not applied; nothing changed. "
-            + str(SettingsError.combine(errors, source=name)))
-        return
-    refused = state.capped(values, data.interaction_caps()["max_link_resamples"],
-                           "settings file")
-    if refused:
-        st.session_state["_settings_error"] = f"{name} was not applied; nothing changed. " + (
-            refused[0].replace("the default is used instead. ", ""))
-        return
+        return None, (), refused + str(SettingsError.combine(errors, source=name))
+    over = state.capped(values, caps, "settings file")
+    if over:
+        return None, (), refused + " ".join(
+            r.replace("the default is used instead. ", "") for r in over)
     config = EvalConfig(**values)
     # The dashboard has no control for these: a file that sets them is refused, never applied
     # without them (the view would silently differ from the file).
-    fixed = [name for name in ("ks", "tpr_fprs")
-             if getattr(config, name) != getattr(EvalConfig(), name)]
+    fixed = [f for f in ("ks", "tpr_fprs") if getattr(config, f) != getattr(EvalConfig(), f)]
     if fixed:
-        st.session_state["_settings_error"] = (
-            f"{name} was not applied; nothing changed. It sets "
+        return None, (), (
+            refused + "It sets "
             + " and ".join(f"{f} = {', '.join(f'{v:g}' for v in getattr(config, f))}"
                            for f in fixed)
             + ", which the dashboard does not offer (it shows "
             + " and ".join(f"{f} = {', '.join(f'{v:g}' for v in getattr(EvalConfig(), f))}"
                            for f in fixed)
             + "); run the file with metrics-core report --settings instead.")
-        return
-    view_values = state.values_of(config)
-    view_values["ci"] = state.value("ci")  # not a setting of the run: the session's stays
-    state.replace_all(view_values, explored)
-    _sync_inputs()
+    return state.values_of(config), explored, None
 
 
 def filters(values: dict) -> data.Filters:

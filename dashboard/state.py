@@ -74,6 +74,12 @@ VIEW = "_view"
 VIEW_REF = "_view_ref"
 #: Evaluations of the last few settings (per session).
 EVALUATIONS = "_evaluations"
+#: The configuration whose resamples (above the server's live cap) the user asked for with
+#: the page's button (dashboard.data.refine_intervals runs it, with progress and a cancel
+#: button); the button's key and the cancel button's.
+HEAVY_ASKED = "_heavy_asked"
+RUN_HEAVY = "run_heavy"
+CANCEL_HEAVY = "cancel_heavy"
 #: Upload widgets and buttons.
 UPLOAD_QUERIES = "upload_queries"
 UPLOAD_CANDIDATES = "upload_candidates"
@@ -217,10 +223,11 @@ class Setting:
             if self.kind == "range":
                 lo_text, sep, hi_text = text.partition(",")
                 if not sep or "," in hi_text:
-                    raise ValueError("expected two numbers, τ_neg,τ_pos")
+                    raise ValueError(f"expected two numbers τ_neg,τ_pos{self._within()}")
                 value = (self._number(lo_text), self._number(hi_text))
                 if value[0] > value[1]:
-                    raise ValueError("the lower end is above the upper end")
+                    raise ValueError("the lower end is above the upper end (expected "
+                                     "τ_neg ≤ τ_pos)")
             elif self.kind == "bool":
                 if text.lower() not in ("1", "0", "true", "false"):
                     raise ValueError("expected 1 or 0")
@@ -230,7 +237,7 @@ class Setting:
             else:
                 if self.kind == "choice" and text not in self.options:
                     raise ValueError(f"expected one of {', '.join(map(str, self.options))}")
-                value = text
+                value = text if text or self.kind != "text" else ALL  # fold= keeps all
         except ValueError as exc:
             raise ValueError(f"{self.key}={_short(text)} in the link is not valid: "
                              f"{exc}") from None
@@ -269,27 +276,40 @@ class Setting:
                 gates.append(parse_criterion_gate(f"{name}={lo}:{taus}"))
             except ValueError:
                 raise ValueError(f"{self.key}={_short(item)} in the link is not valid: "
-                                 f"expected criterion:τ_neg:τ_pos") from None
+                                 f"expected criterion:τ_neg:τ_pos with "
+                                 f"0 ≤ τ_neg ≤ τ_pos ≤ 1") from None
         return tuple({g[0]: g for g in gates}.values())
 
     def _number(self, text: str):
         text = text.strip()
         if self.kind == "int":
             if not re.fullmatch(r"[+-]?\d{1,30}", text):
-                raise ValueError("expected a whole number")
+                raise ValueError("expected a whole number" + self._within())
             value = int(text)
         else:
             try:
                 value = float(text)
             except ValueError:
-                raise ValueError("expected a number") from None
+                raise ValueError("expected a number" + self._within()) from None
             if not math.isfinite(value):
-                raise ValueError("expected a finite number")
+                raise ValueError("expected a finite number" + self._within())
         if self.low is not None and value < self.low:
-            raise ValueError(f"below the minimum {_num(self.low)}")
+            raise ValueError(f"below the minimum {_num(self.low)}{self._range()}")
         if self.high is not None and value > self.high:
-            raise ValueError(f"above the maximum {_num(self.high)}")
+            raise ValueError(f"above the maximum {_num(self.high)}{self._range()}")
         return value
+
+    def _within(self) -> str:
+        if self.low is None or self.high is None:
+            return ""
+        return f" within [{_num(self.low)}, {_num(self.high)}]"
+
+    def _range(self) -> str:
+        """`` (expected a whole number within [0, 1000])``: the rule a refusal states."""
+        if self.low is None or self.high is None:
+            return ""
+        what = "a whole number" if self.kind == "int" else "a number"
+        return f" (expected {what} within [{_num(self.low)}, {_num(self.high)}])"
 
     def format_option(self, value) -> str:
         """Label of a choice value for the select box."""
@@ -610,31 +630,45 @@ def explored_from_params(params: Mapping[str, str | list[str]]) -> tuple[tuple[s
     return tuple(n for n in names if n in _THRESHOLD_NAMES), notes
 
 
-def capped(values: dict[str, Any], max_resamples: int, where: str) -> list[str]:
-    """Refuse (drop, with a note) resamples above what this server computes for a link or a
-    settings file: a link must not be able to keep a shared server busy for minutes."""
-    asked = values.get("bootstrap")
-    if asked is None or asked <= max_resamples:
-        return []
-    del values["bootstrap"]
-    return [f"bootstrap={asked:,} in the {where} asks for more resamples than this server "
-            f"computes for a {where} (at most {max_resamples:,}); the default is used "
-            f"instead. Set it under Uncertainty to run it here, with progress."]
+#: The settings whose cost grows with their value, each with the key of the server's cap on
+#: what a link or a settings file may ask for (``[interaction]`` in
+#: ``.streamlit/metrics_core.toml``) and what it counts. Every other numeric setting costs the
+#: same whatever its value (K bounds, γ, temperature, seed: the dynamic-K selection reads the
+#: candidates once whatever K is; the γ sweep and the gate grid have fixed sizes), and every
+#: list setting of a link is bounded by :data:`MAX_ITEMS` and :data:`MAX_TEXT`.
+LINK_CAPS = MappingProxyType({"bootstrap": ("max_link_resamples", "resamples", "Uncertainty"),
+                              "n_bins": ("max_link_bins", "calibration bins", "Calibration")})
 
 
-def load_from_url(*, max_resamples: int = 10_000) -> list[str]:
+def capped(values: dict[str, Any], caps: Mapping[str, int], where: str) -> list[str]:
+    """Refuse (drop, with a note) each value above what this server computes for a link or a
+    settings file (``caps``: :data:`LINK_CAPS`' keys -> the most allowed): a link must not be
+    able to keep a shared server busy for minutes."""
+    notes = []
+    for key, (cap_key, what, section) in LINK_CAPS.items():
+        asked, most = values.get(key), caps.get(cap_key)
+        if asked is None or most is None or asked <= most:
+            continue
+        del values[key]
+        notes.append(f"{key}={asked:,} in the {where} asks for more {what} than this server "
+                     f"computes for a {where} (at most {most:,}); the default is used "
+                     f"instead. Set it under {section} to run it here, with progress.")
+    return notes
+
+
+def load_from_url(*, caps: Mapping[str, int] | None = None) -> list[str]:
     """On a session's first run, read ``st.query_params`` into the settings model.
 
     Returns notes about values in the link that were not understood (shown to the user); a
     bad value leaves its setting at the default and every other setting as the link gives it.
-    ``max_resamples``: the most bootstrap resamples a link may ask for.
+    ``caps``: the most a link may ask for (:data:`LINK_CAPS`; default: no cap).
     """
     if st.session_state.get(URL_LOADED):
         return []
     st.session_state[URL_LOADED] = True
     params = _query()
     values, notes = settings_from_params(params)
-    notes += capped(values, max_resamples, "link")
+    notes += capped(values, caps or {}, "link")
     explored, more = explored_from_params(params)
     replace_all(values, explored)
     st.session_state[LINK_NOTES] = notes + more

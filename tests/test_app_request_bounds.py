@@ -1,0 +1,212 @@
+"""What a link or a settings.json may ask a shared dashboard server to compute is bounded by the
+server's ``[interaction]`` table: every value of a fuzz corpus (extremes, huge values, repeated
+keys, 100 KB values, unknown target metrics) is either refused with a message that names the
+field, the rule and the value, in the project's words, or within the server's caps; what the
+engine is given never exceeds them, and resamples above the live cap run only when asked for."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from dashboard import data, sidebar, state
+from metrics_core.config import SCHEMA
+from tests.test_app import TIMEOUT, assert_clean, open_app
+
+CAPS = data.INTERACTION
+#: Python's own wording, which a refusal must never show.
+PYTHON_WORDING = ("not supported between", "instances of", "invalid literal", "could not convert",
+                  "object has no attribute", "NoneType", "unhashable", "Traceback",
+                  "object is not", "unexpected keyword")
+HUGE = "9" * 400
+
+
+def _link_corpus() -> list[tuple[str, object]]:
+    """(key, raw link value) pairs: every setting's extremes, values past them, huge and long
+    values, garbage, repeated keys."""
+    corpus = []
+    for s in state.SETTINGS:
+        raws: list[object] = ["", " ", "x", "nan", "inf", "-inf", "1e400", HUGE, "-" + HUGE,
+                              "x" * 100_000, "0x10", "1_000", "[]", "{}", "\x00", "１", "1,2,3",
+                              "None", "true", ["0.1", "0.2"], ["x"] * 65]
+        if s.low is not None:
+            raws += [str(s.low), str(s.high), str(s.high * 10), str(s.low - 1),
+                     f"{s.low},{s.high}", f"{s.high},{s.low}"]
+        if s.kind == "multi" and s.key == "targets":
+            raws += [["foo>=1"], ["auroc>=x"], ["auroc>=0.9"] * 64, ["recall@7>=0.5"],
+                     ["a" * 300 + ">=1"]]
+        if s.kind == "gates":
+            raws += [["A.1:0.1:0.9"] * 100, ["A.1:0.9:0.1"], ["A.1:x:0.5"], [":::"]]
+        corpus += [(s.key, raw) for raw in raws]
+    return corpus
+
+
+def _assert_worded(note: str, key: str) -> None:
+    assert key in note, note
+    assert not any(w in note for w in PYTHON_WORDING), note
+    # the rule: an expected form or range, or the bound that was passed
+    assert any(w in note for w in ("expected", "at most", "must", "within", "no metric",
+                                   "is not")), note
+
+
+def test_every_link_value_of_the_corpus_is_refused_in_words_or_within_the_caps():
+    for key, raw in _link_corpus():
+        values, notes = state.settings_from_params({key: raw})
+        notes += state.capped(values, CAPS, "link")
+        for note in notes:
+            _assert_worded(note, key)
+        if key in values:
+            config = state.build_config(values)  # a valid configuration
+            assert config.bootstrap <= CAPS["max_link_resamples"], (key, raw)
+            assert config.n_bins <= CAPS["max_link_bins"], (key, raw)
+        else:
+            assert notes or raw in ("", " ", [], ()) or key in ("fold", "split"), (key, raw)
+
+
+@pytest.mark.parametrize(("key", "raw", "shown"), [
+    ("bootstrap", "100000", "bootstrap=100,000"),
+    ("n_bins", "1000", "n_bins=1,000"),
+    ("n_bins", "101", "n_bins=101"),
+])
+def test_a_link_asking_for_more_than_the_server_computes_is_refused_with_the_cap(key, raw,
+                                                                                shown):
+    values, notes = state.settings_from_params({key: raw})
+    notes += state.capped(values, CAPS, "link")
+    assert key not in values
+    assert len(notes) == 1 and shown in notes[0] and "at most" in notes[0], notes
+
+
+def test_an_unknown_target_metric_in_a_link_is_refused_with_the_valid_names():
+    values, notes = state.settings_from_params({"targets": ["auroc>=0.8", "foo>=1"]})
+    assert "targets" not in values
+    assert "foo" in notes[0] and "valid metrics: auroc" in notes[0], notes
+
+
+def test_link_range_messages_state_the_range():
+    _, notes = state.settings_from_params({"k_min": "2.5", "gamma": "x", "gate": "0.1,inf"})
+    text = " ".join(notes)
+    assert "k_min='2.5'" in text and "whole number within [0, 1000]" in text
+    assert "gamma='x'" in text and "within [0.05, 1]" in text
+    assert "gate='0.1,inf'" in text and "within [0, 1]" in text
+
+
+# ------------------------------------------------------------------------ settings files
+def _file(**config) -> bytes:
+    return json.dumps({"schema": "metrics_core_settings/1", "config": config}).encode()
+
+
+def _json_corpus() -> list[tuple[str, object]]:
+    values = ["abc", 1e308, -1e308, None, [], {}, [1, "x"], True, "x" * 100_000, 10**40,
+              [[[]]], {"a": 1}, 0.5, 7, -1, 2.5]
+    corpus = [(name, v) for name in SCHEMA for v in values]
+    for name, schema in SCHEMA.items():
+        if schema.kind in ("int", "float"):
+            corpus += [(name, schema.low), (name, schema.high), (name, schema.high * 10)]
+    corpus += [("targets", ["foo>=1"]), ("targets", ["auroc>=0.5"] * 65),
+               ("criterion_gates", [["A.1", 0.1, 0.9]] * 2), ("no_such_setting", 1)]
+    return corpus
+
+
+def test_every_settings_file_of_the_corpus_is_refused_in_words_or_within_the_caps():
+    for name, value in _json_corpus():
+        values, _, error = sidebar.settings_verdict(_file(**{name: value}), "s.json", CAPS)
+        if error is not None:
+            assert "was not applied" in error and name in error, (name, value, error)
+            assert not any(w in error for w in PYTHON_WORDING), error
+            continue
+        config = state.build_config(values)
+        assert config.bootstrap <= CAPS["max_link_resamples"], (name, value)
+        assert config.n_bins <= CAPS["max_link_bins"], (name, value)
+
+
+def test_repeated_keys_and_huge_files_are_refused_in_words():
+    twice = b'{"config": {"gamma": 0.5, "gamma": 0.6}}'
+    _, _, error = sidebar.settings_verdict(twice, "s.json", CAPS)
+    assert "gamma" in error and "twice" in error
+    _, _, error = sidebar.settings_verdict(b" " * (2 << 20), "s.json", CAPS)
+    assert "bytes" in error and "at most" in error
+    _, _, error = sidebar.settings_verdict(_file(n_bins=500, bootstrap=50_000), "s.json", CAPS)
+    assert "n_bins=500" in error and "bootstrap=50,000" in error and "at most 100" in error
+
+
+# ------------------------------------------------------------------------ in the app
+@pytest.fixture
+def recorded(monkeypatch):
+    """Every configuration the app hands the engine to evaluate."""
+    from metrics_core.evaluator import Evaluator
+
+    seen = []
+    original = Evaluator.evaluate
+
+    def evaluate(self, config=None, **kw):
+        seen.append(config)
+        return original(self, config, **kw)
+
+    monkeypatch.setattr(Evaluator, "evaluate", evaluate)
+    return seen
+
+
+def test_a_link_at_every_extreme_is_capped_before_the_engine(recorded):
+    link = {s.key: str(int(s.high) if s.kind == "int" else s.high)
+            for s in state.SETTINGS if s.kind in ("int", "float") and s.high is not None}
+    link.update({"bootstrap": "100000", "bootstrap_unit": "post", "ci": "1",
+                 "binning": "quantile", "gate": "0,1", "targets": ["foo>=1"]})
+    t0 = time.perf_counter()
+    at = open_app(link, page="overview")
+    took = time.perf_counter() - t0
+    assert_clean(at)
+    notes = " ".join(str(w.value) for w in at.warning)
+    for shown in ("bootstrap=100,000", "n_bins=1,000", "foo"):
+        assert shown in notes, notes
+    ours = [c for c in recorded if c.seed == 2**31 - 1]  # not another test's helper thread
+    assert ours, "nothing was evaluated"
+    for config in ours:
+        assert config.bootstrap <= CAPS["max_live_resamples"]
+        assert config.n_bins <= CAPS["max_link_bins"]
+    assert took < 4 * TIMEOUT  # generous: a loaded machine; the old code took minutes
+
+
+@pytest.fixture
+def live_cap(tmp_path, monkeypatch):
+    """A server whose live cap is 2,500 resamples."""
+    toml = tmp_path / "metrics_core.toml"
+    toml.write_text("[interaction]\nmax_live_resamples = 2_500\n")
+    monkeypatch.setattr(data, "LIMITS_FILE", toml)
+    return 2_500
+
+
+def test_resamples_above_the_live_cap_run_only_when_asked_for(live_cap, recorded):
+    at = open_app({"bootstrap": "3000", "seed": "7"}, page="overview")
+    assert_clean(at)
+    view = at.session_state[state.VIEW]
+    assert view.evaluation.config.bootstrap == live_cap
+    ours = [c for c in recorded if c.seed == 7]  # not another test's helper thread
+    assert ours and all(c.bootstrap <= live_cap for c in ours)
+    infos = " ".join(str(i.value) for i in at.info)
+    assert "2,500 resamples" in infos and "3,000" in infos
+    at.button(key=state.RUN_HEAVY).click().run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert at.session_state[state.VIEW].evaluation.config.bootstrap == 3000
+    assert max(c.bootstrap for c in recorded if c.seed == 7) == 3000
+    assert not [b for b in at.button if b.key == state.RUN_HEAVY]
+
+
+def test_a_computation_stops_when_its_tab_has_closed(monkeypatch):
+    from types import SimpleNamespace
+
+    from streamlit import runtime
+    from streamlit.runtime import scriptrunner
+    from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
+    active = {"yes": True}
+    monkeypatch.setattr(runtime, "exists", lambda: True)
+    monkeypatch.setattr(runtime, "get_instance", lambda: SimpleNamespace(
+        is_active_session=lambda sid: active["yes"] and sid == "s1"))
+    monkeypatch.setattr(scriptrunner, "get_script_run_ctx",
+                        lambda: SimpleNamespace(session_id="s1"))
+    data.stop_if_closed()  # open: goes on
+    active["yes"] = False
+    with pytest.raises(StopException):
+        data.stop_if_closed()
