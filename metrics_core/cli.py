@@ -219,6 +219,7 @@ _DEMO = "assets/demo_queries.parquet assets/demo_candidates.parquet"
 #: Examples on the demo data, as the README gives them (tests/test_documented_commands.py runs
 #: each one).
 EXAMPLES = (
+    "metrics-core demo --out assets",
     f"metrics-core evaluate {_DEMO} --out metrics_master.json",
     f'metrics-core tune {_DEMO} --target "screening_sensitivity>=0.995" --out tune.json',
     "metrics-core triage assets/demo_triage.csv --out triage.json",
@@ -228,8 +229,9 @@ EXAMPLES = (
 EPILOG = (
     "how to run: from the project's folder, ./dev cli COMMAND [OPTIONS] (sets up .venv, then\n"
     "runs metrics-core from it), or metrics-core COMMAND [OPTIONS] after\n"
-    "`source .venv/bin/activate`.\n\n"
-    "examples, on the synthetic demo data (from the project's folder):\n"
+    "`source .venv/bin/activate`; installed with pip, metrics-core COMMAND [OPTIONS].\n\n"
+    "examples, on the synthetic demo data (in the project's folder, or anywhere after\n"
+    "`metrics-core demo`, which writes it to assets/):\n"
     + "".join(f"  {example}\n" for example in EXAMPLES))
 
 
@@ -378,6 +380,19 @@ def _parser() -> argparse.ArgumentParser:
     rg.add_argument("--no-semantic", action="store_true",
                     help="leave out BERTScore and embedding similarity (they load a model)")
     rg.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+    de = sub.add_parser(
+        "demo", help="write the synthetic demo files (the examples below use them)",
+        description="Write the synthetic demo data, generated as the package's own copy was "
+                    "(same generator, same seeds, same bytes): the evidence demo "
+                    "(demo_queries.parquet, demo_candidates.parquet), the demo with data "
+                    "problems planted for the audit (demo_problems_*.parquet), the triage "
+                    "demo (demo_triage.csv), the RAG demo (demo_rag.jsonl) and README.md, "
+                    "which says what each holds.")
+    de.add_argument("--out", type=Path, default=Path("assets"),
+                    help="folder to write them into, made if needed (default: %(default)s, "
+                         "so that the examples run as written from the folder above it)")
+    de.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
     ap = sub.add_parser(
         "app", help="start the dashboard (needs the app extra)",
@@ -883,6 +898,28 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def _demo(args) -> int:
+    """``metrics-core demo``: the demo files from their generators (:mod:`metrics_core.demo`,
+    :mod:`metrics_core.rag.demo`), with the shipped README that describes them."""
+    from metrics_core import demo
+    from metrics_core.rag.demo import write_rag_demo
+    from metrics_core.shipped import ASSETS
+
+    if args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"--out {args.out}: is a file, not a folder")
+    if args.out.resolve() == ASSETS.resolve():
+        raise ValueError(f"--out {args.out}: is the package's own copy of the demo; choose "
+                         "another folder")
+    paths = demo.write_demo(args.out)
+    rag = write_rag_demo(args.out / "demo_rag.jsonl")
+    write_atomically({paths.readme: (ASSETS / "README.md").read_bytes()})
+    if not args.quiet:
+        for path in (paths.queries, paths.candidates, paths.problems_queries,
+                     paths.problems_candidates, paths.triage, rag, paths.readme):
+            print(f"wrote {_printable(path)}  ({path.stat().st_size:,} bytes)")
+    return EXIT_OK
+
+
 _LOOPBACK_NAMES = ("localhost",)
 
 
@@ -971,6 +1008,8 @@ def _run(args) -> int:
             return _rag(args)
         if args.command == "app":
             return _app(args)
+        if args.command == "demo":
+            return _demo(args)
         return _triage(args)
     except InputError as err:
         text = err.render()

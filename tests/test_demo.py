@@ -428,3 +428,34 @@ def test_plain_demo_is_a_plausible_screening_model_with_no_data_problems(clean):
     assert clean[0]["p_has_evidence"].nunique() > 10_000
     # no accidental score ties (the problems demo plants its own)
     assert not clean[1].duplicated(["post_id", "criterion", "score"]).any()
+
+
+def test_the_demo_command_writes_the_shipped_files(tmp_path, capsys):
+    """``metrics-core demo --out DIR`` generates every demo file the package ships, byte for
+    byte (same generators, same seeds), with the README that describes them."""
+    from metrics_core.cli import main
+    from metrics_core.shipped import ASSETS
+
+    out = tmp_path / "made" / "assets"
+    assert main(["demo", "--out", str(out)]) == 0
+    written = sorted(p.name for p in out.iterdir())
+    assert written == sorted(["README.md", "demo_candidates.parquet", "demo_queries.parquet",
+                              "demo_problems_candidates.parquet",
+                              "demo_problems_queries.parquet", "demo_rag.jsonl",
+                              "demo_triage.csv"])
+    for name in written:
+        assert (out / name).read_bytes() == (ASSETS / name).read_bytes(), name
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"wrote {out / 'demo_queries.parquet'}  (104,683 bytes)"
+    assert len(printed) == 7
+
+
+def test_the_demo_command_refuses_a_file_and_the_packages_copy(tmp_path, capsys):
+    from metrics_core.cli import main
+    from metrics_core.shipped import ASSETS
+
+    (tmp_path / "f").write_text("x")
+    assert main(["demo", "--out", str(tmp_path / "f")]) == 2
+    assert f"--out {tmp_path / 'f'}: is a file, not a folder" in capsys.readouterr().err
+    assert main(["demo", "--out", str(ASSETS)]) == 2
+    assert "is the package's own copy of the demo" in capsys.readouterr().err
