@@ -28,6 +28,7 @@ from metrics_core.uncertainty import (
     bootstrap_sums,
     indicator_matrix,
     percentile_ci,
+    percentile_cis,
     weighted_int_quantiles,
 )
 
@@ -156,7 +157,7 @@ def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
         unit = cfg.bootstrap_unit
 
         def cis(matrix):
-            return tuple(percentile_ci(matrix[:, j], unit=unit) for j in range(matrix.shape[1]))
+            return percentile_cis(matrix, unit=unit)
 
         def band(matrix):
             both = cis(matrix)
@@ -553,8 +554,8 @@ def operating_intervals(ev, cfg, inter, progress: Callable | None = None) -> Int
             kept.sources, kept.int_sums = sources, int_sums
     values = _operating_values(float_sums, int_sums)
     out = Intervals(_method(cfg))
-    for j, name in enumerate(OPERATING_NAMES):
-        out[name] = percentile_ci(values[:, j], unit=cfg.bootstrap_unit)
+    out.update(zip(OPERATING_NAMES, percentile_cis(values, unit=cfg.bootstrap_unit),
+                   strict=True))
     return out
 
 

@@ -410,6 +410,30 @@ def percentile_ci(values, *, level: float = 0.95, unit: str = "query") -> CI:
               n_valid=int(valid.size), method="percentile", unit=unit)
 
 
+def percentile_cis(matrix, *, level: float = 0.95, unit: str = "query") -> tuple[CI, ...]:
+    """:func:`percentile_ci` of each column of ``matrix`` ``(n_resamples, m)``: the columns
+    without ``nan`` in one call (numpy's percentile along an axis takes the same order
+    statistics and interpolation as column by column: the same values), the others one by
+    one."""
+    _z(level)
+    matrix = np.asarray(matrix, dtype=np.float64)
+    if matrix.ndim != 2:
+        raise ValueError(f"matrix must be 2-D, got shape {matrix.shape}")
+    q = [50.0 * (1.0 - level), 50.0 * (1.0 + level)]
+    clean = ~np.isnan(matrix).any(axis=0)
+    out: list[CI | None] = [None] * matrix.shape[1]
+    if clean.any() and matrix.shape[0]:
+        columns = np.flatnonzero(clean)
+        lo, hi = np.percentile(matrix[:, columns], q, axis=0)
+        for j, a, b in zip(columns.tolist(), lo.tolist(), hi.tolist(), strict=True):
+            out[j] = CI(lo=a, hi=b, level=float(level), n_resamples=int(matrix.shape[0]),
+                        n_valid=int(matrix.shape[0]), method="percentile", unit=unit)
+    for j in range(matrix.shape[1]):
+        if out[j] is None:
+            out[j] = percentile_ci(matrix[:, j], level=level, unit=unit)
+    return tuple(out)
+
+
 def bootstrap_cis(statistics: Mapping[str, Statistic], n_units: int, *, unit_of_row=None,
                   n_resamples: int = 10_000, seed: int = 0, level: float = 0.95,
                   batch_size: int | None = None, unit: str | None = None,
@@ -463,11 +487,9 @@ def bootstrap_cis(statistics: Mapping[str, Statistic], n_units: int, *, unit_of_
         if values.ndim == 1:
             out[name] = percentile_ci(values, level=level, unit=unit)
         elif names is not None:
-            for j, sub in enumerate(names):
-                out[sub] = percentile_ci(values[:, j], level=level, unit=unit)
+            out.update(zip(names, percentile_cis(values, level=level, unit=unit), strict=True))
         else:
-            out[name] = tuple(percentile_ci(values[:, j], level=level, unit=unit)
-                              for j in range(values.shape[1]))
+            out[name] = percentile_cis(values, level=level, unit=unit)
     return out
 
 

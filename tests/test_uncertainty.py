@@ -17,6 +17,7 @@ from metrics_core.uncertainty import (
     bootstrap_ci,
     bootstrap_cis,
     percentile_ci,
+    percentile_cis,
     weighted_mean,
     weighted_ratio,
     wilson_interval,
@@ -284,3 +285,18 @@ def test_weighted_int_quantiles_equal_numpy_on_repeated_rows():
     for r in range(1, 50):
         want = np.quantile(np.repeat(values, weights[r].astype(int)), (0.0, 0.5, 0.9, 1.0))
         assert got[r] == pytest.approx(want, abs=1e-12)
+
+
+def test_percentile_cis_equal_percentile_ci_column_by_column():
+    rng = np.random.default_rng(5)
+    matrix = rng.normal(size=(997, 7))
+    matrix[rng.random(997) < 0.1, 2] = np.nan  # a column with undefined resamples
+    matrix[:, 4] = np.nan  # and one with none defined
+    matrix[:, 5] = np.round(matrix[:, 5], 1)  # ties
+    got = percentile_cis(matrix, level=0.9, unit="post")
+    want = [percentile_ci(matrix[:, j], level=0.9, unit="post") for j in range(7)]
+    assert len(got) == 7
+    for g, w in zip(got, want, strict=True):
+        assert (g.lo, g.hi, g.n_valid, g.n_resamples, g.unit, g.level) == pytest.approx(
+            (w.lo, w.hi, w.n_valid, w.n_resamples, w.unit, w.level), abs=0, nan_ok=True)
+    assert got[2].n_valid < 997 and got[4].n_valid == 0
