@@ -622,8 +622,43 @@ def _warm_group_intervals(evaluator: Evaluator, config: EvalConfig) -> threading
     from metrics_core.inflight import in_background
     from metrics_core.tables import group_intervals
 
-    return in_background((lambda: group_intervals(evaluator, config, "auroc"),),
+    live = config.replace(bootstrap=min(config.bootstrap, LIVE_RESAMPLES))
+    # (the live resamples first: a few times faster, what the page shows until the rest)
+    return in_background((lambda: group_intervals(evaluator, live, "auroc"),
+                          lambda: group_intervals(evaluator, config, "auroc")),
                          "dashboard-group-intervals")
+
+
+def group_intervals(v: View, config: EvalConfig, metric: str) -> tuple[pd.DataFrame, bool]:
+    """``(table, refining)``: the per-criterion intervals of ``metric`` at ``config`` when
+    they are computed; else at once with :data:`LIVE_RESAMPLES` (every criterion's queries
+    resampled fewer times: about a fifth of the time), the configured number started on a
+    helper thread (once per data set and settings), and ``refining`` true: the page shows
+    the live intervals and draws again when the full ones are in."""
+    from metrics_core import tables
+
+    evaluator = v.source.evaluator()
+    live = config.replace(bootstrap=min(config.bootstrap, LIVE_RESAMPLES))
+    if live == config or tables.group_intervals_ready(evaluator, config):
+        return tables.group_intervals(evaluator, config, metric), False
+    if _memo(v.source).first_time(("groups", v.source.token, config)):
+        _warm_group_intervals(evaluator, config)
+    return tables.group_intervals(evaluator, live, metric), True
+
+
+def when_group_intervals_ready(v: View, config: EvalConfig) -> None:
+    """Draw the page again once the per-criterion intervals of ``config`` are computed
+    (a fragment that looks every second; nothing is sent to the browser meanwhile)."""
+    from metrics_core import tables
+
+    evaluator = v.source.evaluator()
+
+    @st.fragment(run_every=1.0)
+    def look():
+        if tables.group_intervals_ready(evaluator, config):
+            st.rerun(scope="app")
+
+    look()
 
 
 @dataclass(eq=False)

@@ -106,6 +106,11 @@ class Evaluator:
         # other callers waiting for it.
         self._once = ComputeOnce()
 
+    def computed(self, key) -> bool:
+        """Whether the memo holds ``key``'s value now (computed, not in the making)."""
+        with self._once.lock:
+            return key in self._cache
+
     def _memo(self, key, compute: Callable):
         """Bounded LRU memo: at most :data:`KEPT_ENTRIES` values and about :data:`KEPT_BYTES`.
 

@@ -22,7 +22,8 @@ from metrics_core.classification import confusion_rates
 from metrics_core.ordering import stable_argsort
 from metrics_core.sections import fmt_t, multilabel_values
 
-__all__ = ["fold_summary", "group_codes", "group_intervals", "group_table"]
+__all__ = ["fold_summary", "group_codes", "group_intervals", "group_intervals_ready",
+           "group_table"]
 
 #: Proportions whose per-group Wilson interval is a column of the table.
 WILSON_COLUMNS = ("sensitivity", "precision", "screening_sensitivity", "alert_precision")
@@ -314,6 +315,11 @@ def group_intervals(ev, cfg, metric: str, *, label: str = "criterion",
                      "ci_hi": None if r.ci95 is None else r.ci95[1],
                      "ci_method": r.ci_method, "n": r.n, "defined": r.defined})
     return pd.DataFrame(rows)
+
+
+def group_intervals_ready(ev, cfg, label: str = "criterion") -> bool:
+    """Whether :func:`group_intervals` of ``cfg`` is computed (it then returns at once)."""
+    return ev.computed(("group_records", cfg, label))
 
 
 def _group_records(ev, cfg, label: str, progress) -> dict:

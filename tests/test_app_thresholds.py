@@ -130,3 +130,36 @@ def test_the_per_criterion_intervals_are_computed_ahead_once_the_view_is_refined
     assert calls == []
     want = tables.group_intervals(Evaluator(loaded.dataset), cfg, "auroc")
     assert got.equals(want)
+
+
+def test_the_per_criterion_page_shows_live_intervals_until_the_full_ones_are_in():
+    """Opened before its intervals are computed, the page shows every criterion's interval
+    from the live resamples at once and the configured number follows from a helper thread:
+    each equal to a fresh evaluator's at that number of resamples."""
+    import time
+    from types import SimpleNamespace
+
+    from dashboard import data
+    from metrics_core import tables
+    from tests.conftest import random_frames
+
+    q, c = random_frames(n_posts=60, seed=4)
+    loaded = load(q, c)
+    ev = Evaluator(loaded.dataset)
+    source = SimpleNamespace(kind="demo", token=("per-criterion-test", id(ev)),
+                             evaluator=lambda filters=None: ev)
+    view = SimpleNamespace(source=source)
+    cfg = EvalConfig(bootstrap=data.LIVE_RESAMPLES + 500)
+    live = cfg.replace(bootstrap=data.LIVE_RESAMPLES)
+    got, refining = data.group_intervals(view, cfg, "f1")
+    assert refining
+    assert got.equals(tables.group_intervals(Evaluator(loaded.dataset), live, "f1"))
+    assert set(got["ci_method"]) == {f"bootstrap (query, {data.LIVE_RESAMPLES} resamples, "
+                                     "seed 0)"}
+    deadline = time.monotonic() + 120
+    while not tables.group_intervals_ready(ev, cfg):
+        assert time.monotonic() < deadline, "the full intervals never came"
+        time.sleep(0.05)
+    got, refining = data.group_intervals(view, cfg, "f1")
+    assert not refining
+    assert got.equals(tables.group_intervals(Evaluator(loaded.dataset), cfg, "f1"))

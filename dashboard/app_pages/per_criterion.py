@@ -7,7 +7,7 @@ import streamlit as st
 
 from dashboard import data, display
 from metrics_core import figures as charts
-from metrics_core import registry, tables
+from metrics_core import registry
 from metrics_core.demo import criterion_names
 
 v = data.view()
@@ -20,7 +20,8 @@ metrics = list(counts)
 default = metrics.index("auroc") if "auroc" in metrics else 0
 metric = st.selectbox("Metric", metrics, index=default, key="criterion_metric",
                       format_func=registry.label, persist_state="session")
-groups = tables.group_intervals(v.source.evaluator(), ev.config, metric).copy()
+groups, refining = data.group_intervals(v, ev.config, metric)
+groups = groups.copy()
 # A value the registry's convention fills in (one-class AUROC = 0.5) is neither drawn nor
 # shown as a number.
 groups.loc[~groups["defined"].astype(bool), "value"] = math.nan
@@ -36,6 +37,11 @@ display.plot(charts.per_criterion_figure(shown, metric, label=registry.label(met
              key="per_criterion_chart")
 n_criteria = len(table) - 2
 methods = sorted(set(groups["ci_method"].dropna()))
+if refining:
+    st.caption(f"Intervals from {data.LIVE_RESAMPLES:,} resamples per criterion; the "
+               f"configured {ev.config.bootstrap:,} are being computed and will replace them "
+               "here.")
+    data.when_group_intervals_ready(v, ev.config)
 st.caption("Dots: each criterion, with its 95% interval (" + ("; ".join(methods) or "none: "
            "switch on bootstrap CIs under *Uncertainty*") + "). Lines: micro (pooled) and "
            f"macro (mean over the criteria where {registry.label(metric)} is defined: "
