@@ -567,6 +567,9 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
         # (every criterion's resamples); later moves update it in a fraction of the time.
         if memo.first_time(("groups", v.source.token, config.bootstrap_config, config.filters)):
             _warm_group_intervals(v.source.evaluator(), config)
+        if memo.first_time(("finder", v.source.token, config.filters, config.seed,
+                            finder_resamples(v))):
+            _warm_finder(v)
     v.pending = None
     st.rerun(scope="fragment" if fragment else "app")
 
@@ -627,6 +630,44 @@ def _warm_group_intervals(evaluator: Evaluator, config: EvalConfig) -> threading
     return in_background((lambda: group_intervals(evaluator, live, "auroc"),
                           lambda: group_intervals(evaluator, config, "auroc")),
                          "dashboard-group-intervals")
+
+
+def finder_resamples(v: View) -> int:
+    """Resamples of the threshold finder's re-selected intervals (0 with intervals off)."""
+    return min(v.config.bootstrap, LIVE_RESAMPLES) if v.show_bootstrap else 0
+
+
+def default_finder_target():
+    """The finder's target as the Decision support page first shows it."""
+    from metrics_core import decision
+
+    metric, ops = next(iter(decision.FINDERS.items()))
+    op = next(iter(ops))
+    return decision.Target(metric, op, 0.995 if op == ">=" else 5.0)
+
+
+def finder_results(evaluator: Evaluator, target, by: str | None, n_boot: int,
+                   seed: int) -> list[dict]:
+    """The threshold finder's results (overall first, then per ``by`` group), kept in the
+    evaluator's memo (a session's own for an upload, never shared between sessions)."""
+    from metrics_core import decision
+
+    return evaluator._memo(
+        ("tune", str(target), by, n_boot, seed),
+        lambda: [r.to_dict() for r in decision.tune(evaluator.ds, [str(target)], by=by,
+                                                    bootstrap=n_boot, seed=seed)])
+
+
+def _warm_finder(v: View) -> threading.Thread:
+    """The Decision support page's first finder result (its default target, every resample
+    re-selecting the threshold: the page's one long computation) on a helper thread, so that
+    the page is computed before it is opened."""
+    from metrics_core.inflight import in_background
+
+    evaluator, n_boot, seed = v.evaluator, finder_resamples(v), v.config.seed
+    return in_background(
+        (lambda: finder_results(evaluator, default_finder_target(), None, n_boot, seed),),
+        "dashboard-finder")
 
 
 def group_intervals(v: View, config: EvalConfig, metric: str) -> tuple[pd.DataFrame, bool]:

@@ -163,3 +163,28 @@ def test_the_per_criterion_page_shows_live_intervals_until_the_full_ones_are_in(
     got, refining = data.group_intervals(view, cfg, "f1")
     assert not refining
     assert got.equals(tables.group_intervals(Evaluator(loaded.dataset), cfg, "f1"))
+
+
+def test_the_finders_first_result_is_computed_ahead(monkeypatch):
+    """The Decision support page's long computation (the default target's threshold with
+    every resample re-selecting it) starts on a helper thread once the view is refined; the
+    page then finds it, equal to computing it there."""
+    from types import SimpleNamespace
+
+    from dashboard import data
+    from metrics_core import decision
+    from tests.conftest import random_frames
+
+    q, c = random_frames(n_posts=60, seed=5)
+    loaded = load(q, c)
+    ev = Evaluator(loaded.dataset)
+    view = SimpleNamespace(evaluator=ev, show_bootstrap=True,
+                           config=EvalConfig(bootstrap=data.LIVE_RESAMPLES + 100, seed=2))
+    assert data.finder_resamples(view) == data.LIVE_RESAMPLES
+    data._warm_finder(view).join()
+    target = data.default_finder_target()
+    want = [r.to_dict() for r in decision.tune(loaded.dataset, [str(target)], by=None,
+                                               bootstrap=data.LIVE_RESAMPLES, seed=2)]
+    monkeypatch.setattr(decision, "tune", lambda *a, **k: pytest.fail("computed again"))
+    assert data.finder_results(ev, target, None, data.LIVE_RESAMPLES, 2) == want
+    assert str(target) == "screening_sensitivity>=0.995"

@@ -74,22 +74,20 @@ forms = [(metric, op) for metric, ops in decision.FINDERS.items() for op in ops]
 left, mid, right = st.columns([3, 2, 2])
 choice = left.selectbox("Target", forms, format_func=lambda f: f"{f[0]} {f[1]}",
                         key="finder_target")
-bound = mid.number_input("Value", value=0.995 if choice[1] == ">=" else 5.0, step=0.005,
-                         format="%.4f", key="finder_value")
+default = data.default_finder_target()
+bound = mid.number_input("Value", value=default.value if choice[1] == ">=" else 5.0,
+                         step=0.005, format="%.4f", key="finder_value")
 by_criterion = right.toggle("Per criterion", key="finder_by_criterion",
                             help="Find the threshold of each criterion on its own queries.")
 target = decision.Target(choice[0], choice[1], float(bound))
 ds = v.evaluator.ds
-n_boot = min(v.config.bootstrap, 2000) if v.show_bootstrap else 0
+n_boot = data.finder_resamples(v)
 
 
 by = "criterion" if by_criterion else None
 # Kept in the session's own evaluator (bounded memo), never in a cache shared by sessions.
 with st.spinner("Finding thresholds…"):
-    results = v.evaluator._memo(
-        ("tune", str(target), by, n_boot, v.config.seed),
-        lambda: [r.to_dict() for r in decision.tune(ds, [str(target)], by=by,
-                                                     bootstrap=n_boot, seed=v.config.seed)])
+    results = data.finder_results(v.evaluator, target, by, n_boot, v.config.seed)
 overall = results[0]
 found = pd.DataFrame([{
     "subset": r["subset"], "n": r["n"], target.parameter: r["value"],
