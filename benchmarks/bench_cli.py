@@ -8,12 +8,13 @@ both see the same machine load:
 
 1. ``import metrics_core`` and the command-line start (``metrics-core --help``): process wall
    time minus a bare ``python -c pass``, and ``python -X importtime``'s own figure;
-2. loading: ``metrics_core.loading.load`` (read + validate + build the Dataset, with the allocator
+2. loading: ``metrics_core.inputs.loading.load`` (read + validate + build the Dataset, with the
+allocator
    settings of the command line and the app server) against a bare
    ``pyarrow.parquet.read_table`` of the same two files (imports outside the timer on both
    sides, pandas and ``pyarrow.dataset`` included: ``read_table`` imports them on its first
-   call, ``metrics_core.loading`` imports pandas anyway); the read with its imports inside the
-   timer, as earlier versions of this script measured it, is reported beside it, and so is
+   call, ``metrics_core.inputs.loading`` imports pandas anyway); the read with its imports inside
+   the timer, as earlier versions of this script measured it, is reported beside it, and so is
    the least any loader does (:data:`FLOOR`: the same read, the columns as numpy, each
    candidate's query and the within-query sort, nothing checked or built), for scale; these
    three run ``--load-repeats`` times (15: the bare read alone varies from ~120 to ~500 ms
@@ -85,7 +86,7 @@ print(len(res))
 READ = r'''
 import json, sys, time
 import pandas  # read_table imports it on first use (pandas metadata): untimed, as for load
-import pyarrow.dataset  # and this (its reader); metrics_core.loading reads without it
+import pyarrow.dataset  # and this (its reader); metrics_core.inputs.loading reads without it
 import pyarrow.parquet as pq
 t = time.perf_counter()
 tables = [pq.read_table(path) for path in sys.argv[1:3]]
@@ -105,7 +106,7 @@ LOAD = r'''
 import json, sys, time
 from metrics_core.allocator import keep_freed_memory
 keep_freed_memory()  # as the command line and the app server run it
-from metrics_core import loading
+from metrics_core.inputs import loading
 t = time.perf_counter()
 loaded = loading.load(sys.argv[1], sys.argv[2])
 print(json.dumps({"seconds": time.perf_counter() - t, "n_queries": loaded.dataset.n_queries,
@@ -122,7 +123,7 @@ import json, sys, time
 from metrics_core.allocator import keep_freed_memory
 keep_freed_memory()
 import numpy as np, pandas, pyarrow.dataset, pyarrow.parquet as pq
-from metrics_core.ordering import grouped_order
+from metrics_core.data.ordering import grouped_order
 
 def codes(column):
     return np.concatenate([chunk.indices.to_numpy() for chunk in column.chunks])
@@ -146,9 +147,9 @@ EVALUATE = r'''
 import gc, json, resource, sys, time
 from metrics_core.allocator import keep_freed_memory
 keep_freed_memory()  # as the command line and the app server run it
-from metrics_core import loading
+from metrics_core.inputs import loading
 from metrics_core.config import EvalConfig
-from metrics_core.evaluator import Evaluator
+from metrics_core.evaluation.evaluator import Evaluator
 
 ds = loading.load(sys.argv[1], sys.argv[2]).dataset
 gc.collect()

@@ -3,7 +3,7 @@
 Writes N queries and 20 N candidates as Parquet parts partitioned by post (part ``i`` of each
 table holds the same posts), chunk by chunk, under a scratch folder (default
 ``/tmp/metrics_core_bench_dask``; never committed), then runs the Dask engine
-(``metrics_core.dask_engine.evaluate``, what ``metrics-core evaluate --engine dask`` runs) on
+(``metrics_core.engines.dask.evaluate``, what ``metrics-core evaluate --engine dask`` runs) on
 a local cluster and writes metrics_master.json. A thread samples the resident memory (RSS) of
 this process and all its children (the scheduler runs here; the workers and their nannies are
 children) every 0.2 s; the peak of the sum is reported.
@@ -167,8 +167,8 @@ def main(argv=None) -> int:
                         help="append the figures as one JSON line to this file")
     args = parser.parse_args(argv)
 
-    from metrics_core import dask_engine
     from metrics_core.config import EvalConfig
+    from metrics_core.engines import dask as dask_engine
 
     folder = args.scratch / f"n{args.queries}"
     if args.regenerate and folder.exists():

@@ -41,9 +41,9 @@ DEMO = (ROOT / "assets" / "demo_queries.parquet", ROOT / "assets" / "demo_candid
 
 LIVE = r'''
 import json, statistics, sys, time
-from metrics_core import loading
+from metrics_core.inputs import loading
 from metrics_core.config import EvalConfig
-from metrics_core.evaluator import Evaluator
+from metrics_core.evaluation.evaluator import Evaluator
 
 queries, candidates, moves_n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 ds = loading.load(queries, candidates).dataset

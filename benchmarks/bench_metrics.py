@@ -254,8 +254,8 @@ def task_classification(name: str, opts: dict) -> dict:
     import pandas as pd
     from sklearn import metrics as skm
 
-    from metrics_core import calibration
-    from metrics_core import classification as cls
+    from metrics_core.metrics import calibration
+    from metrics_core.metrics import classification as cls
 
     queries = pd.read_parquet(data_paths(name)["queries"])
     y = queries["has_evidence"].to_numpy(dtype=np.int8)
@@ -323,8 +323,8 @@ def _ours_positive_values(ds, values: dict) -> dict:
 
 def task_rank_ours(name: str, opts: dict) -> dict:
     """metrics_core: Dataset.from_frames + ranking_per_query (included) and the kernel alone."""
-    from metrics_core.dataset import Dataset
-    from metrics_core.ranking import ranking_per_query
+    from metrics_core.data.dataset import Dataset
+    from metrics_core.metrics.ranking import ranking_per_query
 
     queries, candidates = read_frames(name)
     repeats = opts["repeats"]
@@ -487,9 +487,9 @@ def task_rank_ranx(name: str, opts: dict) -> dict:
 def task_rank_naive(name: str, opts: dict) -> dict:
     """The seeds' per-query loop (naive_ranking_per_query) on the Dataset, checked against the
     vectorised kernel on the same data."""
-    from metrics_core._reference import naive_ranking_per_query
-    from metrics_core.dataset import Dataset
-    from metrics_core.ranking import ranking_per_query
+    from metrics_core.data.dataset import Dataset
+    from metrics_core.metrics._reference import naive_ranking_per_query
+    from metrics_core.metrics.ranking import ranking_per_query
 
     queries, candidates = read_frames(name)
     ds, t_build = measure(lambda: Dataset.from_frames(queries, candidates), repeats=1)
@@ -507,8 +507,8 @@ def task_dynamic_k(name: str, opts: dict) -> dict:
     """Dynamic-K extraction (§7) with the default gate: MassProfile + select_k +
     evidence_per_query against the seeds' per-query loops (naive_select_k,
     naive_evidence_per_query), on the same built Dataset."""
-    from metrics_core import _reference, dynamic_k, gate
-    from metrics_core.dataset import Dataset
+    from metrics_core.data.dataset import Dataset
+    from metrics_core.metrics import _reference, dynamic_k, gate
 
     queries, candidates = read_frames(name)
     ds = Dataset.from_frames(queries, candidates)
@@ -542,7 +542,7 @@ def task_evaluate(name: str, opts: dict) -> dict:
     import pyarrow.parquet as pq
 
     from metrics_core.config import EvalConfig
-    from metrics_core.dataset import Dataset
+    from metrics_core.data.dataset import Dataset
     from metrics_core.report import Evaluator
 
     paths = data_paths(name)
@@ -608,8 +608,8 @@ def task_bootstrap(name: str, opts: dict) -> dict:
     from scipy import stats
     from sklearn.metrics import roc_auc_score
 
-    from metrics_core.classification import prepare, roc_auc_weighted
-    from metrics_core.uncertainty import Bootstrap, percentile_ci
+    from metrics_core.metrics.classification import prepare, roc_auc_weighted
+    from metrics_core.metrics.uncertainty import Bootstrap, percentile_ci
 
     queries = pd.read_parquet(data_paths(name)["queries"])
     y = queries["has_evidence"].to_numpy(dtype=np.int8)

@@ -39,12 +39,12 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from metrics_core import loading as mio
 from metrics_core import triage as mtriage
-from metrics_core.classification import confusion_sweep
 from metrics_core.config import EvalConfig, Filters
 from metrics_core.demo import DEMO_LABEL, DEMO_PROBLEMS_LABEL, demo_paths
 from metrics_core.errors import InputError
+from metrics_core.inputs import loading as mio
+from metrics_core.metrics.classification import confusion_sweep
 from metrics_core.report import Evaluation, Evaluator
 from metrics_core.run import Run, open_run
 
@@ -622,8 +622,8 @@ def _warm_group_intervals(evaluator: Evaluator, config: EvalConfig) -> threading
     once the view's own intervals are refined, so that the page is computed before it is
     opened. The values are the evaluator's memo: a page that needs them sooner waits for the
     computation in flight instead of starting another."""
-    from metrics_core.inflight import in_background
-    from metrics_core.tables import group_intervals
+    from metrics_core.evaluation.inflight import in_background
+    from metrics_core.evaluation.tables import group_intervals
 
     live = config.replace(bootstrap=min(config.bootstrap, LIVE_RESAMPLES))
     # (the live resamples first: a few times faster, what the page shows until the rest)
@@ -639,7 +639,7 @@ def finder_resamples(v: View) -> int:
 
 def default_finder_target():
     """The finder's target as the Decision support page first shows it."""
-    from metrics_core import decision
+    from metrics_core.metrics import decision
 
     metric, ops = next(iter(decision.FINDERS.items()))
     op = next(iter(ops))
@@ -650,7 +650,7 @@ def finder_results(evaluator: Evaluator, target, by: str | None, n_boot: int,
                    seed: int) -> list[dict]:
     """The threshold finder's results (overall first, then per ``by`` group), kept in the
     evaluator's memo (a session's own for an upload, never shared between sessions)."""
-    from metrics_core import decision
+    from metrics_core.metrics import decision
 
     return evaluator._memo(
         ("tune", str(target), by, n_boot, seed),
@@ -662,7 +662,7 @@ def _warm_finder(v: View) -> threading.Thread:
     """The Decision support page's first finder result (its default target, every resample
     re-selecting the threshold: the page's one long computation) on a helper thread, so that
     the page is computed before it is opened."""
-    from metrics_core.inflight import in_background
+    from metrics_core.evaluation.inflight import in_background
 
     evaluator, n_boot, seed = v.evaluator, finder_resamples(v), v.config.seed
     return in_background(
@@ -676,7 +676,7 @@ def group_intervals(v: View, config: EvalConfig, metric: str) -> tuple[pd.DataFr
     resampled fewer times: about a fifth of the time), the configured number started on a
     helper thread (once per data set and settings), and ``refining`` true: the page shows
     the live intervals and draws again when the full ones are in."""
-    from metrics_core import tables
+    from metrics_core.evaluation import tables
 
     evaluator = v.source.evaluator()
     live = config.replace(bootstrap=min(config.bootstrap, LIVE_RESAMPLES))
@@ -690,7 +690,7 @@ def group_intervals(v: View, config: EvalConfig, metric: str) -> tuple[pd.DataFr
 def when_group_intervals_ready(v: View, config: EvalConfig) -> None:
     """Draw the page again once the per-criterion intervals of ``config`` are computed
     (a fragment that looks every second; nothing is sent to the browser meanwhile)."""
-    from metrics_core import tables
+    from metrics_core.evaluation import tables
 
     evaluator = v.source.evaluator()
 

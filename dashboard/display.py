@@ -19,7 +19,7 @@ from dashboard import export
 from dashboard.safe_text import escape_markdown, neutralise_frame_text
 from metrics_core import registry
 from metrics_core.errors import InputError
-from metrics_core.wording import (
+from metrics_core.report.wording import (
     KINDS,
     UNDEFINED,
     finite,
@@ -478,7 +478,7 @@ def targets_frame(targets: pd.DataFrame) -> pd.DataFrame:
 
 #: A target's verdict -> (badge colour, icon): met / not met on the whole 95% interval,
 #: undecided when the interval straddles the target, and the two cases without a judgement.
-VERDICTS = MappingProxyType({  # in the order of metrics_core.wording.VERDICT_ORDER
+VERDICTS = MappingProxyType({  # in the order of metrics_core.report.wording.VERDICT_ORDER
     "not met": ("red", ":material/cancel:"),
     "undecided": ("orange", ":material/help:"),
     "met": ("green", ":material/check_circle:"),
@@ -582,7 +582,7 @@ def gate_card(v, *, table_on_demand: bool = False) -> None:
     the card as a table (denominators and metric ids); ``table_on_demand``: the table is drawn
     only while its expander is open (the Gate page, whose slider redraws the card on every
     move)."""
-    from metrics_core.gate import per_thousand
+    from metrics_core.metrics.gate import per_thousand
 
     g = v.evaluation.gate
     c = v.config
@@ -652,7 +652,7 @@ def _per_1000_ci(g, name: str, scale: float = 1000) -> str:
 
 def tpr_frame(evaluation) -> pd.DataFrame:
     """TPR at the FPR targets, with the achieved FPR and the threshold (contract §4)."""
-    from metrics_core.sections import fmt_t
+    from metrics_core.evaluation.sections import fmt_t
 
     rows = []
     for t in evaluation.tpr_at_fpr:
@@ -764,7 +764,7 @@ def headline_tiles(v) -> None:
 
 def operating_points_frame(points: dict) -> pd.DataFrame:
     """The operating points drawn on ROC / PR: threshold, TPR, FPR, precision, counts."""
-    from metrics_core.uncertainty import wilson_interval
+    from metrics_core.metrics.uncertainty import wilson_interval
 
     def ci(k, n) -> str:
         if n <= 0:
@@ -785,7 +785,7 @@ def operating_points_frame(points: dict) -> pd.DataFrame:
 # ------------------------------------------------------------------------------ triage
 def triage_frame(m) -> pd.DataFrame:
     """Every seed 004 metric (class names substituted) with its Wilson interval."""
-    from metrics_core.gate import ABSTENTION_KEYS
+    from metrics_core.metrics.gate import ABSTENTION_KEYS
 
     rows = []
     for name in ABSTENTION_KEYS:

@@ -1,5 +1,10 @@
-"""Downloads of the dashboard: the CSV neutralisation of :mod:`metrics_core.export`."""
+"""Downloads of the dashboard: the CSV neutralisation of :mod:`metrics_core.report.export`."""
 
-from metrics_core.export import FORMULA_PREFIXES, csv_bytes, neutralise_cell, neutralise_frame
+from metrics_core.report.export import (
+    FORMULA_PREFIXES,
+    csv_bytes,
+    neutralise_cell,
+    neutralise_frame,
+)
 
 __all__ = ["FORMULA_PREFIXES", "csv_bytes", "neutralise_cell", "neutralise_frame"]

@@ -8,8 +8,8 @@ place instead, and only those whose bytes changed. Here the specification and th
 the curve, its band and its reference line depend on the evaluation only; the operating
 points, a data set of at most three rows, are all that a slider move sends and redraws.
 
-What is drawn is what :func:`metrics_core.figures.roc_figure` and
-:func:`metrics_core.figures.pr_figure` draw (the same thinned curve, band, reference line,
+What is drawn is what :func:`metrics_core.report.figures.roc_figure` and
+:func:`metrics_core.report.figures.pr_figure` draw (the same thinned curve, band, reference line,
 operating points, names and legend entries); those plotly figures remain the ones exported to files.
 """
 
@@ -21,8 +21,8 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from metrics_core.classification import PrCurve, RocCurve, simplify
-from metrics_core.figures import (
+from metrics_core.metrics.classification import PrCurve, RocCurve, simplify
+from metrics_core.report.figures import (
     MAX_CURVE_POINTS,
     POINT_COLOURS,
     POINT_SIZES,
@@ -130,7 +130,8 @@ def _spec(title: str, x_title: str, y_title: str, *, curve: pd.DataFrame, curve_
 def roc_chart(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
               auroc: float | None = None, max_points: int = MAX_CURVE_POINTS,
               band: pd.DataFrame | None = None) -> dict:
-    """The ROC chart of :func:`metrics_core.figures.roc_figure` as a Vega-Lite specification."""
+    """The ROC chart of :func:`metrics_core.report.figures.roc_figure` as a Vega-Lite
+    specification."""
     shown = simplify(roc, max_points=max_points)
     curve = pd.DataFrame({"x": shown.fpr, "y": shown.tpr,
                           "threshold": threshold_text(shown.thresholds)})
@@ -151,7 +152,7 @@ def roc_chart(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
 def pr_chart(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] = (),
              auprc: float | None = None, max_points: int = MAX_CURVE_POINTS,
              band: pd.DataFrame | None = None) -> dict:
-    """The precision-recall chart of :func:`metrics_core.figures.pr_figure` as a Vega-Lite
+    """The precision-recall chart of :func:`metrics_core.report.figures.pr_figure` as a Vega-Lite
     specification (precision drawn as steps: vertical, then horizontal)."""
     shown = simplify(pr, max_points=max_points)
     thresholds = np.r_[shown.thresholds, np.inf][: shown.recall.size]

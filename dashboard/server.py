@@ -39,7 +39,7 @@ def freeze_startup_objects() -> None:
     import plotly.graph_objects  # noqa: F401  (the charts' figures)
 
     from dashboard import access, data, display, sidebar, state, upload  # noqa: F401
-    from metrics_core import decision_record, figures  # noqa: F401
+    from metrics_core.report import decision_record, figures  # noqa: F401
 
     gc.collect()
     gc.freeze()

@@ -16,8 +16,8 @@ import streamlit as st
 from dashboard import data, display, state
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from dashboard.state import ALL, SETTINGS, Setting
-from metrics_core import decision_record as record
 from metrics_core.config import SECTIONS
+from metrics_core.report import decision_record as record
 
 __all__ = ["PAGE_CONTROLS", "build_view", "downloads_sidebar", "filters", "page_fragment",
            "setting_widget", "settings_sidebar"]

@@ -2,8 +2,8 @@
 
 Uploaded bytes live in ``st.session_state`` only (never on disk, in a log or in a cache shared
 between sessions). The columns of an upload are read once per upload from its header or schema
-(:func:`metrics_core.loading.sniff`) and kept with the upload's digest; whether the mapping form
-opens is decided by the error's code (:data:`metrics_core.errors.MAPPING_CODES`), never by its
+(:func:`metrics_core.inputs.loading.sniff`) and kept with the upload's digest; whether the mapping
+form opens is decided by the error's code (:data:`metrics_core.errors.MAPPING_CODES`), never by its
 wording. Every name from a file is shown escaped (:mod:`dashboard.safe_text`).
 """
 
@@ -16,9 +16,9 @@ import streamlit as st
 
 from dashboard import data, state
 from dashboard.safe_text import escape_markdown
-from metrics_core import loading as mio
-from metrics_core.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS
+from metrics_core.data.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS
 from metrics_core.errors import InputError
+from metrics_core.inputs import loading as mio
 
 __all__ = ["UPLOAD_TYPES", "data_sidebar", "mapping_step"]
 

@@ -19,10 +19,10 @@ from types import MappingProxyType
 #: Public name -> module that defines it. Imported on first use (PEP 562), so that
 #: ``import metrics_core`` stays fast and a tool that needs one module pays for that one.
 _EXPORTS = MappingProxyType({
-    "AuditReport": "audit", "VARIANTS": "config", "EvalConfig": "config",
-    "Dataset": "dataset", "InputError": "errors", "InputErrors": "errors",
-    "Loaded": "loading", "load": "loading", "read_table": "loading", "Check": "report",
-    "Evaluation": "report", "Evaluator": "report", "MetricRecord": "report",
+    "AuditReport": "inputs.audit", "VARIANTS": "config", "EvalConfig": "config",
+    "Dataset": "data.dataset", "InputError": "errors", "InputErrors": "errors",
+    "Loaded": "inputs.loading", "load": "inputs.loading", "read_table": "inputs.loading",
+    "Check": "report", "Evaluation": "report", "Evaluator": "report", "MetricRecord": "report",
     "evaluate": "report", "SettingsError": "errors", "coerce_field": "config",
     "read_settings": "config",
 })

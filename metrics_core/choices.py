@@ -1,10 +1,10 @@
 """The allowed values of every contract variant, kept free of numpy, pandas and pyarrow.
 
-The kernels (:mod:`~metrics_core.ranking`, :mod:`~metrics_core.calibration`,
-:mod:`~metrics_core.dynamic_k`, :mod:`~metrics_core.multilabel`) re-export their own tuples from
-here, and :mod:`metrics_core.config` builds :data:`~metrics_core.config.VARIANTS` from the same
-objects, so a kernel and the configuration cannot disagree, and reading the configuration (the
-command line's flags and ``--help``) does not import the data stack.
+The kernels (:mod:`~metrics_core.metrics.ranking`, :mod:`~metrics_core.metrics.calibration`,
+:mod:`~metrics_core.metrics.dynamic_k`, :mod:`~metrics_core.metrics.multilabel`) re-export their own
+tuples from here, and :mod:`metrics_core.config` builds :data:`~metrics_core.config.VARIANTS` from
+the same objects, so a kernel and the configuration cannot disagree, and reading the configuration
+(the command line's flags and ``--help``) does not import the data stack.
 """
 
 from __future__ import annotations

@@ -178,7 +178,8 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
                          help="evaluate this criterion only (repeat for several)")
 
 
-#: Input limits and their flags (metrics_core.limits.Limits, also metrics_core.loading.Limits).
+#: Input limits and their flags (metrics_core.inputs.limits.Limits, also
+#: metrics_core.inputs.loading.Limits).
 _LIMIT_FLAGS = (("max_decompressed_bytes", "--max-bytes", "bytes of content after decompression"),
                 ("max_rows", "--max-rows", "data rows of one file"),
                 ("max_columns", "--max-columns", "columns of one file"),
@@ -186,7 +187,7 @@ _LIMIT_FLAGS = (("max_decompressed_bytes", "--max-bytes", "bytes of content afte
 
 
 def _limit_flags(parser: argparse.ArgumentParser) -> None:
-    from metrics_core.limits import DEFAULT_LIMITS
+    from metrics_core.inputs.limits import DEFAULT_LIMITS
 
     group = parser.add_argument_group(
         "input limits", "a file over a limit is refused (exit 2) before memory is committed")
@@ -197,7 +198,7 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _limits(args):
-    from metrics_core.limits import Limits
+    from metrics_core.inputs.limits import Limits
 
     return Limits(**{name: getattr(args, name) for name, _, _ in _LIMIT_FLAGS})
 
@@ -516,14 +517,14 @@ def _mode_for(path: Path) -> int:
 
 
 def _csv_bytes(frame) -> bytes:
-    from metrics_core.export import csv_bytes
+    from metrics_core.report.export import csv_bytes
 
     return csv_bytes(frame)
 
 
 def _prefetch(args):
     """Start reading the Parquet inputs on a thread, before the data stack is imported."""
-    from metrics_core.parquet_input import Prefetch
+    from metrics_core.inputs.parquet import Prefetch
 
     return Prefetch((args.queries, args.candidates), _limits(args))
 
@@ -565,7 +566,7 @@ def _evaluate(args) -> int:
     # (--scheduler without --engine dask is refused below: nothing to read then)
     prefetch = _prefetch(args) if args.engine != "dask" and args.scheduler is None else None
     if args.engine == "dask":
-        from metrics_core import dask_engine
+        from metrics_core.engines import dask as dask_engine
 
         run = dask_engine.evaluate(args.queries, args.candidates, config,
                                    scheduler=args.scheduler, timeout=connect_timeout)
@@ -638,7 +639,7 @@ def _print_summary(evaluation, loaded, report, written: list[Path]) -> None:
 def _tune(args) -> int:
     import json
 
-    from metrics_core import decision
+    from metrics_core.metrics import decision
 
     targets = [decision.Target.parse(t) for t in args.target]
     bootstrap = _setting("bootstrap", args.bootstrap)
@@ -663,7 +664,7 @@ def _tune(args) -> int:
 def _print_tune(results, *, held_out: bool) -> None:
     """One line per result: the threshold (with its interval), the value it achieves (on the
     held-out rows when nested), a mark where that misses the target; then the count missed."""
-    from metrics_core import decision
+    from metrics_core.metrics import decision
 
     for r in results:
         where = f" -> {r.evaluated_on}" if r.evaluated_on else ""
@@ -691,7 +692,7 @@ def _compare(args) -> int:
     import json
 
     from metrics_core import compare
-    from metrics_core.records import clean, frame_records
+    from metrics_core.evaluation.records import clean, frame_records
 
     specs = []
     for text in args.run:
@@ -757,7 +758,7 @@ def _report(args) -> int:
                    ("--settings", args.settings), ("--notes", args.notes)], [("--out", out)])
     config = load_settings(args.settings) if args.settings else EvalConfig()
     notes = read_notes(args.notes) if args.notes else ""
-    from metrics_core import decision_record as record
+    from metrics_core.report import decision_record as record
 
     args.progress.stage("reading the inputs")
     run = _open_run(args)

@@ -8,9 +8,9 @@
   std over folds where folds exist, the best value per column marked.
 - :func:`compare`: each run against a reference: the paired difference with a paired bootstrap
   interval (the same resamples for both runs, by query or post, through the one bootstrap of
-  :mod:`metrics_core.uncertainty`), DeLong's test for AUROC, McNemar's test for the decisions
-  at τ and the gate's screen-in decision, a paired sign-flip randomisation test for the ranking
-  and evidence means, and Holm's correction across criteria (labelled).
+  :mod:`metrics_core.metrics.uncertainty`), DeLong's test for AUROC, McNemar's test for the
+  decisions at τ and the gate's screen-in decision, a paired sign-flip randomisation test for the
+  ranking and evidence means, and Holm's correction across criteria (labelled).
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from metrics_core import classification, gate, registry
+from metrics_core import registry
 from metrics_core.config import EvalConfig
 from metrics_core.errors import InputError
-from metrics_core.uncertainty import bootstrap_cis
+from metrics_core.metrics import classification, gate
+from metrics_core.metrics.uncertainty import bootstrap_cis
 
 __all__ = ["ABLATION_METRICS", "Run", "ablation_table", "check_names", "check_runs",
            "check_same_gold", "check_same_queries", "compare", "delong", "holm", "load_runs",
@@ -43,7 +44,7 @@ _DECISIONS = MappingProxyType({"sensitivity": ("threshold", 1), "specificity": (
 
 @dataclass(frozen=True)
 class Run:
-    """One system's predictions: a name and its :class:`~metrics_core.dataset.Dataset`, with
+    """One system's predictions: a name and its :class:`~metrics_core.data.dataset.Dataset`, with
     the fingerprints of its input files (:func:`metrics_core.run.fingerprint`) when loaded
     from files."""
 
@@ -187,7 +188,7 @@ def load_runs(specs, *, limits=None) -> list[Run]:
 def split_runs(frame: pd.DataFrame, candidates: pd.DataFrame | None = None, *,
                column: str = "run") -> list[Run]:
     """Runs from one long table (or queries + candidates tables) with a ``run`` column."""
-    from metrics_core import loading
+    from metrics_core.inputs import loading
 
     if column not in frame.columns:
         raise InputError("required column is missing", column=column, code="missing_column")

@@ -2,11 +2,11 @@
 
 :func:`open_run` is the sequence every front end starts with (the command line's ``evaluate``,
 ``report``, ``tune`` and ``compare``, the dashboard's demo and uploads): read, map and
-validate the inputs (:func:`metrics_core.loading.load`), audit the data set
-(:func:`metrics_core.audit.audit`), fingerprint the input files (:func:`fingerprint`: the
-``run.inputs`` of ``metrics_master.json``) and make the :class:`~metrics_core.evaluator.Evaluator`
-of the data set. The Dask engine, which loads on its workers, gathers a :class:`Loaded` itself
-and finishes the run with :func:`run_of`.
+validate the inputs (:func:`metrics_core.inputs.loading.load`), audit the data set
+(:func:`metrics_core.inputs.audit.audit`), fingerprint the input files (:func:`fingerprint`: the
+``run.inputs`` of ``metrics_master.json``) and make the
+:class:`~metrics_core.evaluation.evaluator.Evaluator` of the data set. The Dask engine, which loads
+on its workers, gathers a :class:`Loaded` itself and finishes the run with :func:`run_of`.
 
 >>> run = open_run(b"post_id,criterion,has_evidence,p_has_evidence\\n1,A,1,0.9\\n1,B,0,0.2\\n",
 ...                queries_name="q.csv")
@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from metrics_core.audit import AuditReport
-    from metrics_core.evaluator import Evaluator
-    from metrics_core.loading import Limits, Loaded
+    from metrics_core.evaluation.evaluator import Evaluator
+    from metrics_core.inputs.audit import AuditReport
+    from metrics_core.inputs.loading import Limits, Loaded
 
 __all__ = ["Run", "fingerprint", "open_run", "run_of"]
 
@@ -99,7 +99,7 @@ def open_run(queries, candidates=None, *, queries_name: str | None = None,
     ----------
     queries, candidates : path, bytes or pandas.DataFrame
         The inputs (``candidates`` optional: a long or queries-only table), as
-        :func:`metrics_core.loading.load` reads them. Bytes need their names; a frame has no
+        :func:`metrics_core.inputs.loading.load` reads them. Bytes need their names; a frame has no
         file, so no fingerprint.
     queries_name, candidates_name : str, optional
         The file names (default: the paths' names).
@@ -107,14 +107,14 @@ def open_run(queries, candidates=None, *, queries_name: str | None = None,
         Tables already read from ``queries`` / ``candidates`` (a Parquet prefetch, a frame
         read to detect its kind): loaded in place of the files, which are still fingerprinted.
     mapping, limits
-        As :func:`metrics_core.loading.load` takes them.
+        As :func:`metrics_core.inputs.loading.load` takes them.
     audit_failure : {"raise", "log"}
         See :data:`AUDIT_FAILURE`.
 
     The files are fingerprinted on a helper thread while they are loaded (hashing releases
     the GIL).
     """
-    from metrics_core import loading
+    from metrics_core.inputs import loading
 
     if audit_failure not in AUDIT_FAILURE:
         raise ValueError(f"audit_failure must be one of {AUDIT_FAILURE}, not {audit_failure!r}")
@@ -135,11 +135,11 @@ def open_run(queries, candidates=None, *, queries_name: str | None = None,
 def run_of(loaded: Loaded, *, inputs, evaluator: Callable | None = None,
            audit_failure: str = "raise") -> Run:
     """The :class:`Run` of inputs already loaded: audit, then ``evaluator(dataset, audit=,
-    inputs=)`` (default :class:`~metrics_core.evaluator.Evaluator`)."""
-    from metrics_core.audit import audit as audit_of
+    inputs=)`` (default :class:`~metrics_core.evaluation.evaluator.Evaluator`)."""
+    from metrics_core.inputs.audit import audit as audit_of
 
     if evaluator is None:
-        from metrics_core.evaluator import Evaluator as evaluator
+        from metrics_core.evaluation.evaluator import Evaluator as evaluator
     try:
         report = audit_of(loaded.dataset, loaded=loaded)
     except Exception as exc:

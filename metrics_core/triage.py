@@ -5,8 +5,8 @@ verdict that may abstain (``real`` / ``fake`` / ``uncertain``), and optionally a
 a trial id, timing columns (``*_seconds``) and tool usage columns (``tool_count``,
 ``*_tool_count``, ``tool_seconds_total``). :func:`load_triage` reads and validates it;
 :func:`triage_metrics` computes the seed 004 report. The classification metrics are
-:func:`metrics_core.gate.abstention_metrics`: the gate's abstention view and triage files are
-one implementation.
+:func:`metrics_core.metrics.gate.abstention_metrics`: the gate's abstention view and triage files
+are one implementation.
 
 Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 004" is
 ``docs/seeds/004-triage-abstention-metrics.txt``.
@@ -29,9 +29,9 @@ from metrics_core.choices import (  # column names tried when the config names n
     TRIAL_ALIASES,
 )
 from metrics_core.errors import InputError, InputErrors
-from metrics_core.gate import ABSTAIN, PREDICT_NEG, PREDICT_POS, AbstentionMetrics
-from metrics_core.gate import abstention_metrics as _abstention_metrics
-from metrics_core.records import clean
+from metrics_core.evaluation.records import clean
+from metrics_core.metrics.gate import ABSTAIN, PREDICT_NEG, PREDICT_POS, AbstentionMetrics
+from metrics_core.metrics.gate import abstention_metrics as _abstention_metrics
 
 __all__ = [
     "CONFIDENCE_ALIASES",
@@ -311,7 +311,7 @@ def load_triage(source, *, name: str | None = None,
     InputError
         A missing column or a value outside its rule, naming file, column, rule and rows.
     """
-    from metrics_core.loading import read_table
+    from metrics_core.inputs.loading import read_table
 
     config = config or TriageConfig()
     if name is None:
@@ -468,8 +468,8 @@ class TriageReport:
 def triage_metrics(data: TriageData) -> TriageReport:
     """Seed 004 report: abstention metrics, latency, tool usage, per-trial mean ± std.
 
-    The classification metrics are :func:`metrics_core.gate.abstention_metrics` over all rows;
-    with a trial column they are also computed per trial and summarised as mean ± std with
+    The classification metrics are :func:`metrics_core.metrics.gate.abstention_metrics` over all
+    rows; with a trial column they are also computed per trial and summarised as mean ± std with
     ddof = 1 (contract §9).
     """
     cfg = data.config

@@ -22,9 +22,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import display, export, state
-from metrics_core import loading as mio
 from metrics_core.config import EvalConfig
 from metrics_core.demo import DEMO_LABEL, demo_paths
+from metrics_core.inputs import loading as mio
 from metrics_core.triage import load_triage, triage_metrics
 from tests.conftest import random_frames
 
@@ -135,8 +135,8 @@ def test_every_page_renders_on_the_demo(page):
 
 
 def test_the_data_page_shows_the_audit_of_the_demo_with_data_problems():
-    from metrics_core.audit import audit
     from metrics_core.demo import DEMO_PROBLEMS_LABEL, planted_problems
+    from metrics_core.inputs.audit import audit
 
     at = open_app(page="data_source")
     assert_clean(at)
@@ -433,7 +433,7 @@ def test_a_long_jsonl_table_loads():
 
 
 def test_an_internal_failure_is_a_plain_message(monkeypatch):
-    from metrics_core import figures as charts
+    from metrics_core.report import figures as charts
 
     def broken(*args, **kwargs):
         raise RuntimeError("patient p123 said something private")

@@ -8,9 +8,9 @@ import io as _io
 import pytest
 
 from metrics_core import compare
-from metrics_core import loading as mio
 from metrics_core.config import EvalConfig
 from metrics_core.demo import make_runs
+from metrics_core.inputs import loading as mio
 from tests.test_app import assert_clean, open_app, table
 
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 import pytest
 
 from dashboard import state
-from metrics_core import decision
 from metrics_core.config import EvalConfig
+from metrics_core.metrics import decision
 from tests.test_app import assert_clean, open_app, table
 
 
 @pytest.fixture(scope="module")
 def demo():
-    from metrics_core import loading as mio
     from metrics_core.demo import demo_paths
+    from metrics_core.inputs import loading as mio
     from metrics_core.report import Evaluator
 
     paths = demo_paths()
@@ -137,7 +137,7 @@ def test_prevalence_table_reprojects_the_gate(demo):
     at.number_input(key="deployment_prevalence").set_value(0.02).run()
     assert_clean(at)
     shown = table(at, "prevalence_table")
-    from metrics_core.gate import states_to_prediction
+    from metrics_core.metrics.gate import states_to_prediction
 
     want = decision.reproject(demo.ds.y, states_to_prediction(
         demo.evaluate(EvalConfig(bootstrap=0)).states), 0.02)

@@ -21,7 +21,7 @@ import streamlit as st
 from dashboard import display
 from metrics_core import registry
 from metrics_core.config import EvalConfig
-from metrics_core.records import MetricRecord
+from metrics_core.evaluation.records import MetricRecord
 from tests.conftest import random_frames
 from tests.test_app import TIMEOUT, assert_clean, metric, open_app, table, texts, upload
 
@@ -208,8 +208,8 @@ def test_a_criterion_without_positives_is_undefined_not_half(one_class_criterion
 
 @pytest.fixture(scope="module")
 def demo_evaluator():
-    from metrics_core import loading as mio
     from metrics_core.demo import demo_paths
+    from metrics_core.inputs import loading as mio
     from metrics_core.report import Evaluator
 
     paths = demo_paths()

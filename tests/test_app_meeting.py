@@ -15,11 +15,11 @@ from types import SimpleNamespace
 import pytest
 
 from dashboard import display
-from metrics_core import loading as mio
 from metrics_core import registry
 from metrics_core.config import EvalConfig
 from metrics_core.demo import demo_paths
-from metrics_core.records import MetricRecord
+from metrics_core.evaluation.records import MetricRecord
+from metrics_core.inputs import loading as mio
 from metrics_core.report import Evaluator
 from metrics_core.targets import target_table
 from tests.test_app import TIMEOUT, assert_clean, metric, open_app, table
@@ -224,7 +224,7 @@ def test_no_page_cites_a_document(page):
 
 
 def test_the_audit_cites_no_document():
-    from metrics_core.audit import audit
+    from metrics_core.inputs.audit import audit
 
     paths = demo_paths()
     loaded = mio.load(paths.problems_queries, paths.problems_candidates)
@@ -285,7 +285,7 @@ def test_the_calibration_page_follows_the_slope_interval(demo_evaluator):
 
 
 def test_the_record_judges_the_targets_as_the_pages_do(demo_evaluator):
-    from metrics_core import decision_record as record
+    from metrics_core.report import decision_record as record
 
     evaluation = demo_evaluator.evaluate(EvalConfig(bootstrap=0))
     page = record.render_html(evaluation)
@@ -298,8 +298,8 @@ def test_the_record_judges_the_targets_as_the_pages_do(demo_evaluator):
 
 
 def test_the_overview_roc_draws_its_curve_in_the_band_colour():
-    from metrics_core import figures as charts
-    from metrics_core.classification import roc_points
+    from metrics_core.metrics.classification import roc_points
+    from metrics_core.report import figures as charts
 
     curve = roc_points([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
     fig = charts.roc_figure(curve, auroc=0.75)

@@ -135,7 +135,7 @@ def test_repeated_keys_and_huge_files_are_refused_in_words():
 @pytest.fixture
 def recorded(monkeypatch):
     """Every configuration the app hands the engine to evaluate."""
-    from metrics_core.evaluator import Evaluator
+    from metrics_core.evaluation.evaluator import Evaluator
 
     seen = []
     original = Evaluator.evaluate

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from dashboard import data, state
-from metrics_core import decision_record as record
 from metrics_core.config import EvalConfig
+from metrics_core.report import decision_record as record
 from tests.test_app import TIMEOUT, open_app
 
 EXAMPLES = int(os.environ.get("STATE_MODEL_EXAMPLES", "6"))

@@ -7,8 +7,8 @@ import pytest
 from dashboard import state
 from metrics_core.config import EvalConfig
 from metrics_core.demo import demo_paths
-from metrics_core.evaluator import Evaluator
-from metrics_core.loading import load
+from metrics_core.evaluation.evaluator import Evaluator
+from metrics_core.inputs.loading import load
 from tests.test_app import open_app, texts
 
 
@@ -116,7 +116,7 @@ def test_the_per_criterion_intervals_are_computed_ahead_once_the_view_is_refined
     """After the refinement the Per criterion page's intervals are started on a helper
     thread; the page then reads the same values a fresh evaluator computes."""
     from dashboard.data import _warm_group_intervals
-    from metrics_core import tables
+    from metrics_core.evaluation import tables
     from tests.conftest import random_frames
 
     q, c = random_frames(n_posts=60, seed=3)
@@ -140,7 +140,7 @@ def test_the_per_criterion_page_shows_live_intervals_until_the_full_ones_are_in(
     from types import SimpleNamespace
 
     from dashboard import data
-    from metrics_core import tables
+    from metrics_core.evaluation import tables
     from tests.conftest import random_frames
 
     q, c = random_frames(n_posts=60, seed=4)
@@ -172,7 +172,7 @@ def test_the_finders_first_result_is_computed_ahead(monkeypatch):
     from types import SimpleNamespace
 
     from dashboard import data
-    from metrics_core import decision
+    from metrics_core.metrics import decision
     from tests.conftest import random_frames
 
     q, c = random_frames(n_posts=60, seed=5)

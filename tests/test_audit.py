@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics_core.audit import CHECKS, AuditReport, Finding, audit
-from metrics_core.dataset import Dataset
-from metrics_core.loading import load
+from metrics_core.data.dataset import Dataset
+from metrics_core.inputs.audit import CHECKS, AuditReport, Finding, audit
+from metrics_core.inputs.loading import load
 from tests.conftest import random_frames
 
 

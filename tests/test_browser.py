@@ -25,9 +25,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from dashboard import display
-from metrics_core import loading as mio
 from metrics_core.config import EvalConfig
 from metrics_core.demo import DEMO_LABEL, demo_paths, make_synthetic
+from metrics_core.inputs import loading as mio
 from metrics_core.report import Evaluator
 from tests.app_server import running_app
 

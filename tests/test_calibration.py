@@ -1,4 +1,4 @@
-"""Tests of metrics_core.calibration (contract §5).
+"""Tests of metrics_core.metrics.calibration (contract §5).
 
 Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 000" is
 docs/seeds/000-metric-specification.txt; "seed 004" is
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss
 
-from metrics_core import calibration
-from metrics_core.calibration import (
+from metrics_core.metrics import calibration
+from metrics_core.metrics.calibration import (
     bin_edges,
     brier,
     brier_weighted,
@@ -30,7 +30,7 @@ from metrics_core.calibration import (
     reliability_bins,
     top_label,
 )
-from metrics_core.uncertainty import wilson_interval
+from metrics_core.metrics.uncertainty import wilson_interval
 
 
 def random_probs(seed: int, n: int = 500, decimals: int | None = None):
@@ -290,7 +290,7 @@ def test_smoothed_calibration_equals_a_statsmodels_glm_on_the_same_spline():
     import statsmodels.api as sm
     from sklearn.preprocessing import SplineTransformer
 
-    from metrics_core.calibration import smoothed_calibration
+    from metrics_core.metrics.calibration import smoothed_calibration
 
     rng = np.random.default_rng(3)
     p = rng.beta(1.2, 4.0, 4000)
@@ -315,7 +315,7 @@ def test_smoothed_calibration_equals_a_statsmodels_glm_on_the_same_spline():
 def test_spline_basis_equals_scikit_learns_spline_transformer(decimals):
     from sklearn.preprocessing import SplineTransformer
 
-    from metrics_core.calibration import bspline_basis, spline_knots
+    from metrics_core.metrics.calibration import bspline_basis, spline_knots
 
     p = np.random.default_rng(5).beta(1.2, 4.0, 3000)
     if decimals is not None:  # tied values: repeated quantile knots
@@ -329,7 +329,7 @@ def test_spline_basis_equals_scikit_learns_spline_transformer(decimals):
 
 
 def test_smoothed_calibration_converges_where_full_newton_steps_overshoot():
-    from metrics_core.calibration import smoothed_calibration
+    from metrics_core.metrics.calibration import smoothed_calibration
 
     p = np.linspace(0.01, 0.99, 200)  # sparse outcomes in the tails: full steps diverge
     y = np.random.default_rng(0).random(200) < p
@@ -354,7 +354,7 @@ def test_ece_bands_of_seed_004_judged_on_the_interval():
 def test_smoothed_calibration_never_fails_on_tied_or_degenerate_p(data):
     """Constant, coarse, extreme or mostly-tied p: an empty curve or a finite one with
     lo <= observed <= hi, never an error or a warning (the app shows whatever it returns)."""
-    from metrics_core.calibration import smoothed_calibration
+    from metrics_core.metrics.calibration import smoothed_calibration
 
     n = data.draw(st.integers(20, 300))
     pool = data.draw(st.lists(st.sampled_from([0.0, 1e-15, 0.01, 0.2, 0.5, 0.5, 0.7, 0.99, 1.0])
@@ -372,7 +372,7 @@ def test_smoothed_calibration_never_fails_on_tied_or_degenerate_p(data):
 def test_smoothed_calibration_leaves_out_a_tail_without_events():
     """No event below p = 0.3 (separation): the maximum-likelihood curve runs to 0 there; those
     grid points are left out instead of drawn with a zero-width band."""
-    from metrics_core.calibration import smoothed_calibration
+    from metrics_core.metrics.calibration import smoothed_calibration
 
     rng = np.random.default_rng(8)
     p = np.r_[rng.uniform(0.0, 0.3, 3000), rng.uniform(0.3, 1.0, 3000)]

@@ -1,4 +1,4 @@
-"""Chart builders (metrics_core/figures.py): the drawn values are the computed values.
+"""Chart builders (metrics_core/report/figures.py): the drawn values are the computed values.
 
 Each builder gets small inputs computed by metrics_core; the tests assert that the traces
 carry exactly those numbers (x / y arrays, marker positions at the operating points, box
@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from sklearn.metrics import precision_recall_curve, roc_curve
 
-from metrics_core import figures as charts
-from metrics_core.calibration import reliability_bins
-from metrics_core.classification import confusion_at, pr_points, roc_points
 from metrics_core.config import EvalConfig
-from metrics_core.dataset import Dataset
+from metrics_core.data.dataset import Dataset
+from metrics_core.metrics.calibration import reliability_bins
+from metrics_core.metrics.classification import confusion_at, pr_points, roc_points
 from metrics_core.report import Evaluator
+from metrics_core.report import figures as charts
 from tests.conftest import random_frames
 
 # Hand-made toy: 4 positives, 4 negatives, one tie across classes (p = 0.4).

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from metrics_core import classification
-from metrics_core import figures as charts
-from metrics_core.calibration import reliability_bins
-from metrics_core.decision import decision_curve
+from metrics_core.metrics import classification
+from metrics_core.metrics.calibration import reliability_bins
+from metrics_core.metrics.decision import decision_curve
+from metrics_core.report import figures as charts
 
 
 def _data(seed=0):
@@ -55,7 +55,7 @@ def test_forest_figure_draws_differences_and_intervals():
 
 
 def test_gate_flow_counts_are_the_gate_counts():
-    from metrics_core.gate import assign_states, gate_summary
+    from metrics_core.metrics.gate import assign_states, gate_summary
 
     y, p = _data(3)
     g = gate_summary(y, assign_states(p, tau_neg=0.2, tau_pos=0.6))
@@ -81,7 +81,7 @@ def test_roc_band_brackets_the_curve_and_is_drawn():
 def test_pr_band_equals_a_literal_loop_over_resamples_with_sklearn():
     from sklearn.metrics import precision_recall_curve
 
-    from metrics_core.uncertainty import Bootstrap
+    from metrics_core.metrics.uncertainty import Bootstrap
 
     y, p = _data(5)
     p = np.round(p, 2)  # ties

@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metrics_core import figures as charts
-from metrics_core.calibration import reliability_bins
-from metrics_core.classification import confusion_at, pr_points, roc_points
 from metrics_core.config import EvalConfig
-from metrics_core.dataset import Dataset
+from metrics_core.data.dataset import Dataset
+from metrics_core.metrics.calibration import reliability_bins
+from metrics_core.metrics.classification import confusion_at, pr_points, roc_points
 from metrics_core.report import Evaluator
+from metrics_core.report import figures as charts
 from tests.conftest import random_frames
 
 Y = np.array([1, 1, 1, 1, 0, 0, 0, 0])

@@ -1,4 +1,4 @@
-"""Tests of metrics_core.classification (contract §4, protocol all_queries).
+"""Tests of metrics_core.metrics.classification (contract §4, protocol all_queries).
 
 Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 000" is
 docs/seeds/000-metric-specification.txt.
@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as skm
 
-from metrics_core import classification
-from metrics_core.classification import (
+from metrics_core.metrics import classification
+from metrics_core.metrics.classification import (
     RATE_NAMES,
     Confusion,
     PrCurve,

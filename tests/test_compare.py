@@ -16,7 +16,7 @@ from statsmodels.stats.multitest import multipletests
 from metrics_core import compare
 from metrics_core.cli import main
 from metrics_core.config import EvalConfig
-from metrics_core.dataset import Dataset
+from metrics_core.data.dataset import Dataset
 from metrics_core.errors import InputError
 from metrics_core.report import Evaluator
 from tests.conftest import random_frames

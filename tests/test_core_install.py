@@ -43,7 +43,7 @@ def test_import_metrics_core_imports_no_app_package(tmp_path):
         import metrics_core
         for name in metrics_core.__all__:
             getattr(metrics_core, name)
-        import metrics_core.cli, metrics_core.run, metrics_core.evaluator
+        import metrics_core.cli, metrics_core.run, metrics_core.evaluation.evaluator
         print(sorted({m.split(".")[0] for m in sys.modules} & {"streamlit", "plotly"}))
     """, tmp_path)
     assert done.returncode == 0, done.stderr

@@ -10,9 +10,9 @@ import pytest
 
 from metrics_core.cli import main
 from metrics_core.config import EvalConfig, parse_criterion_gate
-from metrics_core.dataset import Dataset
-from metrics_core.evaluator import Evaluator
-from metrics_core.gate import assign_states, gate_summary
+from metrics_core.data.dataset import Dataset
+from metrics_core.evaluation.evaluator import Evaluator
+from metrics_core.metrics.gate import assign_states, gate_summary
 from tests.conftest import random_frames
 
 GATES = (("C1", 0.05, 0.8), ("C3", 0.3, 0.4))

@@ -2,11 +2,11 @@
 
 Every interval of a run comes from one count matrix drawn on a helper thread
 (:class:`DrawnCounts`), the score-ordered statistics from integer cumulative sums in the order
-of p (:mod:`metrics_core.curve_replicates`) and the means and bin sums from one product per
+of p (:mod:`metrics_core.metrics.curve_replicates`) and the means and bin sums from one product per
 batch. Each is held here to the plain computation on the same resamples: the weighted kernels
 per resample (``auroc_auprc_weighted``, ``roc_auc_weighted``, ``ece_weighted``,
 ``mce_weighted``, ``weighted_means``) and the per-resample curve loops of
-:mod:`metrics_core._reference`; equality is bit for bit (``array_equal``), ties, one-class
+:mod:`metrics_core.metrics._reference`; equality is bit for bit (``array_equal``), ties, one-class
 resamples, empty groups and the cluster bootstrap included.
 """
 
@@ -17,12 +17,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics_core import _reference, calibration, classification, decision, intervals
 from metrics_core.config import EvalConfig
-from metrics_core.curve_replicates import ScoreLayout, curve_replicates
-from metrics_core.dataset import Dataset
-from metrics_core.evaluator import Evaluator
-from metrics_core.uncertainty import Bootstrap, DrawnCounts, bootstrap_cis, weighted_means
+from metrics_core.data.dataset import Dataset
+from metrics_core.evaluation import intervals
+from metrics_core.evaluation.evaluator import Evaluator
+from metrics_core.metrics import _reference, calibration, classification, decision
+from metrics_core.metrics.curve_replicates import ScoreLayout, curve_replicates
+from metrics_core.metrics.uncertainty import Bootstrap, DrawnCounts, bootstrap_cis, weighted_means
 from tests.conftest import random_frames
 
 

@@ -14,12 +14,13 @@ import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
 
-from metrics_core import dask_engine, loading
-from metrics_core.audit import audit
 from metrics_core.cli import main
 from metrics_core.config import EvalConfig, Filters
+from metrics_core.engines import dask as dask_engine
 from metrics_core.errors import InputError
-from metrics_core.evaluator import Evaluator
+from metrics_core.evaluation.evaluator import Evaluator
+from metrics_core.inputs import loading
+from metrics_core.inputs.audit import audit
 from tests.conftest import random_frames
 
 N_PARTS = 3

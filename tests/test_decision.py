@@ -13,11 +13,11 @@ import statsmodels.api as sm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics_core import decision
-from metrics_core.calibration import LOGIT_EPS, logistic_calibration
 from metrics_core.cli import main
 from metrics_core.config import EvalConfig
-from metrics_core.dataset import Dataset
+from metrics_core.data.dataset import Dataset
+from metrics_core.metrics import decision
+from metrics_core.metrics.calibration import LOGIT_EPS, logistic_calibration
 from metrics_core.report import Evaluator
 from tests.conftest import random_frames
 
@@ -176,7 +176,7 @@ def test_tune_command_writes_results(tmp_path, capsys):
 
 
 def test_targets_are_met_only_when_the_whole_interval_clears_them():
-    from metrics_core.records import MetricRecord
+    from metrics_core.evaluation.records import MetricRecord
     from metrics_core.targets import target_table
 
     records = [MetricRecord("auroc", 0.9, "all_queries", 10, (0.86, 0.93)),
@@ -196,8 +196,8 @@ def test_targets_are_met_only_when_the_whole_interval_clears_them():
 def test_reproject_equals_reweighting_the_classes():
     """An independent implementation: weight positives π/π₀ and negatives (1−π)/(1−π₀), then
     recompute each ratio from the weighted counts; at π = π₀ the data's own values."""
-    from metrics_core.decision import reproject
-    from metrics_core.gate import gate_summary
+    from metrics_core.metrics.decision import reproject
+    from metrics_core.metrics.gate import gate_summary
 
     rng = np.random.default_rng(7)
     y = (rng.random(3000) < 0.12).astype(int)
@@ -233,7 +233,7 @@ def test_reproject_equals_reweighting_the_classes():
 
 
 def test_nested_summary_equals_a_hand_written_loop_over_folds():
-    from metrics_core.decision import find_threshold, nested_summary
+    from metrics_core.metrics.decision import find_threshold, nested_summary
     from tests.conftest import random_frames
 
     q, c = random_frames(n_posts=80, seed=12)
@@ -333,8 +333,8 @@ def test_per_criterion_tuning_on_the_demo_gives_gates_that_exist():
     """The issue: choosing τ_neg on TUNE for screening sensitivity ≥ 0.995 and τ_pos for alert
     precision ≥ 0.90 separately gave A.3 0.613 > 0.504 and A.9 0.690 > 0.454. One gate each:
     τ_neg comes down to τ_pos, said in the note; the held-out values that miss are marked."""
-    from metrics_core import loading as mio
     from metrics_core.demo import demo_paths
+    from metrics_core.inputs import loading as mio
 
     paths = demo_paths()
     ds = mio.load(paths.queries, paths.candidates).dataset

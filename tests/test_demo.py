@@ -407,10 +407,10 @@ def test_demo_label_and_paths():
 def test_plain_demo_is_a_plausible_screening_model_with_no_data_problems(clean):
     """The demo the app opens on: every check passes, the audit finds nothing, and the
     contract's default thresholds land near the seed 003 targets (most met)."""
-    from metrics_core.audit import audit
     from metrics_core.config import EvalConfig
-    from metrics_core.dataset import Dataset
-    from metrics_core.evaluator import Evaluator
+    from metrics_core.data.dataset import Dataset
+    from metrics_core.evaluation.evaluator import Evaluator
+    from metrics_core.inputs.audit import audit
 
     ds = Dataset.from_frames(*clean)
     report = audit(ds)

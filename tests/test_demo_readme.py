@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from metrics_core import loading as mio
-from metrics_core.audit import audit
 from metrics_core.config import EvalConfig
 from metrics_core.demo import CRITERIA, demo_paths
+from metrics_core.inputs import loading as mio
+from metrics_core.inputs.audit import audit
 from metrics_core.report import Evaluator
 
 README = demo_paths().readme

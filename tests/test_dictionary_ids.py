@@ -20,10 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics_core import loading as mio
-from metrics_core.dataset import take_text
+from metrics_core.data.dataset import take_text
 from metrics_core.errors import InputError
-from metrics_core.parquet_input import Prefetch
+from metrics_core.inputs import loading as mio
+from metrics_core.inputs.parquet import Prefetch
 from tests.conftest import random_frames
 from tests.test_io import assert_same
 

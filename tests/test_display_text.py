@@ -21,15 +21,15 @@ import pytest
 
 from dashboard import display
 from dashboard.safe_text import escape_markdown, neutralise_frame_text
-from metrics_core import decision_record as record
-from metrics_core import figures as charts
-from metrics_core import loading as mio
 from metrics_core.bidi import neutralise_bidi
 from metrics_core.config import EvalConfig
 from metrics_core.demo import CRITERIA, criterion_names, demo_paths
-from metrics_core.export import csv_bytes
-from metrics_core.figures import escape_plotly
+from metrics_core.inputs import loading as mio
 from metrics_core.report import Evaluator
+from metrics_core.report import decision_record as record
+from metrics_core.report import figures as charts
+from metrics_core.report.export import csv_bytes
+from metrics_core.report.figures import escape_plotly
 from tests.conftest import random_frames
 from tests.test_app import TIMEOUT, assert_clean, open_app, table
 

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metrics_core._reference import naive_evidence_per_query, naive_select_k
-from metrics_core.dataset import Dataset
-from metrics_core.dynamic_k import (
+from metrics_core.data.dataset import Dataset
+from metrics_core.metrics._reference import naive_evidence_per_query, naive_select_k
+from metrics_core.metrics.dynamic_k import (
     MassProfile,
     evidence_per_query,
     k_summary,
     select_k,
 )
-from metrics_core.gate import GateState
+from metrics_core.metrics.gate import GateState
 from tests.conftest import random_frames
 
 NEG, UNC, POS = int(GateState.NEG), int(GateState.UNCERTAIN), int(GateState.POS)

@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metrics_core import calibration, dynamic_k, outcomes
-from metrics_core.dataset import Dataset
+from metrics_core.data.dataset import Dataset
+from metrics_core.data.ordering import stable_argsort
 from metrics_core.demo import make_synthetic
-from metrics_core.ordering import stable_argsort
+from metrics_core.metrics import calibration, dynamic_k, outcomes
 
 
 def _plain_cumulative_mass(score, offsets, mass, temperature):
@@ -39,7 +39,7 @@ def _plain_cumulative_mass(score, offsets, mass, temperature):
 @pytest.mark.parametrize("seed", range(20))
 def test_cumulative_mass_matches_per_query_definition(seed, threads, monkeypatch):
     """One thread, or two from ``PARALLEL_SORT_ROWS`` candidates on (here: always)."""
-    from metrics_core import ordering
+    from metrics_core.data import ordering
 
     monkeypatch.setattr(ordering, "PARALLEL_SORT_ROWS", 0 if threads else 10 ** 12)
     rng = np.random.default_rng(seed)
@@ -67,7 +67,7 @@ def test_cumulative_mass_matches_per_query_definition(seed, threads, monkeypatch
 @pytest.mark.parametrize("seed", range(5))
 def test_cumulative_mass_is_the_same_on_two_threads_bitwise(seed, monkeypatch):
     """The two-thread split gives every query's values bit for bit as one thread does."""
-    from metrics_core import ordering
+    from metrics_core.data import ordering
 
     rng = np.random.default_rng(seed)
     n = rng.integers(0, 40, 3_000)
@@ -156,7 +156,7 @@ def test_audit_fast_paths_are_their_plain_definitions(seed):
     """The audit's post-disjointness codes are ``pandas.factorize(sort=True)``, and a positive
     query's all-tied test reads its first and last score when the Dataset is ranked by score
     (the maximum and minimum of every query's scores otherwise)."""
-    from metrics_core import audit
+    from metrics_core.inputs import audit
     from tests.conftest import random_frames
 
     rng = np.random.default_rng(seed)
@@ -197,7 +197,7 @@ def test_text_length_range_is_arrows_min_and_max_of_binary_length(seed, monkeypa
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from metrics_core import loading as mio
+    from metrics_core.inputs import loading as mio
 
     monkeypatch.setattr(mio, "_LENGTH_BLOCK", 7)  # several blocks on small arrays
     rng = np.random.default_rng(seed)
@@ -221,7 +221,7 @@ def test_ids_ordered_within_runs_is_the_per_query_definition(seed):
     """The loader's no-hash uniqueness test: ``sent_uid`` strictly increasing (or strictly
     decreasing) within every query, queries given by their first rows, whatever the ids do
     across a boundary between two queries."""
-    from metrics_core import loading as mio
+    from metrics_core.inputs import loading as mio
 
     rng = np.random.default_rng(seed)
     mode = ("increasing", "decreasing", "mixed", "repeat")[seed % 4]
@@ -257,8 +257,8 @@ def test_ids_ordered_within_runs_is_the_per_query_definition(seed):
 def test_threaded_id_order_loads_what_the_plain_check_loads(duplicate, monkeypatch, tmp_path):
     """The ids' order compared on a thread (from ``_THREADED_UID_ROWS`` candidates on): the
     same data set, and the same error for a sent_uid repeated within a query."""
-    from metrics_core import loading as mio
     from metrics_core.errors import InputError
+    from metrics_core.inputs import loading as mio
     from tests.conftest import random_frames
     from tests.test_io import assert_same
 
@@ -291,7 +291,7 @@ def test_threaded_id_order_loads_what_the_plain_check_loads(duplicate, monkeypat
 def test_grouped_order_is_lexsort_by_query_then_key(seed, threads, monkeypatch):
     """The within-query sort (one thread, or two from ``PARALLEL_SORT_ROWS`` rows on) is
     ``np.lexsort((key, query))``: stable ties, descending by negation, rows in any order."""
-    from metrics_core import ordering
+    from metrics_core.data import ordering
 
     monkeypatch.setattr(ordering, "PARALLEL_SORT_ROWS", 0 if threads else 10 ** 12)
     rng = np.random.default_rng(seed)
@@ -315,8 +315,8 @@ def test_column_check_fast_paths_load_what_the_general_checks_load(bad):
     column-long masks (``_Checker.number`` / ``binary``, ``scalars`` of a type that holds no
     record): the same data set, exclusions, warnings and errors as the same values in types
     that take the general checks (object scores and p, int64 gold)."""
-    from metrics_core import loading as mio
     from metrics_core.errors import InputError
+    from metrics_core.inputs import loading as mio
     from tests.test_io import assert_same
 
     q, c = make_synthetic(60, seed=4)

@@ -1,6 +1,6 @@
 """Fuzzing the loader and the CLI with mutated copies of small valid files (contract §2).
 
-Whatever the bytes, :func:`metrics_core.loading.load` either loads the data or raises
+Whatever the bytes, :func:`metrics_core.inputs.loading.load` either loads the data or raises
 :class:`~metrics_core.errors.InputError`, and ``metrics-core evaluate`` exits with status 0 or 2
 and prints no traceback. Mutations: truncation, byte flips, inserted and deleted bytes,
 delimiter changes, line-end and encoding changes (UTF-16, Latin-1, BOM), cell value changes
@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from metrics_core import cli
-from metrics_core import loading as mio
 from metrics_core.demo import make_synthetic
 from metrics_core.errors import InputError
+from metrics_core.inputs import loading as mio
 
 FUZZ = settings(max_examples=500, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,

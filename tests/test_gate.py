@@ -21,7 +21,7 @@ from sklearn.metrics import (
     recall_score,
 )
 
-from metrics_core.gate import (
+from metrics_core.metrics.gate import (
     AbstentionMetrics,
     GateState,
     abstention_metrics,
@@ -31,7 +31,7 @@ from metrics_core.gate import (
     per_thousand,
     states_to_prediction,
 )
-from metrics_core.uncertainty import wilson_interval
+from metrics_core.metrics.uncertainty import wilson_interval
 
 NEG, UNC, POS = int(GateState.NEG), int(GateState.UNCERTAIN), int(GateState.POS)
 

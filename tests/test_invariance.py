@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from metrics_core import registry
 from metrics_core.config import EvalConfig
-from metrics_core.dataset import Dataset
+from metrics_core.data.dataset import Dataset
 from metrics_core.report import Evaluator
 from tests.conftest import random_frames
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics_core.dataset import Dataset
+from metrics_core.data.dataset import Dataset
 from metrics_core.errors import InputError, InputErrors
-from metrics_core.loading import (
+from metrics_core.inputs.loading import (
     ALIASES,
     EXCLUSION_COLUMNS,
     REQUIRED,
@@ -100,7 +100,7 @@ def test_messages_show_the_offending_values_and_name_unknown_keys(tmp_path):
 
 
 def test_unreadable_files_end_without_a_dangling_colon(tmp_path):
-    from metrics_core.loading import _reason
+    from metrics_core.inputs.loading import _reason
 
     assert _reason("cannot read the file as PARQUET", ValueError("")) == (
         "cannot read the file as PARQUET")

@@ -1,4 +1,4 @@
-"""Parquet ids read as categoricals (metrics_core.loading): the same data set, exclusions,
+"""Parquet ids read as categoricals (metrics_core.inputs.loading): the same data set, exclusions,
 warnings and errors as reading them as strings.
 
 The loader reads ``post_id`` and ``criterion`` (and their aliases and mapped sources) of a
@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metrics_core import loading as mio
 from metrics_core.demo import make_synthetic
 from metrics_core.errors import InputError
+from metrics_core.inputs import loading as mio
 from tests.test_io import assert_same
 
 

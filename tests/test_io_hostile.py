@@ -1,7 +1,7 @@
 """Hostile and broken input files: limits, memory and clear errors (contract §2, "Bad input").
 
-Every case here failed before the loader had :class:`~metrics_core.loading.Limits` and the checks
-below: a traceback, a garbled message, a silently accepted value or gigabytes of memory.
+Every case here failed before the loader had :class:`~metrics_core.inputs.loading.Limits` and the
+checks below: a traceback, a garbled message, a silently accepted value or gigabytes of memory.
 """
 
 from __future__ import annotations
@@ -17,9 +17,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from metrics_core import cli
-from metrics_core import loading as mio
 from metrics_core.errors import InputError
-from metrics_core.multilabel import PostLabels, decision_labels, multilabel_metrics, post_matrix
+from metrics_core.inputs import loading as mio
+from metrics_core.metrics.multilabel import (
+    PostLabels,
+    decision_labels,
+    multilabel_metrics,
+    post_matrix,
+)
 
 HEADER = "post_id,criterion,has_evidence,p_has_evidence,sent_uid,score,is_gold,fold"
 ROWS = ["p1,A,1,0.7,s1,0.5,1,0", "p1,A,1,0.7,s2,0.1,0,0", "p2,A,0,0.2,s1,0.3,0,1"]

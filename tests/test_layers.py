@@ -30,17 +30,17 @@ def test_the_contracts_hold():
 
 
 @pytest.mark.parametrize(("module", "line", "broken"), [
-    ("metrics_core/classification.py", "from metrics_core import loading",
+    ("metrics_core/metrics/classification.py", "from metrics_core.inputs import loading",
      "The kernels compute: they load, evaluate and draw nothing"),
-    ("metrics_core/loading.py", "import dashboard.state",
+    ("metrics_core/inputs/loading.py", "import dashboard.state",
      "The library never imports the app or Streamlit"),
-    ("metrics_core/figures.py", "import streamlit",
+    ("metrics_core/report/figures.py", "import streamlit",
      "The library never imports the app or Streamlit"),
-    ("metrics_core/tables.py", "import plotly",
+    ("metrics_core/evaluation/tables.py", "import plotly",
      "Only the figures and the decision record draw (plotly)"),
-    ("metrics_core/evaluator.py", "from metrics_core import run",
+    ("metrics_core/evaluation/evaluator.py", "from metrics_core import run",
      "Evaluation reads no file: it takes a loaded data set"),
-    ("metrics_core/registry.py", "from metrics_core import evaluator",
+    ("metrics_core/registry.py", "from metrics_core.evaluation import evaluator",
      "The library's layers"),
     ("dashboard/data.py", "from dashboard.app_pages import overview",
      "The app's layers: entry, pages, then the services pages use"),

@@ -1,8 +1,8 @@
 """The Gate page's live ROC / PR charts (dashboard/live_charts.py).
 
-They draw what the exported plotly figures (metrics_core/figures.py) draw: the same curve points,
-band, reference line, operating points and legend names. And a move of the thresholds changes
-their operating points only: the specification and every other data set stay byte for byte
+They draw what the exported plotly figures (metrics_core/report/figures.py) draw: the same curve
+points, band, reference line, operating points and legend names. And a move of the thresholds
+changes their operating points only: the specification and every other data set stay byte for byte
 the same, which is what lets the browser update the points in place.
 """
 
@@ -15,8 +15,8 @@ import pandas as pd
 from sklearn.metrics import precision_recall_curve, roc_curve
 
 from dashboard import live_charts
-from metrics_core import figures as charts
-from metrics_core.classification import confusion_at, pr_points, roc_points
+from metrics_core.metrics.classification import confusion_at, pr_points, roc_points
+from metrics_core.report import figures as charts
 
 # The toy of tests/test_charts.py: 4 positives, 4 negatives, one tie across classes (p = 0.4).
 Y = np.array([1, 1, 1, 1, 0, 0, 0, 0])

@@ -1,6 +1,6 @@
 """No module of the project shares its name with a standard-library module: ``from
 metrics_core import io`` in a notebook used to hide the standard ``io`` (the loader is
-``metrics_core.loading``; the RAG data model, the seed's ``types``, is
+``metrics_core.inputs.loading``; the RAG data model, the seed's ``types``, is
 ``metrics_core.rag.data_model``)."""
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ def test_no_module_shares_a_standard_library_name():
 
 def test_the_check_sees_the_modules():
     names = {".".join(parts) for parts in project_modules()}
-    assert {"metrics_core.loading", "metrics_core.rag.data_model", "metrics_core.rag",
+    assert {"metrics_core.inputs.loading", "metrics_core.rag.data_model", "metrics_core.rag",
             "dashboard.app"} <= names
     assert "io" in sys.stdlib_module_names and "types" in sys.stdlib_module_names
 
 
 def test_the_public_loader_is_importable_under_its_names():
     import metrics_core
-    from metrics_core import loading
+    from metrics_core.inputs import loading
 
     assert metrics_core.load is loading.load and metrics_core.read_table is loading.read_table
     assert not (ROOT / "metrics_core" / "io.py").exists()

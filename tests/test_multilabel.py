@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, f1_score, hamming_loss
 
-from metrics_core.dataset import Dataset
-from metrics_core.gate import GateState, assign_states
-from metrics_core.multilabel import decision_labels, multilabel_metrics, post_matrix
+from metrics_core.data.dataset import Dataset
+from metrics_core.metrics.gate import GateState, assign_states
+from metrics_core.metrics.multilabel import decision_labels, multilabel_metrics, post_matrix
 
 NEG, UNC, POS = int(GateState.NEG), int(GateState.UNCERTAIN), int(GateState.POS)
 
@@ -148,7 +148,7 @@ def test_post_matrix_and_decision_rules():
 
 
 def test_weighted_statistic_equals_repeating_posts():
-    from metrics_core.multilabel import MULTILABEL_NAMES, multilabel_weighted
+    from metrics_core.metrics.multilabel import MULTILABEL_NAMES, multilabel_weighted
 
     rng = np.random.default_rng(2)
     gold, pred = rng.integers(0, 2, (40, 5)), rng.integers(0, 2, (40, 5))
@@ -170,8 +170,8 @@ def test_multilabel_intervals_are_reused_only_for_the_same_post_decisions(rule):
 
     from metrics_core.config import EvalConfig
     from metrics_core.demo import make_synthetic
-    from metrics_core.evaluator import Evaluator
-    from metrics_core.loading import load
+    from metrics_core.evaluation.evaluator import Evaluator
+    from metrics_core.inputs.loading import load
 
     queries, candidates = make_synthetic(120, seed=3)
     ds = load(queries, candidates).dataset

@@ -19,7 +19,7 @@ from sklearn.metrics import roc_curve
 
 from metrics_core import registry
 from metrics_core.config import EvalConfig
-from metrics_core.dataset import Dataset
+from metrics_core.data.dataset import Dataset
 from metrics_core.report import Evaluator
 from tests.conftest import random_frames
 
@@ -131,7 +131,7 @@ def test_a_one_class_criterion_has_empty_cells_and_undefined_records(label):
     """Per criterion (the table and the records of a run filtered to it): the one-class
     criterion's cells are empty where the metric needs the absent class; the others keep
     their values."""
-    from metrics_core.tables import group_intervals
+    from metrics_core.evaluation.tables import group_intervals
 
     absent = ABSENT[label]
     ds = _one_class(label, only="C3")

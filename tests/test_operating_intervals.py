@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metrics_core import intervals
 from metrics_core.config import EvalConfig
-from metrics_core.dataset import Dataset
-from metrics_core.evaluator import Evaluator
-from metrics_core.uncertainty import Bootstrap, bootstrap_sums
+from metrics_core.data.dataset import Dataset
+from metrics_core.evaluation import intervals
+from metrics_core.evaluation.evaluator import Evaluator
+from metrics_core.metrics.uncertainty import Bootstrap, bootstrap_sums
 from tests.conftest import random_frames
 
 

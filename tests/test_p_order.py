@@ -12,10 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics_core import calibration, classification, decision, tables
 from metrics_core.config import EvalConfig
-from metrics_core.dataset import Dataset
-from metrics_core.evaluator import Evaluator
+from metrics_core.data.dataset import Dataset
+from metrics_core.evaluation import tables
+from metrics_core.evaluation.evaluator import Evaluator
+from metrics_core.metrics import calibration, classification, decision
 from tests.conftest import random_frames
 
 

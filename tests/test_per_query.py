@@ -11,9 +11,9 @@ import pytest
 
 from metrics_core.cli import main
 from metrics_core.config import EvalConfig
-from metrics_core.dataset import Dataset
-from metrics_core.export import csv_bytes
+from metrics_core.data.dataset import Dataset
 from metrics_core.report import Evaluator
+from metrics_core.report.export import csv_bytes
 from tests.conftest import random_frames
 
 COLUMNS = ["post_id", "criterion", "has_evidence", "p_has_evidence", "n_candidates", "n_gold",

@@ -1,4 +1,4 @@
-"""Parquet inputs read on a thread while the command line imports (metrics_core.parquet_input).
+"""Parquet inputs read on a thread while the command line imports (metrics_core.inputs.parquet).
 
 The prefetch is a speed-up only: a loaded data set, its exclusions, warnings and every error
 message must be what reading the paths gives, and whatever the prefetch cannot read (a broken
@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 
 from metrics_core import cli
-from metrics_core import loading as mio
 from metrics_core.errors import InputError
-from metrics_core.limits import DEFAULT_LIMITS, Limits
-from metrics_core.parquet_input import Prefetch
+from metrics_core.inputs import loading as mio
+from metrics_core.inputs.limits import DEFAULT_LIMITS, Limits
+from metrics_core.inputs.parquet import Prefetch
 from tests.conftest import random_frames
 from tests.test_io import assert_same
 

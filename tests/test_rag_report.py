@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from metrics_core.metrics.uncertainty import bootstrap_cis, weighted_mean
 from metrics_core.rag import loader, report, suite
 from metrics_core.rag.data_model import SystemOutputs
 from metrics_core.rag.demo import demo_rag_path
 from metrics_core.rag.generation_overlap import TokenF1
 from metrics_core.rag.retrieval_basic import RecallAtK
-from metrics_core.uncertainty import bootstrap_cis, weighted_mean
 from tests.rag_helpers import sample, split
 
 

@@ -103,7 +103,7 @@ def test_bad_k_is_an_error():
 
 
 def test_suite_runs_the_kernel_once_for_all_cut_offs(monkeypatch):
-    import metrics_core.ranking as ranking
+    import metrics_core.metrics.ranking as ranking
 
     calls = []
     real = ranking.ranking_per_query

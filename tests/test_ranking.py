@@ -1,4 +1,4 @@
-"""Tests for metrics_core.ranking (contract §3).
+"""Tests for metrics_core.metrics.ranking (contract §3).
 
 Hand-worked examples, agreement with trec_eval (pytrec_eval) and with the seeds' per-query loop on
 random data with ties, and hypothesis properties (bounds, perfect ranking, permutation
@@ -20,9 +20,9 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics_core._reference import naive_ranking_per_query
-from metrics_core.dataset import Dataset
-from metrics_core.ranking import (
+from metrics_core.data.dataset import Dataset
+from metrics_core.metrics._reference import naive_ranking_per_query
+from metrics_core.metrics.ranking import (
     DEFAULT_KS,
     GAINS,
     MAP_DENOMINATORS,

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from metrics_core import decision_record as record
-from metrics_core import loading as mio
 from metrics_core.cli import main
 from metrics_core.config import EvalConfig
 from metrics_core.demo import demo_paths
+from metrics_core.inputs import loading as mio
 from metrics_core.report import Evaluator
+from metrics_core.report import decision_record as record
 from tests.test_app import assert_clean, open_app
 
 CHROMIUM = Path("/usr/bin/chromium")

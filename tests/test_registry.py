@@ -9,7 +9,7 @@ import pytest
 
 from metrics_core import registry
 from metrics_core.config import EvalConfig
-from metrics_core.dataset import Dataset
+from metrics_core.data.dataset import Dataset
 from metrics_core.report import Evaluator
 from tests.conftest import random_frames
 
@@ -57,7 +57,7 @@ def test_headline_order_follows_the_registry(evaluation):
 def test_the_range_check_fails_on_a_value_outside_its_bounds(evaluation):
     from dataclasses import replace
 
-    from metrics_core.checks import range_check
+    from metrics_core.evaluation.checks import range_check
 
     assert range_check(evaluation.records).passed is True
     broken = [replace(r, value=1.5) if r.name == "alert_precision" else r

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, brier_score_loss, roc_auc_score
 
-from metrics_core._reference import naive_ranking_per_query
 from metrics_core.config import EvalConfig
-from metrics_core.dataset import Dataset
-from metrics_core.gate import assign_states, gate_summary
+from metrics_core.data.dataset import Dataset
+from metrics_core.metrics._reference import naive_ranking_per_query
+from metrics_core.metrics.gate import assign_states, gate_summary
 from metrics_core.report import Evaluator, evaluate
 from tests.conftest import random_frames
 
@@ -161,7 +161,7 @@ def test_bootstrap_is_seeded_and_unit_selectable(dataset):
 
 
 def test_mean_ci_equals_a_literal_resampling_loop(dataset):
-    from metrics_core.uncertainty import Bootstrap
+    from metrics_core.metrics.uncertainty import Bootstrap
 
     cfg = EvalConfig(bootstrap=250, seed=11)
     ev = Evaluator(dataset).evaluate(cfg)
@@ -231,8 +231,8 @@ def test_operating_point_cis_equal_a_literal_resampling_loop(dataset):
     each class, and K's median / P90 / workload per 1,000 (numpy on each resample)."""
     from sklearn.metrics import balanced_accuracy_score, f1_score, matthews_corrcoef
 
-    from metrics_core.gate import states_to_prediction
-    from metrics_core.uncertainty import Bootstrap
+    from metrics_core.metrics.gate import states_to_prediction
+    from metrics_core.metrics.uncertainty import Bootstrap
 
     cfg = EvalConfig(bootstrap=120, seed=5, threshold=0.4)
     run = Evaluator(dataset).evaluate(cfg)
@@ -261,9 +261,9 @@ def test_operating_point_cis_equal_a_literal_resampling_loop(dataset):
 
 
 def test_multilabel_cis_resample_posts(dataset):
-    from metrics_core.multilabel import MULTILABEL_NAMES, multilabel_metrics
-    from metrics_core.sections import multilabel_values
-    from metrics_core.uncertainty import Bootstrap
+    from metrics_core.evaluation.sections import multilabel_values
+    from metrics_core.metrics.multilabel import MULTILABEL_NAMES, multilabel_metrics
+    from metrics_core.metrics.uncertainty import Bootstrap
 
     cfg = EvalConfig(bootstrap=80, seed=3)
     ev = Evaluator(dataset)

@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 from sklearn.metrics import recall_score, roc_auc_score
 
-from metrics_core import evaluator as evaluator_mod
 from metrics_core import registry
-from metrics_core.checks import consistency_checks
 from metrics_core.cli import main
 from metrics_core.config import EvalConfig, Filters
-from metrics_core.dataset import Dataset
+from metrics_core.data.dataset import Dataset
+from metrics_core.evaluation import evaluator as evaluator_mod
+from metrics_core.evaluation.checks import consistency_checks
 from metrics_core.report import Evaluator
 from tests.conftest import random_frames
 
@@ -179,7 +179,7 @@ def test_recall_check_fails_when_the_two_code_paths_disagree(dataset):
 def test_specificity_identity_is_checked(evaluation):
     check = next(c for c in evaluation.checks if c.name == "specificity = TN / (TN + FP)")
     assert check.passed is True
-    from metrics_core.checks import confusion_checks
+    from metrics_core.evaluation.checks import confusion_checks
 
     values = {r.name: r.value for r in evaluation.records}
     values["specificity"] += 0.01
@@ -323,9 +323,9 @@ def test_the_app_listens_on_this_machine_only():
 
 def test_group_intervals_equal_the_per_criterion_table_and_filtered_runs():
     from metrics_core.config import EvalConfig, Filters
-    from metrics_core.dataset import Dataset
-    from metrics_core.evaluator import Evaluator
-    from metrics_core.tables import group_intervals
+    from metrics_core.data.dataset import Dataset
+    from metrics_core.evaluation.evaluator import Evaluator
+    from metrics_core.evaluation.tables import group_intervals
     from tests.conftest import random_frames
 
     q, c = random_frames(n_posts=50, seed=9)
@@ -368,7 +368,7 @@ def test_prefetched_evaluation_is_the_same_document(dataset, monkeypatch):
     """The K-independent parts computed on a helper thread give the same document, byte for
     byte, as computing everything on the caller's thread (the creation time aside: the
     clock ticks between the two runs, as it does on a loaded machine)."""
-    from metrics_core import assemble
+    from metrics_core.evaluation import assemble
 
     monkeypatch.setattr(assemble, "datetime", _TickingClock)
     cfg = EvalConfig(bootstrap=0, filters=Filters(criteria=["C1", "C2"]))

@@ -10,9 +10,10 @@ import logging
 
 import pytest
 
-from metrics_core import loading, run
+from metrics_core import run
 from metrics_core.cli import main
 from metrics_core.demo import demo_paths
+from metrics_core.inputs import loading
 from tests.conftest import random_frames
 
 
@@ -80,7 +81,7 @@ def test_a_failed_audit_is_raised_or_logged(files, monkeypatch, caplog):
     def broken(*args, **kwargs):
         raise RuntimeError("audit bug")
 
-    monkeypatch.setattr("metrics_core.audit.audit", broken)
+    monkeypatch.setattr("metrics_core.inputs.audit.audit", broken)
     with pytest.raises(RuntimeError, match="audit bug"):
         run.open_run(q, c)
     with caplog.at_level(logging.WARNING, logger="metrics_core"):

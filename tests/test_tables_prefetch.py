@@ -11,8 +11,8 @@ import pytest
 
 from metrics_core import cli
 from metrics_core.config import EvalConfig
-from metrics_core.dataset import Dataset
-from metrics_core.evaluator import Evaluator
+from metrics_core.data.dataset import Dataset
+from metrics_core.evaluation.evaluator import Evaluator
 from tests.conftest import random_frames
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import precision_score, recall_score
 
-from metrics_core import loading as mio
 from metrics_core.cli import main
 from metrics_core.config import EvalConfig
 from metrics_core.demo import demo_paths
+from metrics_core.inputs import loading as mio
 from metrics_core.report import Evaluator
 from metrics_core.targets import canonical_targets, parse_target
 
@@ -57,7 +57,7 @@ def test_the_targets_n_is_each_metrics_denominator(demo):
 def test_every_proportion_record_has_its_denominator_as_n(demo):
     """A record with a Wilson interval is k / n with its own n: recomputing the interval from
     (round(value × n), n) gives the interval reported."""
-    from metrics_core.uncertainty import wilson_interval
+    from metrics_core.metrics.uncertainty import wilson_interval
 
     _, run = demo
     checked = 0
@@ -73,7 +73,7 @@ def test_every_proportion_record_has_its_denominator_as_n(demo):
 
 
 def test_record_and_app_show_the_same_n(demo):
-    from metrics_core import decision_record as record
+    from metrics_core.report import decision_record as record
 
     _, run = demo
     page = record.render_html(run)

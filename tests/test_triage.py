@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from metrics_core.errors import InputError, InputErrors
-from metrics_core.gate import abstention_metrics
+from metrics_core.metrics.gate import abstention_metrics
 from metrics_core.triage import (
     TriageConfig,
     detect_triage,

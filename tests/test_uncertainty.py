@@ -1,4 +1,5 @@
-"""Tests of metrics_core.uncertainty: Wilson intervals and the seeded bootstrap (contract §9)."""
+"""Tests of metrics_core.metrics.uncertainty: Wilson intervals and the seeded bootstrap (contract
+§9)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from metrics_core import uncertainty
-from metrics_core.uncertainty import (
+from metrics_core.metrics import uncertainty
+from metrics_core.metrics.uncertainty import (
     CI,
     Bootstrap,
     bootstrap_ci,
@@ -274,7 +275,7 @@ def test_bootstrap_ci_of_mean_lies_within_data_range(values, seed):
 
 
 def test_weighted_int_quantiles_equal_numpy_on_repeated_rows():
-    from metrics_core.uncertainty import weighted_int_quantiles
+    from metrics_core.metrics.uncertainty import weighted_int_quantiles
 
     rng = np.random.default_rng(1)
     values = rng.integers(0, 11, 300)

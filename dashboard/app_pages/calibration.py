@@ -3,8 +3,8 @@
 import streamlit as st
 
 from dashboard import data, display
-from metrics_core import figures as charts
 from metrics_core.config import VARIANT_LABELS
+from metrics_core.report import figures as charts
 from metrics_core.targets import ece_band
 
 v = data.view()

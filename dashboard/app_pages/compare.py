@@ -9,14 +9,14 @@ import streamlit as st
 from dashboard import data, display, state, upload
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core import compare
-from metrics_core import figures as charts
-from metrics_core import loading as mio
 from metrics_core.config import Filters
-from metrics_core.decision import decision_curve
 from metrics_core.demo import make_runs
 from metrics_core.errors import InputError
-from metrics_core.figures import escape_plotly
+from metrics_core.inputs import loading as mio
+from metrics_core.metrics.decision import decision_curve
 from metrics_core.report import Evaluator
+from metrics_core.report import figures as charts
+from metrics_core.report.figures import escape_plotly
 from metrics_core.run import open_run
 
 st.title("Compare runs")

@@ -8,9 +8,10 @@ import streamlit as st
 
 from dashboard import data, display, state
 from dashboard.safe_text import escape_markdown
-from metrics_core import decision, registry
-from metrics_core import decision_record as record
-from metrics_core import figures as charts
+from metrics_core import registry
+from metrics_core.metrics import decision
+from metrics_core.report import decision_record as record
+from metrics_core.report import figures as charts
 
 #: Plain labels of the re-projected quantities that are no metric of the registry.
 PLAIN = {"auto_cleared_npv": "NPV of the auto-cleared (NEG)",
@@ -186,7 +187,7 @@ prevalence = st.number_input("Prevalence where the tool will be used", 0.001, 0.
                              value=round(min(max(data_prevalence, 0.001), 0.999), 3),
                              step=0.005, format="%.3f", key="deployment_prevalence")
 try:
-    from metrics_core.gate import states_to_prediction
+    from metrics_core.metrics.gate import states_to_prediction
 
     projected = decision.reproject(ds.y, states_to_prediction(ev.states), prevalence)
 except ValueError as exc:

@@ -7,7 +7,7 @@ on γ): a move reruns the fragment only, not the sidebar.
 import streamlit as st
 
 from dashboard import data, display, sidebar
-from metrics_core import figures as charts
+from metrics_core.report import figures as charts
 
 #: The settings this page draws itself (dashboard.sidebar.PAGE_CONTROLS).
 CONTROLS = sidebar.PAGE_CONTROLS["dynamic-k"]

@@ -4,8 +4,8 @@ pooled value and its 95% interval."""
 import streamlit as st
 
 from dashboard import data, display
-from metrics_core import figures as charts
 from metrics_core import registry
+from metrics_core.report import figures as charts
 
 v = data.view()
 display.page_header("Folds", v)

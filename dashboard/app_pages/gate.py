@@ -9,7 +9,7 @@ not depend on the gate), so the charts follow the slider quickly.
 import streamlit as st
 
 from dashboard import data, display, live_charts, sidebar
-from metrics_core import figures as charts
+from metrics_core.report import figures as charts
 from metrics_core.targets import parse_target
 
 #: The settings this page draws itself (dashboard.sidebar.PAGE_CONTROLS).

@@ -5,9 +5,9 @@ import streamlit as st
 
 from dashboard import data, display, sidebar
 from dashboard.safe_text import escape_markdown
-from metrics_core import figures as charts
 from metrics_core import registry
 from metrics_core.demo import criterion_names
+from metrics_core.report import figures as charts
 from metrics_core.targets import parse_target
 
 # Static styling only (no user text): larger type for a room.

@@ -5,7 +5,7 @@ every metric and the consistency checks."""
 import streamlit as st
 
 from dashboard import data, display
-from metrics_core import figures as charts
+from metrics_core.report import figures as charts
 
 v = data.view()
 display.page_header("Overview", v)

@@ -6,9 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, display
-from metrics_core import figures as charts
 from metrics_core import registry
 from metrics_core.demo import criterion_names
+from metrics_core.report import figures as charts
 
 v = data.view()
 display.page_header("Per criterion", v)

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from dashboard import data, display
-from metrics_core import figures as charts
 from metrics_core.config import VARIANT_LABELS
+from metrics_core.report import figures as charts
 
 v = data.view()
 protocol = VARIANT_LABELS["ranking_protocol"][v.config.ranking_protocol]

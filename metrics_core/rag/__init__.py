@@ -3,7 +3,7 @@
 Modules follow the seed's §2.2: ``data_model`` (the seed's ``types``: the data model),
 ``base`` (``Metric``),
 ``retrieval_basic``, ``retrieval_ranking`` (on the vectorised ranking kernel of
-:mod:`metrics_core.ranking`), ``generation_overlap``, ``generation_semantic``,
+:mod:`metrics_core.metrics.ranking`), ``generation_overlap``, ``generation_semantic``,
 ``generation_llm_judge``, ``robustness``, ``additional``; plus ``loader`` (JSON Lines),
 ``suite`` (the default metric set and the bootstrap), ``report`` (tables) and ``demo``.
 Names are imported on first use, so ``import metrics_core.rag`` loads nothing heavy::

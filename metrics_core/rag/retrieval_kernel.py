@@ -1,12 +1,12 @@
 """Retrieval metrics of every sample on the vectorised ranking kernel (seed 002 §3; contract
 §3 and §12).
 
-:func:`ranking_dataset` turns the samples into a :class:`~metrics_core.dataset.Dataset`: one
+:func:`ranking_dataset` turns the samples into a :class:`~metrics_core.data.dataset.Dataset`: one
 query per sample, its retrieved documents as candidates in ``rank`` order, a candidate gold
 when its ``doc_id`` is in the sample's ``relevant_docs`` (found with one :func:`numpy.isin`
 over (sample, document) codes), and ``n_gold`` = ``|G|`` so that relevant documents the
 retriever missed count. :func:`retrieval_per_sample` hands it to
-:func:`metrics_core.ranking.ranking_per_query` with the seed 002 variants (``precision@k``
+:func:`metrics_core.metrics.ranking.ranking_per_query` with the seed 002 variants (``precision@k``
 over ``min(k, |R|)``, AP over the hits) and marks samples with ``|G| = 0`` as skipped (``nan``).
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from metrics_core.dataset import Dataset
+from metrics_core.data.dataset import Dataset
 from metrics_core.rag.data_model import EvaluationSample, SystemOutputs
 
 __all__ = ["ranking_dataset", "retrieval_per_sample"]
@@ -77,7 +77,7 @@ def retrieval_per_sample(samples: Sequence[EvaluationSample], outputs: Sequence[
     Keys ``recall@k``, ``precision@k``, ``hit_rate@k``, ``mrr@k``, ``ap@k``, ``ndcg@k`` for each
     ``k`` in ``ks``; with ``full_list`` also ``mrr`` and ``ap`` over the whole ranking.
     """
-    from metrics_core.ranking import ranking_per_query
+    from metrics_core.metrics.ranking import ranking_per_query
 
     ds = ranking_dataset(samples, outputs)
     cutoffs = [int(k) for k in ks]

@@ -4,7 +4,7 @@
 of §9.1; :func:`evaluate` runs a list of metrics on a :class:`~metrics_core.rag.loader.RagData`
 (the retrieval metrics share one pass of the ranking kernel) and :func:`bootstrap_intervals`
 gives the metrics that are means over samples a percentile interval from the project's one
-bootstrap (:func:`metrics_core.uncertainty.bootstrap_cis`, resampling samples).
+bootstrap (:func:`metrics_core.metrics.uncertainty.bootstrap_cis`, resampling samples).
 """
 
 from __future__ import annotations
@@ -103,14 +103,14 @@ def evaluate(samples, outputs, metrics: Sequence[Metric]) -> list[MetricResult]:
 def bootstrap_intervals(results: Sequence[MetricResult], *, n_resamples: int = 2000,
                         seed: int = 0, n_samples: int | None = None) -> dict:
     """95% percentile bootstrap intervals over samples, as
-    :class:`metrics_core.uncertainty.CI` by metric name: of the defined results that are
+    :class:`metrics_core.metrics.uncertainty.CI` by metric name: of the defined results that are
     means over samples (``per_sample``) and of the corpus-level ones with a ``resampled``
     function (BLEU, latency quantiles); all on the same resamples.
 
     One resample draws samples with replacement; a resample in which a metric has no evaluated
     sample is left out of that metric's interval (the bootstrap's rule for undefined values).
     """
-    from metrics_core.uncertainty import bootstrap_cis, weighted_means
+    from metrics_core.metrics.uncertainty import bootstrap_cis, weighted_means
 
     columns, corpus = {}, {}
     n = None

@@ -1,0 +1,1 @@
+"""Other ways to run the same evaluation (the Dask engine)."""

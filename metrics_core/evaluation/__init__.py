@@ -1,0 +1,1 @@
+"""The one computation: the evaluator, its records, intervals, tables and checks (reads no file)."""

@@ -1,0 +1,145 @@
+"""One run, end to end: intermediate -> records by section -> checks -> lazy tables (§11).
+
+:func:`build_evaluation` is what :meth:`Evaluator.evaluate` calls. It adds nothing of its own:
+each number comes from a section function (:mod:`metrics_core.evaluation.sections`), each table from
+:mod:`metrics_core.evaluation.tables`, each check from :mod:`metrics_core.evaluation.checks`.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+import numpy as np
+import pandas as pd
+
+from metrics_core import __version__
+from metrics_core.evaluation import sections, tables
+from metrics_core.evaluation.checks import consistency_checks, disjoint_checks
+from metrics_core.evaluation.intervals import (
+    data_intervals,
+    multilabel_intervals,
+    operating_intervals,
+    start_drawing,
+)
+from metrics_core.evaluation.records import Evaluation
+from metrics_core.metrics import gate
+from metrics_core.progress import stage
+from metrics_core.registry import GATE_STATES
+
+__all__ = ["build_evaluation", "per_query_frame", "summary"]
+
+
+def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
+    ds = ev.ds
+    start_drawing(ev, cfg)  # the resamples drawn on a helper thread while K is selected
+    inter = ev.intermediate(cfg)
+    ml, n_posts, post_cells = sections.multilabel_values(ds, cfg, inter.states)
+    boot, op, ml_boot = _intervals(ev, cfg, inter, post_cells, progress)
+    ks = sections.k_summary(inter, ds.y)
+    abstention = gate.abstention_metrics(ds.y, gate.states_to_prediction(inter.states))
+    ranking_summary = ev.ranking_summary(cfg)
+
+    records = sections.RecordList(n_positive=ds.n_positive,
+                                  n_negative=ds.n_queries - ds.n_positive)
+    confusion = sections.classification_records(records, ev, inter, boot, op)
+    sections.calibration_records(records, ev, inter, boot)
+    sections.gate_records(records, ev, inter, abstention, op)
+    sections.ranking_records(records, ev, inter, boot, ranking_summary)
+    sections.dynamic_k_records(records, ev, inter, op, ks)
+    sections.multilabel_records(records, ml, n_posts, cfg, ml_boot)
+
+    g = gate.gate_summary(ds.y, inter.states)
+    codes, _ = tables.group_codes(ev, "criterion")
+    checks = consistency_checks(ds, cfg, records, inter, codes, g.state_counts)
+    checks.extend(ev._memo(("disjoint_checks",), lambda: disjoint_checks(ds)))
+
+    def per_fold():
+        return None if ds.fold is None else tables.group_table(ev, inter, label="fold")
+
+    def fold_summary():
+        table = evaluation.per_fold
+        return None if table is None else tables.fold_summary(table, records)
+
+    lazy = {
+        "per_query": lambda: per_query_frame(ds, inter),
+        "per_criterion": lambda: tables.group_table(ev, inter, label="criterion", boot=boot),
+        "per_fold": per_fold,
+        "fold_summary": fold_summary,
+        "gamma_sweep": lambda: ev.gamma_sweep(cfg),
+        "gate_grid": lambda: ev.gate_grid(cfg),
+        "decision_curve": lambda: ev.decision_curve(cfg),
+        "roc_band": lambda: ev.roc_band(cfg),
+        "pr_band": lambda: ev.pr_band(cfg),
+        "smoothed_calibration": ev.smoothed_calibration,
+    }
+    cls = ev.classification()
+    evaluation = Evaluation(
+        config=cfg, summary=ev._memo(("summary",), lambda: summary(ds)),
+        records=tuple(records), checks=tuple(checks), gate=g, abstention=abstention,
+        confusion=confusion, tpr_at_fpr=ev.tpr_at_fpr(cfg), roc=cls["roc"], pr=cls["pr"],
+        reliability=ev.reliability(cfg), k=inter.k, states=inter.states, k_summary=ks,
+        multilabel=ml, ranking_summary=ranking_summary, audit=ev.audit,
+        run=fingerprint(ev), _tables=lazy)
+    return evaluation
+
+
+def _intervals(ev, cfg, inter, post_cells, progress):
+    """The data's intervals on this thread, the setting's (operating and multi-label) on a
+    helper thread meanwhile: both read the resamples as they are drawn. A failure (or a
+    cancel raised by ``progress``) of this thread's part leaves the helper to finish alone."""
+    if not cfg.bootstrap:
+        return (data_intervals(ev, cfg, progress), operating_intervals(ev, cfg, inter),
+                multilabel_intervals(ev, cfg, *post_cells))
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics_core-intervals")
+    try:
+        # (the posts' resamples are drawn first: the multi-label intervals can begin at once)
+        side = pool.submit(lambda: (multilabel_intervals(ev, cfg, *post_cells),
+                                    operating_intervals(ev, cfg, inter)))
+        boot = data_intervals(ev, cfg, progress)
+        stage(progress, "bootstrap (operating and multi-label metrics)")
+        ml_boot, op = side.result()
+    finally:
+        pool.shutdown(wait=False)
+    return boot, op, ml_boot
+
+
+def fingerprint(ev) -> dict:
+    """When and by what the run was made, and the SHA-256 of each input file."""
+    return {"generated_by": f"metrics_core {__version__}", "version": __version__,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "inputs": [dict(i) for i in ev.inputs]}
+
+
+def summary(ds) -> dict:
+    meta = dict(ds.meta)
+    return {
+        "n_queries": ds.n_queries, "n_positive": ds.n_positive,
+        "positive_rate": ds.n_positive / ds.n_queries if ds.n_queries else None,
+        "n_posts": int(ds.posts.size), "n_candidates": ds.n_candidates,
+        "criteria": list(ds.criteria),
+        "folds": ds.folds, "splits": ds.splits,
+        "ranked_by": ds.ranked_by,
+        "n_gold_given": ds.n_gold_given is not None,
+        **{k: v for k, v in meta.items() if isinstance(v, str | int | float | bool | list)},
+    }
+
+
+def per_query_frame(ds, inter) -> pd.DataFrame:
+    """One row per query: labels, p, gate state, prediction at τ, K, evidence, ranking at K.
+
+    A value the query has no part in is an empty cell (NaN), never 0: the ranking columns of
+    queries outside the ranking protocol (without evidence, under ``positives_only``), the
+    evidence columns outside the evidence protocol; so each column's mean over its non-empty
+    cells is the reported value (contract §11, the per-query table)."""
+    frame = ds.query_frame()
+    frame["state"] = pd.Categorical.from_codes(inter.states.astype(np.int8),
+                                               categories=list(GATE_STATES))
+    frame["predicted"] = inter.pred
+    frame["selected_k"] = inter.k
+    frame["evidence_hits"] = inter.hits
+    frame["evidence_recall"] = inter.rec
+    frame["evidence_precision"] = inter.prec
+    for name in (f"recall@{inter.ref}", f"ndcg@{inter.ref}", "mrr"):
+        frame[name] = np.where(inter.rmask, inter.rk[name], np.nan)
+    return frame

@@ -1,0 +1,584 @@
+"""Bootstrap intervals of a run's records, through the one bootstrap of :mod:`uncertainty` (§9).
+
+Two sets of statistics share the seeded resamples: the data-only ones (AUROC, AUPRC, ECE,
+Brier, the ranking means, AUROC per criterion), cached per bootstrap / ranking / calibration
+settings, and the setting-dependent means (evidence recall / precision, mean K). Every interval
+keeps the number of resamples on which its statistic was defined.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from metrics_core.evaluation.inflight import in_background
+from metrics_core.metrics import calibration, gate, multilabel, outcomes
+from metrics_core.metrics.classification import confusion_rates
+from metrics_core.metrics.curve_replicates import ScoreLayout, curve_replicates
+from metrics_core.metrics.uncertainty import (
+    CI,
+    Bootstrap,
+    DrawnCounts,
+    _ratio,
+    bootstrap_cis,
+    bootstrap_sums,
+    indicator_matrix,
+    percentile_ci,
+    percentile_cis,
+    weighted_int_quantiles,
+)
+from metrics_core.progress import stage
+
+__all__ = ["Intervals", "curve_intervals", "data_intervals", "multilabel_intervals",
+           "operating_intervals", "start_drawing"]
+
+
+class Intervals(dict):
+    """Metric name -> :class:`~metrics_core.metrics.uncertainty.CI`, plus the method that made
+    them."""
+
+    def __init__(self, method: str | None = None):
+        super().__init__()
+        self.method = method
+
+    def pair(self, name: str) -> tuple[tuple[float, float] | None, int | None]:
+        """``((lo, hi), n_valid)`` of ``name``; ``(None, n_valid)`` when no resample was valid."""
+        ci = self.get(name)
+        if not isinstance(ci, CI):
+            return None, None
+        return ((float(ci.lo), float(ci.hi)) if ci.defined else None), ci.n_valid
+
+
+#: Count matrices up to this many cells are drawn once and kept (uint8: one byte a cell), so
+#: a setting change re-weights instead of resampling.
+KEEP_COUNTS_CELLS = 256 << 20
+
+#: Weight-matrix cells per batch of the passes over the resamples (~1M: cache-sized).
+_BATCH_CELLS = 1 << 20
+
+
+def _units(ev, cfg) -> tuple[int, np.ndarray | None]:
+    """(number of resampling units, unit of every query or None for the query unit)."""
+    ds = ev.ds
+    if cfg.bootstrap_unit == "post":
+        return int(ds.posts.size), ds.post_code
+    return ds.n_queries, None
+
+
+def _kept_counts(ev, cfg, n_units: int | None = None) -> DrawnCounts | None:
+    """The count matrix of ``n_units`` units (default: the run's unit, queries or posts) for
+    the run's resamples and seed (:class:`~metrics_core.metrics.uncertainty.DrawnCounts`): drawn
+    once per evaluator on a helper thread and kept when small enough (else None: drawn batch by
+    batch where needed)."""
+    if n_units is None:
+        n_units = _units(ev, cfg)[0]
+    if n_units * cfg.bootstrap > KEEP_COUNTS_CELLS:
+        return None
+    return ev._memo(("bootstrap_counts", n_units, cfg.bootstrap, cfg.seed),
+                    lambda: DrawnCounts(Bootstrap(n_units, n_resamples=cfg.bootstrap,
+                                                  seed=cfg.seed)))
+
+
+def start_drawing(ev, cfg) -> None:
+    """Start drawing the run's resamples (and the multi-label metrics' posts) on helper
+    threads, when they are kept, and the score-ordered pass over them
+    (:func:`curve_intervals`, data-only) on another as they come: the caller computes the
+    point estimates and the other intervals meanwhile (numpy releases the interpreter in the
+    pass's gathers and cumulative sums)."""
+    if cfg.bootstrap and ev.ds.n_queries and _kept_counts(ev, cfg) is not None:
+        _kept_counts(ev, cfg, int(ev.ds.posts.size))
+        in_background([lambda: curve_intervals(ev, cfg)], "metrics_core-curves")
+
+
+def _batch_rows(n_columns: int) -> int:
+    return max(1, _BATCH_CELLS // max(n_columns, 1))
+
+
+def _count_batches(ev, cfg, progress) -> Iterator[np.ndarray]:
+    """The run's count matrix (units: queries or posts), batch by batch: from the kept
+    counts, or drawn here; ``progress(done, total)`` after each batch."""
+    n_units, _ = _units(ev, cfg)
+    kept = _kept_counts(ev, cfg)
+    step = _batch_rows(ev.ds.n_queries)
+    batches = kept.batches(step) if kept is not None else Bootstrap(
+        n_units, n_resamples=cfg.bootstrap, seed=cfg.seed, batch_size=step).count_batches()
+    done = 0
+    for batch in batches:
+        yield batch
+        done += batch.shape[0]
+        if progress is not None:
+            progress(done, cfg.bootstrap)
+
+
+#: Weight-matrix cells per batch of the passes whose statistics are matrix products (a few
+#: large products rather than many small ones: BLAS's threads meet less often; a row's
+#: product does not depend on how many rows are multiplied with it).
+_PRODUCT_BATCH_CELLS = 1 << 22
+
+
+def _run(ev, cfg, statistics: dict, progress) -> dict:
+    n_units, unit_of_row = _units(ev, cfg)
+    return bootstrap_cis(statistics, n_units, unit_of_row=unit_of_row,
+                         n_resamples=cfg.bootstrap, seed=cfg.seed, unit=cfg.bootstrap_unit,
+                         progress=progress, counts=_kept_counts(ev, cfg),
+                         batch_size=max(1, _PRODUCT_BATCH_CELLS // max(ev.ds.n_queries, 1)))
+
+
+def _method(cfg) -> str:
+    return f"bootstrap ({cfg.bootstrap_unit}, {cfg.bootstrap} resamples, seed {cfg.seed})"
+
+
+#: Grid of the ROC band (FPR) and of the PR band (recall).
+BAND_GRID = tuple(np.linspace(0.0, 1.0, 101).tolist())
+
+
+def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
+    """Percentile CIs of the score-ordered statistics, from one pass over the resamples
+    (:func:`metrics_core.metrics.curve_replicates.curve_replicates`; data-only, cached per bootstrap
+    settings): ``auroc``, ``auprc`` and ``auroc_by_criterion`` (a tuple, one per criterion) as
+    :class:`~metrics_core.metrics.uncertainty.CI`, and the pointwise bands ``roc`` (TPR over the FPR
+    grid :data:`BAND_GRID`), ``pr`` (precision over the recall grid) and ``net_benefit`` (over
+    :data:`~metrics_core.metrics.decision.DECISION_THRESHOLDS`) as ``(lo, hi)`` arrays."""
+    from metrics_core.metrics.decision import DECISION_THRESHOLDS
+
+    def compute():
+        ds = ev.ds
+        order = ev.p_order()
+        unit_of_row = _units(ev, cfg)[1]
+        layout = ScoreLayout(ds.p.take(order), ds.y.take(order),
+                             order if unit_of_row is None else unit_of_row[order])
+        crit = ds.criterion_code.take(order)
+        groups = [np.flatnonzero(crit == c) for c in range(len(ds.criteria))]
+        grid = np.asarray(BAND_GRID)
+        values = curve_replicates(layout, _count_batches(ev, cfg, progress), groups=groups,
+                                  roc_grid=grid, pr_grid=grid, thresholds=DECISION_THRESHOLDS)
+        unit = cfg.bootstrap_unit
+
+        def cis(matrix):
+            return percentile_cis(matrix, unit=unit)
+
+        def band(matrix):
+            both = cis(matrix)
+            return np.array([c.lo for c in both]), np.array([c.hi for c in both])
+
+        return {"auroc": percentile_ci(values["auroc"], unit=unit),
+                "auprc": percentile_ci(values["auprc"], unit=unit),
+                "auroc_by_criterion": cis(values["auroc_by_group"]),
+                "roc": band(values["roc"]), "pr": band(values["pr"]),
+                "net_benefit": band(values["net_benefit"])}
+
+    return ev._memo(("curve_intervals", cfg.bootstrap_config), compute)
+
+
+def _linear_statistic(columns: dict, bins: np.ndarray):
+    """Statistic of the weighted means of ``columns`` (name -> ``(values, mask)``, as
+    :func:`~metrics_core.metrics.uncertainty.weighted_means`) and of ECE / MCE on the bin matrix
+    ``bins`` (:func:`~metrics_core.metrics.calibration.bin_matrix`), on one batch of weights: one
+    product of the weights with the columns, the bin matrix (ECE and MCE share it) and each
+    distinct mask (its weighted count: whole numbers, exact in any order)."""
+    names = tuple(columns)
+    n = bins.shape[0]
+    num = np.zeros((n, len(names)))
+    distinct: dict[bytes, int] = {}  # each distinct mask (by its packed bits) -> its column
+    mask_columns: list[np.ndarray] = [np.ones(n)]  # column 0: every row (the total weight)
+    which = np.empty(len(names), dtype=np.int64)
+    for j, name in enumerate(names):
+        values, mask = columns[name]
+        mask = np.ones(n, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        key = np.packbits(mask).tobytes() if not mask.all() else b""
+        if key not in distinct:
+            distinct[key] = len(mask_columns) if key else 0
+            if key:
+                mask_columns.append(mask.astype(np.float64))
+        which[j] = distinct[key]
+        num[:, j] = np.where(mask, np.nan_to_num(np.asarray(values, np.float64)), 0.0)
+    # One product per batch: the weights (the batch's largest array) are read once.
+    k = bins.shape[1] // 2
+    m = len(mask_columns)
+    right = np.concatenate([np.stack(mask_columns, axis=1), num, bins], axis=1)
+
+    def statistic(weights: np.ndarray) -> np.ndarray:
+        sums = weights @ right
+        counted, total = sums[:, :m], sums[:, 0]
+        means = _ratio(sums[:, m:m + len(names)], counted[:, which])
+        count, residual = sums[:, m + len(names):m + len(names) + k], sums[:, m + len(names) + k:]
+        return np.column_stack([means, calibration.ece_from_sums(residual, total),
+                                calibration.mce_from_sums(count, residual)])
+
+    statistic.names = (*names, "ece", "mce")
+    return statistic
+
+
+def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
+    """Percentile CIs of the data-only metrics (cached per bootstrap settings and variants):
+    the ranking means and Brier (weighted means), ECE and MCE (weighted bin sums), and the
+    score-ordered ones of :func:`curve_intervals`."""
+    if cfg.bootstrap == 0 or ev.ds.n_queries == 0:
+        return Intervals(None)
+
+    def compute():
+        ds = ev.ds
+        y, p = ds.y, ds.p
+        rk, rmask = ev.ranking(cfg), ev.ranking_mask(cfg)
+        columns = {name: (values, rmask) for name, values in rk.items()
+                   if not name.startswith("hit@")}
+        columns["brier"] = ((p - y) ** 2, None)
+        conf, outcome = ev.calibration_inputs(cfg)
+        bins = calibration.bin_matrix(outcome, conf, n_bins=cfg.n_bins, strategy=cfg.binning)
+        out = Intervals(_method(cfg))
+        out.update(_run(ev, cfg, {"linear": _linear_statistic(columns, bins)},
+                        stage(progress, "bootstrap (ranking means, Brier, ECE, MCE)")))
+        # (computed, or being computed, on the helper thread of start_drawing)
+        curves = curve_intervals(
+            ev, cfg, stage(progress, "bootstrap (AUROC, AP, ROC / PR / net-benefit bands)"))
+        out.update({name: curves[name] for name in ("auroc", "auprc", "auroc_by_criterion")})
+        return out
+
+    key = ("bootstrap", cfg.bootstrap_config, cfg.ranking, cfg.calibration)
+    return ev._memo(key, compute)
+
+
+#: The names of the setting-dependent intervals, in the order :func:`_operating_values`
+#: returns them.
+OPERATING_NAMES = ("evidence_recall", "evidence_precision", "mean_k", "workload_per_1000",
+                   "median_k", "p90_k", "f1", "mcc", "balanced_accuracy", "f1_pos", "f1_neg",
+                   "balanced_accuracy_answered", "mcc_answered")
+
+#: A setting change that alters the integer columns of at most this share of the queries
+#: updates their kept sums by those queries' rows; a larger change sums every row again.
+DELTA_MAX_SHARE = 0.25
+
+#: Leading integer columns before the two one-hot outcome tables and the K histogram:
+#: evidence mask, K, 1000 K, 1.
+_N_LEADING = 4
+#: Integer columns before the K histogram: the leading ones and two outcome tables of 6 cells.
+_N_FIXED = _N_LEADING + 12
+
+
+def _float_columns(inter) -> np.ndarray:
+    """The two real-valued columns: evidence recall and precision on the evidence mask."""
+    emask = np.asarray(inter.emask, dtype=bool)
+    return np.stack([np.where(emask, np.nan_to_num(inter.rec), 0.0),
+                     np.where(emask, np.nan_to_num(inter.prec), 0.0)], axis=1)
+
+
+def _sources(inter) -> tuple[np.ndarray, ...]:
+    """Per query, the small integers the integer columns are built from: the prediction at
+    τ, the gate's three-way prediction, K and the evidence mask."""
+    return (np.asarray(inter.pred, dtype=np.int64),
+            gate.states_to_prediction(inter.states).astype(np.int64),
+            np.asarray(inter.k, dtype=np.int64), np.asarray(inter.emask, dtype=bool))
+
+
+def _integer_columns(y, pred, three_way, k, emask, n_k: int) -> np.ndarray:
+    """The integer-valued columns of some queries: evidence mask, K, 1000 K, 1; the outcome
+    table at τ and the gate's abstention table (one-hot, 6 cells each); K's histogram (one-hot,
+    ``n_k`` values). Their weighted sums are integers, exact in float64 in any order."""
+    return np.concatenate([
+        np.stack([emask.astype(np.float64), k.astype(np.float64), 1000.0 * k,
+                  np.ones(k.size)], axis=1),
+        indicator_matrix((pred + 1) * 2 + y, 6), indicator_matrix((three_way + 1) * 2 + y, 6),
+        indicator_matrix(k, n_k)], axis=1)
+
+
+def _integer_categories(y, pred, three_way, k, emask, n_k: int):
+    """The integer columns of :func:`_integer_columns` by category: ``(codes, matrix)``, the
+    category of every query (its prediction, gate prediction, label, evidence mask and K)
+    and the columns' values of each category. A resample's sums of the columns are its
+    weight per category times ``matrix`` (whole numbers: the same sums in any order)."""
+    n_codes = 24 * n_k
+    codes = ((((pred * 3 + (three_way + 1)) * 2 + y) * 2 + emask.astype(np.int64)) * n_k + k)
+    c = np.arange(n_codes)
+    c_k, rest = c % n_k, c // n_k
+    c_emask, rest = rest % 2, rest // 2
+    c_y, rest = rest % 2, rest // 2
+    c_three, c_pred = rest % 3 - 1, rest // 3
+    return codes, _integer_columns(c_y, c_pred, c_three, c_k, c_emask.astype(bool), n_k)
+
+
+def _category_sums(batches, codes: np.ndarray, n_codes: int, n_resamples: int,
+                   progress=None) -> np.ndarray:
+    """Every resample's weight per category, ``(n_resamples, n_codes)``: per batch of weights
+    (columns: the rows ``codes`` describes), the columns gathered category by category and
+    summed per run (whole numbers)."""
+    out = np.zeros((n_resamples, n_codes))
+    if not codes.size:
+        return out
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    present = ordered[starts]
+    start = 0
+    for batch in batches:
+        stop = start + batch.shape[0]
+        out[start:stop, present] = np.add.reduceat(np.take(batch, order, axis=1), starts,
+                                                   axis=1, dtype=np.int64)
+        start = stop
+        if progress is not None:
+            progress(stop, n_resamples)
+    return out
+
+
+def _operating_values(float_sums: np.ndarray, int_sums: np.ndarray) -> np.ndarray:
+    """Each resample's value of every :data:`OPERATING_NAMES` metric from its weighted sums:
+    the means of §7 (evidence recall / precision over the evidence mask, mean K, workload per
+    1,000), K's median and P90 (numpy's linear quantiles of the resample, from its weighted K
+    histogram), F1 / MCC / balanced accuracy at τ (§4) and the F1 / MCC / balanced accuracy of
+    the gate's abstention view (§6), each a ratio of the resample's weighted outcome table.
+    Equal to computing each on the repeated rows."""
+    recall_num, precision_num = float_sums.T
+    e_den, k_sum, work_sum, n = int_sums[:, :_N_LEADING].T
+    lead = _N_LEADING
+    confusion = confusion_rates(*outcomes.confusion_cells(
+        int_sums[:, lead:lead + 6].reshape(-1, 3, 2)))
+    abstention = outcomes.abstention_ratios(int_sums[:, lead + 6:lead + 12].reshape(-1, 3, 2))
+    histogram = int_sums[:, _N_FIXED:]
+    quantiles = weighted_int_quantiles(np.arange(histogram.shape[1]), (0.5, 0.9))
+    median_p90 = quantiles.from_histogram(histogram)
+    return np.column_stack([
+        _ratio(recall_num, e_den), _ratio(precision_num, e_den), _ratio(k_sum, n),
+        _ratio(work_sum, n), median_p90[:, 0], median_p90[:, 1],
+        confusion["f1"], confusion["mcc"], confusion["balanced_accuracy"],
+        abstention["f1_pos"], abstention["f1_neg"], abstention["balanced_accuracy"],
+        abstention["mcc"]])
+
+
+#: The real-valued columns' sums are kept per block of queries in the order of p (a
+#: threshold move changes the K of the queries between the old and the new threshold only,
+#: so it touches one or two blocks) when they take many distinct values; see
+#: :data:`MAX_VALUE_PAIRS`.
+FLOAT_BLOCKS = 64
+
+#: Evidence recall and precision are ratios of small whole numbers (hits over gold, hits over
+#: K), so the queries share few distinct (recall, precision) pairs: up to this many, their
+#: sums are each resample's whole weight per pair (counted like the integer columns, with no
+#: product of the count matrix) times the pair's values.
+MAX_VALUE_PAIRS = 2048
+
+
+def _value_pairs(floats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``floats`` (two columns, no NaN) in lexicographic order and each
+    row's index among them."""
+    values, codes = np.unique(floats[:, 0] + 1j * floats[:, 1], return_inverse=True)
+    return np.stack([values.real, values.imag], axis=1), codes.ravel()
+
+
+def _weights_f(by_unit: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """The counts of ``units`` (rows of :meth:`DrawnCounts.by_unit`) as float64 weights
+    ``(n_resamples, len(units))`` in column-major order: the layout of ``counts[:, units]``
+    (numpy's indexing puts the indexed axis first in memory), which the block products have
+    always been made with (BLAS's sums depend on the layout)."""
+    return np.take(by_unit, units, axis=0).astype(np.float64).T
+
+
+class _KeptSums:
+    """The resamples' weighted sums of the operating columns for the last setting, kept per
+    evaluator and bootstrap configuration (with the count matrix kept), so that the next
+    setting sums only what changed, and gives the sums that summing every row gives:
+
+    - the integer columns through the rows of the queries whose prediction, gate state, K or
+      evidence mask changed (their sums are integers: any order gives the same);
+    - the real-valued columns (evidence recall and precision): each resample's whole weight
+      per distinct (recall, precision) pair, updated by the rows that changed, times the
+      pairs' values in one product over the pairs the data holds (the same product a fresh
+      evaluator makes); with more than :data:`MAX_VALUE_PAIRS` pairs, per block of queries
+      in the order of p, summed always block by block in the same order, so that only the
+      blocks holding a changed query are summed again (a threshold move: one or two)."""
+
+    def __init__(self, order: np.ndarray):
+        self.lock = threading.Lock()
+        self.blocks = np.array_split(order, min(FLOAT_BLOCKS, max(order.size, 1)))
+        self.block_of_row = np.empty(order.size, dtype=np.int64)
+        for b, rows in enumerate(self.blocks):
+            self.block_of_row[rows] = b
+        self.floats: np.ndarray | None = None
+        self.block_sums: np.ndarray | None = None
+        self.pair_column: dict[tuple[float, float], int] = {}  # pair -> column of pair_sums
+        self.pair_sums: np.ndarray | None = None  # (n_resamples, pairs seen): whole weights
+        self.pair_of_row: np.ndarray | None = None
+        self.sources: tuple[np.ndarray, ...] | None = None
+        self.int_sums: np.ndarray | None = None
+        self.mode: str | None = None  # "pairs" or "blocks": how the last setting was summed
+        self.rows_summed = 0  # rows whose weights the last call read (for inspection)
+        self.blocks_summed = 0
+
+    def float_sums(self, floats, counts, unit_of_row) -> np.ndarray:
+        """The real-valued sums of ``floats``, reading the weights of what changed only."""
+        values, codes = _value_pairs(floats)
+        mode = "pairs" if values.shape[0] <= MAX_VALUE_PAIRS else "blocks"
+        # (a first setting, or one summed the other way: every row summed, as a fresh
+        # evaluator sums them)
+        first = (self.floats is None or self.floats.shape != floats.shape
+                 or self.mode != mode or len(self.pair_column) > 2 * MAX_VALUE_PAIRS)
+        self.mode = mode
+        if mode == "blocks":
+            return self._block_sums(floats, counts, unit_of_row, first)
+        self.floats = None  # (until the sums are updated: an error leaves none)
+        keys = list(map(tuple, values.tolist()))
+        if first:
+            self.pair_column = {key: j for j, key in enumerate(keys)}
+            step = _batch_rows(floats.shape[0])
+            batches = (b if unit_of_row is None else np.take(b, unit_of_row, axis=1)
+                       for b in counts.batches(step))
+            self.pair_sums = _category_sums(batches, codes, len(keys), counts.shape[0])
+            self.rows_summed = floats.shape[0]
+        else:
+            for key in keys:
+                self.pair_column.setdefault(key, len(self.pair_column))
+            column = np.array([self.pair_column[key] for key in keys], dtype=np.int64)
+            new, old = column[codes], self.pair_of_row
+            rows = np.flatnonzero(new != old)
+            if len(self.pair_column) > self.pair_sums.shape[1]:  # pairs not seen before
+                wider = np.zeros((self.pair_sums.shape[0], len(self.pair_column)))
+                wider[:, :self.pair_sums.shape[1]] = self.pair_sums
+                self.pair_sums = wider
+            if rows.size:
+                delta = np.zeros((rows.size, self.pair_sums.shape[1]))
+                delta[np.arange(rows.size), new[rows]] += 1.0
+                delta[np.arange(rows.size), old[rows]] -= 1.0
+                units = rows if unit_of_row is None else unit_of_row[rows]
+                self.pair_sums += _weights_f(counts.by_unit(), units) @ delta  # whole numbers
+            self.rows_summed = int(rows.size)
+        column = np.array([self.pair_column[key] for key in keys], dtype=np.int64)
+        self.pair_of_row = column[codes]
+        self.floats = floats
+        # Over the pairs the data holds, in their order: a fresh evaluator's product.
+        return np.ascontiguousarray(self.pair_sums[:, column]) @ values
+
+    def _block_sums(self, floats, counts, unit_of_row, first) -> np.ndarray:
+        self.pair_sums = self.pair_of_row = None
+        if first:
+            stale = range(len(self.blocks))
+            self.block_sums = np.empty((len(self.blocks), counts.shape[0], floats.shape[1]))
+        else:
+            changed = np.flatnonzero((floats != self.floats).any(axis=1))
+            stale = np.unique(self.block_of_row[changed]).tolist()
+        self.blocks_summed = len(stale)
+        self.rows_summed = sum(self.blocks[b].size for b in stale)
+        self.floats = None  # (until every stale block is summed again: an error leaves none)
+        by_unit = counts.by_unit()
+        for b in stale:
+            rows = self.blocks[b]
+            units = rows if unit_of_row is None else unit_of_row[rows]
+            self.block_sums[b] = _weights_f(by_unit, units) @ floats[rows]
+        self.floats = floats
+        return self._total()
+
+    def _total(self) -> np.ndarray:
+        total = self.block_sums[0].copy()
+        for part in self.block_sums[1:]:  # always in block order: the same sums
+            total += part
+        return total
+
+    def every_sum(self, floats, y, sources, n_k, counts: DrawnCounts, unit_of_row,
+                  progress) -> tuple[np.ndarray, np.ndarray]:
+        """Every block's sums of ``floats`` (the products of :meth:`float_sums`) and the sums
+        of the integer columns, by category (:func:`_integer_categories`: no product)."""
+        codes, matrix = _integer_categories(y, *sources, n_k)
+        step = _batch_rows(y.size)
+        batches = (b if unit_of_row is None else np.take(b, unit_of_row, axis=1)
+                   for b in counts.batches(step))
+        int_sums = _category_sums(batches, codes, matrix.shape[0], counts.shape[0],
+                                  progress) @ matrix
+        return self.float_sums(floats, counts, unit_of_row), int_sums
+
+    def int_update(self, y, sources, n_k, counts, unit_of_row) -> np.ndarray | None:
+        """The integer sums for ``sources`` from the kept ones (None: sum every row)."""
+        if self.sources is None:
+            return None
+        changed = np.zeros(y.size, dtype=bool)
+        for new, old in zip(sources, self.sources, strict=True):
+            changed |= new != old
+        rows = np.flatnonzero(changed)
+        if rows.size > DELTA_MAX_SHARE * y.size:
+            return None
+        kept_k = self.int_sums.shape[1] - _N_FIXED
+        width = max(n_k, kept_k)
+        sums = np.zeros((self.int_sums.shape[0], _N_FIXED + width))
+        sums[:, :self.int_sums.shape[1]] = self.int_sums
+        if rows.size:
+            delta = (_integer_columns(y[rows], *(s[rows] for s in sources), width)
+                     - _integer_columns(y[rows], *(s[rows] for s in self.sources), width))
+            units = rows if unit_of_row is None else unit_of_row[rows]
+            sums += np.take(counts.by_unit(), units, axis=0).T.astype(np.float64) @ delta
+        return sums[:, :_N_FIXED + n_k]  # the columns cut off are all zero
+
+
+def operating_intervals(ev, cfg, inter, progress: Callable | None = None) -> Intervals:
+    """Percentile CIs of the setting-dependent metrics (:data:`OPERATING_NAMES`), from the
+    resamples' weighted column sums.
+
+    The count matrix is the data set's (drawn once per seed); a setting change re-weights, and
+    with the count matrix kept (:func:`_kept_counts`), updates the previous setting's sums by
+    what changed (:class:`_KeptSums`): the same intervals as a fresh evaluator's."""
+    if cfg.bootstrap == 0 or ev.ds.n_queries == 0:
+        return Intervals(None)
+    progress = stage(progress, "bootstrap (operating metrics)")
+    ds = ev.ds
+    y = np.asarray(ds.y, dtype=np.int64)
+    n_units, unit_of_row = _units(ev, cfg)
+    kept_counts = _kept_counts(ev, cfg)
+    floats = _float_columns(inter)
+    sources = _sources(inter)
+    n_k = int(sources[2].max()) + 1
+
+    def summed(matrices):
+        return bootstrap_sums(matrices, n_units, unit_of_row=unit_of_row,
+                              n_resamples=cfg.bootstrap, seed=cfg.seed, progress=progress,
+                              counts=kept_counts)
+
+    if kept_counts is None:  # drawn batch by batch: every row summed
+        float_sums, int_sums = summed([floats, _integer_columns(y, *sources, n_k)])
+    else:
+        kept = ev._memo(("operating_sums", cfg.bootstrap_config),
+                        lambda: _KeptSums(ev.p_order()))
+        with kept.lock:
+            int_sums = kept.int_update(y, sources, n_k, kept_counts, unit_of_row)
+            if int_sums is not None:
+                if progress is not None:
+                    progress(cfg.bootstrap, cfg.bootstrap)
+                float_sums = kept.float_sums(floats, kept_counts, unit_of_row)
+            elif kept.floats is not None and kept.floats.shape == floats.shape:
+                codes, matrix = _integer_categories(y, *sources, n_k)
+                step = _batch_rows(ds.n_queries)
+                batches = (b if unit_of_row is None else np.take(b, unit_of_row, axis=1)
+                           for b in kept_counts.batches(step))
+                int_sums = _category_sums(batches, codes, matrix.shape[0], cfg.bootstrap,
+                                          progress) @ matrix
+                float_sums = kept.float_sums(floats, kept_counts, unit_of_row)
+            else:  # the first setting: every sum, in one pass
+                float_sums, int_sums = kept.every_sum(floats, y, sources, n_k, kept_counts,
+                                                      unit_of_row, progress)
+            kept.sources, kept.int_sums = sources, int_sums
+    values = _operating_values(float_sums, int_sums)
+    out = Intervals(_method(cfg))
+    out.update(zip(OPERATING_NAMES, percentile_cis(values, unit=cfg.bootstrap_unit),
+                   strict=True))
+    return out
+
+
+def multilabel_intervals(ev, cfg, matrix, predicted, mask,
+                         progress: Callable | None = None) -> Intervals:
+    """Percentile CIs of the multi-label metrics (§8), resampling posts whatever the
+    bootstrap unit: the metrics are per post."""
+    n_posts = int(matrix.shape[0])
+    if cfg.bootstrap == 0 or n_posts == 0:
+        return Intervals(None)
+
+    def compute():
+        out = Intervals(f"bootstrap (post, {cfg.bootstrap} resamples, seed {cfg.seed})")
+        out.update(bootstrap_cis(
+            {"multilabel": multilabel.multilabel_weighted(matrix, predicted, mask)}, n_posts,
+            n_resamples=cfg.bootstrap, seed=cfg.seed, unit="post",
+            progress=stage(progress, "bootstrap (multi-label metrics)"),
+            counts=_kept_counts(ev, cfg, n_posts)))
+        return out
+
+    # Gold labels and present cells come from the evaluator's data set: keyed by the posts'
+    # decisions, a setting change that leaves them as they were (a gate move under the
+    # fixed-threshold rule) re-uses the intervals.
+    decided = hashlib.sha256(np.ascontiguousarray(predicted.data)).hexdigest()
+    return ev._memo(("multilabel_intervals", cfg.bootstrap_config, decided), compute)

@@ -1,0 +1,1005 @@
+"""Classification metrics of the no-evidence gate on ``p_has_evidence`` (contract §4).
+
+Protocol ``all_queries``: every function takes the gold labels ``y`` (0/1) and the scores ``p``
+of all queries as plain arrays, so the evidence pipeline and the triage files share them.
+
+- :func:`roc_auc`, :func:`average_precision`: equal to scikit-learn's ``roc_auc_score`` and
+  ``average_precision_score`` (step-wise AP, not trapezoidal). With one class present the
+  value is seed 000's convention (AUROC 0.5, AUPRC = positive rate) and the :class:`Score` is
+  flagged ``defined=False``.
+- :func:`roc_auc_weighted`, :func:`average_precision_weighted` (both at once:
+  :func:`auroc_auprc_weighted`): the same numbers for a batch of row-weight vectors
+  (bootstrap count matrices), one value per resample.
+- :func:`roc_points`, :func:`pr_points`, :func:`downsample`: curves for drawing.
+- :func:`tpr_at_fpr`: operating points at fixed false-positive rates (seed 000 §2.3).
+- :func:`confusion_at`, :func:`confusion_sweep`, :func:`confusion_from_counts`,
+  :func:`confusion_rates`: confusion counts at ``p >= threshold`` and their ratios, with 0/0
+  reported as undefined (one implementation of the ratios, reused by the gate and triage code).
+
+Everything that depends only on the data (the sort by score, cumulative counts at every
+distinct threshold) is held by a :class:`PreparedScores` from :func:`prepare`. Every function
+here that takes ``(y, p)`` also takes a :class:`PreparedScores` in place of them (``p`` left
+out), so a caller that computes several metrics on the same data sorts once, and a dashboard
+that moves a threshold slider only pays for a binary search::
+
+    prepared = prepare(y, p)
+    auroc, auprc = roc_auc(prepared), average_precision(prepared)
+    roc, ops = roc_points(prepared), tpr_at_fpr(prepared, targets=(0.01, 0.05))
+
+Nothing is cached at module level: a :class:`PreparedScores` lives as long as its caller keeps
+it, and data never passes from one caller (or dashboard session) to another.
+
+Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 000" is
+``docs/seeds/000-metric-specification.txt``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+
+import numpy as np
+
+__all__ = [
+    "RATE_NAMES",
+    "Confusion",
+    "ConfusionSweep",
+    "PrCurve",
+    "PreparedScores",
+    "RocCurve",
+    "Score",
+    "TprAtFpr",
+    "auroc_auprc_weighted",
+    "average_precision",
+    "average_precision_weighted",
+    "check_binary_inputs",
+    "confusion_at",
+    "confusion_from_counts",
+    "confusion_rates",
+    "confusion_sweep",
+    "downsample",
+    "pr_band",
+    "pr_points",
+    "prepare",
+    "roc_auc",
+    "roc_auc_weighted",
+    "roc_points",
+    "simplify",
+    "tpr_at_fpr",
+]
+
+#: Default FPR targets of ``tpr@fpr`` (contract §4).
+FPR_TARGETS = (0.01, 0.03, 0.05, 0.10)
+
+#: Weight-matrix elements processed at once by the weighted kernels (cache-sized chunks).
+_CHUNK_ELEMENTS = 1 << 20
+
+
+# ------------------------------------------------------------------------------ results
+@dataclass(frozen=True)
+class Score:
+    """A scalar metric value with its definedness (contract §4).
+
+    ``defined=False`` means the metric is undefined on this data; ``value`` then holds the
+    convention the contract prescribes (e.g. AUROC 0.5 with one class) or ``nan``, and
+    ``reason`` says why (e.g. ``"one class"``).
+    """
+
+    value: float
+    defined: bool = True
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class RocCurve:
+    """ROC points, one per distinct threshold, as ``roc_curve(..., drop_intermediate=False)``.
+
+    ``thresholds[0]`` is ``inf`` (nothing predicted positive: the point (0, 0)); the dashboard
+    labels it "all negative". ``fpr`` (``tpr``) is ``nan`` throughout when there is no negative
+    (positive) query.
+    """
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    thresholds: np.ndarray
+    #: Thinned copies for drawing, by ``(tolerance, max_points)`` (kept by :func:`simplify`:
+    #: a chart redrawn on every slider move thins the same curve once).
+    drawn: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class PrCurve:
+    """Precision-recall points as ``precision_recall_curve``: recall decreasing.
+
+    ``precision``/``recall`` have one more entry than ``thresholds``: the last point is
+    (recall 0, precision 1) and has no threshold. Where scikit-learn sets recall to 1 for data
+    without positives (0/0), this curve reports ``nan``.
+    """
+
+    precision: np.ndarray
+    recall: np.ndarray
+    thresholds: np.ndarray
+    #: Thinned copies for drawing, by ``(tolerance, max_points)`` (kept by :func:`simplify`:
+    #: a chart redrawn on every slider move thins the same curve once).
+    drawn: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class TprAtFpr:
+    """TPR at the largest ROC index whose FPR is at most ``target`` (contract §4, seed 000 §2.3).
+
+    ``threshold`` is that ROC point's threshold (``inf`` when only the (0, 0) point qualifies:
+    "all negative"). Without negatives no index qualifies and the seed's fallback applies:
+    ``tpr = 0.0``, ``threshold = 1.0``, ``fpr = nan``; without positives ``tpr`` is ``nan``.
+    Both cases have ``defined=False``.
+    """
+
+    target: float
+    tpr: float
+    fpr: float
+    threshold: float
+    defined: bool = True
+
+
+# ------------------------------------------------------------------------------- inputs
+def check_binary_inputs(y, p, *, sample_weight=None, probability: bool = False,
+                        y_name: str = "y", p_name: str = "p"):
+    """Validate labels and scores; return ``(y int8, p float64, weight float64 | None)``.
+
+    ``y`` must be 1-D with values in {0, 1}; ``p`` 1-D of the same length and finite (and in
+    [0, 1] when ``probability``); ``sample_weight`` finite and non-negative. Raises
+    ``ValueError`` naming the argument and the rule.
+    """
+    y_arr = np.asarray(y)
+    p_arr = np.asarray(p)
+    if y_arr.ndim != 1:
+        raise ValueError(f"{y_name} must be 1-D, got shape {y_arr.shape}")
+    if p_arr.shape != y_arr.shape:
+        raise ValueError(f"{p_name} must have the shape of {y_name} {y_arr.shape}, "
+                         f"got {p_arr.shape}")
+    if y_arr.dtype.kind not in "biuf":
+        raise ValueError(f"{y_name} must be 0/1 labels, got dtype {y_arr.dtype}")
+    bad = (y_arr != 0) & (y_arr != 1)
+    if bad.any():
+        first = np.flatnonzero(bad)[:5].tolist()
+        raise ValueError(f"{y_name} must be 0/1 labels; rows {first} are not")
+    if p_arr.dtype.kind not in "biuf":
+        raise ValueError(f"{p_name} must be numeric, got dtype {p_arr.dtype}")
+    p_arr = p_arr.astype(np.float64, copy=False)
+    finite = np.isfinite(p_arr)
+    if not finite.all():
+        first = np.flatnonzero(~finite)[:5].tolist()
+        raise ValueError(f"{p_name} must be finite; rows {first} are not")
+    if probability:
+        outside = (p_arr < 0.0) | (p_arr > 1.0)
+        if outside.any():
+            first = np.flatnonzero(outside)[:5].tolist()
+            raise ValueError(f"{p_name} must be probabilities in [0, 1]; rows {first} are not")
+    w_arr = None
+    if sample_weight is not None:
+        w_arr = np.asarray(sample_weight, dtype=np.float64)
+        if w_arr.shape != y_arr.shape:
+            raise ValueError(f"sample_weight must have the shape of {y_name} {y_arr.shape}, "
+                             f"got {w_arr.shape}")
+        if not np.isfinite(w_arr).all() or (w_arr < 0).any():
+            raise ValueError("sample_weight must be finite and non-negative")
+    return y_arr.astype(np.int8, copy=False), p_arr, w_arr
+
+
+def _check_weights(weights, n: int) -> np.ndarray:
+    w = np.asarray(weights)
+    if w.ndim == 1:
+        w = w[None, :]
+    if w.ndim != 2 or w.shape[1] != n:
+        raise ValueError(f"weights must have shape (b, {n}), got {np.shape(weights)}")
+    if w.dtype.kind not in "biuf":
+        raise ValueError(f"weights must be numeric, got dtype {w.dtype}")
+    return w
+
+
+# ------------------------------------------------------------------ data-only structure
+class PreparedScores:
+    """Everything about ``(y, p)`` that does not depend on a threshold or a weight vector.
+
+    Build it with :func:`prepare` and pass it in place of ``(y, p)`` to :func:`roc_auc`,
+    :func:`average_precision`, :func:`roc_points`, :func:`pr_points`, :func:`tpr_at_fpr`,
+    :func:`confusion_sweep`, :func:`confusion_at` and the weighted kernels, so that the data
+    are validated and sorted once for all of them.
+
+    ``thresholds`` are the distinct scores, descending; ``tps``/``fps`` are the positives /
+    negatives scoring at least each threshold (the points of scikit-learn's ``roc_curve``).
+    They come from sorting the scores of each class once (value sorts, not an argsort of all
+    rows) and counting by binary search. The block ids that map every row to the aggregates of
+    the weighted AUROC / AP kernels are built on first use (bootstrap only). ``y`` and ``p``
+    are read-only copies of the inputs: changing the caller's arrays later does not change a
+    prepared object.
+
+    ``order``, when the caller has one: an ordering of the rows by ``p`` ascending (as
+    :func:`numpy.argsort`); the three sorts are then gathers along it. The sorted values are
+    the same either way (rows of equal score are interchangeable here).
+    """
+
+    def __init__(self, y: np.ndarray, p: np.ndarray, order: np.ndarray | None = None):
+        self.n = int(y.size)
+        positive = y == 1
+        if order is None:
+            self.pos_sorted = np.sort(p[positive])  # ascending, for threshold sweeps
+            self.neg_sorted = np.sort(p[~positive])
+            both = np.sort(p)
+        else:
+            both = p.take(order)
+            positive_in_order = positive.take(order)
+            self.pos_sorted = both[positive_in_order]
+            self.neg_sorted = both[~positive_in_order]
+        self.n_pos = int(self.pos_sorted.size)
+        self.n_neg = self.n - self.n_pos
+        first = np.flatnonzero(np.r_[both[:1] == both[:1], both[1:] != both[:-1]])
+        distinct = both[first]  # ascending distinct scores
+        # Rows scoring >= t: n minus the rows before t's first position; positives likewise
+        # by binary search in the sorted positive scores (ascending needles).
+        at_least = self.n - first
+        tps = self.n_pos - np.searchsorted(self.pos_sorted, distinct, side="left")
+        self.thresholds = distinct[::-1].copy()  # descending distinct scores
+        self.tps = tps[::-1].astype(np.float64)
+        self.fps = (at_least - tps)[::-1].astype(np.float64)
+        self._y = np.array(y, dtype=np.int8)  # own copies: the blocks are built later
+        self._p = np.array(p, dtype=np.float64)
+        _readonly(self._y, self._p, self.pos_sorted, self.neg_sorted, self.thresholds,
+                  self.tps, self.fps)
+        self._keys: tuple[int, np.ndarray] | None = None
+
+    def __repr__(self) -> str:
+        return f"PreparedScores(n={self.n}, n_pos={self.n_pos}, n_neg={self.n_neg})"
+
+    @property
+    def y(self) -> np.ndarray:
+        """The labels (int8, read-only copy)."""
+        return self._y
+
+    @property
+    def p(self) -> np.ndarray:
+        """The scores (float64, read-only copy)."""
+        return self._p
+
+    @cached_property
+    def _blocks(self) -> tuple[int, int, np.ndarray]:
+        """``(m, n_blocks, block id of every row)`` for the weighted kernels.
+
+        u_0 > u_1 > ... > u_{m-1}: distinct positive scores. Positive row -> its group g in
+        [0, m). Negative row -> h = #{u > p} in [0, m] and t = (p == u_h); block m + 2 h + t.
+        """
+        y, p = self._y, self._p
+        u_desc = self.pos_sorted[::-1]
+        u_desc = u_desc[np.r_[True, u_desc[1:] != u_desc[:-1]]] if u_desc.size else u_desc
+        m = int(u_desc.size)
+        neg_u = -u_desc  # ascending
+        h = np.searchsorted(neg_u, -p, side="left")  # #{u > p}
+        tied = (h < m) & (u_desc[np.minimum(h, max(m - 1, 0))] == p) if m else np.zeros(
+            self.n, dtype=bool)
+        block = np.where(y == 1, h, m + 2 * h + tied)
+        return m, 3 * m + 2, block.astype(np.int64)
+
+    @property
+    def m(self) -> int:
+        return self._blocks[0]
+
+    @property
+    def n_blocks(self) -> int:
+        return self._blocks[1]
+
+    @property
+    def block(self) -> np.ndarray:
+        return self._blocks[2]
+
+    @cached_property
+    def unweighted(self) -> tuple[float, float]:
+        """(AUROC, AP) of the sample itself (``nan`` with one class), from the ROC points.
+
+        AUROC is the trapezoidal area, summed in integer counts (exact below 2^53) and divided
+        once by ``P N``; AP is ``sum_i (tps_i - tps_{i-1}) precision_i / P``, the step-wise sum
+        of scikit-learn's ``average_precision_score``.
+        """
+        if self.n_pos == 0 or self.n_neg == 0:
+            return float("nan"), float("nan")
+        tps = np.r_[0.0, self.tps]
+        fps = np.r_[0.0, self.fps]
+        # Integer-valued terms and partial sums below 2^53: exact in any order, so numpy's sum
+        # (no BLAS threads to wake) gives the same value as a dot product.
+        twice_pairs = float(np.sum(np.diff(fps) * (tps[1:] + tps[:-1])))
+        auc = twice_pairs / (2.0 * self.n_pos * self.n_neg)
+        ap = float(np.dot(np.diff(tps), self.tps / (self.tps + self.fps))) / self.n_pos
+        return auc, ap
+
+    def keys(self, rows: int) -> np.ndarray:
+        """Flat bincount keys for a ``(rows, n)`` weight chunk (cached for the last size)."""
+        if self._keys is None or self._keys[0] != rows:
+            offsets = np.arange(rows, dtype=np.int64)[:, None] * self.n_blocks
+            self._keys = (rows, (self.block[None, :] + offsets).ravel())
+        return self._keys[1]
+
+    def block_sums(self, weights: np.ndarray):
+        """Per row of ``weights`` (at most a chunk): positive weight per positive group
+        ``a`` (rows, m) and negative weight per block ``c_strict``, ``c_tie`` (rows, m + 1)."""
+        rows = weights.shape[0]
+        flat = np.ascontiguousarray(weights, dtype=np.float64).ravel()
+        sums = np.bincount(self.keys(rows), weights=flat, minlength=rows * self.n_blocks)
+        sums = sums.reshape(rows, self.n_blocks)
+        neg = sums[:, self.m:].reshape(rows, self.m + 1, 2)
+        return sums[:, :self.m], neg[:, :, 0], neg[:, :, 1]
+
+    def auc_ap(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(AUROC, AP) per row of ``weights`` (b, n), chunk by chunk (cache-sized)."""
+        b = weights.shape[0]
+        auc = np.empty(b)
+        ap = np.empty(b)
+        step = max(1, _CHUNK_ELEMENTS // max(self.n, 1))
+        for start in range(0, b, step):
+            stop = min(start + step, b)
+            auc[start:stop], ap[start:stop] = _auc_ap_from_blocks(
+                *self.block_sums(weights[start:stop]))
+        return auc, ap
+
+
+def prepare(y, p, *, order=None) -> PreparedScores:
+    """Validate ``(y, p)`` and sort them once, for several metrics on the same data (§4).
+
+    ``y`` are 0/1 labels and ``p`` finite scores of the same length (see
+    :func:`check_binary_inputs`). The result can be passed in place of ``(y, p)`` to every
+    function of this module that takes them; it holds copies, so it is unaffected by later
+    changes to ``y`` or ``p``. ``order``: the rows ordered by ``p`` ascending, when the
+    caller has that order already (then nothing is sorted again).
+
+    Examples
+    --------
+    >>> prepared = prepare([1, 1, 0, 0, 1], [0.9, 0.7, 0.4, 0.2, 0.8])
+    >>> prepared
+    PreparedScores(n=5, n_pos=3, n_neg=2)
+    >>> roc_auc(prepared).value, confusion_at(prepared, threshold=0.75).tp
+    (1.0, 2)
+    """
+    y, p, _ = check_binary_inputs(y, p)
+    return PreparedScores(y, p, _checked_order(order, p))
+
+
+def _checked_order(order, p: np.ndarray) -> np.ndarray | None:
+    """A caller's ``order`` as an integer array ordering ``p`` ascending (ValueError
+    otherwise); None stays None (the kernel sorts itself). Every kernel that takes ``order=``
+    checks it here."""
+    if order is None:
+        return None
+    order = np.asarray(order)
+    if (order.shape != p.shape or order.dtype.kind not in "iu"
+            or (order.size and (order.min() < 0 or order.max() >= order.size
+                                or np.bincount(order, minlength=order.size).max() > 1))):
+        raise ValueError("order must be a permutation of the rows of p")
+    ranked = p.take(order)
+    if np.any(ranked[1:] < ranked[:-1]):
+        raise ValueError("order must sort p ascending")
+    return order
+
+
+def _prepared(y, p) -> PreparedScores:
+    """``y`` when it is already a :class:`PreparedScores` (``p`` must be ``None``), else
+    :func:`prepare` of ``(y, p)``."""
+    if isinstance(y, PreparedScores):
+        if p is not None:
+            raise ValueError("pass either y and p, or a PreparedScores (from prepare(y, p)) "
+                             "in place of y with p left out; got a PreparedScores and p")
+        return y
+    if p is None:
+        raise ValueError("p is required unless y is a PreparedScores from prepare(y, p)")
+    return prepare(y, p)
+
+
+def _readonly(*arrays):
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
+
+
+def _divide(num, den) -> np.ndarray:
+    """``num / den`` as float64 with ``nan`` where ``den == 0`` (the 0/0 rule)."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    out = np.full(np.broadcast_shapes(num.shape, den.shape), np.nan)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+# ------------------------------------------------------------------ AUROC / AP kernels
+def _auc_ap_from_blocks(a, c_strict, c_tie):
+    """AUROC and AP per resample from the block sums of :meth:`PreparedScores.block_sums`.
+
+    With ``A_h`` the positive weight strictly above block ``h`` (scores > u_h) and ``C`` the
+    negative weight of a block, the Mann-Whitney form of the trapezoidal ROC area is
+    ``sum_h (C_strict[h] + C_tie[h]) A_h + 1/2 sum_h C_tie[h] a_h`` over ``P N`` (a tie is half
+    a correctly ordered pair). AP is ``sum_g a_g prec_g / P`` with ``prec_g = A_{g+1} /
+    (A_{g+1} + F_g)``, ``F_g`` the negative weight with score >= u_g: the step-wise sum over
+    distinct thresholds of scikit-learn (thresholds without positives add no recall).
+    """
+    b, m = a.shape
+    above = np.zeros((b, m + 1))
+    np.cumsum(a, axis=1, out=above[:, 1:])  # above[:, h] = positive weight in groups < h
+    n_pos = above[:, m]
+    c_all = c_strict + c_tie
+    n_neg = c_all.sum(axis=1)
+    pairs = (c_all * above).sum(axis=1) + 0.5 * (c_tie[:, :m] * a).sum(axis=1)
+    both = (n_pos > 0) & (n_neg > 0)
+    auc = _divide(pairs, n_pos * n_neg)
+    tp_at = above[:, 1:]  # positive weight with score >= u_g
+    fp_at = np.cumsum(c_all, axis=1)[:, :m]  # negative weight with score >= u_g
+    precision = _divide(tp_at, tp_at + fp_at)
+    ap = _divide(np.where(a > 0, a * np.nan_to_num(precision), 0.0).sum(axis=1), n_pos)
+    auc[~both] = np.nan
+    ap[~both] = np.nan
+    return auc, ap
+
+
+def _weighted(y, p, weights) -> tuple[np.ndarray, np.ndarray]:
+    if weights is None:
+        raise ValueError("weights are required: a (b, n) matrix of row weights")
+    s = _prepared(y, p)
+    return s.auc_ap(_check_weights(weights, s.n))
+
+
+def auroc_auprc_weighted(y, p=None, weights=None) -> tuple[np.ndarray, np.ndarray]:
+    """(AUROC, AP) per row-weight vector in one pass: :func:`roc_auc_weighted` and
+    :func:`average_precision_weighted` share their block sums, so a bootstrap that needs both
+    should call this once per batch, with the result of :func:`prepare` reused for every
+    batch: ``auroc_auprc_weighted(prepared, weights=w)`` (contract §4, §9)."""
+    return _weighted(y, p, weights)
+
+
+def roc_auc_weighted(y, p=None, weights=None) -> np.ndarray:
+    """AUROC per row-weight vector: one value per bootstrap resample (contract §4, §9).
+
+    ``weights`` has shape ``(b, n)`` (e.g. bootstrap counts); row ``r`` equals
+    ``roc_auc_score`` on the sample in which row ``i`` appears ``weights[r, i]`` times (or with
+    that sample weight). ``nan`` where the weighted sample has one class. Pass a
+    :class:`PreparedScores` in place of ``(y, p)`` (``roc_auc_weighted(prepared, weights=w)``)
+    to sort the data once for every batch; each resample then costs one weighted bincount over
+    its row.
+    """
+    auc, _ = _weighted(y, p, weights)
+    return auc
+
+
+def average_precision_weighted(y, p=None, weights=None) -> np.ndarray:
+    """Average precision per row-weight vector (contract §4, §9); see :func:`roc_auc_weighted`.
+
+    Equals ``average_precision_score`` on each materialised resample; ``nan`` with one class.
+    """
+    _, ap = _weighted(y, p, weights)
+    return ap
+
+
+def _score(y, p, sample_weight, metric: str) -> Score:
+    """AUROC or AP of one (optionally weighted) sample, with the one-class convention."""
+    s = _prepared(y, p)
+    y = s.y
+    w = None
+    if sample_weight is not None:
+        _, _, w = check_binary_inputs(y, s.p, sample_weight=sample_weight)
+    if s.n == 0:
+        return Score(float("nan"), False, "no samples")
+    if w is None:
+        pos, total = float(s.n_pos), float(s.n)
+    else:
+        pos, total = float(w[y == 1].sum()), float(w.sum())
+    if total == 0:
+        return Score(float("nan"), False, "no samples")
+    if pos == 0 or pos == total:
+        return Score(0.5 if metric == "auroc" else pos / total, False, "one class")
+    if w is None:
+        auc, ap = s.unweighted
+    else:
+        auc, ap = (float(v[0]) for v in s.auc_ap(w[None, :]))
+    return Score(auc if metric == "auroc" else ap)
+
+
+def roc_auc(y, p=None, *, sample_weight=None) -> Score:
+    """Area under the ROC curve, protocol ``all_queries`` (contract §4).
+
+    Equals ``sklearn.metrics.roc_auc_score`` (ties count one half). With one class present the
+    value is 0.5 (seed 000 §2.1) and ``defined`` is ``False`` with reason ``"one class"``.
+    ``y`` may be a :class:`PreparedScores` in place of ``(y, p)``.
+
+    Examples
+    --------
+    >>> roc_auc([1, 1, 0, 0, 1], [0.9, 0.7, 0.4, 0.2, 0.8])  # seed 000 §8
+    Score(value=1.0, defined=True, reason=None)
+    """
+    return _score(y, p, sample_weight, "auroc")
+
+
+def average_precision(y, p=None, *, sample_weight=None) -> Score:
+    """Average precision (step-wise AUPRC), protocol ``all_queries`` (contract §4).
+
+    Equals ``sklearn.metrics.average_precision_score``: ``sum_n (R_n - R_{n-1}) P_n`` over
+    distinct thresholds. With one class present the value is the positive rate (seed 000
+    §2.2) and ``defined`` is ``False``. ``y`` may be a :class:`PreparedScores` in place of
+    ``(y, p)``.
+
+    Examples
+    --------
+    >>> average_precision([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1]).value  # (1/1 + 2/3) / 2
+    0.8333333333333333
+    """
+    return _score(y, p, sample_weight, "auprc")
+
+
+# ------------------------------------------------------------------------------- curves
+def roc_points(y, p=None) -> RocCurve:
+    """All ROC points: ``sklearn.metrics.roc_curve(y, p, drop_intermediate=False)`` (§4).
+
+    One point per distinct score plus the leading (0, 0) point at threshold ``inf``. ``y`` may
+    be a :class:`PreparedScores` in place of ``(y, p)``.
+    """
+    s = _prepared(y, p)
+    tps = np.r_[0.0, s.tps]
+    fps = np.r_[0.0, s.fps]
+    fpr = fps / fps[-1] if fps[-1] > 0 else np.full(fps.shape, np.nan)
+    tpr = tps / tps[-1] if tps[-1] > 0 else np.full(tps.shape, np.nan)
+    thresholds = np.r_[np.inf, s.thresholds]
+    return RocCurve(*_readonly(fpr, tpr, thresholds))
+
+
+def pr_points(y, p=None) -> PrCurve:
+    """All precision-recall points: ``sklearn.metrics.precision_recall_curve(y, p)`` (§4).
+
+    Thresholds ascending; precision/recall end with the (recall 0, precision 1) point.
+    Without positives recall is ``nan`` (undefined) rather than scikit-learn's 1. ``y`` may be
+    a :class:`PreparedScores` in place of ``(y, p)``.
+    """
+    s = _prepared(y, p)
+    precision = _divide(s.tps, s.tps + s.fps)
+    recall = s.tps / s.n_pos if s.n_pos > 0 else np.full(s.tps.shape, np.nan)
+    return PrCurve(*_readonly(np.r_[precision[::-1], 1.0], np.r_[recall[::-1], 0.0],
+                              s.thresholds[::-1].copy()))
+
+
+def downsample(curve, *, max_points: int = 2000):
+    """A subset of a curve's points for drawing, keeping both endpoints (any curve size).
+
+    Only existing points are kept (every drawn point is a real operating point with its
+    threshold). The curve's path is cut into ``(max_points - 2) // 2`` pieces of equal length
+    (in the unit square of the axes) and the first and last point of each piece are kept.
+    Every dropped point lies on the path between two kept points no farther apart along the
+    path than one piece, so it is within ``path_length / pieces`` of the drawn polyline: for a
+    ROC curve (path length at most 2) and 2,000 points that is 0.002 of the axis, under one
+    pixel of a 500-pixel chart.
+
+    Parameters
+    ----------
+    curve : RocCurve or PrCurve
+    max_points : int, default 2000
+        At most this many points are kept (at least 4).
+
+    Returns
+    -------
+    RocCurve or PrCurve
+        Same type; unchanged when it already has at most ``max_points`` points.
+    """
+    if max_points < 4:
+        raise ValueError(f"max_points must be at least 4, got {max_points}")
+    if isinstance(curve, RocCurve):
+        x, y = curve.fpr, curve.tpr
+    elif isinstance(curve, PrCurve):
+        x, y = curve.recall, curve.precision
+    else:
+        raise ValueError(f"curve must be a RocCurve or PrCurve, got {type(curve).__name__}")
+    n = x.size
+    if n <= max_points:
+        return curve
+    step = np.hypot(np.diff(np.nan_to_num(x)), np.diff(np.nan_to_num(y)))
+    path = np.r_[0.0, np.cumsum(step)]
+    pieces = (max_points - 2) // 2
+    if path[-1] > 0:
+        piece = np.minimum((path / path[-1] * pieces).astype(np.int64), pieces - 1)
+    else:
+        piece = np.zeros(n, dtype=np.int64)
+    first = np.r_[True, piece[1:] != piece[:-1]]
+    last = np.r_[piece[1:] != piece[:-1], True]
+    keep = first | last
+    keep[0] = keep[-1] = True
+    return _points(curve, np.flatnonzero(keep))
+
+
+def _points(curve, idx: np.ndarray):
+    """The curve's points at the increasing indices ``idx``, each with its threshold (a PR
+    curve's last point has none)."""
+    if isinstance(curve, RocCurve):
+        return RocCurve(*_readonly(curve.fpr[idx], curve.tpr[idx], curve.thresholds[idx]))
+    with_threshold = idx[idx < curve.thresholds.size]
+    return PrCurve(*_readonly(curve.precision[idx], curve.recall[idx],
+                              curve.thresholds[with_threshold]))
+
+
+#: How far (in axis units of the unit square) a drawn curve may leave the exact one: a quarter
+#: of a pixel of a 500-pixel axis.
+DRAW_TOLERANCE = 0.0005
+
+
+#: Curves of up to this many points are drawn whole (every threshold can be hovered).
+DRAW_WHOLE = 500
+
+
+def simplify(curve, *, tolerance: float = DRAW_TOLERANCE, max_points: int = 2000):
+    """The fewest points of a curve that draw it within ``tolerance`` of its exact path
+    (a curve of at most :data:`DRAW_WHOLE` points is returned as it is).
+
+    Only existing points are kept, both endpoints always (every drawn point is a real
+    operating point with its threshold). A ROC curve is drawn as straight segments: a point is
+    dropped only when it lies within ``tolerance`` of the segment between the points kept on
+    either side (the Ramer-Douglas-Peucker split). A PR curve is drawn as steps (vertical,
+    then horizontal, as the dashboard draws precision between recall levels): between two
+    kept points ``a`` and ``b`` the drawn path is one vertical and one horizontal segment, and
+    the points between are dropped only when every corner of their exact steps lies within
+    ``tolerance`` of it (the exact steps between two corners are axis-parallel segments, whose
+    farthest point from such a path is one of their ends). Curves with undefined points (one
+    class only) and results over ``max_points`` fall back to :func:`downsample`.
+
+    >>> roc = RocCurve(np.array([0.0, 0.1, 0.2, 0.5, 1.0]), np.array([0.0, 0.3, 0.6, 0.9, 1.0]),
+    ...                np.array([np.inf, 0.9, 0.7, 0.4, 0.1]))
+    >>> simplify(roc).fpr.tolist()  # short: drawn whole
+    [0.0, 0.1, 0.2, 0.5, 1.0]
+    >>> x = np.linspace(0.0, 1.0, 1001)  # a straight line of 1,001 points: its two ends
+    >>> simplify(RocCurve(x, x, np.linspace(1.0, 0.0, 1001))).fpr.tolist()
+    [0.0, 1.0]
+    """
+    if isinstance(curve, RocCurve):
+        x, y, steps = curve.fpr, curve.tpr, False
+    elif isinstance(curve, PrCurve):
+        x, y, steps = curve.recall, curve.precision, True
+    else:
+        raise ValueError(f"curve must be a RocCurve or PrCurve, got {type(curve).__name__}")
+    key = (float(tolerance), int(max_points))
+    if key not in curve.drawn:
+        curve.drawn[key] = _simplified(curve, x, y, steps, tolerance, max_points)
+    return curve.drawn[key]
+
+
+def _simplified(curve, x: np.ndarray, y: np.ndarray, steps: bool, tolerance: float,
+                max_points: int):
+    n = x.size
+    if n <= DRAW_WHOLE:
+        return curve
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        return downsample(curve, max_points=max_points)
+    base = _step_extremes(x, y) if steps else np.arange(n)
+    x, y, n = x[base], y[base], base.size
+    keep = np.zeros(n, dtype=bool)
+    keep[0] = keep[-1] = True
+    pending = [(0, n - 1)]
+    while pending:
+        a, b = pending.pop()
+        if b - a < 2:
+            continue
+        off, at = (_step_offsets if steps else _segment_offsets)(x, y, a, b)
+        worst = int(np.argmax(off))
+        if off[worst] > tolerance:
+            m = int(at[worst])
+            keep[m] = True
+            pending += [(a, m), (m, b)]
+    idx = base[keep]
+    if idx.size > max_points:
+        return downsample(curve, max_points=max_points)
+    return _points(curve, idx)
+
+
+def _segment_offsets(x: np.ndarray, y: np.ndarray, a: int, b: int):
+    """Distances of the points strictly between ``a`` and ``b`` from the straight segment
+    ``a`` -> ``b``, and their indices."""
+    xs, ys = x[a + 1:b], y[a + 1:b]
+    dx, dy = x[b] - x[a], y[b] - y[a]
+    length = math.hypot(dx, dy)
+    if length == 0.0:
+        return np.hypot(xs - x[a], ys - y[a]), np.arange(a + 1, b)
+    t = np.clip(((xs - x[a]) * dx + (ys - y[a]) * dy) / (length * length), 0.0, 1.0)
+    return np.hypot(xs - (x[a] + t * dx), ys - (y[a] + t * dy)), np.arange(a + 1, b)
+
+
+def _step_extremes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the points a step path cannot do without: in every run of equal ``x`` (a
+    vertical stretch of the path) its first and last point and those at its lowest and
+    highest ``y``. The path through these covers exactly the same points (each run's
+    vertical extent), so dropping the others changes nothing drawn."""
+    n = x.size
+    starts = np.r_[0, np.flatnonzero(x[1:] != x[:-1]) + 1]
+    lengths = np.diff(np.r_[starts, n])
+    low = np.repeat(np.minimum.reduceat(y, starts), lengths)
+    high = np.repeat(np.maximum.reduceat(y, starts), lengths)
+    needed = (y == low) | (y == high)
+    needed[starts] = True
+    needed[starts + lengths - 1] = True
+    return np.flatnonzero(needed)
+
+
+def _step_offsets(x: np.ndarray, y: np.ndarray, a: int, b: int):
+    """Distances of the corners of the exact step path between points ``a`` and ``b`` (drawn
+    vertical-then-horizontal) from the one step ``a`` -> ``b``, and the point index that
+    splits the span at each corner (strictly between ``a`` and ``b``)."""
+    j = np.arange(a, b)
+    cx = np.r_[x[a + 1:b], x[j]]  # the points between, then each step's corner (x_j, y_j+1)
+    cy = np.r_[y[a + 1:b], y[j + 1]]
+    split = np.r_[np.arange(a + 1, b), np.clip(j + 1, a + 1, b - 1)]
+    lo_x, hi_x = min(x[a], x[b]), max(x[a], x[b])
+    lo_y, hi_y = min(y[a], y[b]), max(y[a], y[b])
+    to_h = np.hypot(np.maximum(np.maximum(lo_x - cx, cx - hi_x), 0.0), cy - y[b])
+    to_v = np.hypot(cx - x[a], np.maximum(np.maximum(lo_y - cy, cy - hi_y), 0.0))
+    return np.minimum(to_h, to_v), split
+
+
+def tpr_at_fpr(y, p=None, targets=FPR_TARGETS) -> list[TprAtFpr]:
+    """TPR at fixed FPR targets (contract §4, seed 000 §2.3).
+
+    For each target T: the largest index of ``roc_curve(..., drop_intermediate=False)`` with
+    ``fpr <= T``, its TPR, FPR and threshold. The threshold may be ``inf`` (the (0, 0) point:
+    nothing predicted positive). Without negatives no index qualifies: TPR 0.0, threshold 1.0.
+    ``y`` may be a :class:`PreparedScores` in place of ``(y, p)``
+    (``tpr_at_fpr(prepared, targets=(0.01, 0.05))``).
+    """
+    targets = np.atleast_1d(np.asarray(targets, dtype=np.float64))
+    if targets.ndim != 1 or not np.all((targets >= 0) & (targets <= 1)):
+        raise ValueError(f"targets must be FPR values in [0, 1], got {targets.tolist()}")
+    roc = roc_points(y, p)
+    two_classes = not (np.isnan(roc.fpr[-1]) or np.isnan(roc.tpr[-1]))
+    out = []
+    for target in targets.tolist():
+        if np.isnan(roc.fpr[-1]):
+            out.append(TprAtFpr(target, 0.0, float("nan"), 1.0, False))
+            continue
+        i = int(np.searchsorted(roc.fpr, target, side="right")) - 1
+        out.append(TprAtFpr(target, float(roc.tpr[i]), float(roc.fpr[i]),
+                            float(roc.thresholds[i]), two_classes))
+    return out
+
+
+# ---------------------------------------------------------------------------- confusion
+#: Ratios reported for a confusion matrix (contract §4), in display order.
+RATE_NAMES = ("sensitivity", "specificity", "fpr", "precision", "npv", "f1", "mcc",
+              "balanced_accuracy")
+
+_UNDEFINED_REASON = MappingProxyType({
+    "sensitivity": "no positives (0/0)",
+    "specificity": "no negatives (0/0)",
+    "fpr": "no negatives (0/0)",
+    "precision": "no predicted positives (0/0)",
+    "npv": "no predicted negatives (0/0)",
+    "f1": "no positives and no predicted positives (0/0)",
+    "mcc": "a class or a prediction is absent (0/0)",
+    "balanced_accuracy": "one class (0/0)",
+})
+
+
+def confusion_rates(tp, fp, tn, fn) -> dict[str, np.ndarray]:
+    """The ratios of confusion counts, vectorised; ``nan`` where a ratio is 0/0 (§4, §10).
+
+    sensitivity = TP / (TP + FN); specificity = TN / (TN + FP); fpr = FP / (TN + FP);
+    precision = TP / (TP + FP); npv = TN / (TN + FN); f1 = 2 TP / (2 TP + FP + FN);
+    mcc = (TP TN - FP FN) / sqrt((TP + FP)(TP + FN)(TN + FP)(TN + FN)) (undefined, not 0 as in
+    scikit-learn, when a factor is 0); balanced_accuracy = (sensitivity + specificity) / 2.
+    Every other module computing these ratios calls this function.
+    """
+    tp, fp, tn, fn = (np.asarray(v, dtype=np.float64) for v in (tp, fp, tn, fn))
+    rates = {
+        "sensitivity": _divide(tp, tp + fn),
+        "specificity": _divide(tn, tn + fp),
+        "fpr": _divide(fp, tn + fp),
+        "precision": _divide(tp, tp + fp),
+        "npv": _divide(tn, tn + fn),
+        "f1": _divide(2.0 * tp, 2.0 * tp + fp + fn),
+        "mcc": _divide(tp * tn - fp * fn,
+                       np.sqrt((tp + fp) * (tp + fn)) * np.sqrt((tn + fp) * (tn + fn))),
+    }
+    rates["balanced_accuracy"] = (rates["sensitivity"] + rates["specificity"]) / 2.0
+    return rates
+
+
+@dataclass(frozen=True)
+class Confusion:
+    """Confusion counts at one threshold (positive iff ``p >= threshold``) and their ratios.
+
+    Ratios are properties returning ``float`` (``nan`` when 0/0); :meth:`metrics` returns them
+    as :class:`Score` with ``defined=False`` and a reason for the undefined ones (contract §4).
+    """
+
+    tp: int
+    fp: int
+    tn: int
+    fn: int
+    threshold: float | None = None
+    _rates: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        for name in ("tp", "fp", "tn", "fn"):
+            value = getattr(self, name)
+            if int(value) != value or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer count, got {value!r}")
+            object.__setattr__(self, name, int(value))
+        rates = confusion_rates(self.tp, self.fp, self.tn, self.fn)
+        object.__setattr__(self, "_rates", {k: float(v) for k, v in rates.items()})
+
+    @property
+    def n(self) -> int:
+        return self.tp + self.fp + self.tn + self.fn
+
+    @property
+    def n_pos(self) -> int:
+        return self.tp + self.fn
+
+    @property
+    def n_neg(self) -> int:
+        return self.tn + self.fp
+
+    @property
+    def n_pred_pos(self) -> int:
+        return self.tp + self.fp
+
+    @property
+    def sensitivity(self) -> float:
+        return self._rates["sensitivity"]
+
+    @property
+    def specificity(self) -> float:
+        return self._rates["specificity"]
+
+    @property
+    def fpr(self) -> float:
+        return self._rates["fpr"]
+
+    @property
+    def precision(self) -> float:
+        return self._rates["precision"]
+
+    @property
+    def ppv(self) -> float:
+        return self._rates["precision"]
+
+    @property
+    def npv(self) -> float:
+        return self._rates["npv"]
+
+    @property
+    def f1(self) -> float:
+        return self._rates["f1"]
+
+    @property
+    def mcc(self) -> float:
+        return self._rates["mcc"]
+
+    @property
+    def balanced_accuracy(self) -> float:
+        return self._rates["balanced_accuracy"]
+
+    def rates(self) -> dict[str, float]:
+        """All ratios of :data:`RATE_NAMES` as floats (``nan`` when undefined)."""
+        return dict(self._rates)
+
+    def metrics(self) -> dict[str, Score]:
+        """All ratios as :class:`Score`, undefined ones with their reason."""
+        return {name: Score(value) if not np.isnan(value)
+                else Score(value, False, _UNDEFINED_REASON[name])
+                for name, value in self._rates.items()}
+
+    def counts(self) -> dict[str, int]:
+        return {"tp": self.tp, "fp": self.fp, "tn": self.tn, "fn": self.fn, "n": self.n,
+                "n_pos": self.n_pos, "n_neg": self.n_neg}
+
+
+def confusion_from_counts(tp, fp, tn, fn, *, threshold: float | None = None) -> Confusion:
+    """A :class:`Confusion` from counts, for code that counts outcomes itself (gate, triage)."""
+    return Confusion(tp, fp, tn, fn, threshold)
+
+
+@dataclass(frozen=True)
+class ConfusionSweep:
+    """Confusion counts at many thresholds (arrays aligned with ``thresholds``)."""
+
+    thresholds: np.ndarray
+    tp: np.ndarray
+    fp: np.ndarray
+    tn: np.ndarray
+    fn: np.ndarray
+
+    @cached_property
+    def _rate_arrays(self) -> dict[str, np.ndarray]:
+        return confusion_rates(self.tp, self.fp, self.tn, self.fn)
+
+    def rates(self) -> dict[str, np.ndarray]:
+        """Ratios per threshold (``nan`` where 0/0), see :func:`confusion_rates`."""
+        return dict(self._rate_arrays)
+
+    def at(self, i: int) -> Confusion:
+        """The :class:`Confusion` of the ``i``-th threshold."""
+        return Confusion(int(self.tp[i]), int(self.fp[i]), int(self.tn[i]), int(self.fn[i]),
+                         float(self.thresholds[i]))
+
+
+def confusion_sweep(y, p=None, thresholds=None) -> ConfusionSweep:
+    """Confusion counts at every threshold of ``thresholds`` (positive iff ``p >= t``) (§4).
+
+    The scores of each class are sorted once (pass a :class:`PreparedScores` in place of
+    ``(y, p)`` to reuse that sort: ``confusion_sweep(prepared, thresholds=[0.1, 0.5])``); each
+    threshold is a binary search, so a grid of thresholds for a dashboard costs almost nothing.
+    """
+    if thresholds is None:
+        raise ValueError("thresholds are required: a 1-D array of numbers")
+    s = _prepared(y, p)
+    t = np.atleast_1d(np.asarray(thresholds, dtype=np.float64))
+    if t.ndim != 1 or np.isnan(t).any():
+        raise ValueError("thresholds must be a 1-D array of numbers (no nan)")
+    fn = np.searchsorted(s.pos_sorted, t, side="left").astype(np.int64)
+    tn = np.searchsorted(s.neg_sorted, t, side="left").astype(np.int64)
+    tp = s.n_pos - fn
+    fp = s.n_neg - tn
+    return ConfusionSweep(*_readonly(t.copy(), tp, fp, tn, fn))
+
+
+def confusion_at(y, p=None, *, threshold: float = 0.5) -> Confusion:
+    """Confusion counts and ratios at ``threshold``: positive iff ``p >= threshold`` (§4).
+
+    ``y`` may be a :class:`PreparedScores` in place of ``(y, p)``.
+
+    Examples
+    --------
+    >>> c = confusion_at([1, 1, 0, 0, 1], [0.9, 0.7, 0.4, 0.2, 0.8], threshold=0.75)
+    >>> (c.tp, c.fp, c.tn, c.fn), c.sensitivity
+    ((2, 0, 2, 1), 0.6666666666666666)
+    """
+    if threshold is None or np.isnan(threshold):
+        raise ValueError(f"threshold must be a number, got {threshold!r}")
+    return confusion_sweep(y, p, thresholds=[threshold]).at(0)
+
+
+def _curve_band(y, p, name: str, *, n_resamples: int, seed: int, unit_of_row, n_units,
+                grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pointwise percentile band of the ``name`` curve (``roc`` or ``pr``) over ``grid``, from
+    the replicates of :func:`metrics_core.metrics.curve_replicates.curve_replicates` on the one
+    bootstrap's resamples (equal to the literal computation per resample,
+    :func:`metrics_core.metrics._reference.naive_roc_band` / ``naive_pr_band``)."""
+    from metrics_core.metrics.curve_replicates import ScoreLayout, curve_replicates
+    from metrics_core.metrics.uncertainty import Bootstrap, percentile_ci
+
+    y = np.asarray(y, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    order = np.argsort(p, kind="stable")
+    columns = order if unit_of_row is None else np.asarray(unit_of_row)[order]
+    layout = ScoreLayout(p[order], y[order], columns)
+    boot = Bootstrap(n_units or y.size, n_resamples=n_resamples, seed=seed,
+                     batch_size=max(1, _CHUNK_ELEMENTS // max(y.size, 1)))
+    values = curve_replicates(layout, boot.count_batches(), discrimination=False,
+                              **{f"{name}_grid": grid})[name]
+    cis = [percentile_ci(values[:, j]) for j in range(grid.size)]
+    return grid, np.array([c.lo for c in cis]), np.array([c.hi for c in cis])
+
+
+def roc_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
+             n_units: int | None = None, grid=None) -> tuple[np.ndarray, np.ndarray,
+                                                          np.ndarray]:
+    """Pointwise percentile 95 % band of the ROC curve over a grid of FPR values (§9).
+
+    In every bootstrap replicate (the one bootstrap of :mod:`metrics_core.metrics.uncertainty`) the
+    weighted ROC curve is evaluated at each grid FPR as the TPR of its largest point with
+    ``FPR ≤ grid`` (the rule of :func:`tpr_at_fpr`). Returns ``(grid, lo, hi)``.
+    """
+    grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
+    return _curve_band(y, p, "roc", n_resamples=n_resamples, seed=seed,
+                       unit_of_row=unit_of_row, n_units=n_units, grid=grid)
+
+
+def pr_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
+            n_units: int | None = None, grid=None) -> tuple[np.ndarray, np.ndarray,
+                                                         np.ndarray]:
+    """Pointwise percentile 95 % band of the precision-recall curve over a recall grid (§9).
+
+    In every bootstrap replicate the weighted PR curve is evaluated at each grid recall ``r``
+    as the precision of its first operating point (highest threshold) with recall ``≥ r``:
+    the step function whose area is average precision. Returns ``(grid, lo, hi)``; NaN where
+    no replicate defines it.
+    """
+    grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
+    return _curve_band(y, p, "pr", n_resamples=n_resamples, seed=seed,
+                       unit_of_row=unit_of_row, n_units=n_units, grid=grid)

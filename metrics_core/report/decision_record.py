@@ -1,0 +1,337 @@
+"""The decision record of a review meeting: one HTML file, a PDF and a zip of everything.
+
+:func:`render_html` turns an :class:`~metrics_core.evaluation.records.Evaluation` (the app's current
+state, or a CLI run with the same settings: the same numbers) into a self-contained HTML page:
+plotly is inlined once, nothing is fetched from the network, every user-controlled string is
+escaped. It holds the title and date, the data set (file names, SHA-256, counts, exclusions),
+every setting, the headline numbers with their intervals, subsets and interpretations, the
+targets, the gate's flow (queries -> gate states -> gold outcome), ROC, PR, reliability,
+per-criterion intervals, the selected-K histogram, the decision curve, the per-criterion
+table, the consistency checks, the audit findings and the meeting's notes. :func:`render_pdf`
+prints that page with headless Chromium; :func:`render_zip` bundles HTML, PDF (when a
+browser is available), ``metrics_master.json``, ``settings.json`` and the CSV tables.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from metrics_core import registry
+from metrics_core.bidi import neutralise_bidi
+from metrics_core.config import PRESPECIFIED, SETTINGS_SCHEMA_ID, THRESHOLD_FIELDS
+from metrics_core.demo import criterion_names
+from metrics_core.report import figures
+from metrics_core.report.export import csv_bytes
+from metrics_core.report.wording import plain_subset, verdict_frame, verdict_summary
+
+__all__ = ["CHROMIUM", "PDF_NOTE", "render_html", "render_pdf", "render_zip", "settings_json"]
+
+#: The plotly template of the record's figures, whoever makes it: importing Streamlit makes its
+#: own template plotly's default, whose placeholder colours only Streamlit's front end replaces.
+TEMPLATE = "plotly"
+#: Debian's Chromium, used to print the HTML to PDF.
+CHROMIUM = Path("/usr/bin/chromium")
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;
+color:#222;line-height:1.4}
+h1{font-size:1.8rem;margin-bottom:.2rem}h2{font-size:1.3rem;border-bottom:1px solid #ccc;
+margin-top:2rem;break-after:avoid}
+table{border-collapse:collapse;width:100%;font-size:.82rem;margin:.5rem 0;break-inside:auto}
+th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top;
+overflow-wrap:normal;word-break:normal;hyphens:none}th{background:#f4f4f4}
+tr{break-inside:avoid}td.token{overflow-wrap:anywhere}table.wide{font-size:.72rem}
+table.wide th,table.wide td{padding:2px 4px}
+.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.muted{color:#666;font-size:.85rem}
+.fig{break-inside:avoid;margin:.5rem 0}.notes{white-space:pre-wrap;border:1px solid #ccc;
+padding:.6rem;background:#fafafa}.fail{color:#b00}.pass{color:#070}
+@page{size:A4;margin:14mm 12mm 16mm;@bottom-right{content:"page " counter(page) " of "
+counter(pages);font-size:9px;color:#666}@bottom-left{content:"decision record";font-size:9px;
+color:#666}}@media print{body{margin:0;max-width:none}}
+"""
+HEADLINE = ("auroc", "auprc", "sensitivity", "specificity", "precision", "ece", "brier",
+            "calibration_slope", "screening_sensitivity", "screening_fn_per_1000",
+            "alert_precision", "alert_rate_per_1000", "recall@10", "ndcg@10", "mrr",
+            "evidence_recall", "mean_k", "workload_per_1000")
+
+
+def _e(text) -> str:
+    """Text for the page: HTML escaped, bidirectional controls shown as codes."""
+    return html.escape("" if text is None else neutralise_bidi(text), quote=True)
+
+
+def _num(value, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()
+                                  and abs(value) >= 1000):
+        return f"{int(value):,}"
+    return f"{float(value):.{digits}f}"
+
+
+#: A text cell of one word longer than this (a SHA-256, a path) may break anywhere; every
+#: other word stays whole (no "Calibratio / n slope").
+_LONG_TOKEN = 28
+
+
+def _words(text) -> str:
+    """Escaped text whose snake_case ids may wrap after an underscore, never inside a word."""
+    return _e(text).replace("_", "_<wbr>")
+
+
+def _cell(value) -> str:
+    text = "" if value is None else str(value)
+    if len(text) > _LONG_TOKEN and not any(c.isspace() for c in text):
+        return f'<td class="token">{_words(text)}</td>'
+    return f"<td>{_words(text)}</td>"
+
+
+def _table(frame: pd.DataFrame, *, max_rows: int = 200, digits: int = 4,
+           css: str = "") -> str:
+    """``frame`` as an HTML table: numbers right-aligned with ``digits`` decimals, text
+    escaped; ``css`` is the table's class (``wide``: smaller type for many columns)."""
+    frame = frame.head(max_rows)
+    head = "".join(f"<th>{_words(c)}</th>" for c in frame.columns)
+    rows = []
+    for values in frame.itertuples(index=False):
+        cells = []
+        for v in values:
+            numeric = (isinstance(v, int | float) and not isinstance(v, bool)) or v is None
+            cells.append(f'<td class="num">{_num(v, digits)}</td>' if numeric else _cell(v))
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    attributes = f' class="{css}"' if css else ""
+    return (f"<table{attributes}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
+            "</table>")
+
+
+def settings_json(evaluation, *, marks: dict | None = None) -> str:
+    """The run's settings as JSON: what the app loads to restore the same view, with how each
+    threshold was chosen (``marks``: field -> pre-specified / exploratory; none given: every
+    threshold pre-specified, as the command line's runs are)."""
+    cfg = evaluation.config
+    provenance = {name: (marks or {}).get(name, PRESPECIFIED) for name in THRESHOLD_FIELDS}
+    if not cfg.criterion_gates:
+        provenance.pop("criterion_gates")
+    return json.dumps({"schema": SETTINGS_SCHEMA_ID, "config": cfg.to_dict(),
+                       "provenance": provenance}, indent=2)
+
+
+
+
+def _records_frame(evaluation) -> pd.DataFrame:
+    """The headline records, their queries in words as on the pages."""
+    rows = []
+    for name in HEADLINE:
+        try:
+            r = evaluation.record(name)
+        except KeyError:
+            continue
+        lo, hi = r.ci95 if r.ci95 is not None else (None, None)
+        rows.append({"metric": registry.label(name), "value": r.value, "95% CI low": lo,
+                     "95% CI high": hi, "interval": r.ci_method or "none",
+                     "computed on": plain_subset(r.subset),
+                     "n": r.n, "meaning": r.interpretation})
+    return pd.DataFrame(rows)
+
+
+def _targets(evaluation) -> str:
+    """The targets as the app's pages judge them (met / not met on the whole interval,
+    undecided, point estimate only, not computed), with the count of each first."""
+    verdicts = verdict_frame(evaluation)
+    shown = verdicts[["label", "verdict", "shown", "ci95", "target", "detail", "n"]].rename(
+        columns={"label": "metric", "shown": "value", "ci95": "95% CI", "detail": "why"})
+    return (f"<p><strong>{_e(verdict_summary(verdicts))}</strong></p>"
+            + _table(shown))
+
+
+def _flow(evaluation) -> pd.DataFrame:
+    """The STARD-style flow: queries -> gate state -> gold outcome (counts)."""
+    g = evaluation.gate
+    rows = []
+    for state, (neg, pos) in zip(registry.GATE_STATES, g.label_counts, strict=True):
+        rows.append({"gate state": state, "queries": neg + pos, "with evidence": pos,
+                     "without evidence": neg})
+    rows.append({"gate state": "all", "queries": g.n, "with evidence": g.n_pos,
+                 "without evidence": g.n - g.n_pos})
+    return pd.DataFrame(rows)
+
+
+def _figures(evaluation) -> list:
+    cfg = evaluation.config
+    auroc, auprc = evaluation.record("auroc"), evaluation.record("auprc")
+    per_criterion = evaluation.per_criterion
+    names = criterion_names((evaluation.run or {}).get("inputs"))
+    return [
+        figures.roc_figure(evaluation.roc, auroc=auroc.value if auroc.defined else None,
+                          band=evaluation.roc_band),
+        figures.gate_flow_figure(evaluation.gate),
+        figures.pr_figure(evaluation.pr, evaluation.summary["positive_rate"] or 0.0,
+                         auprc=auprc.value if auprc.defined else None,
+                         band=evaluation.pr_band),
+        figures.reliability_figure(evaluation.reliability),
+        figures.per_criterion_figure(per_criterion, "screening_sensitivity",
+                                    label="Screening sensitivity", names=names),
+        figures.per_criterion_figure(per_criterion, "auroc", label="AUROC", names=names),
+        figures.k_histogram(evaluation.k, evaluation.states),
+        figures.decision_curve_figure(evaluation.decision_curve, tau_pos=cfg.tau_pos),
+    ]
+
+
+def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
+                data_label: str = "", exclusions: pd.DataFrame | None = None,
+                created: datetime | None = None, thresholds: str = "",
+                marks: dict | None = None) -> str:
+    """The decision record as one self-contained HTML page (no network needed to open it).
+
+    ``thresholds`` says how each threshold was chosen (pre-specified or exploratory), as
+    ``marks`` records it for the settings file (see :func:`settings_json`)."""
+    import plotly.io as pio
+
+    created = created or datetime.now(UTC)
+    cfg = evaluation.config
+    run = evaluation.run or {}
+    parts = [f"<h1>{_e(title)}</h1>",
+             f"<p class='muted'>{_e(created.strftime('%Y-%m-%d %H:%M UTC'))} · "
+             f"{_e(run.get('generated_by', ''))}</p>"]
+    if notes.strip():
+        parts += ["<h2>Meeting notes</h2>", f"<div class='notes'>{_e(notes)}</div>"]
+    s = evaluation.summary
+    parts += ["<h2>Data</h2>", f"<p>{_e(data_label)}</p>",
+              _table(pd.DataFrame(run.get("inputs") or [], columns=["file", "sha256", "bytes"])),
+              f"<p>{s['n_queries']:,} queries ({s['n_positive']:,} with evidence) on "
+              f"{s['n_posts']:,} posts, {s['n_candidates']:,} candidate sentences; criteria: "
+              f"{_e(', '.join(map(str, s['criteria'])))}. Evaluated: "
+              f"{_e(cfg.filters.describe())}.</p>"]
+    if exclusions is not None and len(exclusions):
+        parts += [f"<p>{len(exclusions):,} rows excluded, with their reasons:</p>",
+                  _table(exclusions, max_rows=50)]
+    settings = pd.DataFrame([{"setting": k, "value": json.dumps(v)}
+                             for k, v in cfg.to_dict().items()])
+    parts += ["<h2>Settings</h2>",
+              f"<p><strong>{_e(thresholds)}</strong></p>" if thresholds else "",
+              _table(settings),
+              "<h2>Headline numbers</h2>", _table(_records_frame(evaluation)),
+              "<h2>Targets</h2>", _targets(evaluation),
+              "<h2>Flow of queries through the gate</h2>",
+              f"<p class='muted'>NEG if p &lt; τ_neg = {cfg.tau_neg:g}; UNCERTAIN up to τ_pos = "
+              f"{cfg.tau_pos:g}; POS above.</p>", _table(_flow(evaluation)),
+              "<h2>Figures</h2>"]
+    for i, fig in enumerate(_figures(evaluation)):
+        fig.update_layout(template=pio.templates[TEMPLATE])
+        parts.append("<div class='fig'>" + pio.to_html(
+            fig, full_html=False, include_plotlyjs="inline" if i == 0 else False,
+            config={"displaylogo": False, "staticPlot": True}) + "</div>")
+    table = evaluation.per_criterion.reset_index()
+    keep = [c for c in ("criterion", "n", "n_positive", "auroc", "auprc", "sensitivity",
+                        "specificity", "screening_sensitivity", "alert_precision",
+                        "evidence_recall", "mean_k") if c in table.columns]
+    checks = pd.DataFrame([c.to_dict() for c in evaluation.checks])
+    parts += ["<h2>Per criterion</h2>", _table(table[keep], digits=3, css="wide"),
+              "<h2>Consistency checks</h2>", _table(checks)]
+    audit = getattr(evaluation, "audit", None)
+    if audit is not None and getattr(audit, "findings", None):
+        findings = pd.DataFrame([{"level": f.level, "check": f.check, "message": f.message}
+                                 for f in audit.findings])
+        parts += ["<h2>Data audit</h2>", _table(findings)]
+    parts += ["<h2>Settings file</h2>",
+              "<p class='muted'>settings.json of this record: load it in the dashboard (sidebar, "
+              "<em>Restore settings</em>) or give it to <code>metrics-core report "
+              "--settings</code> to reproduce every number.</p>",
+              f"<pre id='settings-json'>{_e(settings_json(evaluation, marks=marks))}</pre>"]
+    body = "\n".join(parts)
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
+            f"script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+            f"img-src data:; font-src data:\"><title>{_e(title)}</title>"
+            f"<style>{_CSS}</style></head><body>{body}</body></html>")
+
+
+def render_pdf(html_text: str, *, chromium: Path | None = None, timeout: float = 120) -> bytes:
+    """The HTML printed to PDF by headless Chromium (page numbers in the footer).
+
+    ``chromium``: the browser to use (default :data:`CHROMIUM`, else ``chromium`` on the
+    PATH). Raises RuntimeError, with a plain message, when no Chromium is installed (Debian's
+    package ``chromium``) or when printing fails: the browser cannot start, ends with an
+    error or a signal, takes longer than ``timeout`` seconds or writes no PDF.
+    """
+    chromium = CHROMIUM if chromium is None else Path(chromium)
+    exe = chromium if chromium.exists() else shutil.which("chromium")
+    if exe is None:
+        raise RuntimeError("PDF export needs Chromium (Debian package 'chromium'); "
+                           "the HTML record has the same content")
+    with tempfile.TemporaryDirectory() as tmp:
+        page, out = Path(tmp) / "record.html", Path(tmp) / "record.pdf"
+        page.write_text(html_text, encoding="utf-8")
+        failed = "PDF printing failed: Chromium"
+        same = "; the HTML record has the same content"
+        try:
+            subprocess.run([str(exe), "--headless", "--no-sandbox", "--disable-gpu",
+                            "--disable-background-networking", "--disable-component-update",
+                            "--disable-sync", "--no-first-run", "--no-pdf-header-footer",
+                            "--run-all-compositor-stages-before-draw",
+                            "--virtual-time-budget=10000", f"--print-to-pdf={out}",
+                            page.as_uri()],
+                           check=True, capture_output=True, timeout=timeout)
+        except subprocess.CalledProcessError as err:
+            code = err.returncode
+            how = (f"was stopped by signal {_signal_name(-code)}" if code < 0
+                   else f"ended with exit status {code}")
+            raise RuntimeError(f"{failed} ({exe}) {how}{same}") from None
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"{failed} ({exe}) did not finish within {timeout:g} s"
+                               f"{same}") from None
+        except OSError as err:
+            raise RuntimeError(f"{failed} ({exe}) could not be started ({err.strerror})"
+                               f"{same}") from None
+        if not out.is_file() or out.stat().st_size == 0:
+            raise RuntimeError(f"{failed} ({exe}) wrote no PDF{same}")
+        return out.read_bytes()
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+#: The note a zip holds in place of a PDF that could not be printed.
+PDF_NOTE = "decision_record.pdf.txt"
+
+
+def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
+               exclusions: pd.DataFrame | None = None, pdf_missing: str | None = None,
+               marks: dict | None = None) -> bytes:
+    """HTML, PDF, metrics_master.json, settings.json and the CSV tables in one zip.
+
+    Without ``pdf``, ``pdf_missing`` (why it could not be printed) is written as
+    :data:`PDF_NOTE` in its place; ``marks``: the thresholds' provenance (settings.json)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("decision_record.html", html_text)
+        if pdf is not None:
+            z.writestr("decision_record.pdf", pdf)
+        elif pdf_missing:
+            z.writestr(PDF_NOTE, f"The PDF of this record was left out: {pdf_missing}\n"
+                                 "decision_record.html has the same content.\n")
+        z.writestr("metrics_master.json", evaluation.to_json())
+        z.writestr("settings.json", settings_json(evaluation, marks=marks))
+        z.writestr("per_criterion.csv", csv_bytes(evaluation.per_criterion.reset_index()))
+        z.writestr("per_query.csv", csv_bytes(evaluation.per_query))
+        z.writestr("records.csv", csv_bytes(evaluation.records_frame()))
+        if exclusions is not None:
+            z.writestr("excluded_rows.csv", csv_bytes(exclusions))
+    return buf.getvalue()
