@@ -1,8 +1,9 @@
 """metrics_core: exact, vectorised metrics for evidence retrieval and no-evidence detection.
 
-Definitions live in the data and metric contract, ``docs/CONTRACT.md`` in the repository (also
-in the source distribution); each function cites its section as "contract §N". The source
-specifications it was written from, cited as "seed 000" .. "seed 004", are in ``docs/seeds/``.
+Definitions live in the data and metric contract, which ships with the package
+(``metrics-core contract`` prints it, ``metrics_core.shipped.CONTRACT`` is its path); each
+function cites its section as "contract §N". The source specifications it was written from,
+cited as "seed 000" .. "seed 004", are in the repository's ``docs/seeds/``.
 The usual entry points::
 
     from metrics_core import load, Evaluator, EvalConfig
@@ -11,7 +12,7 @@ The usual entry points::
     evaluation.record("screening_sensitivity")
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 import importlib
 from types import MappingProxyType

@@ -27,6 +27,7 @@ from pathlib import Path
 # (the number of threads is).
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
+from metrics_core import __version__
 from metrics_core.config import (
     SCHEMA,
     SECTIONS,
@@ -239,9 +240,11 @@ EPILOG = (
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="metrics-core",
-        description="Evidence-retrieval and no-evidence-detection metrics "
-                    "(definitions: docs/CONTRACT.md).",
+        description="Evidence-retrieval and no-evidence-detection metrics. Every formula,\n"
+                    "default and edge case is defined in the data and metric contract, which\n"
+                    "ships with the package: `metrics-core contract` prints it.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"metrics-core {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     ev = sub.add_parser("evaluate", help="all metrics of a queries (+ candidates) file",
@@ -394,6 +397,13 @@ def _parser() -> argparse.ArgumentParser:
                     help="folder to write them into, made if needed (default: %(default)s, "
                          "so that the examples run as written from the folder above it)")
     de.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+    ct = sub.add_parser("contract", help="print the data and metric contract (Markdown)",
+                        description="Print the data and metric contract, the definition of "
+                                    "every input, formula, default, variant and edge case "
+                                    "(the docstrings cite its sections as \"contract §N\").")
+    ct.add_argument("--path", action="store_true",
+                    help="print where the installed contract is instead of its text")
 
     ap = sub.add_parser(
         "app", help="start the dashboard (needs the app extra)",
@@ -899,6 +909,17 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def _contract(args) -> int:
+    """``metrics-core contract``: the contract shipped in the package, or its path."""
+    from metrics_core.shipped import CONTRACT
+
+    if args.path:
+        print(CONTRACT)
+    else:
+        sys.stdout.write(CONTRACT.read_text(encoding="utf-8"))
+    return EXIT_OK
+
+
 def _demo(args) -> int:
     """``metrics-core demo``: the demo files from their generators (:mod:`metrics_core.demo`,
     :mod:`metrics_core.rag.demo`), with the shipped README that describes them."""
@@ -1011,6 +1032,8 @@ def _run(args) -> int:
             return _app(args)
         if args.command == "demo":
             return _demo(args)
+        if args.command == "contract":
+            return _contract(args)
         return _triage(args)
     except InputError as err:
         text = err.render()

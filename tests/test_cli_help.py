@@ -4,6 +4,10 @@ boolean setting is a pair of switches (--gate-aware / --no-gate-aware)."""
 from __future__ import annotations
 
 import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +61,43 @@ def test_gate_aware_is_a_pair_of_switches():
     help_text = " ".join(_commands()["evaluate"].format_help().split())
     assert "--gate-aware, --no-gate-aware Gate-aware policy" in help_text
     assert "(default: on)" in help_text
+
+
+def test_version_is_the_packages_and_the_changelogs():
+    """``metrics-core --version`` is metrics_core.__version__, which the wheel's metadata takes
+    (pyproject: dynamic) and which CHANGELOG.md's newest entry names."""
+    import tomllib
+
+    import metrics_core
+
+    root = Path(__file__).resolve().parent.parent
+    help_run = subprocess.run([sys.executable, "-m", "metrics_core", "--version"],
+                              capture_output=True, text=True, timeout=60, cwd=root)
+    assert help_run.stdout == f"metrics-core {metrics_core.__version__}\n"
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    assert project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["hatch"]["version"]["path"] == "metrics_core/__init__.py"
+    changelog = (root / "CHANGELOG.md").read_text()
+    newest = re.search(r"^## (\S+) \(", changelog, re.MULTILINE).group(1)
+    assert newest == metrics_core.__version__
+
+
+def test_no_help_text_names_a_file_of_the_repository():
+    """An installed metrics-core has no docs/ folder: the help points to the installed
+    contract (`metrics-core contract`), never to a path of the repository."""
+    texts = [cli._parser().format_help(), *(p.format_help() for p in _commands().values())]
+    for text in texts:
+        assert not re.search(r"docs/|CONTRACT\.md|\.py\b|benchmarks/|\(README", text), text[:300]
+    assert "`metrics-core contract` prints it" in texts[0]
+
+
+def test_the_contract_command_prints_the_shipped_contract(capsys):
+    from metrics_core.shipped import CONTRACT
+
+    assert cli.main(["contract"]) == 0
+    text = capsys.readouterr().out
+    assert text == CONTRACT.read_text(encoding="utf-8") and text.startswith("# ")
+    assert cli.main(["contract", "--path"]) == 0
+    assert capsys.readouterr().out == f"{CONTRACT}\n"
+    root = Path(__file__).resolve().parent.parent
+    assert CONTRACT.read_bytes() == (root / "docs" / "CONTRACT.md").read_bytes()
