@@ -236,9 +236,10 @@ class DrawnCounts:
     caller computes before it needs them).
 
     The matrix is held in the smallest unsigned type that holds it (uint8 almost always; a
-    count above 255 widens it to uint16), equal to :meth:`Bootstrap.compact_counts`, and also
-    unit by unit (:meth:`by_unit`, the transpose, written on the same thread), where the
-    counts of a few units over all resamples are a few contiguous rows.
+    count above 255 widens it to uint16), equal to :meth:`Bootstrap.compact_counts`, and, once
+    asked for, unit by unit (:meth:`by_unit`, the transpose, made on first use: a setting
+    change's update reads it, a one-off run never does), where the counts of a few units over
+    all resamples are a few contiguous rows.
 
     ``counts[a:b]`` is :meth:`rows`, so a :class:`DrawnCounts` can stand wherever a count
     matrix is read by row slices (``counts=`` of :func:`bootstrap_cis`).
@@ -251,7 +252,7 @@ class DrawnCounts:
         self._done = 0
         self._error: BaseException | None = None
         self._counts = np.empty(self.shape, dtype=np.uint8)
-        self._by_unit = np.empty(self.shape[::-1], dtype=np.uint8)
+        self._by_unit: np.ndarray | None = None
         self._thread = threading.Thread(target=self._draw, name="metrics_core-draw",
                                         daemon=True)
         self._thread.start()
@@ -268,9 +269,7 @@ class DrawnCounts:
         """uint8 -> uint16 (a count above 255): the rows drawn so far copied."""
         wide = np.empty(self.shape, dtype=np.uint16)
         wide[:start] = self._counts[:start]
-        by_unit = np.empty(self.shape[::-1], dtype=np.uint16)
-        by_unit[:, :start] = self._by_unit[:, :start]
-        self._counts, self._by_unit = wide, by_unit
+        self._counts = wide
 
     def _indices(self) -> Iterator[np.ndarray]:
         """The draw's index batches, generated on one more thread a few batches ahead (the
@@ -322,7 +321,6 @@ class DrawnCounts:
                         self._widen(start)
                     rows = self._counts[start:stop]
                     Bootstrap.count_into(idx, rows)
-                self._by_unit[:, start:stop] = rows.T  # (one byte a cell: a cheap transpose)
                 with self._ready:
                     self._done = stop
                     self._ready.notify_all()
@@ -353,9 +351,17 @@ class DrawnCounts:
         return self.rows(0, self.shape[0])
 
     def by_unit(self) -> np.ndarray:
-        """The transpose, ``(n_units, n_resamples)`` C-ordered (waits for every row)."""
-        self.rows(0, self.shape[0])
-        return self._by_unit
+        """The transpose, ``(n_units, n_resamples)`` C-ordered (waits for every row; made
+        once, on the first call)."""
+        counts = self.rows(0, self.shape[0])
+        with self._ready:
+            if self._by_unit is None:
+                by_unit = np.empty(self.shape[::-1], dtype=counts.dtype)
+                step = 256  # (in blocks of rows: a cache-friendly transpose)
+                for start in range(0, self.shape[0], step):
+                    by_unit[:, start:start + step] = counts[start:start + step].T
+                self._by_unit = by_unit
+            return self._by_unit
 
     def batches(self, size: int) -> Iterator[np.ndarray]:
         """Row slices of ``size`` rows, each as soon as it is drawn."""
