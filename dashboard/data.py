@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import budget, state
 from metrics_core import triage as mtriage
 from metrics_core.config import EvalConfig, Filters
 from metrics_core.demo import DEMO_LABEL, DEMO_PROBLEMS_LABEL, demo_paths
@@ -161,7 +161,8 @@ def current_source() -> Source:
 
 
 def use_demo(variant: str = DEMO) -> None:
-    """Switch the session to a demo (an upload is dropped from memory)."""
+    """Switch the session to a demo (an upload is dropped from memory, and from the budget)."""
+    UPLOADS.release(_holder())
     st.session_state[_SOURCE_KEY] = None
     st.session_state[state.DEMO_VARIANT] = variant
     st.session_state.pop(_EVAL_KEY, None)
@@ -189,11 +190,40 @@ class Upload:
         return h.hexdigest()[:16]
 
 
+#: The uploads of every session of this server process, against the memory budget
+#: (numbers only: see dashboard.budget).
+UPLOADS = budget.UploadBudget()
+
+
+def _holder() -> budget.Holder:
+    """This session's key in :data:`UPLOADS` (made on first use, kept in its state)."""
+    holder = st.session_state.get(state.UPLOAD_HOLDER)
+    if holder is None:
+        holder = st.session_state[state.UPLOAD_HOLDER] = budget.Holder()
+    return holder
+
+
 def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
     """Read, validate and audit an upload; a single triage file becomes the triage view.
 
-    Raises :class:`~metrics_core.errors.InputError` for bad input (shown by the app).
+    The upload is held to the server-wide memory budget (:func:`memory_budget`): refused
+    before it is read when its files alone would pass it, else counted once read (files and
+    data set, :func:`dashboard.budget.held_bytes`) in place of the session's previous upload.
+
+    Raises :class:`~metrics_core.errors.InputError` for bad input or an upload over the budget
+    (shown by the app; the session keeps its source).
     """
+    name = ", ".join(n for n in (upload.queries_name, upload.candidates_name) if n)
+    cap, holder = memory_budget(), _holder()
+    files = len(upload.queries) + len(upload.candidates or b"")
+    UPLOADS.check(holder, files, cap, name=name)
+    source = _read_upload(upload, mapping=mapping)
+    held = files + budget.held_bytes((source.loaded, source.audit, source.triage))
+    UPLOADS.claim(holder, held, cap, name=name)
+    return source
+
+
+def _read_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
     name = ", ".join(n for n in (upload.queries_name, upload.candidates_name) if n)
     if upload.candidates is None and not mapping:
         frame = mio.read_table(upload.queries, name=upload.queries_name, limits=upload_limits())
@@ -245,6 +275,16 @@ APP_LIMITS = MappingProxyType({"max_decompressed_bytes": 512 << 20, "max_rows": 
                                "max_columns": 200, "max_cell_bytes": 1 << 20})
 
 
+#: Bytes the uploads of all sessions may hold together: ``[memory]`` of :data:`LIMITS_FILE`,
+#: else this default (dashboard.budget).
+UPLOAD_BUDGET = MappingProxyType({"upload_budget_bytes": 4 << 30})
+
+
+class ServerSettingsError(ValueError):
+    """The server's settings file breaks a rule (shown as the server's problem, not the
+    upload's)."""
+
+
 #: What a link or a settings file may ask this server to compute, and what it computes
 #: without a click: the ``[interaction]`` table of :data:`LIMITS_FILE`, else these defaults
 #: (the command line has its own, larger bounds: metrics_core.config). ``max_link_resamples``
@@ -261,11 +301,14 @@ def _server_table(path: Path, table: str, defaults: Mapping, what: str) -> dict:
     values = dict(defaults)
     if path.exists():
         with path.open("rb") as fh:
-            given = tomllib.load(fh).get(table, {})
+            try:
+                given = tomllib.load(fh).get(table, {})
+            except tomllib.TOMLDecodeError as exc:
+                raise ServerSettingsError(f"{path.name} is not valid TOML: {exc}") from None
         unknown = sorted(set(given) - set(values))
         if unknown:
-            raise ValueError(f"{path.name}: unknown {what} {', '.join(unknown)}; known: "
-                             f"{', '.join(values)}")
+            raise ServerSettingsError(f"{path.name}: unknown {what} {', '.join(unknown)}; known: "
+                                      f"{', '.join(values)}")
         values.update(given)
     return values
 
@@ -283,6 +326,22 @@ def upload_limits(path: Path | None = None) -> mio.Limits:
     return mio.Limits(**_server_table(path or settings_file(), "limits", APP_LIMITS, "limits"))
 
 
+def memory_budget(path: Path | None = None) -> int:
+    """Bytes the uploads of all sessions may hold together: :data:`UPLOAD_BUDGET`, overridden
+    by ``[memory]`` in ``path`` (the :func:`settings_file` when not given).
+
+    Raises :class:`ServerSettingsError` naming the file, the field and the value when it is
+    not a positive whole number.
+    """
+    path = path or settings_file()
+    table = _server_table(path, "memory", UPLOAD_BUDGET, "memory settings")
+    value = table["upload_budget_bytes"]
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ServerSettingsError(f"{path.name}: [memory] upload_budget_bytes must be a "
+                                  f"positive whole number of bytes; got {value!r}")
+    return value
+
+
 _ADDRESS = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 _DOMAIN = re.compile(r"@[^@\s]+\.[^@\s]+")
 
@@ -292,18 +351,21 @@ def sign_in_allow(path: Path | None = None) -> tuple[str, ...]:
     :func:`settings_file` when not given), e-mail addresses (``name@example.org``) and domains
     (``@example.org``), lower-cased; empty (the default) lets every signed-in user in.
 
-    Raises ValueError naming the file, the field and the value when an entry is neither.
+    Raises :class:`ServerSettingsError` naming the file, the field and the value when an entry
+    is neither.
     """
     path = path or settings_file()
     allow = _server_table(path, "auth", {"allow": []}, "sign-in settings")["allow"]
     if not isinstance(allow, list):
-        raise ValueError(f"{path.name}: [auth] allow must be a list of e-mail addresses and "
-                         f"domains, e.g. [\"a@example.org\", \"@example.org\"]; got {allow!r}")
+        raise ServerSettingsError(
+            f"{path.name}: [auth] allow must be a list of e-mail addresses and domains, e.g. "
+            f"[\"a@example.org\", \"@example.org\"]; got {allow!r}")
     for entry in allow:
         if not isinstance(entry, str) or not (_ADDRESS.fullmatch(entry)
                                               or _DOMAIN.fullmatch(entry)):
-            raise ValueError(f"{path.name}: [auth] allow: {entry!r} is neither an e-mail "
-                             "address (name@example.org) nor a domain (@example.org)")
+            raise ServerSettingsError(f"{path.name}: [auth] allow: {entry!r} is neither an "
+                                      "e-mail address (name@example.org) nor a domain "
+                                      "(@example.org)")
     return tuple(entry.lower() for entry in allow)
 
 

@@ -99,6 +99,8 @@ UPLOAD_SEEN = "_upload_seen"
 FILTERS_SOURCE = "_filters_source"
 #: This session was marked not resumable (its uploads are freed when the tab closes).
 RELEASE_MARKED = "_release_marked"
+#: This session's key in the server-wide memory budget for uploads (dashboard.budget.Holder).
+UPLOAD_HOLDER = "_upload_holder"
 #: Column-mapping form: one select box per (table, canonical column), and its buttons.
 MAP_PREFIX = "map_"
 LOAD_MAPPED = "load_mapped"

@@ -78,6 +78,8 @@ def _load(upload: data.Upload, mapping: dict | None = None) -> None:
         source = data.load_upload(upload, mapping=mapping)
     except InputError as exc:
         error = {"message": exc.render(), "mapping": exc.needs_mapping}
+    except data.ServerSettingsError as exc:  # the server's, not the upload's
+        error = {"message": f"The server's settings cannot be used: {exc}", "mapping": False}
     except ValueError as exc:  # e.g. a column mapping metrics_core rejects
         error = {"message": str(exc), "mapping": True}
     except Exception as exc:

@@ -1,0 +1,134 @@
+"""The server-wide memory budget for uploads (dashboard/budget.py), with several sessions.
+
+AppTest instances in one process share the dashboard's module state, as the browser sessions
+of one server do: the budget's registry (``dashboard.data.UPLOADS``) counts every session's
+upload. The budget comes from a settings file of the test's own (``METRICS_CORE_APP_SETTINGS``),
+read at each load, so a test sets it from the bytes an upload was counted at.
+"""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import io
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import data, state
+from dashboard.budget import held_bytes, size_text
+from tests.conftest import random_frames
+from tests.test_app import APP, TIMEOUT, upload
+
+
+@pytest.fixture
+def settings(tmp_path, monkeypatch):
+    path = tmp_path / "metrics_core.toml"
+    monkeypatch.setenv(data.SETTINGS_ENV, str(path))
+    return path
+
+
+def budget_of(settings, nbytes: int) -> None:
+    settings.write_text(f"[memory]\nupload_budget_bytes = {nbytes}\n")
+
+
+@pytest.fixture(scope="module")
+def files():
+    q, c = random_frames(n_posts=60, seed=11)
+    buf = io.BytesIO()
+    c.to_parquet(buf, index=False)
+    return (("queries.csv.gz", gzip.compress(q.to_csv(index=False).encode()), "application/gzip"),
+            ("candidates.parquet", buf.getvalue(), "application/octet-stream"))
+
+
+def session() -> AppTest:
+    return AppTest.from_file(str(APP), default_timeout=TIMEOUT).run(timeout=TIMEOUT)
+
+
+def source_kind(at: AppTest) -> str:
+    source = at.session_state.get("_source")
+    return "demo" if source is None else source.kind
+
+
+def refusal(at: AppTest) -> str:
+    assert any("The uploaded files were not loaded" in e.value for e in at.error)
+    return at.session_state[state.UPLOAD_ERROR]["message"]
+
+
+def test_uploads_of_all_sessions_are_held_to_one_budget(settings, files):
+    gc.collect()   # sessions of earlier tests in this process are gone
+    before = data.UPLOADS.held()
+    file_bytes = len(files[0][1]) + len(files[1][1])
+    a = upload(session(), *files)
+    assert source_kind(a) == "upload"
+    counted = data.UPLOADS.held() - before
+    # The files and the data set read from them (as read, before a page reads its strings),
+    # and more than the files alone.
+    read = data._read_upload(data.Upload(files[0][0], files[0][1], files[1][0], files[1][1]))
+    assert counted == file_bytes + held_bytes((read.loaded, read.audit, read.triage))
+    assert file_bytes < counted / 2
+    shown_a = [m.value for m in a.metric]
+
+    # Room for one and a half of these uploads: a second session's is refused, naming the
+    # budget and the amounts, and keeps its demo.
+    cap = before + counted + counted // 2
+    budget_of(settings, cap)
+    b = upload(session(), *files)
+    assert source_kind(b) == "demo"
+    assert refusal(b) == (
+        f"queries.csv.gz, candidates.parquet: this server holds at most {size_text(cap)} of "
+        "uploaded data across all sessions (its memory budget, [memory] upload_budget_bytes of "
+        f"the server's settings); {size_text(before + counted)} are held now and this upload "
+        f"needs {size_text(counted)}, {size_text(before + 2 * counted - cap)} over; try again "
+        "when others have closed their uploads, or with smaller files")
+    assert data.UPLOADS.held() - before == counted
+    # Nothing else is affected: the first session shows what it showed, and may load its
+    # upload again (it replaces its own).
+    assert [m.value for m in a.run(timeout=TIMEOUT).metric] == shown_a
+    a.button(key="load_upload").click().run(timeout=TIMEOUT)
+    assert source_kind(a) == "upload" and state.UPLOAD_ERROR not in a.session_state
+    assert data.UPLOADS.held() - before == counted
+
+    # The first session goes back to the demo: its bytes are released, the second loads.
+    a.button(key="use_demo").click().run(timeout=TIMEOUT)
+    assert source_kind(a) == "demo" and data.UPLOADS.held() == before
+    b.button(key="load_upload").click().run(timeout=TIMEOUT)
+    assert source_kind(b) == "upload" and data.UPLOADS.held() - before == counted
+
+    # A session that ends releases its bytes (its state, and its key in the budget, go).
+    del b
+    gc.collect()
+    assert data.UPLOADS.held() == before
+
+
+def test_files_alone_over_the_budget_are_refused_before_they_are_read(settings, files):
+    gc.collect()
+    before = data.UPLOADS.held()
+    file_bytes = len(files[0][1]) + len(files[1][1])
+    budget_of(settings, before + file_bytes - 1)
+    at = upload(session(), *files)
+    assert source_kind(at) == "demo"
+    assert f"this upload needs {size_text(file_bytes)}, 1 bytes over;" in refusal(at)
+    assert data.UPLOADS.held() == before
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("[memory]\nupload_budget_bytes = 0\n", "must be a positive whole number of bytes; got 0"),
+    ('[memory]\nupload_budget_bytes = "4 GB"\n', "got '4 GB'"),
+    ("[memory]\nupload_budget_bytes = true\n", "got True"),
+    ("[memory]\nbudget = 5\n", "unknown memory settings budget; known: upload_budget_bytes"),
+])
+def test_a_bad_budget_is_named_and_nothing_is_loaded(settings, files, text, said):
+    settings.write_text(text)
+    with pytest.raises(data.ServerSettingsError, match=r"metrics_core\.toml"):
+        data.memory_budget()
+    at = upload(session(), *files)
+    assert source_kind(at) == "demo"
+    message = refusal(at)
+    assert message.startswith("The server's settings cannot be used: metrics_core.toml: ")
+    assert said in message
+
+
+def test_the_repositorys_budget():
+    default = data.UPLOAD_BUDGET["upload_budget_bytes"]
+    assert data.memory_budget(data.LIMITS_FILE) == default == 4 << 30
