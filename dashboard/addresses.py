@@ -23,6 +23,7 @@ import ipaddress
 import socket
 import struct
 import sys
+from pathlib import Path
 
 DEFAULT_PORT = 8501
 #: The option that shares the app without sign-in (``./dev app --share --no-auth``).
@@ -61,13 +62,16 @@ def _secrets_files(args: list[str]) -> list[str]:
 
 
 def sign_in_configured(args: list[str]) -> bool:
-    """Whether ``streamlit run`` with these options has sign-in: an ``[auth]`` table in the
-    secrets files it reads (``~/.streamlit/secrets.toml`` and ``.streamlit/secrets.toml`` of
-    the working folder, or the ``secrets.files`` of its configuration, environment or
-    options), read as Streamlit reads them."""
+    """Whether ``streamlit run dashboard/server.py`` with these options has sign-in: an
+    ``[auth]`` table in the secrets files it reads (``~/.streamlit/secrets.toml``,
+    ``.streamlit/secrets.toml`` of the working folder and of the server script's folder, or
+    the ``secrets.files`` of its configuration, environment or options), read as Streamlit
+    reads them."""
     from streamlit import config
     from streamlit.runtime.secrets import Secrets
 
+    # As `streamlit run` does before it reads its configuration: the script's folder counts.
+    config._main_script_path = str(Path(__file__).resolve().with_name("server.py"))
     files = _secrets_files(args)
     config.get_config_options(force_reparse=True,
                               options_from_flags={"secrets.files": files} if files else None)
