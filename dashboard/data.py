@@ -24,7 +24,7 @@ import re
 import threading
 import time
 import tomllib
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -287,13 +287,14 @@ class ServerSettingsError(ValueError):
 
 #: What a link or a settings file may ask this server to compute, and what it computes
 #: without a click: the ``[interaction]`` table of :data:`LIMITS_FILE`, else these defaults
-#: (the command line has its own, larger bounds: metrics_core.config). ``max_link_resamples``
+#: (the command line has its own, larger bounds: metrics_core.config); the per-session
+#: computing budget ``cpu_seconds_per_minute`` (:class:`CpuBudget`). ``max_link_resamples``
 #: / ``max_link_bins``: the most bootstrap resamples / calibration bins a link or a settings
 #: file may ask for (dashboard.state.LINK_CAPS); ``max_live_resamples``: the most resamples
 #: computed for a view without the user asking in the page (more set under Uncertainty run on
 #: the page's button, with progress and a cancel button).
 INTERACTION = MappingProxyType({"max_link_resamples": 10_000, "max_link_bins": 100,
-                                "max_live_resamples": 10_000})
+                                "max_live_resamples": 10_000, "cpu_seconds_per_minute": 40})
 
 
 def _server_table(path: Path, table: str, defaults: Mapping, what: str) -> dict:
@@ -402,6 +403,80 @@ def set_source(source: Source) -> None:
     st.session_state.pop(_EVAL_KEY, None)
 
 
+# ------------------------------------------------------------------------ computing budget
+class CpuBudget:
+    """The computing time one session spent in the last minute, against the server's budget
+    (``[interaction] cpu_seconds_per_minute``): the CPU time of the session's script thread
+    (``time.thread_time``) around each computation of its views (:func:`metered`); the
+    engine's helper threads and what another session computed and this one reads from the
+    shared cache are not counted. Over the budget, the session's views show point values and
+    the intervals it has (no new bootstrap) until the minute's spending falls below it."""
+
+    WINDOW = 60.0
+
+    def __init__(self) -> None:
+        self._spent: deque = deque()  # (monotonic time at the end, CPU seconds)
+        self._lock = threading.Lock()
+
+    def charge(self, seconds: float, now: float | None = None) -> None:
+        with self._lock:
+            self._spent.append((time.monotonic() if now is None else now, max(seconds, 0.0)))
+
+    def used(self, now: float | None = None) -> float:
+        """CPU seconds of the last :attr:`WINDOW` seconds."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            while self._spent and self._spent[0][0] < now - self.WINDOW:
+                self._spent.popleft()
+            return sum(s for _, s in self._spent)
+
+    def wait(self, limit: float, now: float | None = None) -> float:
+        """Seconds until the minute's spending is below ``limit`` again (0: it is)."""
+        now = time.monotonic() if now is None else now
+        used = self.used(now)
+        if used < limit:
+            return 0.0
+        with self._lock:
+            for at, spent in self._spent:
+                used -= spent
+                if used < limit:
+                    return max(at + self.WINDOW - now, 0.0)
+        return self.WINDOW
+
+
+def cpu_budget() -> CpuBudget:
+    """The session's :class:`CpuBudget` (made on first use)."""
+    budget = st.session_state.get(state.CPU_BUDGET)
+    if budget is None:
+        budget = st.session_state[state.CPU_BUDGET] = CpuBudget()
+    return budget
+
+
+def over_budget() -> str | None:
+    """The message to show when this session has spent its computing budget, else None."""
+    limit = float(interaction_caps()["cpu_seconds_per_minute"])
+    budget = cpu_budget()
+    used = budget.used()
+    if used < limit:
+        return None
+    return (f"This session used {used:.0f} s of computing time in the last minute; this "
+            f"server gives each session {limit:g} s a minute ([interaction] "
+            f"cpu_seconds_per_minute). Until it falls below that (about "
+            f"{max(budget.wait(limit), 1):.0f} s), new settings show point values and "
+            f"intervals computed already; nothing else is computed.")
+
+
+@contextlib.contextmanager
+def metered():
+    """Charge the session's :class:`CpuBudget` with the computation inside (also when it
+    fails or is stopped)."""
+    start = time.thread_time()
+    try:
+        yield
+    finally:
+        cpu_budget().charge(time.thread_time() - start)
+
+
 # ------------------------------------------------------------------------------- the view
 #: Bootstrap resamples while the settings move; the full number follows when they rest.
 LIVE_RESAMPLES = 2_000
@@ -423,6 +498,9 @@ class View:
     #: The configuration set, when its resamples are above the server's live cap
     #: (``max_live_resamples``): computed only when the user asks for it in the page.
     heavy: EvalConfig | None = None
+    #: Why this view's intervals were not computed: the session's computing budget is spent
+    #: (:func:`over_budget`'s message).
+    paused: str | None = None
 
     @property
     def evaluator(self) -> Evaluator:
@@ -454,8 +532,17 @@ class View:
             config = config.replace(bootstrap=LIVE_RESAMPLES)
         key = (self.source.token, config)
         found = memo.get(key)
+        if found is None and config.bootstrap:
+            self.paused = over_budget()
+            if self.paused is not None:  # spent: point values, no new bootstrap
+                self.pending = self.heavy = None
+                config = config.replace(bootstrap=0)
+                key = (self.source.token, config)
+                found = memo.get(key)
         if found is None:
-            found = self.source.evaluator().evaluate(config, progress=_progress_bar(config))
+            with metered():
+                found = self.source.evaluator().evaluate(config,
+                                                         progress=_progress_bar(config))
             memo.put(key, found)
         return found
 
@@ -601,6 +688,14 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
     is clicked, with progress and a cancel button."""
     if v is None:
         return
+    paused = v.paused or (over_budget() if v.pending is not None or v.heavy is not None
+                          else None)
+    if paused is not None:
+        if fragment or slot is None:
+            st.warning(paused, icon=":material/hourglass_top:")
+        else:
+            slot.warning(paused, icon=":material/hourglass_top:")
+        return
     if v.pending is None:
         if v.heavy is not None and not fragment and slot is not None:
             _heavy_intervals(v, slot)
@@ -624,7 +719,8 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
                 bar.progress(done / total, text=f"Refining the intervals: {done:,} of "
                                                 f"{total:,} resamples")
 
-        memo.put(key, v.source.evaluator().evaluate(config, progress=progress))
+        with metered():
+            memo.put(key, v.source.evaluator().evaluate(config, progress=progress))
         # Once per data set, resamples and filters: the first computation is the long one
         # (every criterion's resamples); later moves update it in a fraction of the time.
         if memo.first_time(("groups", v.source.token, config.bootstrap_config, config.filters)):
@@ -665,7 +761,8 @@ def _heavy_intervals(v: View, slot) -> None:
             last[0] = now
             bar.progress(done / total, text=f"Intervals: {done:,} of {total:,} resamples")
 
-    memo.put(key, v.source.evaluator().evaluate(config, progress=progress))
+    with metered():
+        memo.put(key, v.source.evaluator().evaluate(config, progress=progress))
     st.session_state.pop(state.HEAVY_ASKED, None)
     st.rerun(scope="app")
 

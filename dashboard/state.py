@@ -78,6 +78,8 @@ EVALUATIONS = "_evaluations"
 #: the page's button (dashboard.data.refine_intervals runs it, with progress and a cancel
 #: button); the button's key and the cancel button's.
 HEAVY_ASKED = "_heavy_asked"
+#: The session's computing time of the last minute (dashboard.data.CpuBudget).
+CPU_BUDGET = "_cpu_budget"
 RUN_HEAVY = "run_heavy"
 CANCEL_HEAVY = "cancel_heavy"
 #: Upload widgets and buttons.

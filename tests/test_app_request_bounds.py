@@ -210,3 +210,33 @@ def test_a_computation_stops_when_its_tab_has_closed(monkeypatch):
     active["yes"] = False
     with pytest.raises(StopException):
         data.stop_if_closed()
+
+
+# ------------------------------------------------------------------------ computing budget
+def test_the_budget_counts_the_last_minute():
+    budget = data.CpuBudget()
+    budget.charge(30, now=0.0)
+    budget.charge(20, now=30.0)
+    assert budget.used(now=50.0) == 50
+    assert budget.wait(40, now=50.0) == 10  # the first charge leaves the window at 60 s
+    assert budget.wait(60, now=50.0) == 0
+    assert budget.used(now=61.0) == 20
+
+
+def test_a_session_over_its_computing_budget_gets_point_values_and_a_message(tmp_path,
+                                                                            monkeypatch):
+    toml = tmp_path / "metrics_core.toml"
+    toml.write_text("[interaction]\ncpu_seconds_per_minute = 0.001\n")
+    monkeypatch.setattr(data, "LIMITS_FILE", toml)
+    at = open_app({"seed": "11", "gamma": "0.81"}, page="overview")  # its own evaluations
+    assert_clean(at)
+    assert data.CpuBudget.used(at.session_state[state.CPU_BUDGET]) > 0.001
+    shown = " ".join(str(w.value) for w in at.warning)
+    assert "computing time" in shown and "cpu_seconds_per_minute" in shown, shown
+    # the live pass was computed, its refinement was not
+    assert at.session_state[state.VIEW].evaluation.config.bootstrap == data.LIVE_RESAMPLES
+    at.slider(key="gamma").set_value(0.83).run(timeout=TIMEOUT)
+    assert_clean(at)
+    view = at.session_state[state.VIEW]
+    assert view.evaluation.config.bootstrap == 0 and view.config.gamma == 0.83
+    assert "computing time" in " ".join(str(w.value) for w in at.warning)

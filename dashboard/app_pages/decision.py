@@ -87,7 +87,7 @@ n_boot = data.finder_resamples(v)
 
 by = "criterion" if by_criterion else None
 # Kept in the session's own evaluator (bounded memo), never in a cache shared by sessions.
-with st.spinner("Finding thresholds…"):
+with st.spinner("Finding thresholds…"), data.metered():
     results = data.finder_results(v.evaluator, target, by, n_boot, v.config.seed)
 overall = results[0]
 found = pd.DataFrame([{

@@ -20,7 +20,8 @@ metrics = list(counts)
 default = metrics.index("auroc") if "auroc" in metrics else 0
 metric = st.selectbox("Metric", metrics, index=default, key="criterion_metric",
                       format_func=registry.label, persist_state="session")
-groups, refining = data.group_intervals(v, ev.config, metric)
+with data.metered():
+    groups, refining = data.group_intervals(v, ev.config, metric)
 groups = groups.copy()
 # A value the registry's convention fills in (one-class AUROC = 0.5) is neither drawn nor
 # shown as a number.
