@@ -24,7 +24,7 @@ _EXPORTS = MappingProxyType({
     "Dataset": "data.dataset", "InputError": "errors", "InputErrors": "errors",
     "Loaded": "inputs.loading", "load": "inputs.loading", "read_table": "inputs.loading",
     "Check": "report", "Evaluation": "report", "Evaluator": "report", "MetricRecord": "report",
-    "evaluate": "report", "SettingsError": "errors", "coerce_field": "config",
+    "evaluate": "notebook", "SettingsError": "errors", "coerce_field": "config",
     "read_settings": "config",
 })
 

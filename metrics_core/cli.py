@@ -465,24 +465,14 @@ def _config(args) -> EvalConfig:
 
 def _gates_known(config: EvalConfig, dataset, *, given_by: str = "--criterion-gate") -> bool:
     """False (after saying why on stderr) when a per-criterion gate names an unknown one."""
+    from metrics_core.run import check_criterion_gates
+
     try:
         check_criterion_gates(config, dataset, given_by=given_by)
     except ValueError as err:
         print(f"metrics-core: invalid option: {err}", file=sys.stderr)
         return False
     return True
-
-
-def check_criterion_gates(config: EvalConfig, dataset, *,
-                          given_by: str = "--criterion-gate") -> None:
-    """A per-criterion gate must name a criterion of the data (a typo is not ignored).
-    ``given_by`` names where the gates came from (a flag, a settings file's field)."""
-    unknown = [c for c, _, _ in config.criterion_gates if c not in set(dataset.criteria)]
-    if unknown:
-        known = ", ".join(map(str, dataset.criteria[:10]))
-        raise ValueError(f"{given_by} names criteria the data does not have: "
-                         f"{', '.join(map(repr, unknown))} (criteria: {known}"
-                         f"{', …' if len(dataset.criteria) > 10 else ''})")
 
 
 def write_atomically(outputs: dict[Path, bytes]) -> None:

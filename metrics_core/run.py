@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from metrics_core.inputs.audit import AuditReport
     from metrics_core.inputs.loading import Limits, Loaded
 
-__all__ = ["Run", "fingerprint", "open_run", "run_of"]
+__all__ = ["Run", "check_criterion_gates", "fingerprint", "open_run", "run_of"]
 
 _LOG = logging.getLogger("metrics_core")
 
@@ -152,3 +152,15 @@ def run_of(loaded: Loaded, *, inputs, evaluator: Callable | None = None,
     return Run(loaded=loaded, audit=report,
                evaluator=evaluator(loaded.dataset, audit=report, inputs=inputs),
                inputs=inputs)
+
+
+def check_criterion_gates(config, dataset, *,
+                          given_by: str = "--criterion-gate") -> None:
+    """A per-criterion gate must name a criterion of the data (a typo is not ignored).
+    ``given_by`` names where the gates came from (a flag, a settings file's field)."""
+    unknown = [c for c, _, _ in config.criterion_gates if c not in set(dataset.criteria)]
+    if unknown:
+        known = ", ".join(map(str, dataset.criteria[:10]))
+        raise ValueError(f"{given_by} names criteria the data does not have: "
+                         f"{', '.join(map(repr, unknown))} (criteria: {known}"
+                         f"{', …' if len(dataset.criteria) > 10 else ''})")

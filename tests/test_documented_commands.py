@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -233,8 +234,14 @@ def test_documented_python_runs(index, tmp_path):
     assert done.returncode == 0, (where, done.stdout[-2000:], done.stderr[-2000:])
 
 
+def _readme_python(marker: str) -> str:
+    """The README's python block that holds ``marker``."""
+    (code,) = [c for w, c in DOCUMENTED["python"] if w == "README.md" and marker in c]
+    return code
+
+
 def test_readme_python_api_prints_what_its_comments_say(tmp_path):
-    (code,) = [c for w, c in DOCUMENTED["python"] if w == "README.md"]
+    code = _readme_python("Evaluator(loaded.dataset)")
     project, env = _project_copy(tmp_path)
     done = subprocess.run([str(project / ".venv" / "bin" / "python"), "-c", code],
                           cwd=project, env=env, capture_output=True, text=True, timeout=TIMEOUT)
@@ -242,6 +249,34 @@ def test_readme_python_api_prints_what_its_comments_say(tmp_path):
     assert lines[0].startswith("0.9806") and lines[0].endswith(" 14770 None")
     assert lines[1].startswith("wilson (0.9857") and ", 0.9955" in lines[1]
     assert lines[-1].startswith("14770 ['post_id', 'criterion', ")
+
+
+def test_readme_notebook_example_gives_the_clis_numbers(tmp_path):
+    """The README's notebook example (metrics_core.evaluate) writes the document that
+    ``metrics-core evaluate`` writes with the same settings, bootstrap intervals included
+    (apart from the time it was made), and its figures."""
+    code = _readme_python("metrics_core.evaluate(")
+    project, env = _project_copy(tmp_path)
+    done = subprocess.run([str(project / ".venv" / "bin" / "python"), "-c", code],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0] == "[0.9806, 0.9771, 0.9837]"   # AUROC and its interval
+    assert lines[1].split() == ["criterion", "n", "auroc"]
+    cli_run = _run("metrics-core evaluate assets/demo_queries.parquet "
+                   "assets/demo_candidates.parquet --bootstrap 200 --seed 0 --tau-neg 0.05 "
+                   "--out cli.json --quiet", project, env)
+    assert cli_run.returncode == 0, cli_run.stderr
+    notebook = json.loads((project / "notebook.json").read_text())
+    command_line = json.loads((project / "cli.json").read_text())
+    for document in (notebook, command_line):
+        del document["run"]["created"]
+    assert notebook == command_line
+    auroc = next(r for r in notebook["metrics"] if r["name"] == "auroc")
+    assert auroc["ci_method"] == "bootstrap (query, 200 resamples, seed 0)"
+    for name in ("roc.html", "reliability.html"):
+        page = (project / name).read_text()
+        assert "<html>" in page and "Plotly.newPlot" in page
 
 
 def test_dev_is_strict_and_says_its_commands(tmp_path):

@@ -14,6 +14,7 @@ import math
 import secrets
 import threading
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ import pandas as pd
 from metrics_core import registry
 from metrics_core.evaluation.inflight import ComputeOnce, in_background
 
-__all__ = ["Check", "Evaluation", "MetricRecord", "clean", "frame_records"]
+__all__ = ["TABLES", "Check", "Evaluation", "MetricRecord", "clean", "frame_records"]
 
 SCHEMA = "metrics_master/1"
 
@@ -212,6 +213,25 @@ class Evaluation:
                          "variant": r.variant, "interpretation": r.interpretation})
         return pd.DataFrame(rows)
 
+    def to_frame(self) -> pd.DataFrame:
+        """The records as a DataFrame, one row a record (:meth:`records_frame`): the
+        ``metrics`` of ``metrics_master.json``, intervals as ``ci_lo`` / ``ci_hi``."""
+        return self.records_frame()
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        """A table of ``metrics_master.json`` as a DataFrame, by its key there (:data:`TABLES`,
+        and ``per_query``); ``None`` where the run has none (``roc_band`` / ``pr_band``
+        without resamples, ``per_fold`` / ``fold_summary`` without folds).
+
+        ``table("per_criterion")`` has the criterion as a column, as the document has it.
+        """
+        if name == "per_query":
+            return self.per_query
+        make = _TABLES.get(name)
+        if make is None:
+            raise KeyError(f"no table {name!r}; have: {', '.join(TABLES)}, per_query")
+        return make(self)
+
     def reliability_frame(self) -> pd.DataFrame:
         t = self.reliability
         return pd.DataFrame({"lo": t.lo, "hi": t.hi, "count": t.count,
@@ -289,6 +309,38 @@ class Evaluation:
             out.append(_rows_json(tables[int(index)]))
             out.append(rest)
         return "".join(out)
+
+
+def _indexed(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+    return None if frame is None else frame.reset_index()
+
+
+#: The tables of ``metrics_master.json`` by their keys there, each made from an Evaluation
+#: (:meth:`Evaluation.table`).
+_TABLES = MappingProxyType({
+    "metrics": Evaluation.records_frame,
+    "tpr_at_fpr": lambda e: pd.DataFrame(
+        [{"target_fpr": t.target, "tpr": t.tpr if t.defined else np.nan,
+          "fpr": t.fpr if t.defined else np.nan,
+          "threshold": t.threshold if t.defined else np.nan, "defined": bool(t.defined)}
+         for t in e.tpr_at_fpr]),
+    "ranking_distribution": Evaluation.ranking_frame,
+    "reliability": Evaluation.reliability_frame,
+    "k_by_state": Evaluation.k_summary_frame,
+    "gamma_sweep": lambda e: e.gamma_sweep,
+    "gate_grid": lambda e: e.gate_grid,
+    "decision_curve": lambda e: e.decision_curve,
+    "roc_band": lambda e: e.roc_band,
+    "pr_band": lambda e: e.pr_band,
+    "smoothed_calibration": lambda e: e.smoothed_calibration,
+    "per_criterion": lambda e: _indexed(e.per_criterion),
+    "per_fold": lambda e: _indexed(e.per_fold),
+    "fold_summary": lambda e: e.fold_summary,
+    "targets": lambda e: e.targets,
+    "consistency_checks": lambda e: pd.DataFrame([c.to_dict() for c in e.checks]),
+})
+#: The names :meth:`Evaluation.table` takes (with ``per_query``).
+TABLES = tuple(_TABLES)
 
 
 def clean(obj):

@@ -15,14 +15,29 @@ The public entry points of the report, gathered from the modules that do the wor
 
 from __future__ import annotations
 
+import importlib
+
 from metrics_core.config import EvalConfig
 from metrics_core.data.dataset import Dataset
 from metrics_core.evaluation.evaluator import Evaluator
 from metrics_core.evaluation.records import Check, Evaluation, MetricRecord
 from metrics_core.registry import describe as interpretation
 
-__all__ = ["Check", "EvalConfig", "Evaluation", "Evaluator", "MetricRecord", "evaluate",
-           "interpretation"]
+#: The figures of an Evaluation (:mod:`metrics_core.report.evaluation_figures`), imported on
+#: first use (PEP 562): importing the report imports no plotly until a figure is asked for.
+FIGURES = ("decision_curve_figure", "gate_flow_figure", "k_histogram", "per_criterion_figure",
+           "pr_figure", "reliability_figure", "roc_figure")
+
+__all__ = ["FIGURES", "Check", "EvalConfig", "Evaluation", "Evaluator", "MetricRecord",
+           "evaluate", "interpretation", *FIGURES]
+
+
+def __getattr__(name: str):
+    if name not in FIGURES:
+        raise AttributeError(f"module 'metrics_core.report' has no attribute {name!r}")
+    # (by name, as metrics_core's own exports: a module that imports the report for its
+    # Evaluator, as compare does, imports no plotly)
+    return getattr(importlib.import_module("metrics_core.report.evaluation_figures"), name)
 
 
 def evaluate(dataset: Dataset, config: EvalConfig | None = None, *, audit=None) -> Evaluation:

@@ -29,8 +29,7 @@ import pandas as pd
 from metrics_core import registry
 from metrics_core.bidi import neutralise_bidi
 from metrics_core.config import PRESPECIFIED, SETTINGS_SCHEMA_ID, THRESHOLD_FIELDS
-from metrics_core.demo import criterion_names
-from metrics_core.report import figures
+from metrics_core.report import evaluation_figures
 from metrics_core.report.export import csv_bytes
 from metrics_core.report.wording import plain_subset, verdict_frame, verdict_summary
 
@@ -167,27 +166,6 @@ def _flow(evaluation) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _figures(evaluation) -> list:
-    cfg = evaluation.config
-    auroc, auprc = evaluation.record("auroc"), evaluation.record("auprc")
-    per_criterion = evaluation.per_criterion
-    names = criterion_names((evaluation.run or {}).get("inputs"))
-    return [
-        figures.roc_figure(evaluation.roc, auroc=auroc.value if auroc.defined else None,
-                          band=evaluation.roc_band),
-        figures.gate_flow_figure(evaluation.gate),
-        figures.pr_figure(evaluation.pr, evaluation.summary["positive_rate"] or 0.0,
-                         auprc=auprc.value if auprc.defined else None,
-                         band=evaluation.pr_band),
-        figures.reliability_figure(evaluation.reliability),
-        figures.per_criterion_figure(per_criterion, "screening_sensitivity",
-                                    label="Screening sensitivity", names=names),
-        figures.per_criterion_figure(per_criterion, "auroc", label="AUROC", names=names),
-        figures.k_histogram(evaluation.k, evaluation.states),
-        figures.decision_curve_figure(evaluation.decision_curve, tau_pos=cfg.tau_pos),
-    ]
-
-
 def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
                 data_label: str = "", exclusions: pd.DataFrame | None = None,
                 created: datetime | None = None, thresholds: str = "",
@@ -227,7 +205,7 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
               f"<p class='muted'>NEG if p &lt; τ_neg = {cfg.tau_neg:g}; UNCERTAIN up to τ_pos = "
               f"{cfg.tau_pos:g}; POS above.</p>", _table(_flow(evaluation)),
               "<h2>Figures</h2>"]
-    for i, fig in enumerate(_figures(evaluation)):
+    for i, fig in enumerate(evaluation_figures.record_figures(evaluation)):
         fig.update_layout(template=pio.templates[TEMPLATE])
         parts.append("<div class='fig'>" + pio.to_html(
             fig, full_html=False, include_plotlyjs="inline" if i == 0 else False,
