@@ -11,6 +11,8 @@ from __future__ import annotations
 import gc
 import gzip
 import io
+import re
+from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -19,6 +21,8 @@ from dashboard import data, state
 from dashboard.budget import held_bytes, size_text
 from tests.conftest import random_frames
 from tests.test_app import APP, TIMEOUT, upload
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -132,3 +136,16 @@ def test_a_bad_budget_is_named_and_nothing_is_loaded(settings, files, text, said
 def test_the_repositorys_budget():
     default = data.UPLOAD_BUDGET["upload_budget_bytes"]
     assert data.memory_budget(data.LIMITS_FILE) == default == 4 << 30
+
+
+def test_the_readme_lists_every_server_setting():
+    """The README's table of the server's settings file names every key of every table."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip(" `"): line for line in readme.splitlines()
+            if re.match(r"^\| `\[\w+\]` \|", line)}
+    tables = {"[limits]": data.APP_LIMITS, "[interaction]": data.INTERACTION,
+              "[memory]": data.UPLOAD_BUDGET, "[auth]": {"allow": ()}}
+    assert set(rows) == set(tables)
+    for table, keys in tables.items():
+        for key in keys:
+            assert f"`{key}`" in rows[table], (table, key)
