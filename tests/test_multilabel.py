@@ -192,3 +192,20 @@ def test_multilabel_intervals_are_reused_only_for_the_same_post_decisions(rule):
     assert any(ci is not None for ci in intervals(a).values())
     if rule == "screen_in":  # the screened-in decisions moved with τ_neg
         assert intervals(a) != intervals(b)
+
+
+@pytest.mark.parametrize("shape", [(300, 10), (40, 3), (5, 1)])
+def test_weighted_statistic_dense_and_sparse_counts_agree_exactly(shape, monkeypatch):
+    """The per-criterion counts as one dense product (few posts x criteria) or as sparse
+    products give the same values, bit for bit."""
+    from metrics_core.metrics import multilabel as ml
+
+    rng = np.random.default_rng(shape[0])
+    y = (rng.random(shape) < 0.2).astype(int)
+    yhat = (rng.random(shape) < 0.25).astype(int)
+    mask = rng.random(shape) < 0.9
+    weights = rng.poisson(1.0, size=(500, shape[0])).astype(np.float64)
+    dense = ml.multilabel_weighted(y, yhat, mask)(weights)
+    monkeypatch.setattr(ml, "DENSE_CELLS", 0)
+    sparse = ml.multilabel_weighted(y, yhat, mask)(weights)
+    assert np.array_equal(dense, sparse, equal_nan=True)

@@ -235,6 +235,11 @@ def multilabel_metrics(Y, Yhat, mask=None) -> dict[str, float]:
     return out
 
 
+#: Posts x criteria x 5 up to which the per-criterion counts of :func:`multilabel_weighted`
+#: are one dense product (else sparse: memory of about one cell per query).
+DENSE_CELLS = 1 << 22
+
+
 def multilabel_weighted(Y, Yhat, mask=None):
     """Statistic for the bootstrap over posts: the metrics of :func:`multilabel_metrics` per
     row-weight vector over posts (contract §8, §9).
@@ -269,9 +274,17 @@ def multilabel_weighted(Y, Yhat, mask=None):
     by_crit = [post_by_crit(a) for a in (tp, fp, fn, y, np.ones_like(y))]
     # Resamples per step, so that the (resamples x criteria) arrays stay small.
     step = max(1, (1 << 21) // max(n_crit, 1))
+    # Few posts x criteria: the five count matrices side by side as one dense matrix, one
+    # product per step (whole numbers: the same sums as the sparse products).
+    dense = (np.concatenate([m.toarray() for m in by_crit], axis=1)
+             if n_posts * n_crit * len(by_crit) <= DENSE_CELLS else None)
 
     def per_criterion(weights):
-        c_tp, c_fp, c_fn, c_support, c_cells = ((m.T @ weights.T).T for m in by_crit)
+        if dense is not None:
+            c_tp, c_fp, c_fn, c_support, c_cells = (  # (the sparse products' layout: same sums)
+                np.asfortranarray(c) for c in np.split(weights @ dense, len(by_crit), axis=1))
+        else:
+            c_tp, c_fp, c_fn, c_support, c_cells = ((m.T @ weights.T).T for m in by_crit)
         crit_f1 = _f1(c_tp, c_fp, c_fn)
         drawn = c_cells > 0
         with np.errstate(invalid="ignore", divide="ignore"):
