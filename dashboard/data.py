@@ -723,11 +723,12 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
             memo.put(key, v.source.evaluator().evaluate(config, progress=progress))
         # Once per data set, resamples and filters: the first computation is the long one
         # (every criterion's resamples); later moves update it in a fraction of the time.
+        # The finder first (a second or two), then the criteria (the long one).
+        finder = (_warm_finder(v) if memo.first_time(
+            ("finder", v.source.token, config.filters, config.seed, finder_resamples(v)))
+            else None)
         if memo.first_time(("groups", v.source.token, config.bootstrap_config, config.filters)):
-            _warm_group_intervals(v.source.evaluator(), config)
-        if memo.first_time(("finder", v.source.token, config.filters, config.seed,
-                            finder_resamples(v))):
-            _warm_finder(v)
+            _warm_group_intervals(v.source.evaluator(), config, after=finder)
     v.pending = None
     st.rerun(scope="fragment" if fragment else "app")
 
@@ -775,7 +776,8 @@ def _ask_heavy(config: EvalConfig | None) -> None:
         st.session_state[state.HEAVY_ASKED] = config
 
 
-def _warm_group_intervals(evaluator: Evaluator, config: EvalConfig) -> threading.Thread:
+def _warm_group_intervals(evaluator: Evaluator, config: EvalConfig, *,
+                          after: threading.Thread | None = None) -> threading.Thread:
     """Start the per-criterion intervals of ``config`` (every criterion evaluated on its own
     queries with the configured resamples, the Per criterion page's table) on a helper thread
     once the view's own intervals are refined, so that the page is computed before it is
@@ -785,8 +787,10 @@ def _warm_group_intervals(evaluator: Evaluator, config: EvalConfig) -> threading
     from metrics_core.evaluation.tables import group_intervals
 
     live = config.replace(bootstrap=min(config.bootstrap, LIVE_RESAMPLES))
-    # (the live resamples first: a few times faster, what the page shows until the rest)
-    return in_background((lambda: group_intervals(evaluator, live, "auroc"),
+    # (after ``after``'s work; the live resamples first: a few times faster, what the page
+    # shows until the rest)
+    return in_background((lambda: after is not None and after.join(),
+                          lambda: group_intervals(evaluator, live, "auroc"),
                           lambda: group_intervals(evaluator, config, "auroc")),
                          "dashboard-group-intervals")
 
