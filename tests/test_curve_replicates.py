@@ -263,3 +263,26 @@ def test_a_failed_draw_is_raised_to_every_reader():
     assert drawn.rows(0, 2).tolist() == [[1, 1], [1, 1]]
     with pytest.raises(RuntimeError, match="drawing the bootstrap resamples failed"):
         drawn.rows(0, 4)
+
+
+def test_count_matrices_are_shared_by_size_resamples_and_seed(monkeypatch):
+    """Two evaluators of different data with as many units share one draw (it depends on
+    nothing else); another seed or size draws anew; a failed draw is drawn again."""
+    from metrics_core.evaluation import intervals as iv
+
+    monkeypatch.setattr(iv, "_SHARED_COUNTS", iv._SharedCounts(1 << 30))
+    a, b = (Dataset.from_frames(*random_frames(n_posts=30, seed=s)) for s in (1, 2))
+    assert a.n_queries == b.n_queries
+    cfg = EvalConfig(bootstrap=50, seed=3)
+    first = iv._kept_counts(Evaluator(a), cfg)
+    assert iv._kept_counts(Evaluator(b), cfg) is first
+    assert iv._kept_counts(Evaluator(b), cfg.replace(seed=4)) is not first
+    np.testing.assert_array_equal(first.array(), Bootstrap(a.n_queries, n_resamples=50,
+                                                           seed=3).compact_counts())
+    first._error = MemoryError("no room")  # (as a failed draw leaves it)
+    again = iv._kept_counts(Evaluator(a), cfg)
+    assert again is not first and not again.failed
+    small = iv._SharedCounts(60 * a.n_queries)  # room for one matrix
+    kept = small.get(a.n_queries, 50, 3)
+    small.get(a.n_queries, 50, 4)
+    assert small.get(a.n_queries, 50, 3) is not kept  # the least recently used went

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -68,18 +69,47 @@ def _units(ev, cfg) -> tuple[int, np.ndarray | None]:
     return ds.n_queries, None
 
 
+class _SharedCounts:
+    """Count matrices kept for the whole process, keyed by (units, resamples, seed): the
+    draw depends on nothing else (contract §9), so the evaluators of one data set's criteria
+    (each of the same size, as the demo's), of its posts and of other data sets of the same
+    size share one draw. Least recently used first out beyond :data:`SHARED_COUNTS_CELLS`;
+    a draw that failed is drawn again."""
+
+    def __init__(self, cells: int):
+        self.cells = cells
+        self.lock = threading.Lock()
+        self.kept: OrderedDict[tuple, DrawnCounts] = OrderedDict()
+
+    def get(self, n_units: int, n_resamples: int, seed: int) -> DrawnCounts:
+        key = (n_units, n_resamples, seed)
+        with self.lock:
+            found = self.kept.get(key)
+            if found is None or found.failed:
+                found = self.kept[key] = DrawnCounts(Bootstrap(n_units, n_resamples=n_resamples,
+                                                               seed=seed))
+            self.kept.move_to_end(key)
+            while len(self.kept) > 1 and sum(a * b for a, b, _ in self.kept) > self.cells:
+                self.kept.popitem(last=False)
+            return found
+
+
+#: Cells (one byte each) of the count matrices kept for the process.
+SHARED_COUNTS_CELLS = 256 << 20
+_SHARED_COUNTS = _SharedCounts(SHARED_COUNTS_CELLS)
+
+
 def _kept_counts(ev, cfg, n_units: int | None = None) -> DrawnCounts | None:
     """The count matrix of ``n_units`` units (default: the run's unit, queries or posts) for
     the run's resamples and seed (:class:`~metrics_core.metrics.uncertainty.DrawnCounts`): drawn
-    once per evaluator on a helper thread and kept when small enough (else None: drawn batch by
-    batch where needed)."""
+    once on a helper thread and kept (for the process: :class:`_SharedCounts`) when small
+    enough (else None: drawn batch by batch where needed)."""
     if n_units is None:
         n_units = _units(ev, cfg)[0]
     if n_units * cfg.bootstrap > KEEP_COUNTS_CELLS:
         return None
     return ev._memo(("bootstrap_counts", n_units, cfg.bootstrap, cfg.seed),
-                    lambda: DrawnCounts(Bootstrap(n_units, n_resamples=cfg.bootstrap,
-                                                  seed=cfg.seed)))
+                    lambda: _SHARED_COUNTS.get(n_units, cfg.bootstrap, cfg.seed))
 
 
 def start_drawing(ev, cfg) -> None:

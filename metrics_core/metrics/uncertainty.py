@@ -262,6 +262,11 @@ class DrawnCounts:
         return self._counts.dtype
 
     @property
+    def failed(self) -> bool:
+        """Whether the draw failed (its readers get the error)."""
+        return self._error is not None
+
+    @property
     def ndim(self) -> int:
         return 2
 
