@@ -277,7 +277,10 @@ APP_LIMITS = MappingProxyType({"max_decompressed_bytes": 512 << 20, "max_rows": 
 
 #: Bytes the uploads of all sessions may hold together: ``[memory]`` of :data:`LIMITS_FILE`,
 #: else this default (dashboard.budget).
-UPLOAD_BUDGET = MappingProxyType({"upload_budget_bytes": 4 << 30})
+#: ``shared_cache_bytes``: the most the evaluations shared between sessions (the bundled
+#: demos') may hold; the server's memory for data is at most the sum of the two.
+UPLOAD_BUDGET = MappingProxyType({"upload_budget_bytes": 4 << 30,
+                                  "shared_cache_bytes": 256 << 20})
 
 
 class ServerSettingsError(ValueError):
@@ -334,11 +337,21 @@ def memory_budget(path: Path | None = None) -> int:
     Raises :class:`ServerSettingsError` naming the file, the field and the value when it is
     not a positive whole number.
     """
+    return _memory_setting("upload_budget_bytes", path)
+
+
+def shared_cache_budget(path: Path | None = None) -> int:
+    """Bytes the evaluations shared between sessions may hold (``[memory]
+    shared_cache_bytes``)."""
+    return _memory_setting("shared_cache_bytes", path)
+
+
+def _memory_setting(name: str, path: Path | None) -> int:
     path = path or settings_file()
     table = _server_table(path, "memory", UPLOAD_BUDGET, "memory settings")
-    value = table["upload_budget_bytes"]
+    value = table[name]
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ServerSettingsError(f"{path.name}: [memory] upload_budget_bytes must be a "
+        raise ServerSettingsError(f"{path.name}: [memory] {name} must be a "
                                   f"positive whole number of bytes; got {value!r}")
     return value
 
@@ -541,9 +554,8 @@ class View:
                 found = memo.get(key)
         if found is None:
             with metered():
-                found = self.source.evaluator().evaluate(config,
-                                                         progress=_progress_bar(config))
-            memo.put(key, found)
+                found = memo.compute(key, lambda: self.source.evaluator().evaluate(
+                    config, progress=_progress_bar(config)))
         return found
 
     @cached_property
@@ -575,14 +587,38 @@ class View:
 
 
 class _Evaluations:
-    """The last few evaluations, newest last, keyed by (source token, configuration); safe to
-    share between the threads of several sessions."""
+    """The last few evaluations, newest last, keyed by (source token, configuration): at most
+    ``kept`` of them and about ``max_bytes`` (:func:`dashboard.budget.held_bytes` of each when
+    stored; the newest is always kept). Safe to share between the threads of several
+    sessions: an evaluation asked for while another session computes it is waited for, not
+    computed again (:meth:`compute`)."""
 
-    def __init__(self, kept: int):
+    def __init__(self, kept: int, max_bytes: int | None = None):
+        from metrics_core.evaluation.inflight import ComputeOnce
+
         self._kept = kept
+        self._max_bytes = max_bytes
         self._items: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
+        self._sizes: dict = {}
+        self._once = ComputeOnce()
+        self._lock = self._once.lock
         self._seen: set = set()
+
+    def nbytes(self) -> int:
+        """Bytes held by the evaluations kept (as estimated when each was stored)."""
+        with self._lock:
+            return sum(self._sizes.values())
+
+    def compute(self, key, make):
+        """The evaluation of ``key``: kept, in the making by another thread (waited for), or
+        made now by ``make()`` and kept."""
+        def stored(k):
+            found = self._items.get(k)
+            if found is not None:
+                self._items.move_to_end(k)
+            return found is not None, found
+
+        return self._once.get(key, stored, make, self._store)
 
     def first_time(self, key) -> bool:
         """True the first time ``key`` is asked about (work started once per key)."""
@@ -613,10 +649,18 @@ class _Evaluations:
 
     def put(self, key, evaluation) -> None:
         with self._lock:
-            self._items[key] = evaluation
-            self._items.move_to_end(key)
-            while len(self._items) > self._kept:
-                self._items.popitem(last=False)
+            self._store(key, evaluation)
+
+    def _store(self, key, evaluation) -> None:
+        """Keep ``evaluation`` (the lock held)."""
+        self._items[key] = evaluation
+        self._items.move_to_end(key)
+        self._sizes[key] = budget.held_bytes(evaluation) if self._max_bytes else 0
+        while len(self._items) > 1 and (
+                len(self._items) > self._kept
+                or (self._max_bytes and sum(self._sizes.values()) > self._max_bytes)):
+            old, _ = self._items.popitem(last=False)
+            self._sizes.pop(old, None)
 
 
 #: Evaluations of the bundled demos kept for every session (the data are synthetic and the
@@ -626,7 +670,7 @@ _SHARED_KEPT = 24
 
 @st.cache_resource(show_spinner=False)
 def _shared_demo_evaluations() -> _Evaluations:
-    return _Evaluations(_SHARED_KEPT)
+    return _Evaluations(_SHARED_KEPT, shared_cache_budget())
 
 
 def _memo(source: Source) -> _Evaluations:
@@ -720,7 +764,7 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
                                                 f"{total:,} resamples")
 
         with metered():
-            memo.put(key, v.source.evaluator().evaluate(config, progress=progress))
+            memo.compute(key, lambda: v.source.evaluator().evaluate(config, progress=progress))
         # Once per data set, resamples and filters: the first computation is the long one
         # (every criterion's resamples); later moves update it in a fraction of the time.
         # The finder first (a second or two), then the criteria (the long one).
@@ -763,7 +807,7 @@ def _heavy_intervals(v: View, slot) -> None:
             bar.progress(done / total, text=f"Intervals: {done:,} of {total:,} resamples")
 
     with metered():
-        memo.put(key, v.source.evaluator().evaluate(config, progress=progress))
+        memo.compute(key, lambda: v.source.evaluator().evaluate(config, progress=progress))
     st.session_state.pop(state.HEAVY_ASKED, None)
     st.rerun(scope="app")
 

@@ -240,3 +240,66 @@ def test_a_session_over_its_computing_budget_gets_point_values_and_a_message(tmp
     view = at.session_state[state.VIEW]
     assert view.evaluation.config.bootstrap == 0 and view.config.gamma == 0.83
     assert "computing time" in " ".join(str(w.value) for w in at.warning)
+
+
+# ------------------------------------------------------------------------ shared work
+def test_the_shared_evaluations_are_bounded_in_bytes_and_counted():
+    import numpy as np
+
+    memo = data._Evaluations(10, max_bytes=2_500)
+    for i in range(4):
+        memo.put(("demo", i), {"values": np.zeros(125)})  # 1,000 bytes each
+    assert [k for _, k in memo] == [2, 3]  # the oldest went
+    assert memo.nbytes() == 2_000
+    one = data._Evaluations(10, max_bytes=10)
+    one.put(("demo", 0), {"values": np.zeros(125)})
+    assert len(one) == 1  # the newest is kept whatever its size
+
+
+def test_an_evaluation_in_the_making_is_waited_for_not_computed_again():
+    import threading
+
+    memo = data._Evaluations(4)
+    calls, gate = [], threading.Event()
+
+    def make():
+        calls.append(1)
+        gate.wait(5)
+        return "evaluation"
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(memo.compute("k", make)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    gate.set()
+    for t in threads:
+        t.join(10)
+    assert got == ["evaluation"] * 4 and len(calls) == 1
+
+
+def test_a_second_session_gets_the_demos_view_from_memory(recorded):
+    link = {"seed": "13", "gamma": "0.79"}
+    first = open_app(link, page="overview")
+    assert_clean(first)
+    computed = [c for c in recorded if c.seed == 13]
+    assert computed  # the first session computed its view
+    recorded.clear()
+    second = open_app(link, page="overview")
+    assert_clean(second)
+    # the second computed no view (the first one's per-criterion warm-up may still run)
+    assert not [c for c in recorded if c.seed == 13 and not c.filters.active]
+    a = first.session_state[state.VIEW].evaluation
+    b = second.session_state[state.VIEW].evaluation
+    assert a is b
+
+
+def test_the_shared_cache_bound_is_the_servers_setting(tmp_path, monkeypatch):
+    toml = tmp_path / "metrics_core.toml"
+    toml.write_text("[memory]\nshared_cache_bytes = 12_345\n")
+    monkeypatch.setattr(data, "LIMITS_FILE", toml)
+    assert data.shared_cache_budget() == 12_345
+    toml.write_text("[memory]\nshared_cache_bytes = -1\n")
+    with pytest.raises(data.ServerSettingsError, match="shared_cache_bytes"):
+        data.shared_cache_budget()
