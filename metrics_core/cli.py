@@ -20,13 +20,6 @@ import tempfile
 from dataclasses import fields
 from pathlib import Path
 
-# OpenBLAS's idle threads spin ~0.1 s after each product before they sleep; the bootstrap
-# makes hundreds of products between its other work, so they would keep a core busy that the
-# resampling's helper threads need (CPU time of the demo's default run 6.6-7.4 s, with this
-# 5.7-5.9 s). Read when numpy loads OpenBLAS: before the imports below. Results are the same
-# (the number of threads is).
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
-
 from metrics_core import __version__
 from metrics_core.config import (
     SCHEMA,
@@ -522,22 +515,11 @@ def _csv_bytes(frame) -> bytes:
     return csv_bytes(frame)
 
 
-def _prefetch(args):
-    """Start reading the Parquet inputs on a thread, before the data stack is imported."""
-    from metrics_core.inputs.parquet import Prefetch
-
-    return Prefetch((args.queries, args.candidates), _limits(args))
-
-
-def _open_run(args, prefetch=None):
-    """:func:`metrics_core.run.open_run` of the inputs, with the tables ``prefetch`` has
-    read already."""
+def _open_run(args):
+    """:func:`metrics_core.run.open_run` of the inputs."""
     from metrics_core.run import open_run
 
-    paths = (args.queries, args.candidates)
-    tables = (None, None) if prefetch is None else tuple(
-        None if p is None else prefetch.table(p) for p in paths)
-    return open_run(*paths, tables=tables, limits=_limits(args))
+    return open_run(args.queries, args.candidates, limits=_limits(args))
 
 
 #: The tables of ``metrics_master.json`` built on a helper thread while the command line
@@ -563,8 +545,6 @@ def _evaluate(args) -> int:
     check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates)],
                   [("--out", args.out), ("--per-query", args.per_query),
                    ("--exclusions", args.exclusions)])
-    # (--scheduler without --engine dask is refused below: nothing to read then)
-    prefetch = _prefetch(args) if args.engine != "dask" and args.scheduler is None else None
     if args.engine == "dask":
         from metrics_core.engines import dask as dask_engine
 
@@ -577,7 +557,7 @@ def _evaluate(args) -> int:
         if args.scheduler is not None:
             raise ValueError("--scheduler needs --engine dask")
         args.progress.stage("reading the inputs")
-        run = _open_run(args, prefetch)
+        run = _open_run(args)
         loaded, report = run.loaded, run.audit
         if not _gates_known(config, loaded.dataset):
             return EXIT_INPUT
@@ -883,20 +863,7 @@ def main(argv: list[str] | None = None) -> int:
     if passthrough and args.command != "app":   # only the app passes options on (Streamlit's)
         parser.error(f"unrecognized arguments: {' '.join(passthrough)}")
     args.passthrough = passthrough
-    if argv is None:
-        from metrics_core.allocator import keep_freed_memory
-
-        keep_freed_memory()
-    code = _run(args)
-    if argv is None and args.command == "evaluate" and args.engine != "dask":
-        # The process ends here (the console script's own main): its outputs are written and
-        # closed, and it started no process. Skip the interpreter's teardown, which frees
-        # every array and module one by one (~70 ms at 200,000 queries, 5 % of the run).
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):  # (a closed pipe, a closed stream)
-                stream.flush()
-        os._exit(code)
-    return code
+    return _run(args)
 
 
 def _contract(args) -> int:

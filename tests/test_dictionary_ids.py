@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from metrics_core.data.dataset import take_text
 from metrics_core.errors import InputError
 from metrics_core.inputs import loading as mio
-from metrics_core.inputs.parquet import Prefetch
+from metrics_core.inputs.parquet import ARROW_IDS, dictionary_names, read_parquet
 from tests.conftest import random_frames
 from tests.test_io import assert_same
 
@@ -134,14 +134,15 @@ def test_excluded_candidates_keep_their_ids(tmp_path):
     _same(parquet, plain)
 
 
-def test_the_command_line_prefetch_reads_ids_as_dictionaries(tmp_path):
+def test_arrow_tables_read_with_dictionary_ids_load_as_the_files(tmp_path):
+    """Tables read already (as a caller with its own Parquet reading hands them over), their
+    ids as dictionaries: the same data set as reading the paths."""
     q, c = random_frames(15, seed=7)
     paths = _write(q, c.reset_index(drop=True), tmp_path, 11)
-    prefetch = Prefetch(paths, mio.DEFAULT_LIMITS)
-    table = prefetch.table(paths[1])
-    assert pa.types.is_dictionary(table.schema.field("sent_uid").type)
-    loaded = mio.load(prefetch.table(paths[0]), table, queries_name="q.parquet",
-                      candidates_name="c.parquet")
+    names = dictionary_names() + dictionary_names(None, ARROW_IDS)
+    tq, tc = (read_parquet(p, None, p.name, mio.DEFAULT_LIMITS, names) for p in paths)
+    assert pa.types.is_dictionary(tc.schema.field("sent_uid").type)
+    loaded = mio.load(tq, tc, queries_name="q.parquet", candidates_name="c.parquet")
     _same(loaded, _both(paths)[1])
 
 

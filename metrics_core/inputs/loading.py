@@ -103,9 +103,9 @@ def read_table(source, *, name: str | None = None,
     ----------
     source : str, os.PathLike, bytes, binary file-like or pyarrow.Table
         A path, or the file's content (an upload). File-like objects are read whole. An Arrow
-        table counts as a Parquet file read already (the command line reads its Parquet
-        inputs while it imports, :class:`metrics_core.inputs.parquet.Prefetch`): its text
-        values are checked and it is converted as a Parquet file's table is.
+        table counts as a Parquet file read already (:func:`metrics_core.run.open_run`'s
+        ``tables``): its text values are checked and it is converted as a Parquet file's
+        table is.
     name : str, optional
         File name used to pick the format and in error messages (default: the path's name).
     string_columns : iterable of str, optional

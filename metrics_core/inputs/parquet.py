@@ -3,24 +3,19 @@
 :func:`read_parquet` is the Parquet reading of :func:`metrics_core.inputs.loading.read_table`: the
 size limits checked on the file's metadata before anything is decoded, and the ids that repeat on
 every candidate row (:data:`REPEATED_IDS`, their aliases and mapped sources) read as Arrow
-dictionaries. :class:`Prefetch` runs it on a thread for the command line, which starts the
-read before it imports pandas and the rest of the package: the file decodes (Arrow's threads,
-without the GIL) while the interpreter imports. The column names and their aliases live here
-too, since both need them; :mod:`metrics_core.inputs.loading` re-exports :data:`ALIASES`.
+dictionaries. The column names and their aliases live here too, since both need them;
+:mod:`metrics_core.inputs.loading` re-exports :data:`ALIASES`.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import threading
 from collections.abc import Iterable, Mapping
 
 from metrics_core.errors import InputError
 from metrics_core.inputs.limits import Limits
 
-__all__ = ["ALIASES", "ARROW_IDS", "REPEATED_IDS", "Prefetch", "dictionary_names",
-           "read_parquet"]
+__all__ = ["ALIASES", "ARROW_IDS", "REPEATED_IDS", "dictionary_names", "read_parquet"]
 
 #: Canonical column -> other names accepted for it (matched case-insensitively; spaces and
 #: hyphens count as underscores). No name is an alias of two canonical columns.
@@ -112,62 +107,3 @@ def read_parquet(path, data: bytes | None, name, limits: Limits,
     if as_dictionary:
         parquet = pa_parquet.ParquetFile(source(), read_dictionary=as_dictionary)
     return parquet.read()
-
-
-class Prefetch:
-    """Parquet files read on a thread, as :func:`metrics_core.inputs.loading.read_table` would read
-    them.
-
-    Only regular files that begin with the Parquet magic bytes are read. Whatever goes wrong
-    (a limit, a broken file, a file that changed) is left for the caller to meet again: it
-    reads the path itself, and its errors are the loader's usual ones. Results are matched to
-    the file's size and modification time when they were read.
-    """
-
-    def __init__(self, paths: Iterable, limits: Limits, mapping: Mapping | None = None):
-        self._paths = [p for p in paths if p is not None and _is_parquet(p)]
-        self._limits = limits
-        self._names = dictionary_names(mapping) + dictionary_names(mapping, ARROW_IDS)
-        self._tables: dict = {}
-        self._thread = threading.Thread(target=self._run, name="parquet-prefetch", daemon=True)
-        if self._paths:
-            self._thread.start()
-
-    def _run(self) -> None:
-        for path in self._paths:
-            try:
-                stamp = _stamp(path)
-                table = read_parquet(path, None, os.fspath(path), self._limits, self._names)
-                if _stamp(path) == stamp:
-                    self._tables[os.fspath(path)] = (stamp, table)
-            except Exception:  # the caller reads the file again and reports what went wrong
-                continue
-
-    def table(self, path):
-        """The Arrow table read from ``path``, or None (not read, or failed, or changed)."""
-        if path is None or not self._paths:
-            return None
-        self._thread.join()
-        found = self._tables.pop(os.fspath(path), None)
-        if found is None:
-            return None
-        stamp, table = found
-        try:
-            return table if _stamp(path) == stamp else None
-        except OSError:
-            return None
-
-
-def _stamp(path) -> tuple[int, int, int]:
-    st = os.stat(path)
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _is_parquet(path) -> bool:
-    try:
-        if not os.path.isfile(path):
-            return False
-        with open(path, "rb") as fh:
-            return fh.read(len(PARQUET_MAGIC)) == PARQUET_MAGIC
-    except OSError:
-        return False
