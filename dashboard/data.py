@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -162,7 +162,7 @@ def current_source() -> Source:
 
 def use_demo(variant: str = DEMO) -> None:
     """Switch the session to a demo (an upload is dropped from memory, and from the budget)."""
-    UPLOADS.release(_holder())
+    release_upload()
     st.session_state[_SOURCE_KEY] = None
     st.session_state[state.DEMO_VARIANT] = variant
     st.session_state.pop(_EVAL_KEY, None)
@@ -193,34 +193,55 @@ class Upload:
 #: The uploads of every session of this server process, against the memory budget
 #: (numbers only: see dashboard.budget).
 UPLOADS = budget.UploadBudget()
+T = TypeVar("T")
 
 
-def _holder() -> budget.Holder:
-    """This session's key in :data:`UPLOADS` (made on first use, kept in its state)."""
-    holder = st.session_state.get(state.UPLOAD_HOLDER)
+def _holder(slot: str = state.UPLOAD_HOLDER) -> budget.Holder:
+    """This session's key in :data:`UPLOADS` for one kind of upload (``slot``: the data
+    source's, :data:`state.UPLOAD_HOLDER`, or the compared runs', :data:`state.COMPARE_HOLDER`),
+    made on first use and kept in its state."""
+    holder = st.session_state.get(slot)
     if holder is None:
-        holder = st.session_state[state.UPLOAD_HOLDER] = budget.Holder()
+        holder = st.session_state[slot] = budget.Holder()
     return holder
+
+
+def read_within_budget(slot: str, name: str, files: int, read: Callable[[], T],
+                       contents: Callable[[T], object]) -> T:
+    """``read()`` of uploaded files of ``files`` bytes, held to the server-wide memory budget
+    (:func:`memory_budget`): refused before it is read when the files alone would pass it,
+    else counted once read (the files and ``contents`` of what was read,
+    :func:`dashboard.budget.held_bytes`) in place of what this session's ``slot`` held.
+
+    Raises :class:`~metrics_core.errors.InputError` naming ``name``, the budget and the
+    amounts when over it (nothing is recorded then: the session keeps what it held).
+    """
+    cap, holder = memory_budget(), _holder(slot)
+    UPLOADS.check(holder, files, cap, name=name)
+    value = read()
+    UPLOADS.claim(holder, files + budget.held_bytes(contents(value)), cap, name=name)
+    return value
+
+
+def release_upload(slot: str = state.UPLOAD_HOLDER) -> None:
+    """This session's ``slot`` holds no upload any more (for the budget)."""
+    UPLOADS.release(_holder(slot))
 
 
 def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
     """Read, validate and audit an upload; a single triage file becomes the triage view.
 
-    The upload is held to the server-wide memory budget (:func:`memory_budget`): refused
-    before it is read when its files alone would pass it, else counted once read (files and
-    data set, :func:`dashboard.budget.held_bytes`) in place of the session's previous upload.
+    The upload is held to the server-wide memory budget (:func:`read_within_budget`), in
+    place of the session's previous upload.
 
     Raises :class:`~metrics_core.errors.InputError` for bad input or an upload over the budget
     (shown by the app; the session keeps its source).
     """
     name = ", ".join(n for n in (upload.queries_name, upload.candidates_name) if n)
-    cap, holder = memory_budget(), _holder()
-    files = len(upload.queries) + len(upload.candidates or b"")
-    UPLOADS.check(holder, files, cap, name=name)
-    source = _read_upload(upload, mapping=mapping)
-    held = files + budget.held_bytes((source.loaded, source.audit, source.triage))
-    UPLOADS.claim(holder, held, cap, name=name)
-    return source
+    return read_within_budget(
+        state.UPLOAD_HOLDER, name, len(upload.queries) + len(upload.candidates or b""),
+        lambda: _read_upload(upload, mapping=mapping),
+        lambda source: (source.loaded, source.audit, source.triage))
 
 
 def _read_upload(upload: Upload, *, mapping: dict | None = None) -> Source:

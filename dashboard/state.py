@@ -114,6 +114,8 @@ COMPARE_DEMO = "compare_demo"
 COMPARE_REFERENCE = "compare_reference"
 COMPARE_BOOTSTRAP = "compare_bootstrap"
 COMPARE_RESULT = "_compare_result"
+#: The compared runs' key in the server-wide memory budget for uploads.
+COMPARE_HOLDER = "_compare_holder"
 #: RAG page (seed 002): the uploaded JSON Lines file, the demo switch, the options, the kept
 #: computation (bytes never leave the session) and the worst-samples metric.
 RAG_FILE = "rag_file"

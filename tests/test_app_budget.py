@@ -116,6 +116,41 @@ def test_files_alone_over_the_budget_are_refused_before_they_are_read(settings, 
     assert data.UPLOADS.held() == before
 
 
+def test_compared_runs_count_in_the_same_budget(settings, files):
+    """The Compare page's uploaded runs are held to the budget with the data source's upload;
+    switching to the demo runs releases them."""
+    from metrics_core.demo import make_runs
+    from tests.test_app_compare import _uploads
+
+    gc.collect()
+    before = data.UPLOADS.held()
+    runs = _uploads((f"{name}.parquet", frame) for name, frame in make_runs(60, seed=3).items())
+    a = session()
+    a.switch_page("app_pages/compare.py").run(timeout=TIMEOUT)
+    a.file_uploader(key="compare_files").set_value(runs).run(timeout=TIMEOUT)
+    assert [t.value for t in a.title] == ["Compare runs"] and not a.exception
+    counted = data.UPLOADS.held() - before
+    assert counted > sum(len(r[1]) for r in runs)
+    # A second session's data source upload does not fit beside them.
+    budget_of(settings, before + counted)
+    b = upload(session(), *files)
+    assert source_kind(b) == "demo"
+    assert f"{size_text(before + counted)} are held now" in refusal(b)
+    # Nor do the same runs on a second session's Compare page.
+    c = session()
+    c.switch_page("app_pages/compare.py").run(timeout=TIMEOUT)
+    c.file_uploader(key="compare_files").set_value(runs).run(timeout=TIMEOUT)
+    said = " ".join(e.value for e in c.error)
+    assert "baseline.parquet, candidate.parquet: this server holds at most" in said.replace(
+        "\\", "")
+    assert len(c.get("plotly_chart")) == 0 and data.UPLOADS.held() - before == counted
+    # The first session's demo runs release its uploaded ones; the second session loads.
+    a.toggle(key="compare_demo").set_value(True).run(timeout=TIMEOUT)
+    assert data.UPLOADS.held() == before
+    b.button(key="load_upload").click().run(timeout=TIMEOUT)
+    assert source_kind(b) == "upload"
+
+
 @pytest.mark.parametrize(("text", "said"), [
     ("[memory]\nupload_budget_bytes = 0\n", "must be a positive whole number of bytes; got 0"),
     ('[memory]\nupload_budget_bytes = "4 GB"\n', "got '4 GB'"),

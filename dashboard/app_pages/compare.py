@@ -56,8 +56,14 @@ else:
 kept = st.session_state.get(state.COMPARE_RUNS)
 if kept is None or kept[0] != key:
     try:
-        runs = ([compare.Run(n, mio.load(f).dataset) for n, f in make_runs(300).items()]
-                if use_demo else _load(files))
+        if use_demo:
+            runs = [compare.Run(n, mio.load(f).dataset) for n, f in make_runs(300).items()]
+            data.release_upload(state.COMPARE_HOLDER)
+        else:  # held to the server's memory budget, in place of this page's earlier runs
+            runs = data.read_within_budget(
+                state.COMPARE_HOLDER, ", ".join(f.name for f in files),
+                sum(f.size for f in files), lambda: _load(files),
+                lambda runs: [r.dataset for r in runs])
     except InputError as exc:
         st.error(escape_markdown(exc.render()), icon=":material/block:")
         st.stop()
