@@ -957,3 +957,68 @@ def view() -> View:
     if v is None:
         raise InputError("no data loaded yet")
     return v
+
+
+# ------------------------------------------------------------------------ idle server
+def release_shared_memory() -> None:
+    """Let go of everything kept for sessions and give the freed memory back to the system:
+    the demos' run, evaluator and shared evaluations (``st.cache_resource``), the count
+    matrices kept for the process, then a full collection and ``malloc_trim`` (the server
+    keeps freed memory for reuse while it serves: metrics_core.allocator.keep_freed_memory)."""
+    st.cache_resource.clear()
+    from metrics_core.evaluation import intervals
+
+    shared = getattr(intervals, "_SHARED_COUNTS", None)
+    if shared is not None:
+        with shared.lock:
+            shared.kept.clear()
+    import gc
+
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the allocator keeps what it keeps
+        pass
+
+
+def release_when_idle(idle_seconds: float = 20.0, every: float = 5.0, *,
+                      stop: threading.Event | None = None) -> threading.Thread:
+    """A helper thread that calls :func:`release_shared_memory` once the server has had no
+    session for ``idle_seconds`` (every tab closed, and the closed tabs' sessions gone after
+    ``server.disconnectedSessionTTL``), once per idle spell: the server's memory goes back to
+    what it was before the sessions came, instead of staying at its high-water mark. The next
+    session loads the demo again (a fraction of a second). ``stop``: ends the thread when set.
+    """
+
+    def sessions() -> int | None:
+        from streamlit import runtime
+
+        if not runtime.exists():
+            return None
+        manager = getattr(runtime.get_instance(), "_session_mgr", None)
+        # list_sessions also drops the stored sessions of closed tabs past their TTL.
+        return None if manager is None else len(manager.list_sessions())
+
+    def loop() -> None:
+        idle_since, released = None, True
+        while not (stop or threading.Event()).wait(every):
+            try:
+                count = sessions()
+            except Exception:  # the runtime stopping: nothing to do
+                continue
+            if count is None:
+                continue
+            if count:
+                idle_since, released = None, False
+                continue
+            now = time.monotonic()
+            idle_since = now if idle_since is None else idle_since
+            if not released and now - idle_since >= idle_seconds:
+                release_shared_memory()
+                released = True
+
+    thread = threading.Thread(target=loop, name="dashboard-release-when-idle", daemon=True)
+    thread.start()
+    return thread

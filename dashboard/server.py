@@ -47,6 +47,17 @@ def freeze_startup_objects() -> None:
 
 freeze_startup_objects()
 
+
+def release_when_idle() -> None:
+    """Once no session is left, let go of what the server kept for them
+    (:func:`dashboard.data.release_when_idle`): its memory returns to its start."""
+    from dashboard import data
+
+    data.release_when_idle()
+
+
+release_when_idle()
+
 #: Headers added to every HTTP response of the app.
 SECURITY_HEADERS = (
     ("X-Frame-Options", "DENY"),
