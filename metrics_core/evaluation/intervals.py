@@ -34,7 +34,7 @@ from metrics_core.metrics.uncertainty import (
 from metrics_core.progress import stage
 
 __all__ = ["Intervals", "curve_intervals", "data_intervals", "multilabel_intervals",
-           "operating_intervals", "start_drawing"]
+           "operating_intervals", "post_counts", "start_drawing"]
 
 
 class Intervals(dict):
@@ -110,6 +110,16 @@ def _kept_counts(ev, cfg, n_units: int | None = None) -> DrawnCounts | None:
         return None
     return ev._memo(("bootstrap_counts", n_units, cfg.bootstrap, cfg.seed),
                     lambda: _SHARED_COUNTS.get(n_units, cfg.bootstrap, cfg.seed))
+
+
+def post_counts(ev, cfg):
+    """The run's post count matrix (the multi-label metrics' and the cohorts' resamples): the
+    kept :class:`~metrics_core.metrics.uncertainty.DrawnCounts`, or a :class:`Bootstrap` of
+    the posts to draw batch by batch when too large to keep."""
+    n_posts = int(ev.ds.posts.size)
+    kept = _kept_counts(ev, cfg, n_posts)
+    return kept if kept is not None else Bootstrap(n_posts, n_resamples=cfg.bootstrap,
+                                                    seed=cfg.seed)
 
 
 def start_drawing(ev, cfg) -> None:

@@ -23,8 +23,8 @@ from metrics_core.evaluation.sections import fmt_t, multilabel_values
 from metrics_core.metrics import calibration, classification, gate, outcomes
 from metrics_core.metrics.classification import confusion_rates
 
-__all__ = ["fold_summary", "group_codes", "group_intervals", "group_intervals_ready",
-           "group_table"]
+__all__ = ["fold_summary", "group_body", "group_codes", "group_intervals",
+           "group_intervals_ready", "group_table"]
 
 #: Proportions whose per-group Wilson interval is a column of the table.
 WILSON_COLUMNS = ("sensitivity", "precision", "screening_sensitivity", "alert_precision")
@@ -34,8 +34,11 @@ _DESCRIPTIVE = ("n", "n_positive", "positive_rate", "auroc_defined")
 
 
 def group_codes(ev, label: str) -> tuple[np.ndarray, list[str]]:
-    """(codes, names) of the queries' groups: criterion, fold or ``pooled`` (cached)."""
+    """(codes, names) of the queries' groups: criterion, fold or ``pooled`` (cached), or a
+    cohort column (a label with ``codes`` and ``values``: :mod:`.cohorts`)."""
     ds = ev.ds
+    if hasattr(label, "codes"):
+        return label.codes, list(label.values)
 
     def compute():
         if label == "criterion":
@@ -240,6 +243,12 @@ def _metric_order(inter) -> list[str]:
         else:
             out.append(s.name)
     return out
+
+
+def group_body(ev, inter, label) -> pd.DataFrame:
+    """One row per group of ``label`` (a cohort column too) and a column per per-group metric
+    (the body of :func:`group_table`, without its summary rows)."""
+    return _columns(ev, inter, label, None)[0]
 
 
 def group_table(ev, inter, *, label: str, boot=None) -> pd.DataFrame:

@@ -1,0 +1,312 @@
+"""Cohort attributes: extra columns of the queries table that name groups of queries (§9).
+
+A *cohort column* is any column of the queries table (or of a long table) that the loader does
+not use, e.g. ``site``, ``sex`` or ``age``. :func:`cohort_attributes` reads the declared ones,
+validates them and gives each query of a loaded data set its cohort (in the data set's
+canonical query order):
+
+- text (or integer) columns are categories: a missing or empty value is the cohort
+  ``missing`` (never dropped); a column with more than ``max_values`` distinct values is
+  refused, naming the file, the column, the count and the limit;
+- numeric columns with more distinct values than ``max_values`` (or any numeric column given
+  ``bins``) are binned: into ``q`` quantile bins (``"q4"``, the default) or at given edges
+  (``"40,65"``), labelled ``[40, 65)``;
+- ``"site*sex"`` is the intersection of two declared columns (values ``S1*F``).
+
+>>> import pandas as pd
+>>> from metrics_core.inputs.loading import load
+>>> q = pd.DataFrame({"post_id": ["1", "1", "2", "3"], "criterion": ["A", "B", "A", "A"],
+...                   "has_evidence": [1, 0, 0, 1], "p_has_evidence": [.9, .2, .3, .8],
+...                   "site": ["x", "x", None, "y"]})
+>>> loaded = load(q)
+>>> attrs = cohort_attributes(q, loaded, ["site"])
+>>> attrs["site"].values, attrs["site"].codes.tolist()
+(('missing', 'x', 'y'), [1, 1, 0, 2])
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from metrics_core.errors import InputError
+
+__all__ = ["MAX_COHORT_VALUES", "MISSING", "CohortAttribute", "cohort_attributes",
+           "parse_bins"]
+
+#: Most distinct values a cohort column may have (a finer column is refused or binned).
+MAX_COHORT_VALUES = 20
+#: The cohort of a query whose value is missing or empty.
+MISSING = "missing"
+#: Default number of quantile bins of a numeric column.
+DEFAULT_QUANTILES = 4
+
+
+@dataclass(frozen=True, eq=False)
+class CohortAttribute:
+    """One cohort column: ``codes`` (one per query, into ``values``) and how it was made."""
+
+    name: str
+    values: tuple[str, ...]
+    codes: np.ndarray
+    binned: str | None = None  # "quantiles (4)", "edges 40, 65" or None (categories)
+
+    def counts(self) -> dict[str, int]:
+        """Queries per cohort value."""
+        n = np.bincount(self.codes, minlength=len(self.values))
+        return dict(zip(self.values, n.tolist(), strict=True))
+
+
+def parse_bins(text: str) -> int | tuple[float, ...]:
+    """``"q5"`` -> 5 quantile bins; ``"40,65"`` -> edges (40.0, 65.0); ValueError otherwise.
+
+    >>> parse_bins("q5"), parse_bins("40, 65")
+    (5, (40.0, 65.0))
+    """
+    text = str(text).strip()
+    match = re.fullmatch(r"[qQ](\d+)", text)
+    if match:
+        q = int(match.group(1))
+        if not 2 <= q <= MAX_COHORT_VALUES:
+            raise ValueError(f"quantile bins must be 2 to {MAX_COHORT_VALUES}, got {text!r}")
+        return q
+    try:
+        edges = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"bins must be qN (N quantile bins) or increasing edges such as "
+                         f"'40,65', got {text!r}") from None
+    if (not edges or not all(np.isfinite(edges))
+            or any(b <= a for a, b in itertools.pairwise(edges))):
+        raise ValueError(f"bin edges must be finite and increasing, got {text!r}")
+    return edges
+
+
+def _text_ids(s: pd.Series) -> np.ndarray:
+    """Ids as the loader reads them: numbers as their integer text ("7", not "7.0")."""
+    if pd.api.types.is_float_dtype(s.dtype):
+        v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        finite = v[np.isfinite(v)]
+        if np.all(finite == np.round(finite)):
+            s = pd.Series(v).astype("Int64")
+    return s.astype(str).to_numpy(dtype=object)
+
+
+def _find(columns, name: str) -> str | None:
+    """The column called ``name`` (exactly, else ignoring case, spaces, hyphens)."""
+    if name in columns:
+        return name
+
+    def key(c):
+        return re.sub(r"[\s\-_]", "", str(c)).lower()
+
+    hits = [c for c in columns if key(c) == key(name)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _missing(s: pd.Series) -> np.ndarray:
+    missing = np.array(s.isna(), dtype=bool)
+    if s.dtype == object or pd.api.types.is_string_dtype(s.dtype):
+        text = s.astype(str).str.strip()
+        missing = missing | np.array(text == "", dtype=bool)
+    return missing
+
+
+def _label(lo: float, hi: float, last: bool) -> str:
+    return f"[{lo:g}, {hi:g}]" if last else f"[{lo:g}, {hi:g})"
+
+
+def _binned(values: np.ndarray, missing: np.ndarray, bins) -> tuple[tuple, np.ndarray, str]:
+    """(labels, codes, description) of numeric values cut into bins; missing -> MISSING."""
+    x = values[~missing]
+    if isinstance(bins, int):
+        edges = np.unique(np.quantile(x, np.linspace(0, 1, bins + 1))) if x.size else np.array([])
+        how = f"quantiles ({bins})"
+        inner = edges[1:-1]
+        labels = ([_label(lo, hi, i == edges.size - 2)
+                   for i, (lo, hi) in enumerate(itertools.pairwise(edges))]
+                  if edges.size > 1 else ([f"{edges[0]:g}"] if edges.size else []))
+    else:
+        inner = np.asarray(bins, dtype=np.float64)
+        how = "edges " + ", ".join(f"{e:g}" for e in inner)
+        bounds = [-np.inf, *inner, np.inf]
+        labels = []
+        for lo, hi in itertools.pairwise(bounds):
+            labels.append(f"< {hi:g}" if lo == -np.inf else f"≥ {lo:g}" if hi == np.inf
+                          else f"[{lo:g}, {hi:g})")
+    codes = np.searchsorted(inner, values, side="right").astype(np.int64)
+    return (*_with_missing(tuple(labels), codes, missing), how)
+
+
+def _with_missing(labels: tuple, codes: np.ndarray, missing: np.ndarray
+                  ) -> tuple[tuple, np.ndarray]:
+    """Only the observed values kept; missing ones the value ``missing`` (first)."""
+    used = np.unique(codes[~missing])
+    names = [labels[i] for i in used]
+    remap = np.full(len(labels) + 1, -1, dtype=np.int64)
+    remap[used] = np.arange(used.size)
+    codes = remap[np.where(missing, len(labels), codes)]
+    if missing.any():
+        codes = np.where(missing, 0, codes + 1)
+        names = [MISSING, *names]
+    return tuple(names), codes.astype(np.int64)
+
+
+def _one(values: pd.Series, name: str, file: str, bins, max_values: int) -> CohortAttribute:
+    missing = _missing(values)
+    numeric = (pd.api.types.is_numeric_dtype(values.dtype)
+               and not pd.api.types.is_bool_dtype(values.dtype))
+    if bins is not None and not numeric:
+        raise InputError("cohort bins need a numeric column", file=file, column=name,
+                         hint=f"'{name}' holds text; declare it without bins",
+                         code="invalid_value")
+    if numeric:
+        x = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        missing = missing | ~np.isfinite(x)
+        distinct = np.unique(x[~missing])
+        whole = bool(np.all(distinct == np.round(distinct)))
+        if bins is None and (distinct.size > max_values or not whole):
+            bins = DEFAULT_QUANTILES
+        if bins is not None:
+            labels, codes, how = _binned(np.where(missing, 0.0, x), missing, bins)
+            return CohortAttribute(name, labels, codes, how)
+        text = np.array([f"{v:g}" for v in distinct], dtype=object)
+        codes = np.searchsorted(distinct, np.where(missing, distinct[0] if distinct.size
+                                                   else 0.0, x))
+        labels, codes = _with_missing(tuple(text), codes, missing)
+        return CohortAttribute(name, labels, codes)
+    text = values.astype(str).str.strip().to_numpy(dtype=object)
+    distinct, codes = np.unique(np.where(missing, "", text).astype(str), return_inverse=True)
+    n_distinct = int(distinct.size - (1 if missing.any() and "" in distinct else 0))
+    if n_distinct > max_values:
+        raise InputError(f"cohort column has {n_distinct:,} distinct values, more than the "
+                         f"limit of {max_values}", file=file, column=name,
+                         hint="a cohort column names a few groups (site, sex, age band); "
+                              "bin a numeric column, or raise --cohort-max-values",
+                         code="invalid_value")
+    labels, codes = _with_missing(tuple(str(d) for d in distinct), codes.astype(np.int64),
+                                  missing)
+    return CohortAttribute(name, labels, codes)
+
+
+def _intersection(name: str, parts: Sequence[CohortAttribute]) -> CohortAttribute:
+    codes = np.zeros(parts[0].codes.size, dtype=np.int64)
+    for part in parts:
+        codes = codes * len(part.values) + part.codes
+    used, local = np.unique(codes, return_inverse=True)
+    labels = []
+    for combined in used.tolist():
+        names = []
+        for part in reversed(parts):
+            combined, index = divmod(combined, len(part.values))
+            names.append(part.values[index])
+        labels.append("*".join(reversed(names)))
+    return CohortAttribute(name, tuple(labels), local.astype(np.int64))
+
+
+def cohort_attributes(queries, loaded, declared: Sequence[str], *,
+                      name: str | None = None, bins: Mapping[str, object] | None = None,
+                      max_values: int = MAX_COHORT_VALUES, limits=None
+                      ) -> dict[str, CohortAttribute]:
+    """The declared cohort columns of ``queries`` (path, bytes or DataFrame) for the queries
+    of ``loaded`` (a :class:`~metrics_core.inputs.loading.Loaded` of that file).
+
+    ``declared``: column names, or ``"a*b"`` intersections of declared or listed columns.
+    ``bins``: ``{column: "q4" | "40,65" | 4 | (40, 65)}`` for numeric columns.
+    Raises :class:`InputError` naming the file and the column (absent column, a column the
+    loader uses, too many distinct values, a value that differs within one query of a long
+    table, bins on a text column).
+    """
+    from metrics_core.inputs.loading import read_table
+
+    file = name or loaded.dataset.meta.get("queries_file") or "queries"
+    q_map = loaded.column_map.get("queries", {})
+    used = {str(v) for v in q_map.values()} | {
+        str(v) for v in loaded.column_map.get("candidates", {}).values()}
+    singles: list[str] = []
+    for item in declared:
+        for part in str(item).split("*"):
+            part = part.strip()
+            if not part:
+                raise InputError("empty cohort column name", file=file, column=str(item),
+                                 hint="write --cohort site or --cohort 'site*sex'",
+                                 code="invalid_value")
+            if part not in singles:
+                singles.append(part)
+    bins = {str(k): (parse_bins(v) if isinstance(v, str) else v)
+            for k, v in (bins or {}).items()}
+    if isinstance(queries, pd.DataFrame):
+        frame = queries
+    else:
+        frame = read_table(queries, name=file, string_columns=singles, limits=limits)
+    columns = [str(c) for c in frame.columns]
+    found = {}
+    for single in singles:
+        col = _find(columns, single)
+        if col is None:
+            raise InputError("cohort column not found", file=file, column=single,
+                             hint="columns found: " + ", ".join(columns[:20]),
+                             code="invalid_value")
+        if col in used:
+            raise InputError("a column the evaluation reads cannot be a cohort column",
+                             file=file, column=col, hint=f"'{col}' is read as an input",
+                             code="invalid_value")
+        found[single] = col
+    unknown = [k for k in bins if k not in found]
+    if unknown:
+        raise InputError("bins given for a column that is not a declared cohort",
+                         file=file, column=unknown[0], code="invalid_value")
+    ds = loaded.dataset
+    rows = _rows_of_queries(frame, q_map, ds, file)
+    out: dict[str, CohortAttribute] = {}
+    for single, col in found.items():
+        values = frame[col]
+        _check_constant(values, rows, file, col)
+        picked = values.iloc[rows[0]].reset_index(drop=True)
+        out[single] = _one(picked, single, file, bins.get(single), max_values)
+    for item in declared:
+        parts = [p.strip() for p in str(item).split("*")]
+        if len(parts) > 1:
+            key = "*".join(parts)
+            out[key] = _intersection(key, [out[p] for p in parts])
+    return {("*".join(p.strip() for p in str(d).split("*"))): out[
+        "*".join(p.strip() for p in str(d).split("*"))] for d in declared}
+
+
+def _rows_of_queries(frame: pd.DataFrame, q_map: Mapping, ds, file: str):
+    """(first row of each data-set query in ``frame``, every row's query or -1)."""
+    post_col, crit_col = q_map.get("post_id"), q_map.get("criterion")
+    if post_col is None or crit_col is None or post_col not in frame or crit_col not in frame:
+        raise InputError("the cohort columns' table lacks the query columns", file=file,
+                         hint="post_id and criterion identify each query", code="invalid_value")
+    key = pd.Series(_text_ids(frame[post_col])) + "\x1f" + pd.Series(_text_ids(frame[crit_col]))
+    wanted = pd.Index(pd.Series(ds.post_id.astype(str)) + "\x1f"
+                      + pd.Series(ds.criterion.astype(str)))
+    of_row = wanted.get_indexer(key)
+    first = np.full(ds.n_queries, -1, dtype=np.int64)
+    present = np.flatnonzero(of_row >= 0)
+    # the first row of each query: rows reversed, so the earliest write wins
+    first[of_row[present[::-1]]] = present[::-1]
+    if (first < 0).any():
+        raise InputError("queries missing from the cohort columns' table", file=file,
+                         n_rows=int((first < 0).sum()), code="invalid_value")
+    return first, of_row
+
+
+def _check_constant(values: pd.Series, rows, file: str, col: str) -> None:
+    """In a long table, a query's rows must agree on a cohort value."""
+    first, of_row = rows
+    if len(values) == first.size:
+        return
+    present = np.flatnonzero(of_row >= 0)
+    mine = values.iloc[present].astype(str).to_numpy(dtype=object)
+    theirs = values.iloc[first[of_row[present]]].astype(str).to_numpy(dtype=object)
+    bad = present[mine != theirs]
+    if bad.size:
+        raise InputError("a cohort value differs between the rows of one query", file=file,
+                         column=col, rows=bad[:10] + 1, n_rows=int(bad.size),
+                         code="invalid_value")

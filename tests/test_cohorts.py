@@ -1,0 +1,327 @@
+"""Cohorts (contract §9): cohort columns, per-cohort metrics, disparities, weak segments.
+
+References: scikit-learn and fairlearn's MetricFrame on each cohort's rows, a literal
+resampling loop (every resample's rows materialised and the metrics recomputed by
+scikit-learn), statsmodels' Holm.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import norm
+from sklearn.metrics import brier_score_loss, precision_score, recall_score, roc_auc_score
+
+from metrics_core.config import EvalConfig
+from metrics_core.demo import make_synthetic
+from metrics_core.errors import InputError
+from metrics_core.evaluation.cohorts import (
+    Grouping,
+    bootstrap_p_values,
+    cohort_tables,
+    holm,
+    intersect,
+)
+from metrics_core.evaluation.evaluator import Evaluator
+from metrics_core.inputs.cohort_columns import cohort_attributes
+from metrics_core.inputs.loading import load
+from metrics_core.metrics.uncertainty import Bootstrap
+
+
+def _data(n_posts=60, seed=3, n_criteria=4, planted=0.0):
+    q, c = make_synthetic(n_posts, n_criteria=n_criteria, seed=seed, with_text=False)
+    rng = np.random.default_rng(seed + 100)
+    posts = q["post_id"].unique()
+    site = dict(zip(posts, rng.choice(["A", "B", "C"], posts.size), strict=True))
+    sex = dict(zip(posts, rng.choice(["F", "M"], posts.size), strict=True))
+    age = dict(zip(posts, rng.integers(18, 90, posts.size), strict=True))
+    q["site"] = q["post_id"].map(site)
+    q["sex"] = q["post_id"].map(sex)
+    q["age"] = q["post_id"].map(age)
+    if planted:  # site C's probabilities pushed towards 0.5: a worse model there
+        worse = q["site"] == "C"
+        q.loc[worse, "p_has_evidence"] = (1 - planted) * q.loc[worse, "p_has_evidence"] \
+            + planted * rng.random(int(worse.sum()))
+    return q, c
+
+
+def _run(q, c, declared=("site", "sex"), **kw):
+    loaded = load(q, c)
+    attrs = cohort_attributes(q, loaded, list(declared), **kw)
+    return loaded, attrs
+
+
+# ---------------------------------------------------------------- cohort columns
+def test_missing_values_are_their_own_cohort_never_dropped():
+    q, c = _data()
+    q.loc[q.index[:8], "site"] = None
+    q.loc[q.index[8:12], "site"] = ""
+    _, attrs = _run(q, c, ["site"])
+    site = attrs["site"]
+    assert site.values == ("missing", "A", "B", "C")
+    assert site.counts()["missing"] == 12
+    assert sum(site.counts().values()) == len(q)
+
+
+def test_too_many_values_are_refused_naming_file_column_count_and_limit():
+    q, c = _data()
+    q["ward"] = [f"w{i % 25}" for i in range(len(q))]
+    with pytest.raises(InputError) as err:
+        cohort_attributes(q, load(q, c), ["ward"], name="queries.csv")
+    text = str(err.value)
+    assert "queries.csv" in text and "ward" in text and "25" in text and "limit of 20" in text
+
+
+def test_absent_column_and_input_column_are_refused():
+    q, c = _data()
+    loaded = load(q, c)
+    with pytest.raises(InputError, match="cohort column not found"):
+        cohort_attributes(q, loaded, ["site*region"])
+    with pytest.raises(InputError, match="evaluation reads"):
+        cohort_attributes(q, loaded, ["fold"])
+
+
+def test_numeric_columns_binned_into_quantiles_or_at_edges():
+    q, c = _data()
+    _, attrs = _run(q, c, ["age"])
+    age = attrs["age"]  # many distinct ages: quartiles by default
+    assert len(age.values) == 4 and age.binned == "quantiles (4)"
+    counts = np.bincount(age.codes)
+    assert counts.min() > 0.15 * len(q)
+    _, attrs = _run(q, c, ["age"], bins={"age": "40,65"})
+    age = attrs["age"]
+    assert age.values == ("< 40", "[40, 65)", "≥ 65")
+    ages = q["age"].to_numpy()  # load keeps the input's (canonical) order here
+    expected = np.where(ages < 40, 0, np.where(ages < 65, 1, 2))
+    assert age.codes.tolist() == expected.tolist()
+
+
+def test_intersections_name_both_values():
+    q, c = _data()
+    _, attrs = _run(q, c, ["site", "site*sex"])
+    both = attrs["site*sex"]
+    assert both.values[0] == "A*F" and len(both.values) == 6
+    labels = np.array(both.values, dtype=object)[both.codes]
+    assert (labels == (q["site"] + "*" + q["sex"]).to_numpy()).all()
+    g = intersect(Grouping.of(attrs["site"]), Grouping.of(_run(q, c, ["sex"])[1]["sex"]))
+    assert g.values == both.values and (g.codes == both.codes).all()
+
+
+def test_long_table_value_must_be_constant_within_a_query():
+    q, c = _data(n_posts=5)
+    long = c.merge(q, on=["post_id", "criterion"])
+    loaded = load(long)
+    attrs = cohort_attributes(long, loaded, ["site"])
+    assert attrs["site"].codes.size == loaded.dataset.n_queries
+    long.loc[long.index[1], "site"] = "Z" if long.loc[long.index[0], "site"] != "Z" else "Y"
+    with pytest.raises(InputError, match="differs between the rows of one query"):
+        cohort_attributes(long, load(long), ["site"])
+
+
+# --------------------------------------------------------------- per-cohort values
+def _tables(q, c, declared=("site", "sex"), cfg=None, **kw):
+    loaded, attrs = _run(q, c, declared)
+    ev = Evaluator(loaded.dataset)
+    cfg = cfg or EvalConfig(bootstrap=0)
+    inter = ev.intermediate(cfg)
+    return ev, inter, attrs, cohort_tables(ev, inter, list(attrs.values()), **kw)
+
+
+def _value(table, column, value, metric, field="estimate"):
+    row = table[(table["column"] == column) & (table["value"] == value)
+                & (table["metric"] == metric)]
+    assert len(row) == 1, (column, value, metric)
+    return row.iloc[0][field]
+
+
+def test_per_cohort_values_equal_scikit_learn_and_fairlearn_on_the_cohorts_rows():
+    from fairlearn.metrics import MetricFrame
+
+    q, c = _data(n_posts=80)
+    cfg = EvalConfig(bootstrap=0)
+    ev, inter, attrs, result = _tables(q, c, cfg=cfg)
+    ds = ev.ds
+    table = result.cohorts
+    site = attrs["site"]
+    labels = np.array(site.values, dtype=object)[site.codes]
+    pred = (ds.p >= cfg.threshold).astype(int)
+    frame = MetricFrame(metrics={"sensitivity": recall_score, "precision": precision_score},
+                        y_true=ds.y, y_pred=pred, sensitive_features=labels)
+    for value in site.values:
+        m = labels == value
+        assert _value(table, "site", value, "auroc") == pytest.approx(
+            roc_auc_score(ds.y[m], ds.p[m]), abs=1e-12)
+        assert _value(table, "site", value, "brier") == pytest.approx(
+            brier_score_loss(ds.y[m], ds.p[m]), abs=1e-12)
+        assert _value(table, "site", value, "sensitivity") == pytest.approx(
+            frame.by_group.loc[value, "sensitivity"], abs=1e-12)
+        assert _value(table, "site", value, "precision") == pytest.approx(
+            frame.by_group.loc[value, "precision"], abs=1e-12)
+        specificity = recall_score(1 - ds.y[m], 1 - pred[m])
+        assert _value(table, "site", value, "specificity") == pytest.approx(specificity)
+        screen = (inter.states[m] != 0).astype(int)
+        assert _value(table, "site", value, "screening_sensitivity") == pytest.approx(
+            recall_score(ds.y[m], screen))
+        assert _value(table, "site", value, "auroc", "n") == m.sum()
+        assert _value(table, "site", value, "auroc", "n_positive") == ds.y[m].sum()
+        rest = ~m
+        assert _value(table, "site", value, "auroc", "rest_estimate") == pytest.approx(
+            roc_auc_score(ds.y[rest], ds.p[rest]), abs=1e-12)
+        # every per-group metric of the registry is there, e.g. the calibration slope
+        assert np.isfinite(_value(table, "site", value, "calibration_slope"))
+
+
+def test_undefined_stays_undefined_and_small_cells_are_flagged():
+    q, c = _data(n_posts=40)
+    q.loc[q["site"] == "C", "has_evidence"] = 0  # no positives in site C: AUROC undefined
+    q.loc[q["site"] == "C", "n_gold"] = 0
+    c = c.copy()
+    c.loc[c["post_id"].isin(q.loc[q["site"] == "C", "post_id"]), "is_gold"] = 0
+    _, _, _, result = _tables(q, c)
+    table = result.cohorts
+    row = table[(table["value"] == "C") & (table["metric"] == "auroc")].iloc[0]
+    assert not row["defined"]
+    assert pd.isna(row["estimate"]) and pd.isna(row["difference"]) and pd.isna(row["p_value"])
+    assert bool(row["small"])  # no positives: a small cell
+
+
+# -------------------------------------------------------- intervals and p-values
+def test_differences_intervals_and_p_values_match_a_literal_resampling_loop():
+    q, c = _data(n_posts=30, n_criteria=3, seed=7)
+    cfg = EvalConfig(bootstrap=120, seed=4)
+    loaded, attrs = _run(q, c, ["site"])
+    ev = Evaluator(loaded.dataset)
+    inter = ev.intermediate(cfg)
+    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=120, seed=4).counts()
+    result = cohort_tables(ev, inter, [attrs["site"]], counts=counts, weak=False)
+    table = result.cohorts
+    ds = ev.ds
+    site = attrs["site"]
+    pred = (ds.p >= cfg.threshold).astype(int)
+    for value_index, value in enumerate(site.values):
+        diffs = {"auroc": [], "sensitivity": [], "brier": []}
+        cohort_auroc = []
+        for r in range(counts.shape[0]):
+            rows = np.repeat(np.arange(ds.n_queries), counts[r][ds.post_code])
+            y, p, pr = ds.y[rows], ds.p[rows], pred[rows]
+            m = site.codes[rows] == value_index
+
+            def auroc(mask, y=y, p=p):
+                return roc_auc_score(y[mask], p[mask]) if 0 < y[mask].sum() < mask.sum() \
+                    else np.nan
+
+            def sens(mask, y=y, pr=pr):
+                return recall_score(y[mask], pr[mask]) if y[mask].sum() else np.nan
+
+            a = auroc(m)
+            cohort_auroc.append(a)
+            diffs["auroc"].append(a - auroc(~m))
+            diffs["sensitivity"].append(sens(m) - sens(~m))
+            diffs["brier"].append(np.mean((p[m] - y[m]) ** 2) - np.mean((p[~m] - y[~m]) ** 2))
+        for metric, values in diffs.items():
+            values = np.array(values)
+            valid = values[~np.isnan(values)]
+            lo, hi = np.percentile(valid, [2.5, 97.5])
+            got = _value(table, "site", value, metric, "difference_ci95")
+            assert got == pytest.approx([lo, hi], abs=1e-9), (value, metric)
+            point = _value(table, "site", value, metric, "difference")
+            p_value = 2 * norm.sf(abs(point) / np.std(valid, ddof=1))
+            assert _value(table, "site", value, metric, "p_value") == pytest.approx(p_value)
+        est = np.array(cohort_auroc)
+        assert _value(table, "site", value, "auroc", "ci95") == pytest.approx(
+            np.percentile(est[~np.isnan(est)], [2.5, 97.5]).tolist(), abs=1e-9)
+
+
+def test_holm_agrees_with_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        p = rng.random(rng.integers(1, 30)) ** 3
+        assert holm(p) == pytest.approx(multipletests(p, method="holm")[1], abs=1e-12)
+    assert np.isnan(holm([np.nan, 0.2])[0])
+
+
+def test_bootstrap_p_value_is_the_difference_over_its_resampled_spread():
+    r = np.array([[0.0, 1.0], [1.0, 1.0], [2.0, np.nan], [-1.0, np.nan]])
+    # sd (ddof 1) of 0, 1, 2, -1 is sqrt(5/3); the second column does not vary: undefined
+    p = bootstrap_p_values(np.array([1.0, 0.5]), r)
+    assert p[0] == pytest.approx(2 * norm.sf(1 / np.sqrt(5 / 3)))
+    assert np.isnan(p[1])
+
+
+def test_holm_is_across_the_cohorts_and_metrics_of_a_column():
+    q, c = _data(n_posts=40)
+    _, _, _, result = _tables(q, c, cfg=EvalConfig(bootstrap=100, seed=1), weak=False)
+    table = result.cohorts
+    for _, rows in table.groupby("column"):
+        tested = rows[rows["p_value"].notna()]
+        assert tested["p_adjusted"].tolist() == pytest.approx(
+            holm(tested["p_value"].to_numpy(dtype=float)).tolist())
+
+
+def test_a_planted_disparity_is_flagged():
+    q, c = _data(n_posts=150, planted=0.8)
+    _, _, _, result = _tables(q, c, cfg=EvalConfig(bootstrap=300, seed=2))
+    table = result.cohorts
+    row = table[(table["column"] == "site") & (table["value"] == "C")
+                & (table["metric"] == "auroc")].iloc[0]
+    assert row["flagged"] and row["difference"] < 0
+    assert row["difference_ci95"][1] < 0 and row["p_adjusted"] < 0.05
+    weak = result.weak_segments
+    top = weak[weak["metric"] == "auroc"].iloc[0]
+    assert "site=C" in top["segment"] and top["flagged"]
+
+
+def test_flagged_share_under_no_disparity_stays_at_or_below_the_nominal_level():
+    flagged = tested = 0
+    for seed in range(12):
+        q, c = _data(n_posts=60, n_criteria=3, seed=seed)
+        _, _, _, result = _tables(q, c, cfg=EvalConfig(bootstrap=200, seed=seed), weak=False)
+        table = result.cohorts
+        rows = table[table["p_value"].notna()]
+        flagged += int(rows["flagged"].sum())
+        tested += len(rows)
+    assert tested > 300
+    assert flagged / tested <= 0.05
+
+
+def test_cohort_metrics_are_the_per_criterion_machinery_on_cohort_codes():
+    from metrics_core.evaluation.tables import group_body
+
+    q, c = _data(n_posts=40)
+    ev, inter, attrs, result = _tables(q, c)
+    body = group_body(ev, inter, Grouping.of(attrs["sex"]))
+    table = result.cohorts
+    for value in ("F", "M"):
+        for metric in ("auroc", "ece", "mcc", "evidence_precision", "exact_match"):
+            expected = body.loc[value, metric]
+            got = _value(table, "sex", value, metric)
+            assert (got is None and np.isnan(expected)) or got == pytest.approx(expected)
+
+
+def test_equalised_odds_view_lists_screening_sensitivity_and_false_flags():
+    q, c = _data(n_posts=40)
+    ev, inter, attrs, result = _tables(q, c)
+    odds = result.equalised_odds
+    sex = attrs["sex"]
+    for value in sex.values:
+        m = sex.codes == sex.values.index(value)
+        row = odds[(odds["column"] == "sex") & (odds["value"] == value)].iloc[0]
+        y = ev.ds.y[m]
+        alerts = inter.states[m] == 2
+        assert row["false_flag_rate"] == pytest.approx(alerts[y == 0].mean())
+
+
+def test_weak_segments_respect_the_minimum_size_and_count_the_segments_tried():
+    q, c = _data(n_posts=60)
+    _, _, _, result = _tables(q, c, ["site", "sex"], cfg=EvalConfig(bootstrap=50),
+                              min_size=100)
+    weak = result.weak_segments
+    assert (weak["n"] >= 100).all()
+    assert set(weak["columns"]) <= {"site", "sex", "site*sex"}
+    # the cohorts of site (3), sex (2) and site*sex (6) with >= 100 queries
+    tried = weak.groupby("metric")["segments_tried"].first()
+    assert (tried <= 11).all()
+    assert pd.Series(weak["worse_by"] > 0).all()
