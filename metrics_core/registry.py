@@ -1,13 +1,18 @@
 """What the project knows about each metric, in one place (contract §3-§8, docs/CONTRACT.md).
 
 One :class:`MetricSpec` per metric: its name, label, plain-language description, contract
-section and record group, range, direction, unit, and whether it is a headline number or part
-of the per-criterion / per-fold tables. The records' interpretation, the consistency check on
-ranges, the invariance tests, the dashboard labels and the CLI summary all read it. Families
-parameterised by a cut-off or a target (``recall@10``, ``tpr@fpr=0.05``) have one spec whose
-``name`` ends in ``@`` or ``=``.
+section and record group, range, direction, unit, interval kind, where it applies (overall,
+per criterion, per fold) and whether it is a headline number. The records' interpretation, the
+consistency check on ranges, the common tests over every metric, the dashboard labels and the
+CLI summary all read it. Families parameterised by a cut-off or a target (``recall@10``,
+``tpr@fpr=0.05``) have one spec whose ``name`` ends in ``@`` or ``=``.
 
-Adding a metric is one spec here and one kernel that computes it (docs/ARCHITECTURE.md).
+The counting metrics (confusion at τ, the gate and its abstention view: contract §4, §6) are
+computed from the spec alone: its :class:`Counting` says which outcome table (prediction at τ,
+or the gate's three-way prediction) and which cells (or which named ratio of the cells) make
+the value; the records, the per-criterion / per-fold tables and the bootstrap of the operating
+sums read it (:func:`counting`). Adding such a metric is one spec here.
+Other metrics are one spec here and one kernel that computes it (docs/ARCHITECTURE.md).
 Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 00N" is a file of docs/seeds/.
 
 >>> label("ndcg@10"), spec("ndcg@10").section, describe("recall@5")
@@ -18,18 +23,25 @@ Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 00N" is a file o
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from types import MappingProxyType
 
 __all__ = [
+    "APPLIES",
+    "CELLS",
     "GATE_STATES",
+    "INTERVALS",
     "SPECS",
+    "Counting",
     "MetricSpec",
+    "counting",
     "describe",
     "fmt_t",
     "headline",
     "in_range",
     "label",
+    "record_names",
     "spec",
 ]
 
@@ -38,6 +50,70 @@ GATE_STATES = ("NEG", "UNCERTAIN", "POS")
 
 PROPORTION = (0.0, 1.0)
 CORRELATION = (-1.0, 1.0)
+#: A ratio of counts that is at least 1 (e.g. alerts per true alert).
+AT_LEAST_ONE = (1.0, math.inf)
+
+#: Interval kinds of a record (contract §9): a Wilson interval (proportions), the percentile
+#: bootstrap, the Poisson interval of O/E, the Wald interval of a logistic fit's coefficient,
+#: or none (counts of the data, thresholds chosen on the data).
+INTERVALS = ("wilson", "bootstrap", "poisson", "wald", None)
+#: Where a metric is computed: the run's records and the per-criterion and per-fold tables
+#: (``cohort``: reserved for cohort tables).
+APPLIES = ("overall", "criterion", "fold", "cohort")
+_EVERYWHERE = frozenset({"overall", "criterion", "fold"})
+#: Cells of an outcome table (:mod:`metrics_core.metrics.outcomes`): TP / FP / TN / FN count
+#: answered queries (predicted positive / negative), ``abstain_pos`` / ``abstain_neg`` the
+#: abstained ones with / without evidence; ``n``, ``n_pos``, ``n_neg`` are their sums.
+CELLS = ("tp", "fp", "tn", "fn", "abstain_pos", "abstain_neg")
+_CELL_SUMS = MappingProxyType({"n": CELLS, "n_pos": ("tp", "fn", "abstain_pos"),
+                               "n_neg": ("tn", "fp", "abstain_neg"),
+                               "answered": ("tp", "fp", "tn", "fn"),
+                               "abstain": ("abstain_pos", "abstain_neg")})
+#: Named ratios of the answered cells that are no ratio of sums
+#: (:data:`metrics_core.metrics.outcomes.FORMULAS`).
+FORMULAS = ("f1", "mcc", "balanced_accuracy", "f1_neg")
+
+
+@dataclass(frozen=True)
+class Counting:
+    """How a counting metric comes from an outcome table (contract §4, §6).
+
+    ``table``: ``"tau"`` (prediction at τ: p ≥ τ positive) or ``"gate"`` (POS positive, NEG
+    negative, UNCERTAIN abstains). The value is ``sum(numerator) / sum(denominator) × scale``
+    (no denominator: the count itself), or ``formula``, a named ratio of the answered cells
+    (:data:`FORMULAS`). Cell names are :data:`CELLS` or the sums ``n``, ``n_pos``, ``n_neg``,
+    ``answered``, ``abstain``.
+    """
+
+    table: str
+    numerator: tuple[str, ...] = ()
+    denominator: tuple[str, ...] = ()
+    scale: float = 1.0
+    formula: str | None = None
+
+    def __post_init__(self):
+        if self.table not in ("tau", "gate"):
+            raise ValueError(f"Counting.table must be 'tau' or 'gate', got {self.table!r}")
+        if (self.formula is None) == (not self.numerator):
+            raise ValueError("a Counting has either cells (numerator) or a formula")
+        if self.formula is not None and self.formula not in FORMULAS:
+            raise ValueError(f"Counting.formula must be one of {FORMULAS}, got "
+                             f"{self.formula!r}")
+        for cell in (*self.numerator, *self.denominator):
+            if cell not in CELLS and cell not in _CELL_SUMS:
+                raise ValueError(f"unknown outcome cell {cell!r}; have: "
+                                 f"{', '.join((*CELLS, *_CELL_SUMS))}")
+
+    def cells(self, which: str) -> tuple[str, ...]:
+        """The :data:`CELLS` summed in the ``numerator`` or the ``denominator``."""
+        return tuple(c for name in getattr(self, which) for c in _CELL_SUMS.get(name, (name,)))
+
+
+def _cells(numerator: str, denominator: str = "", *, table: str, scale: float = 1.0) -> Counting:
+    """``_cells("tp + fp", "tp", table="gate")``: a ratio of sums of cells."""
+    def split(text):
+        return tuple(c.strip() for c in text.split("+") if c.strip())
+    return Counting(table, split(numerator), split(denominator), scale)
 
 
 @dataclass(frozen=True)
@@ -50,10 +126,14 @@ class MetricSpec:
     reason (:meth:`absent_class`), never a number.
     ``bounds`` is the closed range of a valid value (``None``: unbounded, e.g. a count);
     ``higher_is_better`` is ``None`` where neither direction is better (a rate of a state);
-    ``per_group`` says whether the per-criterion / per-fold tables carry it; ``headline``
-    whether the overview and the CLI summary show it. ``unit`` is one of ``proportion``,
-    ``count``, ``per_1000``, ``sentences``, ``probability``, ``correlation``, ``ratio``,
-    ``log-odds``.
+    ``applies`` says where it is computed (:data:`APPLIES`: the records, the per-criterion
+    and per-fold tables); ``headline`` whether the overview and the CLI summary show it,
+    ``record`` whether the decision record's headline table does. ``unit`` is one of
+    ``proportion``, ``count``, ``per_1000``, ``sentences``, ``probability``, ``correlation``,
+    ``ratio``, ``log-odds``. ``interval`` is the record's interval kind (:data:`INTERVALS`).
+    ``counting``: how a counting metric is computed from the outcome counts (:class:`Counting`;
+    ``None`` for a metric with a kernel of its own). ``undefined``: why the value is undefined
+    when its denominator is empty (the record's ``reason``; ``None``: the generic one).
     """
 
     name: str
@@ -65,8 +145,25 @@ class MetricSpec:
     higher_is_better: bool | None = True
     unit: str = "proportion"
     headline: bool = False
-    per_group: bool = True
     needs: str | None = None
+    interval: str | None = "bootstrap"
+    applies: frozenset = _EVERYWHERE
+    counting: Counting | None = None
+    undefined: str | None = None
+    record: bool = False
+
+    def __post_init__(self):
+        if self.interval not in INTERVALS:
+            raise ValueError(f"{self.name}: interval must be one of {INTERVALS}, got "
+                             f"{self.interval!r}")
+        if not set(self.applies) <= set(APPLIES):
+            raise ValueError(f"{self.name}: applies must be among {APPLIES}, got "
+                             f"{sorted(self.applies)}")
+
+    @property
+    def per_group(self) -> bool:
+        """True when a per-criterion or per-fold table carries the metric."""
+        return bool({"criterion", "fold"} & self.applies)
 
     def absent_class(self, n_positive: int, n_negative: int) -> str | None:
         """Why the metric is undefined on data lacking a class it needs, else ``None``."""
@@ -107,143 +204,211 @@ ONE_CLASS_CONVENTIONS = frozenset({"auroc", "auprc"})
 SPECS: tuple[MetricSpec, ...] = (
     # §4 classification
     _s("auroc", "AUROC", "chance that a random query with evidence scores above one without "
-       "(0.5 = chance)", 4, _CLS, headline=True, **_BOTH),
+       "(0.5 = chance)", 4, _CLS, headline=True,
+       record=True, **_BOTH),
     _s("auprc", "AUPRC", "average precision over all recall levels; compare with the positive "
-       "rate, not 0.5", 4, _CLS, headline=True, **_BOTH),
+       "rate, not 0.5", 4, _CLS, headline=True,
+       record=True, **_BOTH),
     _s("tpr@fpr=", "TPR at FPR ≤ {t:.0%}", "share of evidence queries caught when at most "
-       "{t:.0%} of no-evidence queries alarm", 4, _CLS, **_BOTH),
+       "{t:.0%} of no-evidence queries alarm", 4, _CLS,
+       interval="wilson", **_BOTH),
     _s("threshold@fpr=", "threshold at FPR ≤ {t:.0%}", "probability threshold that operates "
-       "at FPR ≤ {t:.0%}", 4, _CLS, higher_is_better=None, unit="probability", **_BOTH),
+       "at FPR ≤ {t:.0%}", 4, _CLS, higher_is_better=None, unit="probability",
+       interval=None, **_BOTH),
     # §4 confusion at τ
-    _s("tp", "TP", "evidence queries predicted positive at τ", 4, _CONF, **_COUNT),
-    _s("fp", "FP", "no-evidence queries predicted positive at τ", 4, _CONF, **_COUNT),
-    _s("tn", "TN", "no-evidence queries predicted negative at τ", 4, _CONF, **_COUNT),
-    _s("fn", "FN", "evidence queries predicted negative at τ (missed)", 4, _CONF, **_COUNT),
+    _s("tp", "TP", "evidence queries predicted positive at τ", 4, _CONF,
+       interval=None, counting=_cells("tp", table="tau"), **_COUNT),
+    _s("fp", "FP", "no-evidence queries predicted positive at τ", 4, _CONF,
+       interval=None, counting=_cells("fp", table="tau"), **_COUNT),
+    _s("tn", "TN", "no-evidence queries predicted negative at τ", 4, _CONF,
+       interval=None, counting=_cells("tn", table="tau"), **_COUNT),
+    _s("fn", "FN", "evidence queries predicted negative at τ (missed)", 4, _CONF,
+       interval=None, counting=_cells("fn", table="tau"), **_COUNT),
     _s("sensitivity", "Sensitivity", "share of evidence queries predicted positive at τ", 4,
-       _CONF, headline=True, **_POS),
+       _CONF, headline=True,
+       interval="wilson", counting=_cells("tp", "tp + fn", table="tau"), record=True, **_POS),
     _s("specificity", "Specificity", "share of no-evidence queries predicted negative at τ", 4,
-       _CONF, headline=True, **_NEG),
+       _CONF, headline=True,
+       interval="wilson", counting=_cells("tn", "tn + fp", table="tau"), record=True, **_NEG),
     _s("fpr", "FPR", "share of no-evidence queries wrongly predicted positive at τ", 4, _CONF,
-       higher_is_better=False, **_NEG),
+       higher_is_better=False,
+       interval="wilson", counting=_cells("fp", "tn + fp", table="tau"), **_NEG),
     _s("precision", "Precision (PPV)", "share of positive predictions at τ that have evidence",
-       4, _CONF, headline=True),
+       4, _CONF, headline=True,
+       interval="wilson", counting=_cells("tp", "tp + fp", table="tau"), record=True),
     _s("npv", "NPV", "share of negative predictions at τ that truly have no evidence", 4,
-       _CONF),
-    _s("f1", "F1", "harmonic mean of precision and sensitivity at τ", 4, _CONF, headline=True),
+       _CONF,
+       interval="wilson", counting=_cells("tn", "tn + fn", table="tau")),
+    _s("f1", "F1", "harmonic mean of precision and sensitivity at τ", 4, _CONF, headline=True,
+       counting=Counting("tau", formula="f1")),
     _s("mcc", "MCC", "correlation of predictions at τ with the truth (−1 … 1, 0 = chance)", 4,
-       _CONF, bounds=CORRELATION, unit="correlation", headline=True, **_BOTH),
+       _CONF, bounds=CORRELATION, unit="correlation", headline=True,
+       counting=Counting("tau", formula="mcc"), **_BOTH),
     _s("balanced_accuracy", "Balanced accuracy", "mean of sensitivity and specificity at τ", 4,
-       _CONF, **_BOTH),
+       _CONF,
+       counting=Counting("tau", formula="balanced_accuracy"), **_BOTH),
     # §5 calibration
     _s("ece", "ECE", "average gap between predicted probability and observed frequency "
-       "(0 = calibrated)", 5, _CAL, higher_is_better=False, headline=True),
+       "(0 = calibrated)", 5, _CAL, higher_is_better=False, headline=True,
+       record=True),
     _s("mce", "MCE", "largest gap between predicted probability and observed frequency in any "
        "bin", 5, _CAL, higher_is_better=False),
     _s("brier", "Brier score", "mean squared error of the probabilities (0 = perfect; lower is "
-       "better)", 5, _CAL, higher_is_better=False, headline=True),
+       "better)", 5, _CAL, higher_is_better=False, headline=True,
+       record=True),
     _s("calibration_in_the_large", "Calibration in the large (O/E)", "observed over expected "
        "events, Σy / Σp (1 = right on average)", 5, _CAL, bounds=None, higher_is_better=None,
-       unit="ratio"),
+       unit="ratio",
+       interval="poisson"),
     _s("calibration_intercept", "Calibration intercept", "a of logit P(y=1) = a + logit(p) "
        "(0 = right on average; > 0 = under-predicts)", 5, _CAL, bounds=None,
-       higher_is_better=None, unit="log-odds", **_BOTH),
+       higher_is_better=None, unit="log-odds",
+       interval="wald", **_BOTH),
     _s("calibration_slope", "Calibration slope", "b of logit P(y=1) = a + b·logit(p) (1 = well "
        "spread; < 1 = too extreme)", 5, _CAL, bounds=None, higher_is_better=None, unit="ratio",
+       interval="wald", record=True,
        **_BOTH),
     # §6 gate
     _s("neg_rate", "NEG rate (auto-cleared)", "share of queries the gate screens out (NEG, "
-       "skipped)", 6, _GATE, higher_is_better=None),
+       "skipped)", 6, _GATE, higher_is_better=None,
+       interval="wilson", counting=_cells("tn + fn", "n", table="gate")),
     _s("uncertain_rate", "UNCERTAIN rate (review)", "share of queries sent to conservative "
-       "review (UNCERTAIN)", 6, _GATE, higher_is_better=None),
+       "review (UNCERTAIN)", 6, _GATE, higher_is_better=None,
+       interval="wilson", counting=_cells("abstain", "n", table="gate")),
     _s("pos_rate", "POS rate (alert)", "share of queries flagged as high-confidence alerts "
-       "(POS)", 6, _GATE, higher_is_better=None),
+       "(POS)", 6, _GATE, higher_is_better=None,
+       interval="wilson", counting=_cells("tp + fp", "n", table="gate")),
     _s("review_rate", "Workload (share sent to review: UNCERTAIN + POS)", "share of queries a "
-       "person reads (UNCERTAIN or POS)", 6, _GATE, higher_is_better=None),
+       "person reads (UNCERTAIN or POS)", 6, _GATE, higher_is_better=None,
+       interval="wilson", counting=_cells("abstain + tp + fp", "n", table="gate")),
     _s("alert_rate_per_1000", "Alerts per 1,000", "high-confidence alerts per 1,000 queries", 6,
-       _GATE, bounds=(0.0, 1000.0), higher_is_better=None, unit="per_1000", headline=True),
+       _GATE, bounds=(0.0, 1000.0), higher_is_better=None, unit="per_1000", headline=True,
+       interval="wilson", counting=_cells("tp + fp", "n", table="gate", scale=1000.0), record=True),
     _s("screening_sensitivity", "Screening sensitivity", "share of evidence queries the gate "
-       "does not screen out (target ≥ 0.995)", 6, _GATE, headline=True, **_POS),
+       "does not screen out (target ≥ 0.995)", 6, _GATE, headline=True,
+       interval="wilson", counting=_cells("tp + abstain_pos", "n_pos", table="gate"),
+       record=True, **_POS),
     _s("screening_fn_per_1000", "Missed positives (FN) per 1,000", "evidence queries screened "
        "out (missed) per 1,000 queries (target ≤ 5)", 6, _GATE, bounds=(0.0, 1000.0),
-       higher_is_better=False, unit="per_1000", headline=True),
+       higher_is_better=False, unit="per_1000", headline=True,
+       interval="wilson", counting=_cells("fn", "n", table="gate", scale=1000.0), record=True),
     _s("alert_precision", "Alert precision", "share of POS alerts that truly have evidence "
-       "(target ≥ 0.90)", 6, _GATE, headline=True),
+       "(target ≥ 0.90)", 6, _GATE, headline=True,
+       interval="wilson", counting=_cells("tp", "tp + fp", table="gate"), record=True),
+    _s("workup_to_detection", "Workup per detection (alerts per true alert)", "POS alerts "
+       "per alert that truly has evidence, (TP + FP) / TP = 1 / alert precision (1 = every "
+       "alert true)", 6, _GATE, bounds=AT_LEAST_ONE, higher_is_better=False, unit="ratio",
+       record=True, counting=_cells("tp + fp", "tp", table="gate"),
+       undefined="no true alert at τ_pos (no POS alert has evidence)", **_POS),
     # §6 abstention view (seed 004): POS answers positive, NEG negative, UNCERTAIN abstains
     _s("coverage", "Coverage", "share of queries the gate answers (NEG or POS), abstention "
-       "view", 6, _ABST, higher_is_better=None),
+       "view", 6, _ABST, higher_is_better=None,
+       interval="wilson", counting=_cells("answered", "n", table="gate")),
     _s("abstain_rate", "Abstain rate", "share of queries the gate abstains on (UNCERTAIN)", 6,
-       _ABST, higher_is_better=None),
+       _ABST, higher_is_better=None,
+       interval="wilson", counting=_cells("abstain", "n", table="gate")),
     _s("abstain_rate_pos", "Abstain rate (evidence)", "share of evidence queries the gate "
-       "abstains on", 6, _ABST, higher_is_better=None, **_POS),
+       "abstains on", 6, _ABST, higher_is_better=None,
+       interval="wilson", counting=_cells("abstain_pos", "n_pos", table="gate"), **_POS),
     _s("abstain_rate_neg", "Abstain rate (no evidence)", "share of no-evidence queries the "
-       "gate abstains on", 6, _ABST, higher_is_better=None, **_NEG),
+       "gate abstains on", 6, _ABST, higher_is_better=None,
+       interval="wilson", counting=_cells("abstain_neg", "n_neg", table="gate"), **_NEG),
     _s("accuracy", "Accuracy (abstain = wrong)", "share answered correctly, abstentions "
-       "counted as wrong", 6, _ABST),
+       "counted as wrong", 6, _ABST,
+       interval="wilson", counting=_cells("tp + tn", "n", table="gate")),
     _s("accuracy_answered", "Accuracy (answered)", "share correct among answered queries", 6,
-       _ABST),
+       _ABST,
+       interval="wilson", counting=_cells("tp + tn", "answered", table="gate")),
     _s("precision_pos", "Precision (POS answers)", "share of POS answers that have evidence",
-       6, _ABST),
+       6, _ABST,
+       interval="wilson", counting=_cells("tp", "tp + fp", table="gate")),
     _s("recall_pos", "Recall (evidence, answered)", "share of answered evidence queries "
-       "answered POS", 6, _ABST, **_POS),
-    _s("f1_pos", "F1 (evidence)", "F1 of the POS answers over answered queries", 6, _ABST),
+       "answered POS", 6, _ABST,
+       interval="wilson", counting=_cells("tp", "tp + fn", table="gate"), **_POS),
+    _s("f1_pos", "F1 (evidence)", "F1 of the POS answers over answered queries", 6, _ABST,
+       counting=Counting("gate", formula="f1")),
     _s("precision_neg", "Precision (NEG answers)", "share of NEG answers that truly have no "
-       "evidence", 6, _ABST),
+       "evidence", 6, _ABST,
+       interval="wilson", counting=_cells("tn", "tn + fn", table="gate")),
     _s("recall_neg", "Recall (no evidence, answered)", "share of answered no-evidence queries "
-       "answered NEG", 6, _ABST, **_NEG),
-    _s("f1_neg", "F1 (no evidence)", "F1 of the NEG answers over answered queries", 6, _ABST),
+       "answered NEG", 6, _ABST,
+       interval="wilson", counting=_cells("tn", "tn + fp", table="gate"), **_NEG),
+    _s("f1_neg", "F1 (no evidence)", "F1 of the NEG answers over answered queries", 6, _ABST,
+       counting=Counting("gate", formula="f1_neg")),
     _s("balanced_accuracy_answered", "Balanced accuracy (answered)", "mean of the two "
-       "recalls over answered queries", 6, _ABST, **_BOTH),
+       "recalls over answered queries", 6, _ABST,
+       counting=Counting("gate", formula="balanced_accuracy"), **_BOTH),
     _s("mcc_answered", "MCC (answered)", "correlation of the answers with the truth over "
-       "answered queries (−1 … 1)", 6, _ABST, bounds=CORRELATION, unit="correlation", **_BOTH),
+       "answered queries (−1 … 1)", 6, _ABST, bounds=CORRELATION, unit="correlation",
+       counting=Counting("gate", formula="mcc"), **_BOTH),
     _s("slip_rate", "Slip rate", "share of evidence queries answered NEG (slipped through)", 6,
-       _ABST, higher_is_better=False, **_POS),
+       _ABST, higher_is_better=False,
+       interval="wilson", counting=_cells("fn", "n_pos", table="gate"), **_POS),
     _s("false_flag_rate", "False-flag rate", "share of no-evidence queries answered POS (false "
-       "flags)", 6, _ABST, higher_is_better=False, **_NEG),
-    _s("catch_rate", "Catch rate", "share of evidence queries answered POS", 6, _ABST, **_POS),
-    _s("pass_rate", "Pass rate", "share of no-evidence queries answered NEG", 6, _ABST, **_NEG),
+       "flags)", 6, _ABST, higher_is_better=False,
+       interval="wilson", counting=_cells("fp", "n_neg", table="gate"), **_NEG),
+    _s("catch_rate", "Catch rate", "share of evidence queries answered POS", 6, _ABST,
+       interval="wilson", counting=_cells("tp", "n_pos", table="gate"), **_POS),
+    _s("pass_rate", "Pass rate", "share of no-evidence queries answered NEG", 6, _ABST,
+       interval="wilson", counting=_cells("tn", "n_neg", table="gate"), **_NEG),
     # §3 ranking
     _s("recall@", "Recall@{k}", "share of a query's gold sentences in the top {k}, averaged",
-       3, _RANK),
+       3, _RANK,
+       record=True),
     _s("precision@", "Precision@{k}", "share of the top {k} sentences that are gold, averaged",
        3, _RANK),
     _s("hit@", "Hit@{k}", "share of queries with at least one gold sentence in the top {k}", 3,
-       _RANK),
+       _RANK,
+       interval="wilson"),
     _s("map@", "MAP@{k}", "average precision at the gold hits within the top {k}, averaged", 3,
        _RANK),
     _s("ndcg@", "nDCG@{k}", "rank-discounted gain of gold in the top {k} relative to the ideal "
-       "(1 = perfect)", 3, _RANK),
+       "(1 = perfect)", 3, _RANK,
+       record=True),
     _s("mrr@", "MRR@{k}", "1 / rank of the first gold sentence if within the top {k}, "
        "averaged", 3, _RANK),
     _s("mrr", "MRR", "1 / rank of the first gold sentence, averaged (1/MRR ≈ typical first gold "
-       "rank)", 3, _RANK, headline=True),
+       "rank)", 3, _RANK, headline=True,
+       record=True),
     # §7 dynamic-K
     _s("evidence_recall", "Evidence recall", "share of gold sentences inside the dynamically "
-       "selected K, averaged", 7, _DK, headline=True),
+       "selected K, averaged", 7, _DK, headline=True,
+       record=True),
     _s("evidence_precision", "Evidence precision", "share of selected sentences that are gold, "
        "averaged", 7, _DK, headline=True),
     _s("mean_k", "Mean K", "sentences selected per query on average", 7, _DK, bounds=None,
-       higher_is_better=None, unit="sentences", headline=True),
+       higher_is_better=None, unit="sentences", headline=True,
+       record=True),
     _s("median_k", "Median K", "median sentences selected per query", 7, _DK, bounds=None,
        higher_is_better=None, unit="sentences"),
     _s("p90_k", "P90 K", "90th percentile of sentences selected per query (workload planning)",
        7, _DK, bounds=None, higher_is_better=None, unit="sentences"),
-    _s("workload", "Workload", "sentences extracted in total", 7, _DK, **_COUNT),
+    _s("workload", "Workload", "sentences extracted in total", 7, _DK,
+       interval=None, **_COUNT),
     _s("workload_per_1000", "Sentences per 1,000 queries", "sentences to read per 1,000 "
        "queries", 7, _DK, bounds=None, higher_is_better=False, unit="per_1000",
-       headline=True),
+       headline=True,
+       record=True),
     # §8 per-post multi-label
     _s("exact_match", "Exact match", "share of posts whose every criterion prediction is "
-       "right", 8, _ML, headline=True),
+       "right", 8, _ML, headline=True,
+       interval="wilson", applies=frozenset({"overall", "fold"})),
     _s("hamming_score", "Hamming score", "share of (post, criterion) predictions that are "
-       "right", 8, _ML),
+       "right", 8, _ML,
+       applies=frozenset({"overall", "fold"})),
     _s("hamming_loss", "Hamming loss", "share of (post, criterion) predictions that are wrong",
-       8, _ML, higher_is_better=False),
+       8, _ML, higher_is_better=False,
+       applies=frozenset({"overall", "fold"})),
     _s("micro_f1", "Micro F1", "F1 pooled over all (post, criterion) pairs", 8, _ML,
-       headline=True),
+       headline=True,
+       applies=frozenset({"overall", "fold"})),
     _s("samples_f1", "Samples F1", "mean of per-post F1 (called “Macro F1” in some reports)", 8,
-       _ML, headline=True),
-    _s("macro_f1", "Macro F1", "mean of per-criterion F1", 8, _ML),
-    _s("weighted_f1", "Weighted F1", "per-criterion F1 weighted by gold positives", 8, _ML),
+       _ML, headline=True,
+       applies=frozenset({"overall", "fold"})),
+    _s("macro_f1", "Macro F1", "mean of per-criterion F1", 8, _ML,
+       applies=frozenset({"overall", "fold"})),
+    _s("weighted_f1", "Weighted F1", "per-criterion F1 weighted by gold positives", 8, _ML,
+       applies=frozenset({"overall", "fold"})),
 )
 
 _BY_NAME = MappingProxyType({s.name: s for s in SPECS})
@@ -334,3 +499,17 @@ def group_columns(ks: tuple[int, ...], reference_k: int) -> list[str]:
         else:
             out.append(s.name)
     return out
+
+
+def counting(table: str | None = None, *, where: str = "overall") -> tuple[MetricSpec, ...]:
+    """The counting metrics (a :class:`Counting` spec) of ``table`` (``"tau"``, ``"gate"``;
+    None: both) that apply ``where`` (:data:`APPLIES`), in report order."""
+    return tuple(s for s in SPECS if s.counting is not None and where in s.applies
+                 and (table is None or s.counting.table == table))
+
+
+def record_names(reference_k: int = 10) -> tuple[str, ...]:
+    """The metrics of the decision record's headline table (``record``), in report order;
+    the ranking families at ``reference_k``."""
+    return tuple(f"{s.name}{reference_k}" if s.family else s.name
+                 for s in SPECS if s.record)

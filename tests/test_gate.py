@@ -344,3 +344,87 @@ def test_abstention_result_is_frozen():
     assert isinstance(m, AbstentionMetrics)
     with pytest.raises(AttributeError):
         m.coverage = 0.5
+
+
+# ------------------------------------------------------- workup per detection (one registry spec)
+def _hand_workup():
+    """Contract §6's example: τ_neg = 0.1, τ_pos = 0.6; five POS alerts, two with evidence."""
+    import pandas as pd
+
+    p = [0.9, 0.8, 0.7, 0.65, 0.6, 0.4, 0.2, 0.05]
+    y = [1, 0, 1, 0, 0, 1, 0, 1]
+    queries = pd.DataFrame({"post_id": [f"p{i}" for i in range(8)], "criterion": "C1",
+                            "has_evidence": y, "p_has_evidence": p})
+    candidates = pd.DataFrame({"post_id": [f"p{i}" for i in range(8)], "criterion": "C1",
+                               "sent_uid": "s0", "score": 1.0, "is_gold": y})
+    return queries, candidates
+
+
+def test_workup_to_detection_equals_the_hand_computation():
+    """(TP + FP) / TP at τ_pos = (2 + 3) / 2 = 2.5 POS alerts per true alert = 1 / 0.4."""
+    from metrics_core.config import EvalConfig
+    from metrics_core.data.dataset import Dataset
+    from metrics_core.report import Evaluator
+
+    ev = Evaluator(Dataset.from_frames(*_hand_workup()))
+    run = ev.evaluate(EvalConfig(tau_neg=0.1, tau_pos=0.6, bootstrap=200))
+    r = run.record("workup_to_detection")
+    assert r.value == 2.5 and r.defined and r.group == "gate"
+    assert run.record("alert_precision").value == 0.4
+    assert r.ci_method.startswith("bootstrap") and r.ci95[0] <= 2.5 <= r.ci95[1]
+    assert r.n == 8  # the queries the resamples draw from, as the other bootstrap ratios
+    assert run.per_criterion.loc["C1", "workup_to_detection"] == 2.5
+    # No POS alert with evidence (τ_pos = 0.95: no alert at all): undefined with the reason.
+    none = ev.evaluate(EvalConfig(tau_neg=0.1, tau_pos=0.95, bootstrap=0))
+    r = none.record("workup_to_detection")
+    assert r.defined is False and r.value is None and r.ci95 is None
+    assert r.reason == "no true alert at τ_pos (no POS alert has evidence)"
+    assert np.isnan(none.per_criterion.loc["C1", "workup_to_detection"])
+    doc = next(m for m in none.to_dict()["metrics"] if m["name"] == "workup_to_detection")
+    assert doc["value"] is None and doc["reason"] == r.reason
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_workup_to_detection_is_one_over_alert_precision_everywhere(seed):
+    """On random data: the record and every per-criterion and per-fold cell equal
+    1 / alert precision (the macro / fold means average the ratios: not compared); the
+    bootstrap interval is the percentile interval of (TP + FP) / TP over the resamples, each
+    counted on its repeated rows."""
+    from metrics_core.config import EvalConfig
+    from metrics_core.data.dataset import Dataset
+    from metrics_core.metrics.uncertainty import Bootstrap, percentile_cis
+    from metrics_core.report import Evaluator
+    from tests.conftest import random_frames
+
+    q, c = random_frames(n_posts=50, seed=seed, positive_rate=0.35)
+    ds = Dataset.from_frames(q, c)
+    cfg = EvalConfig(tau_neg=0.2, tau_pos=0.5, bootstrap=120, seed=seed)
+    run = Evaluator(ds).evaluate(cfg)
+    value, precision = (run.record(n).value for n in ("workup_to_detection", "alert_precision"))
+    assert math.isclose(value, 1.0 / precision, rel_tol=1e-12)
+    for table in (run.per_criterion.drop(index="macro"),
+                  run.per_fold.drop(index=["mean", "std"])):
+        assert np.allclose(table["workup_to_detection"], 1.0 / table["alert_precision"],
+                           rtol=1e-12, equal_nan=True)
+    pos = run.states == 2
+    counts = np.concatenate(list(Bootstrap(ds.n_queries, n_resamples=120,
+                                           seed=seed).count_batches()))
+    alerts, true_alerts = counts @ pos, counts @ (pos & (ds.y == 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(true_alerts > 0, alerts / true_alerts, np.nan)
+    (ci,) = percentile_cis(ratios[:, None])
+    assert run.record("workup_to_detection").ci95 == pytest.approx((ci.lo, ci.hi), rel=1e-12)
+
+
+def test_workup_to_detection_appears_in_the_record_and_the_app_tables():
+    from metrics_core.config import EvalConfig
+    from metrics_core.data.dataset import Dataset
+    from metrics_core.report import Evaluator
+    from metrics_core.report.decision_record import render_html
+    from tests.conftest import random_frames
+
+    q, c = random_frames(n_posts=30, seed=4)
+    run = Evaluator(Dataset.from_frames(q, c)).evaluate(EvalConfig(bootstrap=50))
+    assert "Workup per detection (alerts per true alert)" in render_html(run)
+    assert "workup_to_detection" in set(run.records_frame()["name"])
+    assert "workup_to_detection" in run.fold_summary["metric"].tolist()

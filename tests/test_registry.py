@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from metrics_core import registry
@@ -195,3 +197,130 @@ def test_the_app_server_keeps_its_import_time_objects_out_of_full_collections():
     frozen, tracked = map(int, out.stdout.split()[-2:])
     assert frozen > 50_000
     assert tracked < frozen / 10
+
+
+# ---------------------------------------------------------------------------------------------
+# The common test over every registered metric (scikit-learn's ``ALL_METRICS``): generated from
+# the registry, so a metric added there is covered without editing this file.
+
+#: Every metric of the registry, a family by its record names on the common data.
+ALL_METRICS = tuple(s.name for s in registry.SPECS)
+
+
+@pytest.fixture(scope="module")
+def common():
+    """One evaluation with intervals on random data, and one of its queries permuted."""
+    q, c = random_frames(n_posts=60, seed=21, positive_rate=0.4)
+    cfg = EvalConfig(bootstrap=200, tau_neg=0.2, tau_pos=0.55)
+    rng = np.random.default_rng(3)
+    q2 = q.iloc[rng.permutation(len(q))].reset_index(drop=True)
+    c2 = c.iloc[rng.permutation(len(c))].reset_index(drop=True)
+    return (Evaluator(Dataset.from_frames(q, c)).evaluate(cfg),
+            Evaluator(Dataset.from_frames(q2, c2)).evaluate(cfg))
+
+
+def _records_of(evaluation, name):
+    records = [r for r in evaluation.records if registry.spec(r.name).name == name]
+    assert records, f"{name}: no record"
+    return records
+
+
+@pytest.mark.parametrize("name", ALL_METRICS)
+def test_every_metric_is_in_range_with_its_interval_kind_around_its_value(common, name):
+    evaluation, _ = common
+    s = registry.spec(name)
+    for r in _records_of(evaluation, name):
+        if not r.defined:
+            assert r.value is None or name in registry.ONE_CLASS_CONVENTIONS, r.name
+            assert r.reason, r.name
+            continue
+        assert registry.in_range(r.name, r.value), (r.name, r.value, s.bounds)
+        if s.interval is None:
+            assert r.ci95 is None and r.ci_method is None, r.name
+            continue
+        assert r.ci95 is not None, r.name
+        assert r.ci_method.startswith(s.interval), (r.name, r.ci_method, s.interval)
+        lo, hi = r.ci95
+        assert lo <= hi, r.name
+        assert lo - 1e-12 <= r.value <= hi + 1e-12, (r.name, r.value, r.ci95)
+
+
+@pytest.mark.parametrize("name", ALL_METRICS)
+def test_every_metric_is_invariant_to_the_order_of_the_queries(common, name):
+    a, b = common
+    for ra, rb in zip(_records_of(a, name), _records_of(b, name), strict=True):
+        assert (ra.name, ra.defined, ra.n, ra.reason) == (rb.name, rb.defined, rb.n, rb.reason)
+        if ra.value is None:
+            assert rb.value is None, ra.name
+        else:
+            assert math.isclose(ra.value, rb.value, rel_tol=1e-12, abs_tol=1e-12), ra.name
+        assert (ra.ci95 is None) == (rb.ci95 is None), ra.name
+        if ra.ci95 is not None:
+            assert np.allclose(ra.ci95, rb.ci95, rtol=1e-12, atol=1e-12), ra.name
+
+
+@pytest.mark.parametrize("name", ALL_METRICS)
+def test_every_metric_of_the_registry_is_in_the_tables_it_applies_to(common, name):
+    evaluation, _ = common
+    s = registry.spec(name)
+    for label, table in (("criterion", evaluation.per_criterion),
+                         ("fold", evaluation.per_fold)):
+        columns = [c for c in table.columns if "_ci_" not in c and _resolves(c, s)]
+        assert bool(columns) == (label in s.applies), (name, label)
+
+
+def _resolves(column: str, s) -> bool:
+    try:
+        return registry.spec(column) is s
+    except KeyError:
+        return False
+
+
+COUNTING = tuple(s.name for s in registry.counting())
+
+
+@pytest.mark.parametrize("name", COUNTING)
+def test_a_counting_metric_with_an_empty_denominator_is_undefined_with_its_reason(name):
+    """Every counting metric on an outcome table whose denominator cells are all 0 (the other
+    cells 1): undefined with a reason (the spec's own when it has one and both classes are
+    present), never a number; with every cell 1 it is defined."""
+    from metrics_core.evaluation.intervals import Intervals
+    from metrics_core.evaluation.sections import RecordList, counting_records
+
+    s = registry.spec(name)
+    full = np.ones((1, 3, 2), dtype=np.int64)
+    if s.counting.table == "tau":
+        full[0, 0] = 0  # the prediction at τ never abstains
+    out = RecordList(n_positive=int(full[0, :, 1].sum()), n_negative=int(full[0, :, 0].sum()))
+    counting_records(out, full, s.counting.table, "all", Intervals(None))
+    assert next(r for r in out if r.name == name).defined, name
+    if not s.counting.denominator and s.counting.formula is None:
+        return  # a count: defined on any table
+    empty = full.copy()
+    cells = (s.counting.cells("denominator") if s.counting.formula is None
+             else ("tp", "fp", "tn", "fn"))  # a formula of the answered cells: none answered
+    for cell in cells:
+        empty[(0, *_CELL[cell])] = 0
+    n_pos, n_neg = int(empty[0, :, 1].sum()), int(empty[0, :, 0].sum())
+    out = RecordList(n_positive=n_pos, n_negative=n_neg)
+    counting_records(out, empty, s.counting.table, "all", Intervals(None))
+    r = next(r for r in out if r.name == name)
+    assert r.defined is False and r.value is None and r.ci95 is None, name
+    assert r.reason, name
+    if s.undefined is not None and s.absent_class(n_pos, n_neg) is None:
+        assert r.reason == s.undefined, name
+
+
+_CELL = {"tp": (2, 1), "fp": (2, 0), "tn": (1, 0), "fn": (1, 1), "abstain_pos": (0, 1),
+         "abstain_neg": (0, 0)}
+
+
+def test_the_registry_validates_its_specs():
+    with pytest.raises(ValueError, match="interval must be one of"):
+        registry.MetricSpec("x", "X", "x", 4, "confusion", interval="exact")
+    with pytest.raises(ValueError, match="applies must be among"):
+        registry.MetricSpec("x", "X", "x", 4, "confusion", applies=frozenset({"site"}))
+    with pytest.raises(ValueError, match="unknown outcome cell 'tpp'"):
+        registry.Counting("gate", ("tpp",))
+    with pytest.raises(ValueError, match="formula must be one of"):
+        registry.Counting("gate", formula="kappa")

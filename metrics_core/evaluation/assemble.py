@@ -44,7 +44,7 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
                                   n_negative=ds.n_queries - ds.n_positive)
     confusion = sections.classification_records(records, ev, inter, boot, op)
     sections.calibration_records(records, ev, inter, boot)
-    sections.gate_records(records, ev, inter, abstention, op)
+    sections.gate_records(records, ev, inter, op)
     sections.ranking_records(records, ev, inter, boot, ranking_summary)
     sections.dynamic_k_records(records, ev, inter, op, ks)
     sections.multilabel_records(records, ml, n_posts, cfg, ml_boot)

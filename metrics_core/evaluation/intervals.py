@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from metrics_core import registry
 from metrics_core.evaluation.inflight import in_background
 from metrics_core.metrics import calibration, gate, multilabel, outcomes
-from metrics_core.metrics.classification import confusion_rates
 from metrics_core.metrics.curve_replicates import ScoreLayout, curve_replicates
 from metrics_core.metrics.uncertainty import (
     CI,
@@ -281,11 +281,15 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
     return ev._memo(key, compute)
 
 
+#: The registry's counting metrics with a bootstrap interval (F1, MCC, ... at τ and of the
+#: gate's abstention view, the workup per detection): each resample's value comes from its
+#: weighted outcome tables (:func:`_operating_values`).
+BOOTSTRAP_COUNTING = tuple(s for s in registry.counting() if s.interval == "bootstrap")
+
 #: The names of the setting-dependent intervals, in the order :func:`_operating_values`
 #: returns them.
 OPERATING_NAMES = ("evidence_recall", "evidence_precision", "mean_k", "workload_per_1000",
-                   "median_k", "p90_k", "f1", "mcc", "balanced_accuracy", "f1_pos", "f1_neg",
-                   "balanced_accuracy_answered", "mcc_answered")
+                   "median_k", "p90_k", *(s.name for s in BOOTSTRAP_COUNTING))
 
 #: A setting change that alters the integer columns of at most this share of the queries
 #: updates their kept sums by those queries' rows; a larger change sums every row again.
@@ -366,24 +370,23 @@ def _operating_values(float_sums: np.ndarray, int_sums: np.ndarray) -> np.ndarra
     """Each resample's value of every :data:`OPERATING_NAMES` metric from its weighted sums:
     the means of §7 (evidence recall / precision over the evidence mask, mean K, workload per
     1,000), K's median and P90 (numpy's linear quantiles of the resample, from its weighted K
-    histogram), F1 / MCC / balanced accuracy at τ (§4) and the F1 / MCC / balanced accuracy of
-    the gate's abstention view (§6), each a ratio of the resample's weighted outcome table.
-    Equal to computing each on the repeated rows."""
+    histogram), and the registry's counting metrics with a bootstrap interval
+    (:data:`BOOTSTRAP_COUNTING`: F1 / MCC / balanced accuracy at τ, §4, those of the gate's
+    abstention view and the workup per detection, §6), each from the resample's weighted
+    outcome table at τ or of the gate. Equal to computing each on the repeated rows."""
     recall_num, precision_num = float_sums.T
     e_den, k_sum, work_sum, n = int_sums[:, :_N_LEADING].T
     lead = _N_LEADING
-    confusion = confusion_rates(*outcomes.confusion_cells(
-        int_sums[:, lead:lead + 6].reshape(-1, 3, 2)))
-    abstention = outcomes.abstention_ratios(int_sums[:, lead + 6:lead + 12].reshape(-1, 3, 2))
+    tables = {"tau": int_sums[:, lead:lead + 6].reshape(-1, 3, 2),
+              "gate": int_sums[:, lead + 6:lead + 12].reshape(-1, 3, 2)}
     histogram = int_sums[:, _N_FIXED:]
     quantiles = weighted_int_quantiles(np.arange(histogram.shape[1]), (0.5, 0.9))
     median_p90 = quantiles.from_histogram(histogram)
     return np.column_stack([
         _ratio(recall_num, e_den), _ratio(precision_num, e_den), _ratio(k_sum, n),
         _ratio(work_sum, n), median_p90[:, 0], median_p90[:, 1],
-        confusion["f1"], confusion["mcc"], confusion["balanced_accuracy"],
-        abstention["f1_pos"], abstention["f1_neg"], abstention["balanced_accuracy"],
-        abstention["mcc"]])
+        *(outcomes.counted(tables[s.counting.table], s.counting)[0]
+          for s in BOOTSTRAP_COUNTING)])
 
 
 #: The real-valued columns' sums are kept per block of queries in the order of p (a

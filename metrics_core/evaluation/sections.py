@@ -9,7 +9,6 @@ with ``defined: false``; a seed convention (one-class AUROC = 0.5) keeps its val
 from __future__ import annotations
 
 import math
-from types import MappingProxyType
 
 import numpy as np
 
@@ -18,28 +17,14 @@ from metrics_core.config import VARIANT_LABELS
 from metrics_core.evaluation.intervals import Intervals
 from metrics_core.evaluation.records import MetricRecord
 from metrics_core.metrics import dynamic_k, gate, multilabel, outcomes
-from metrics_core.metrics.classification import confusion_from_counts, confusion_rates
+from metrics_core.metrics.classification import confusion_from_counts
 from metrics_core.metrics.uncertainty import wilson_interval
 from metrics_core.registry import fmt_t
 
-__all__ = ["RecordList", "calibration_records", "classification_records", "dynamic_k_records",
-           "gate_records", "multilabel_records", "ranking_records"]
+__all__ = ["RecordList", "calibration_records", "classification_records", "counting_records",
+           "dynamic_k_records", "gate_records", "multilabel_records", "ranking_records"]
 
 ALL = "all_queries"
-
-#: Abstention-view record name -> attribute of
-#: :class:`~metrics_core.metrics.gate.AbstentionMetrics`.
-ABSTENTION_ATTRIBUTES = MappingProxyType({
-    "coverage": "coverage", "abstain_rate": "abstain_rate",
-    "abstain_rate_pos": "abstain_rate_pos", "abstain_rate_neg": "abstain_rate_neg",
-    "accuracy": "accuracy", "accuracy_answered": "accuracy_answered",
-    "precision_pos": "precision_pos", "recall_pos": "recall_pos", "f1_pos": "f1_pos",
-    "precision_neg": "precision_neg", "recall_neg": "recall_neg", "f1_neg": "f1_neg",
-    "balanced_accuracy_answered": "balanced_accuracy", "mcc_answered": "mcc",
-    "slip_rate": "slip_rate", "false_flag_rate": "false_flag_rate",
-    "catch_rate": "catch_rate", "pass_rate": "pass_rate",
-})
-
 
 class RecordList(list):
     """Records in report order; :meth:`add` fills group and interpretation from the registry.
@@ -111,20 +96,33 @@ def classification_records(out: RecordList, ev, inter, boot: Intervals, op: Inte
                 ci_method="wilson", defined=t.defined and math.isfinite(t.tpr))
         out.add(f"threshold@fpr={fmt_t(t.target)}", t.threshold, ALL, n,
                 defined=t.defined and math.isfinite(t.threshold))
-    tp, fp, tn, fn = (int(c[0]) for c in outcomes.confusion_cells(
-        outcomes.outcome_counts(ds.y, inter.pred)))
-    subset = f"{ALL} @ τ={cfg.threshold:g}"
-    for name, value in (("tp", tp), ("fp", fp), ("tn", tn), ("fn", fn)):
-        out.add(name, value, subset, n)
-    proportions = {"sensitivity": (tp, tp + fn), "specificity": (tn, tn + fp),
-                   "fpr": (fp, tn + fp), "precision": (tp, tp + fp), "npv": (tn, tn + fn)}
-    rates = confusion_rates(tp, fp, tn, fn)
-    for name in ("sensitivity", "specificity", "fpr", "precision", "npv"):
-        k, m = proportions[name]  # a proportion's n is its denominator
-        out.add(name, rates[name], subset, m, ci=wilson(k, m), ci_method="wilson")
-    for name in ("f1", "mcc", "balanced_accuracy"):
-        out.add_boot(name, rates[name], subset, n, op)
+    table = outcomes.outcome_counts(ds.y, inter.pred)
+    counting_records(out, table, "tau", f"{ALL} @ τ={cfg.threshold:g}", op)
+    tp, fp, tn, fn = (int(c[0]) for c in outcomes.confusion_cells(table))
     return confusion_from_counts(tp, fp, tn, fn, threshold=cfg.threshold)
+
+
+def counting_records(out: RecordList, table: np.ndarray, which: str, subset: str,
+                     op: Intervals) -> None:
+    """The records of every counting metric of the registry on outcome table ``which``
+    (``"tau"`` or ``"gate"``; ``table``: its one-group counts), in report order, each as its
+    spec says (:class:`~metrics_core.registry.Counting`): the value from the table's cells,
+    the interval of its kind (Wilson: ``n`` is the proportion's denominator; bootstrap: from
+    the operating sums ``op``; none: a count of the data), the spec's reason when undefined."""
+    n = int(table.sum())
+    for spec in registry.counting(which):
+        value, fraction = outcomes.counted(table, spec.counting)
+        reason = spec.undefined
+        if spec.interval == "wilson":
+            k, m, scale = (fraction[0][0], fraction[1][0], fraction[2])
+            ci = wilson(k, m)
+            ci = None if ci is None else (ci[0] * scale, ci[1] * scale)
+            out.add(spec.name, value[0], subset, int(m), ci=ci, ci_method="wilson",
+                    reason=reason)
+        elif spec.interval == "bootstrap":
+            out.add_boot(spec.name, value[0], subset, n, op, reason=reason)
+        else:
+            out.add(spec.name, value[0], subset, n, reason=reason)
 
 
 # ---------------------------------------------------------------------------------- §5
@@ -147,24 +145,12 @@ def calibration_records(out: RecordList, ev, inter, boot: Intervals) -> None:
 
 
 # ---------------------------------------------------------------------------------- §6
-def gate_records(out: RecordList, ev, inter, abstention, op: Intervals) -> None:
-    """Workload, screening and alert metrics of the gate, then its abstention view (§6)."""
+def gate_records(out: RecordList, ev, inter, op: Intervals) -> None:
+    """Workload, screening and alert metrics of the gate, then its abstention view (§6): the
+    registry's counting metrics of the gate's outcome table (:func:`counting_records`)."""
     ds, cfg = ev.ds, inter.cfg
-    subset = f"{ALL} @ {cfg.describe_gate()}"
     table = outcomes.outcome_counts(ds.y, gate.states_to_prediction(inter.states))
-    fractions = outcomes.gate_fractions(table)
-    for name, (value, lo, hi) in outcomes.with_intervals(fractions).items():
-        ci = None if math.isnan(lo[0]) else (float(lo[0]), float(hi[0]))
-        # n: the fraction's denominator (queries with evidence for screening sensitivity,
-        # POS alerts for alert precision, every query for the rates and per-1,000 counts)
-        out.add(name, value[0], subset, int(fractions[name][1][0]), ci=ci, ci_method="wilson")
-    for name, attribute in ABSTENTION_ATTRIBUTES.items():
-        if attribute in abstention.intervals:
-            out.add(name, getattr(abstention, attribute), subset,
-                    int(abstention.fractions[attribute][1]),
-                    ci=abstention.intervals[attribute], ci_method="wilson")
-        else:  # F1, MCC, balanced accuracy: not proportions
-            out.add_boot(name, getattr(abstention, attribute), subset, ds.n_queries, op)
+    counting_records(out, table, "gate", f"{ALL} @ {cfg.describe_gate()}", op)
 
 
 # ---------------------------------------------------------------------------------- §3

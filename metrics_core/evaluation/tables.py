@@ -1,18 +1,19 @@
 """Per-criterion and per-fold tables: every per-group metric of the registry (contract §9).
 
 A group table has one row per group (criterion or fold) and one column per metric that the
-registry marks ``per_group`` (ranking families at every K), plus ``n``, ``n_positive``,
-``positive_rate``, ``auroc_defined`` and Wilson / bootstrap interval columns. Counting metrics
-come from the grouped outcome kernel (:mod:`metrics_core.metrics.outcomes`), means from grouped
-sums; the pooled row is the same computation with a single group. Undefined values are NaN, never a
-convention such as AUROC 0.5, and are left out of the macro / fold means; the table's
-``attrs["n_groups"]`` says over how many groups each mean averages.
+registry says applies to it (``applies``; ranking families at every K), plus ``n``,
+``n_positive``, ``positive_rate``, ``auroc_defined`` and Wilson / bootstrap interval columns.
+Counting metrics come from their registry spec over the grouped outcome kernel
+(:mod:`metrics_core.metrics.outcomes`), means from grouped sums; the pooled row is the same
+computation with a single group. Undefined values are NaN, never a convention such as AUROC
+0.5, and are left out of the macro / fold means; the table's ``attrs["n_groups"]`` says over
+how many groups each mean averages.
 """
 
 from __future__ import annotations
 
 import warnings
-from types import MappingProxyType, SimpleNamespace
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -21,15 +22,12 @@ from metrics_core import registry
 from metrics_core.data.ordering import stable_argsort
 from metrics_core.evaluation.sections import fmt_t, multilabel_values
 from metrics_core.metrics import calibration, classification, gate, outcomes
-from metrics_core.metrics.classification import confusion_rates
 
 __all__ = ["fold_summary", "group_body", "group_codes", "group_intervals",
            "group_intervals_ready", "group_table"]
 
 #: Proportions whose per-group Wilson interval is a column of the table.
 WILSON_COLUMNS = ("sensitivity", "precision", "screening_sensitivity", "alert_precision")
-_ABSTENTION_RENAME = MappingProxyType({"balanced_accuracy": "balanced_accuracy_answered",
-                                       "mcc": "mcc_answered"})
 _DESCRIPTIVE = ("n", "n_positive", "positive_rate", "auroc_defined")
 
 
@@ -154,24 +152,19 @@ def _calibration(ev, label, cfg) -> dict[str, np.ndarray]:
     return ev._memo(("group_calibration", label, cfg.calibration), compute)
 
 
-def _counting(ds, inter, codes, g) -> dict[str, np.ndarray]:
-    """Confusion at τ, gate and abstention-view metrics per group, with Wilson bounds."""
+def _counting(ds, inter, codes, g, label) -> dict[str, np.ndarray]:
+    """The registry's counting metrics per group (confusion at τ, gate and abstention view:
+    :func:`metrics_core.registry.counting`), from the grouped outcome tables, with the Wilson
+    bounds of :data:`WILSON_COLUMNS`."""
+    tables = {"tau": outcomes.outcome_counts(ds.y, inter.pred, codes, g),
+              "gate": outcomes.outcome_counts(ds.y, gate.states_to_prediction(inter.states),
+                                              codes, g)}
     out: dict[str, np.ndarray] = {}
-    tau = outcomes.outcome_counts(ds.y, inter.pred, codes, g)
-    tp, fp, tn, fn = outcomes.confusion_cells(tau)
-    out.update(tp=tp, fp=fp, tn=tn, fn=fn)
-    out.update(confusion_rates(tp, fp, tn, fn))
-    bounds = outcomes.with_intervals({"sensitivity": (tp, tp + fn, 1.0),
-                                      "precision": (tp, tp + fp, 1.0)})
-    table = outcomes.outcome_counts(ds.y, gate.states_to_prediction(inter.states), codes, g)
-    bounds.update(outcomes.with_intervals(outcomes.gate_fractions(table)))
-    bounds.update(outcomes.with_intervals(outcomes.abstention_fractions(table)))
-    for name, (value, lo, hi) in bounds.items():
-        out.setdefault(name, value)
-        if name in WILSON_COLUMNS:
-            out[f"{name}_ci_lo"], out[f"{name}_ci_hi"] = lo, hi
-    for name, value in outcomes.abstention_ratios(table).items():
-        out[_ABSTENTION_RENAME.get(name, name)] = value
+    for spec in registry.counting(where="fold" if label == "fold" else "criterion"):
+        out[spec.name], fraction = outcomes.counted(tables[spec.counting.table], spec.counting)
+        if spec.name in WILSON_COLUMNS:
+            _, lo, hi = outcomes.with_intervals({spec.name: fraction})[spec.name]
+            out[f"{spec.name}_ci_lo"], out[f"{spec.name}_ci_hi"] = lo, hi
     return out
 
 
@@ -215,15 +208,16 @@ def _columns(ev, inter, label, boot) -> tuple[pd.DataFrame, list[str]]:
     values = {"n": n, "n_positive": n_pos, "positive_rate": outcomes.ratio(n_pos, n)}
     values.update(_discrimination(ev, label, cfg))
     values.update(_calibration(ev, label, cfg))
-    values.update(_counting(ds, inter, codes, g))
+    values.update(_counting(ds, inter, codes, g, label))
     values.update(_ranking_and_k(inter, codes, g, n))
-    if label != "criterion":
+    if any(label in s.applies or label == "pooled" for s in registry.SPECS
+           if s.group == "multilabel"):
         values.update(_multilabel(ds, inter, codes, g))
     if boot is not None and isinstance(boot.get("auroc_by_criterion"), tuple):
         cis = boot["auroc_by_criterion"]
         values["auroc_ci_lo"] = np.array([c.lo for c in cis])
         values["auroc_ci_hi"] = np.array([c.hi for c in cis])
-    metrics = [c for c in _metric_order(inter) if c in values]
+    metrics = [c for c in _metric_order(inter, label) if c in values]
     extra = [c for c in values if "_ci_" in c]
     frame = pd.DataFrame({c: values[c] for c in (*_DESCRIPTIVE, *metrics, *extra)},
                          index=pd.Index(names, name=label))
@@ -231,10 +225,11 @@ def _columns(ev, inter, label, boot) -> tuple[pd.DataFrame, list[str]]:
     return frame, metrics
 
 
-def _metric_order(inter) -> list[str]:
+def _metric_order(inter, label: str) -> list[str]:
+    """The metric columns of a table per ``label`` (``pooled``: of either), registry order."""
     out = []
     for s in registry.SPECS:
-        if not s.per_group:
+        if not (s.per_group if label == "pooled" else label in s.applies):
             continue
         if s.name.startswith("tpr@") or s.name.startswith("threshold@"):
             out.extend(f"{s.name}{fmt_t(t)}" for t in inter.cfg.tpr_fprs)

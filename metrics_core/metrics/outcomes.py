@@ -22,11 +22,15 @@ import numpy as np
 
 from metrics_core.metrics.classification import confusion_rates
 from metrics_core.metrics.uncertainty import wilson_interval
+from metrics_core.registry import Counting
 
 __all__ = [
+    "FORMULAS",
     "abstention_fractions",
     "abstention_ratios",
+    "cell_sum",
     "confusion_cells",
+    "counted",
     "gate_fractions",
     "outcome_counts",
     "ratio",
@@ -140,3 +144,45 @@ def with_intervals(fractions: dict[str, Fraction]) -> dict[str, tuple[np.ndarray
         lo, hi = wilson_interval(np.asarray(k), np.asarray(n))
         out[name] = (ratio(k, n, scale), np.asarray(lo) * scale, np.asarray(hi) * scale)
     return out
+
+
+#: Where each cell of :data:`metrics_core.registry.CELLS` lies in an outcome table
+#: ``table[:, pred + 1, y]``.
+_CELL_INDEX = {"tp": (2, 1), "fp": (2, 0), "tn": (1, 0), "fn": (1, 1), "abstain_pos": (0, 1),
+               "abstain_neg": (0, 0)}
+
+
+def cell_sum(table: np.ndarray, cells) -> np.ndarray:
+    """The sum of ``cells`` (names of :data:`metrics_core.registry.CELLS`) per group."""
+    rows, columns = zip(*(_CELL_INDEX[c] for c in cells), strict=True)
+    return table[:, list(rows), list(columns)].sum(axis=1)
+
+
+#: The named ratios of the answered cells that a :class:`~metrics_core.registry.Counting`
+#: may name (contract §4; ``f1_neg``: F1 with the negative class as the positive one).
+FORMULAS = {
+    "f1": lambda tp, fp, tn, fn: confusion_rates(tp, fp, tn, fn)["f1"],
+    "mcc": lambda tp, fp, tn, fn: confusion_rates(tp, fp, tn, fn)["mcc"],
+    "balanced_accuracy": lambda tp, fp, tn, fn: confusion_rates(
+        tp, fp, tn, fn)["balanced_accuracy"],
+    "f1_neg": lambda tp, fp, tn, fn: confusion_rates(tn, fn, tp, fp)["f1"],
+}
+
+
+def counted(table: np.ndarray, counting: Counting) -> tuple[np.ndarray, Fraction | None]:
+    """A counting metric of outcome tables ``(groups, 3, 2)``: its value per group, and its
+    fraction ``(k, n, scale)`` when it is a ratio of sums of cells (None for a count or a
+    named formula). NaN where the denominator is 0 (undefined, never a silent 0).
+
+    >>> t = outcome_counts([1, 1, 0, 0, 1, 0], [1, -1, 0, 1, 1, -1])
+    >>> value, (k, n, _) = counted(t, Counting("gate", ("tp", "fp"), ("tp",)))
+    >>> float(value[0]), int(k[0]), int(n[0])
+    (1.5, 3, 2)
+    """
+    if counting.formula is not None:
+        return FORMULAS[counting.formula](*confusion_cells(table)), None
+    k = cell_sum(table, counting.cells("numerator"))
+    if not counting.denominator:
+        return k.astype(np.float64) * counting.scale, None
+    n = cell_sum(table, counting.cells("denominator"))
+    return ratio(k, n, counting.scale), (k, n, counting.scale)

@@ -57,10 +57,8 @@ padding:.6rem;background:#fafafa}.fail{color:#b00}.pass{color:#070}
 counter(pages);font-size:9px;color:#666}@bottom-left{content:"decision record";font-size:9px;
 color:#666}}@media print{body{margin:0;max-width:none}}
 """
-HEADLINE = ("auroc", "auprc", "sensitivity", "specificity", "precision", "ece", "brier",
-            "calibration_slope", "screening_sensitivity", "screening_fn_per_1000",
-            "alert_precision", "alert_rate_per_1000", "recall@10", "ndcg@10", "mrr",
-            "evidence_recall", "mean_k", "workload_per_1000")
+#: The headline table's metrics: those the registry marks ``record``.
+HEADLINE = registry.record_names()
 
 
 def _e(text) -> str:
