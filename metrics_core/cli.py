@@ -217,6 +217,8 @@ EXAMPLES = (
     "metrics-core demo --out assets",
     f"metrics-core evaluate {_DEMO} --out metrics_master.json",
     f'metrics-core tune {_DEMO} --target "screening_sensitivity>=0.995" --out tune.json',
+    f'metrics-core tune {_DEMO} --guarantee "screening_sensitivity>=0.99" --delta 0.1 '
+    "--out guarantee.json",
     "metrics-core triage assets/demo_triage.csv --out triage.json",
     "metrics-core rag assets/demo_rag.jsonl --out rag.json --no-semantic",
     "metrics-core evaluate --help",
@@ -265,8 +267,21 @@ def _parser() -> argparse.ArgumentParser:
                         description="Find the thresholds that meet each target exactly "
                                     "(candidates: the observed probabilities, 0 and 1).")
     _inputs(tu)
-    tu.add_argument("--target", action="append", required=True,
-                    help='e.g. "screening_sensitivity>=0.995" (repeat for several)')
+    tu.add_argument("--target", action="append", default=[],
+                    help='met on this data, e.g. "screening_sensitivity>=0.995" (repeat for '
+                         "several; --target or --guarantee is needed)")
+    tu.add_argument("--guarantee", action="append", default=[],
+                    help='guaranteed for new queries with probability at least 1 - delta, e.g. '
+                         '"screening_sensitivity>=0.99", "screening_fn_per_1000<=5" (tau_neg) '
+                         'or "alert_precision>=0.9" (tau_pos) (Learn-then-Test; repeat for '
+                         "several)")
+    tu.add_argument("--delta", default="0.1",
+                    help="with --guarantee: the probability, over the calibration data, that a "
+                         "guarantee fails, within (0, 1); split evenly over the guarantees and "
+                         "subsets (default: %(default)s)")
+    tu.add_argument("--calibrate-on", default=None, metavar="split=NAME|fold=K",
+                    help="with --guarantee: calibrate on these queries (e.g. split=TUNE or "
+                         "fold=0) and report the metric on the others (default: all queries)")
     tu.add_argument("--by", choices=("criterion",), default=None,
                     help="also find the thresholds of each criterion")
     tu.add_argument("--nested", choices=("folds", "split"), default=None,
@@ -619,9 +634,16 @@ def _print_summary(evaluation, loaded, report, written: list[Path]) -> None:
 def _tune(args) -> int:
     import json
 
-    from metrics_core.metrics import decision
+    from metrics_core.metrics import decision, risk_control
 
+    if not args.target and not args.guarantee:
+        raise FlagError("tune needs --target (met on this data) or --guarantee (guaranteed "
+                        "with probability 1 - delta), or both")
     targets = [decision.Target.parse(t) for t in args.target]
+    guarantees = [risk_control.Guarantee.parse(t) for t in args.guarantee]
+    delta = _delta(args.delta) if guarantees else None
+    if not guarantees and args.calibrate_on is not None:
+        raise FlagError("--calibrate-on: only with --guarantee")
     bootstrap = _setting("bootstrap", args.bootstrap)
     seed = _setting("seed", args.seed)
     check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates)],
@@ -629,16 +651,57 @@ def _tune(args) -> int:
     args.progress.stage("reading the inputs")
     run = _open_run(args)
     args.progress.stage("choosing the thresholds")
-    results = decision.tune(run.dataset, targets, by=args.by, nested=args.nested,
-                            bootstrap=bootstrap, seed=seed, progress=args.progress)
+    results = (decision.tune(run.dataset, targets, by=args.by, nested=args.nested,
+                             bootstrap=bootstrap, seed=seed, progress=args.progress)
+               if targets else [])
+    try:
+        found = (risk_control.guarantee(run.dataset, guarantees, delta=delta, by=args.by,
+                                        calibrate_on=args.calibrate_on) if guarantees else [])
+    except ValueError as err:  # name the flag a CLI user gives
+        raise ValueError(str(err).replace("calibrate_on ", "--calibrate-on ", 1)) from None
     payload = {"inputs": list(run.inputs), "nested": args.nested, "bootstrap": bootstrap,
                "seed": seed, "results": [r.to_dict() for r in results]}
+    if guarantees:
+        payload.update(delta=delta, calibrate_on=args.calibrate_on,
+                       guarantees=[g.to_dict() for g in found])
     write_atomically({args.out: json.dumps(payload, indent=2, allow_nan=False).encode()})
     args.progress.close()
     if not args.quiet:
-        _print_tune(results, held_out=args.nested is not None)
+        if results:
+            _print_tune(results, held_out=args.nested is not None)
+        _print_guarantees(found)
         print(f"wrote {_printable(args.out)}")
     return EXIT_OK
+
+
+def _delta(text: str) -> float:
+    """``--delta``: a number within (0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise FlagError(f"--delta {text!r}: not a number (expected a probability within "
+                        "(0, 1), e.g. 0.1)") from None
+    if not 0.0 < value < 1.0:
+        raise FlagError(f"--delta {text}: must be within (0, 1), e.g. 0.1")
+    return value
+
+
+def _print_guarantees(found) -> None:
+    """One line per guarantee: the threshold and its held-out value, or why there is none."""
+    for g in found:
+        head = f"  guarantee {g.target:<30}{_printable(g.subset)}: "
+        if g.value is None:
+            print(f"{head}none ({_printable(g.reason)})")
+            continue
+        held = ""
+        if g.held_out is not None and g.held_out["defined"]:
+            lo, hi = g.held_out["ci95"]
+            held = (f"; held out ({_printable(g.held_out['subset'])}) "
+                    f"{g.held_out['value']:.4g} [{lo:.4g}, {hi:.4g}]")
+        print(f"{head}{g.parameter} = {g.value:.6g} (risk ≤ {g.risk_bound:g} with "
+              f"probability ≥ {1 - g.delta_each:.4g}; n = {g.n_calibration}){held}")
+        if g.note:
+            print(f"      ({_printable(g.note)})")
 
 
 def _print_tune(results, *, held_out: bool) -> None:

@@ -5,6 +5,7 @@ split of δ across targets and criteria, and agreement with MAPIE's binary risk 
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -284,3 +285,60 @@ def test_precision_agrees_with_mapie_bonferroni(seed):
         c = mapie_controller("precision", 0.75, 0.1, grid, "bonferroni").calibrate(p, y)
     assert set(np.round(c.valid_predict_params, 2)) <= set(grid[valid])
     assert min(c.valid_predict_params) >= ours.value
+
+
+# ------------------------------------------------------------------------------ the command
+def test_tune_guarantee_command(tmp_path, capsys):
+    from metrics_core.cli import main
+    from metrics_core.data.dataset import Dataset as D
+    from metrics_core.demo import demo_paths
+
+    paths = demo_paths()
+    out = tmp_path / "g.json"
+    assert main(["tune", str(paths.queries), str(paths.candidates), "--guarantee",
+                 "screening_sensitivity>=0.99", "--guarantee", "alert_precision>=0.9",
+                 "--delta", "0.1", "--calibrate-on", "split=TUNE", "--by", "criterion",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert data["delta"] == 0.1 and data["calibrate_on"] == "split=TUNE"
+    gs = data["guarantees"]
+    ds = D.from_frames(pd.read_parquet(paths.queries), pd.read_parquet(paths.candidates))
+    each = 0.1 / (2 * (1 + len(ds.criteria)))
+    assert len(gs) == 2 * (1 + len(ds.criteria))
+    first = gs[0]
+    assert set(first) >= {"target", "parameter", "value", "delta", "method", "n_calibration",
+                          "risk_bound", "held_out"}
+    tune = np.char.upper(ds.split.astype(str)) == "TUNE"
+    alone = rc.guaranteed_threshold(ds.y[tune], ds.p[tune], "alert_precision>=0.9",
+                                    delta=each)
+    pos = gs[1]
+    assert pos["parameter"] == "tau_pos" and pos["value"] == alone.value
+    assert pos["delta_each"] == pytest.approx(each) and pos["n_calibration"] == int(tune.sum())
+    assert pos["held_out"]["subset"] == "the queries not in split TUNE"
+    assert f"tau_pos = {alone.value:.6g}" in printed
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--guarantee", "auroc>=0.9"], "no guaranteed threshold for 'auroc'; valid: "
+                                    "screening_sensitivity>=x, screening_fn_per_1000<=x, "
+                                    "alert_precision>=x"),
+    (["--guarantee", "alert_precision>=0.9", "--delta", "1.5"],
+     "--delta 1.5: must be within (0, 1)"),
+    (["--guarantee", "alert_precision>=0.9", "--delta", "abc"], "--delta 'abc': not a number"),
+    (["--guarantee", "alert_precision>=0.9", "--calibrate-on", "split=VALID"],
+     "--calibrate-on 'split=VALID': no calibration data (no query has split VALID; the "
+     "splits are TEST, TUNE)"),
+    (["--target", "alert_precision>=0.9", "--calibrate-on", "split=TUNE"],
+     "--calibrate-on: only with --guarantee"),
+    ([], "tune needs --target (met on this data) or --guarantee"),
+])
+def test_tune_guarantee_bad_input(tmp_path, capsys, args, message):
+    from metrics_core.cli import main
+    from metrics_core.demo import demo_paths
+
+    paths = demo_paths()
+    assert main(["tune", str(paths.queries), *args, "--out", str(tmp_path / "g.json")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "g.json").exists()

@@ -120,7 +120,7 @@ class Guarantee:
         """The risk level guaranteed: 1 − target for a rate, target / 1000 per 1,000."""
         if self.metric == "screening_fn_per_1000":
             return self.value / 1000.0
-        return 1.0 - self.value
+        return round(1.0 - self.value, 12)
 
     def __str__(self) -> str:
         return f"{self.metric}{self.op}{self.value:g}"
@@ -135,7 +135,7 @@ def hb_p_value(k, n, alpha: float) -> np.ndarray:
     >>> float(hb_p_value(0, 230, 0.01)) < 0.1 < float(hb_p_value(0, 229, 0.01))
     True
     """
-    from scipy.stats import binom
+    from scipy.special import bdtr  # P(Bin(n, p) ≤ k); lighter to import than scipy.stats
 
     k = np.asarray(k, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
@@ -144,7 +144,8 @@ def hb_p_value(k, n, alpha: float) -> np.ndarray:
         h = np.where(r > 0, r * np.log(r / alpha), 0.0) + np.where(
             r < 1, (1.0 - r) * np.log((1.0 - r) / (1.0 - alpha)), 0.0)
         hoeffding = np.exp(-n * h)
-        tail = binom.cdf(k, n, alpha)
+        tail = np.where(n > 0, bdtr(k.astype(np.int64), np.maximum(n, 1).astype(np.int64),
+                                    alpha), 1.0)
     return np.where(n > 0, np.minimum(hoeffding, tail), 1.0)
 
 
