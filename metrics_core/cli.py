@@ -250,6 +250,13 @@ def _parser() -> argparse.ArgumentParser:
                     help="the metrics document (default: %(default)s)")
     ev.add_argument("--per-query", type=Path, help="also write the per-query table (CSV) here")
     ev.add_argument("--exclusions", type=Path, help="write excluded rows (CSV) here")
+    ev.add_argument("--adjudications", type=Path, metavar="ADJ_CSV",
+                    help="reviewers' verdicts (the adjudication file the dashboard downloads): "
+                         "every metric is also computed on the corrected gold, beside the "
+                         "original, in the document's 'adjudication' block")
+    ev.add_argument("--exclude-ambiguous", action="store_true",
+                    help="with --adjudications: leave the queries with an 'ambiguous' verdict "
+                         "out of the adjudicated metrics")
     ev.add_argument("--quiet", action="store_true", help="print nothing but errors")
     ev.add_argument("--engine", choices=("memory", "dask"), default="memory",
                     help="memory: one process (default); dask: a distributed cluster, for "
@@ -557,7 +564,12 @@ def _with_progress(command):
 def _evaluate(args) -> int:
     config = _config(args)
     connect_timeout = _flag_value(_TIMEOUT, args.connect_timeout, "--connect-timeout")
-    check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates)],
+    if args.exclude_ambiguous and args.adjudications is None:
+        raise ValueError("--exclude-ambiguous needs --adjudications")
+    if args.adjudications is not None and args.engine == "dask":
+        raise ValueError("--adjudications needs --engine memory (the default)")
+    check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates),
+                   ("--adjudications", args.adjudications)],
                   [("--out", args.out), ("--per-query", args.per_query),
                    ("--exclusions", args.exclusions)])
     if args.engine == "dask":
@@ -581,7 +593,21 @@ def _evaluate(args) -> int:
     # The document's tables, on two threads: these from its end while it writes the rest.
     args.progress.stage("writing the outputs")
     evaluation.prefetch(*_PREFETCHED_TABLES)
-    outputs = {args.out: evaluation.to_json().encode("utf-8")}
+    document = evaluation.to_json()
+    adjudicated = None
+    if args.adjudications is not None:
+        from metrics_core.evaluation.adjudicated import evaluate_adjudicated, with_adjudication
+        from metrics_core.inputs.adjudications import read_adjudications
+        from metrics_core.run import fingerprint
+
+        args.progress.stage("computing the metrics on the adjudicated gold")
+        adjudicated = evaluate_adjudicated(
+            run.evaluator, read_adjudications(args.adjudications, loaded.dataset,
+                                              name=args.adjudications.name),
+            exclude_ambiguous=args.exclude_ambiguous, original=evaluation,
+            inputs=fingerprint(args.adjudications), progress=args.progress)
+        document = with_adjudication(document, adjudicated)
+    outputs = {args.out: document.encode("utf-8")}
     if args.per_query is not None:
         outputs[args.per_query] = _csv_bytes(evaluation.per_query)
     if args.exclusions is not None:
@@ -589,7 +615,7 @@ def _evaluate(args) -> int:
     write_atomically(outputs)
     args.progress.close()
     if not args.quiet:
-        _print_summary(evaluation, loaded, report, list(outputs))
+        _print_summary(evaluation, loaded, report, list(outputs), adjudicated)
     return EXIT_OK
 
 
@@ -602,7 +628,7 @@ def _printable(text) -> str:
                    for c in neutralise_bidi(text))
 
 
-def _print_summary(evaluation, loaded, report, written: list[Path]) -> None:
+def _print_summary(evaluation, loaded, report, written: list[Path], adjudicated=None) -> None:
     from metrics_core import registry
 
     s = evaluation.summary
@@ -623,11 +649,31 @@ def _print_summary(evaluation, loaded, report, written: list[Path]) -> None:
         value = "undefined" if not r.defined else f"{r.value:.4f}"
         ci = "" if r.ci95 is None else f"  [{r.ci95[0]:.4f}, {r.ci95[1]:.4f}]"
         print(f"  {name:<24}{value}{ci}  ({r.subset}, n={r.n})")
+    if adjudicated is not None:
+        _print_adjudicated(adjudicated, registry.headline(r.name for r in evaluation.records))
     failed = [c.name for c in evaluation.checks if c.passed is False]
     print("consistency checks: " + ("all passed" if not failed
                                     else f"FAILED: {', '.join(failed)}"))
     for path in written:
         print(f"wrote {_printable(path)}")
+
+
+def _print_adjudicated(adjudicated, names) -> None:
+    """The verdicts' counts and the headline numbers on the adjudicated gold that changed."""
+    import pandas as pd
+
+    counts = adjudicated.adjudications.counts()
+    print("adjudicated gold: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+          + (" (ambiguous queries left out)" if adjudicated.exclude_ambiguous else ""))
+    diff = adjudicated.differences().set_index("name")
+
+    def shown(value) -> str:
+        return "undefined" if pd.isna(value) else f"{value:.4f}"
+
+    for name in names:
+        before, after = diff.loc[name, "original"], diff.loc[name, "adjudicated"]
+        if shown(before) != shown(after):
+            print(f"  {name:<24}{shown(before)} -> {shown(after)} on the adjudicated gold")
 
 
 @_with_progress

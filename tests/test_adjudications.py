@@ -237,3 +237,71 @@ def test_adjudicated_records_equal_a_fresh_run_on_the_edited_files(seed, data, e
     # The original records are those of the files as given.
     assert [r.to_dict() for r in result.original.records] == [
         r.to_dict() for r in open_run(queries, candidates).evaluator.evaluate(cfg).records]
+
+
+# ------------------------------------------------------------------- the command line
+@pytest.fixture
+def cli_files(tmp_path):
+    q, c = tmp_path / "q.csv", tmp_path / "c.csv"
+    QUERIES.to_csv(q, index=False)
+    CANDIDATES.to_csv(c, index=False)
+    adj = tmp_path / "adj.csv"
+    adj.write_bytes(adj_csv("p3,A,,label_error,0,,Dr A,,2026-05-04T10:30:00Z",
+                            "p2,A,s1,label_error,,1,Dr B,,", "p4,A,,ambiguous,,,Dr B,,"))
+    return q, c, adj
+
+
+def test_evaluate_writes_both_labelings_side_by_side(cli_files, tmp_path, capsys):
+    import json
+
+    from metrics_core.cli import main
+
+    q, c, adj = cli_files
+    out, plain = tmp_path / "m.json", tmp_path / "plain.json"
+    assert main(["evaluate", str(q), str(c), "--out", str(plain), "--bootstrap", "50",
+                 "--quiet"]) == 0
+    assert main(["evaluate", str(q), str(c), "--out", str(out), "--bootstrap", "50",
+                 "--adjudications", str(adj)]) == 0
+    printed = capsys.readouterr().out
+    assert "adjudicated gold: 2 label_error, 0 model_error, 1 ambiguous, 0 acceptable" in printed
+    assert "sensitivity" in printed and "0.6667 -> 1.0000 on the adjudicated gold" in printed
+    document, original = json.loads(out.read_text()), json.loads(plain.read_text())
+    assert document["metrics"] == original["metrics"]  # the original numbers are kept
+    block = document["adjudication"]
+    assert block["file"]["file"] == "adj.csv" and len(block["file"]["sha256"]) == 64
+    assert block["verdicts"]["label_error"] == 2 and block["n_queries_reviewed"] == 3
+    assert block["exclude_ambiguous"] is False and block["excluded_queries"] == []
+    # The CLI's numbers are the library's for the same file and settings.
+    run = open_run(QUERIES, CANDIDATES)
+    lib = evaluate_adjudicated(run.evaluator, read_adjudications(adj, run.dataset),
+                               EvalConfig(bootstrap=50))
+    assert block["metrics"] == json.loads(json.dumps(
+        [r.to_dict() for r in lib.adjudicated.records]))
+    sens = next(d for d in block["differences"] if d["name"] == "sensitivity")
+    assert sens["original"] == pytest.approx(2 / 3) and sens["adjudicated"] == 1.0
+    assert sens["difference"] == pytest.approx(1 / 3)
+    assert main(["evaluate", str(q), str(c), "--out", str(out), "--bootstrap", "0", "--quiet",
+                 "--adjudications", str(adj), "--exclude-ambiguous"]) == 0
+    block = json.loads(out.read_text())["adjudication"]
+    assert block["excluded_queries"] == [{"post_id": "p4", "criterion": "A"}]
+    assert block["dataset"]["n_queries"] == 4
+
+
+def test_bad_adjudications_exit_2_naming_the_file_line_column_and_rule(cli_files, tmp_path,
+                                                                       capsys):
+    from metrics_core.cli import main
+
+    q, c, adj = cli_files
+    adj.write_bytes(adj_csv("p3,A,,model_error,0,,,,"))
+    out = tmp_path / "m.json"
+    assert main(["evaluate", str(q), str(c), "--out", str(out), "--adjudications",
+                 str(adj)]) == 2
+    err = capsys.readouterr().err
+    assert ("adj.csv: column 'verdict': a correction contradicts the verdict: only label_error "
+            "corrects the gold (line 2: value 'model_error')") in err
+    assert "Traceback" not in err and not out.exists()
+    assert main(["evaluate", str(q), str(c), "--out", str(out), "--exclude-ambiguous"]) == 2
+    assert "--exclude-ambiguous needs --adjudications" in capsys.readouterr().err
+    assert main(["evaluate", str(q), str(c), "--out", str(adj), "--adjudications",
+                 str(adj)]) == 2
+    assert "never overwrites an input" in capsys.readouterr().err
