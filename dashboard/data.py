@@ -880,7 +880,7 @@ def finder_results(evaluator: Evaluator, target, by: str | None, n_boot: int,
     evaluator's memo (a session's own for an upload, never shared between sessions)."""
     from metrics_core.metrics import decision
 
-    return evaluator._memo(
+    return evaluator.cached(
         ("tune", str(target), by, n_boot, seed),
         lambda: [r.to_dict() for r in decision.tune(evaluator.ds, [str(target)], by=by,
                                                     bootstrap=n_boot, seed=seed)])

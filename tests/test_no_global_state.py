@@ -55,7 +55,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("metrics_core.inputs.loading", "REQUIRED"): "constant required-column table",
     ("metrics_core.inputs.loading", "_KIND_COLUMNS"): "constant columns per table kind",
     ("metrics_core.inputs.loading", "_ALIAS_OWNER"): "constant inverse of ALIASES, built at import",
-    ("metrics_core.metrics.uncertainty", "_z"): (
+    ("metrics_core.metrics.uncertainty", "normal_quantile"): (
         "lru_cache of the normal quantile of a confidence level (a float option, no data)"),
     ("metrics_core.report.figures", "_STATE_COLOURS"): "constant colours of the gate states",
     ("metrics_core.report.figures", "GRID_METRICS"): "constant metric names of the τ grid chart",

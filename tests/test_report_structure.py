@@ -399,10 +399,10 @@ def test_memo_computes_a_value_once_for_concurrent_callers(dataset):
         return np.arange(3)
 
     results = []
-    first = threading.Thread(target=lambda: results.append(ev._memo(("slow",), slow)))
+    first = threading.Thread(target=lambda: results.append(ev.cached(("slow",), slow)))
     first.start()
     started.wait(10)
-    second = threading.Thread(target=lambda: results.append(ev._memo(("slow",), slow)))
+    second = threading.Thread(target=lambda: results.append(ev.cached(("slow",), slow)))
     second.start()
     release.set()
     first.join(10)
@@ -424,7 +424,7 @@ def test_memo_failure_reaches_every_caller_in_its_own_thread(dataset):
 
     def call():
         try:
-            ev._memo(("failing",), failing)
+            ev.cached(("failing",), failing)
         except ValueError as exc:
             errors.append(str(exc))
 

@@ -168,7 +168,7 @@ with st.expander("Leakage-free check of this threshold (nested)", icon=":materia
                           format_func={"folds": "each fold", "split": "TEST (tune on TUNE)"}
                           .get)
         try:
-            held_out = v.evaluator._memo(
+            held_out = v.evaluator.cached(
                 ("nested", str(target), nested, by_criterion),
                 lambda: decision.nested_summary(ds, target, nested,
                                                 by_criterion=by_criterion))

@@ -341,7 +341,7 @@ class Dataset:
         )
 
     @classmethod
-    def _from_checked(cls, q: dict, c: dict, c_query: np.ndarray, *,
+    def from_checked(cls, q: dict, c: dict, c_query: np.ndarray, *,
                       meta: dict | None = None) -> Dataset:
         """Build from columns the loader (:mod:`metrics_core.inputs.loading`) has parsed and
         validated.

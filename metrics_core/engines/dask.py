@@ -365,7 +365,7 @@ class GatheredEvaluator(Evaluator):
             raise ValueError(f"this Dask run computed {part} settings "
                              f"{getattr(self.config, part)!r} only")
 
-    def _subset(self, keep: np.ndarray) -> GatheredEvaluator:
+    def subset(self, keep: np.ndarray) -> GatheredEvaluator:
         return GatheredEvaluator(
             self.ds.subset(keep), config=self.config,
             per_query={n: v[keep] for n, v in self._per_query.items()},

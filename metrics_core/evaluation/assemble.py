@@ -52,7 +52,7 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
     g = gate.gate_summary(ds.y, inter.states)
     codes, _ = tables.group_codes(ev, "criterion")
     checks = consistency_checks(ds, cfg, records, inter, codes, g.state_counts)
-    checks.extend(ev._memo(("disjoint_checks",), lambda: disjoint_checks(ds)))
+    checks.extend(ev.cached(("disjoint_checks",), lambda: disjoint_checks(ds)))
 
     def per_fold():
         return None if ds.fold is None else tables.group_table(ev, inter, label="fold")
@@ -75,7 +75,7 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
     }
     cls = ev.classification()
     evaluation = Evaluation(
-        config=cfg, summary=ev._memo(("summary",), lambda: summary(ds)),
+        config=cfg, summary=ev.cached(("summary",), lambda: summary(ds)),
         records=tuple(records), checks=tuple(checks), gate=g, abstention=abstention,
         confusion=confusion, tpr_at_fpr=ev.tpr_at_fpr(cfg), roc=cls["roc"], pr=cls["pr"],
         reliability=ev.reliability(cfg), k=inter.k, states=inter.states, k_summary=ks,

@@ -111,8 +111,11 @@ class Evaluator:
         with self._once.lock:
             return key in self._cache
 
-    def _memo(self, key, compute: Callable):
-        """Bounded LRU memo: at most :data:`KEPT_ENTRIES` values and about :data:`KEPT_BYTES`.
+    def cached(self, key, compute: Callable):
+        """``compute()``, kept under ``key`` in the evaluator's cache: the one memo of the
+        evaluation's parts (this class's and those of ``assemble``, ``intervals`` and
+        ``tables``, keyed by the sub-configurations they read). A bounded LRU: at most
+        :data:`KEPT_ENTRIES` values and about :data:`KEPT_BYTES`.
 
         Thread-safe: a caller that asks for a value another thread is computing waits for it
         (and computes it itself if that failed, so it gets the error in its own thread).
@@ -170,18 +173,18 @@ class Evaluator:
             if not keep.any():
                 raise InputError(f"no queries match the filter ({filters.describe()})",
                                  hint="choose another fold, split or criteria")
-            return self._subset(keep)
+            return self.subset(keep)
 
-        return self._memo(("filtered", filters), compute)
+        return self.cached(("filtered", filters), compute)
 
-    def _subset(self, keep: np.ndarray) -> Evaluator:
+    def subset(self, keep: np.ndarray) -> Evaluator:
         """The evaluator of the queries in ``keep`` (filters)."""
         return Evaluator(self.ds.subset(keep), audit=self.audit, inputs=self.inputs)
 
     # ---- data-only parts (cached) ----
     def ranking(self, cfg: EvalConfig) -> dict[str, np.ndarray]:
         key = ("ranking", cfg.ks, cfg.precision_denominator, cfg.map_denominator, cfg.gain)
-        return self._memo(key, lambda: ranking_mod.ranking_per_query(
+        return self.cached(key, lambda: ranking_mod.ranking_per_query(
             self.ds, ks=cfg.ks, precision_denominator=cfg.precision_denominator,
             map_denominator=cfg.map_denominator, gain=cfg.gain))
 
@@ -196,11 +199,11 @@ class Evaluator:
             rows = np.flatnonzero(rmask)  # once: a gather per metric instead of a mask pass
             return {name: ranking_mod.summarize(values.take(rows)) for name, values in rk.items()}
 
-        return self._memo(("ranking_summary", cfg.ranking), compute)
+        return self.cached(("ranking_summary", cfg.ranking), compute)
 
     def prepared(self):
         """(y, p) validated and sorted once, for every classification kernel (cached)."""
-        return self._memo(("prepared",), lambda: classification.prepare(
+        return self.cached(("prepared",), lambda: classification.prepare(
             self.ds.y, self.ds.p, order=self.p_order()))
 
     def p_order(self) -> np.ndarray:
@@ -212,7 +215,7 @@ class Evaluator:
             order.setflags(write=False)
             return order
 
-        return self._memo(("p_order",), compute)
+        return self.cached(("p_order",), compute)
 
     def classification(self) -> dict:
         def compute():
@@ -220,16 +223,16 @@ class Evaluator:
             return {"auroc": classification.roc_auc(s),
                     "auprc": classification.average_precision(s),
                     "roc": classification.roc_points(s), "pr": classification.pr_points(s)}
-        return self._memo(("classification",), compute)
+        return self.cached(("classification",), compute)
 
     def tpr_at_fpr(self, cfg: EvalConfig):
-        return self._memo(("tpr_at_fpr", cfg.tpr_fprs), lambda: tuple(
+        return self.cached(("tpr_at_fpr", cfg.tpr_fprs), lambda: tuple(
             classification.tpr_at_fpr(self.prepared(), targets=cfg.tpr_fprs)))
 
     def calibration_inputs(self, cfg: EvalConfig) -> tuple[np.ndarray, np.ndarray]:
         """(confidence, outcome) of the calibration view: positive-class p or top label."""
         if cfg.calibration_view == "top_label":
-            return self._memo(("top_label",), lambda: calibration.top_label(self.ds.y, self.ds.p))
+            return self.cached(("top_label",), lambda: calibration.top_label(self.ds.y, self.ds.p))
         return self.ds.p, self.ds.y
 
     def reliability(self, cfg: EvalConfig):
@@ -237,16 +240,16 @@ class Evaluator:
             conf, outcome = self.calibration_inputs(cfg)
             return calibration.reliability_bins(outcome, conf, n_bins=cfg.n_bins,
                                                 strategy=cfg.binning)
-        return self._memo(("reliability", cfg.n_bins, cfg.binning, cfg.calibration_view), compute)
+        return self.cached(("reliability", cfg.n_bins, cfg.binning, cfg.calibration_view), compute)
 
     def logistic_calibration(self):
         """Calibration in the large, intercept and slope of p (data-only, cached)."""
-        return self._memo(("logistic_calibration",), lambda: calibration.logistic_calibration(
+        return self.cached(("logistic_calibration",), lambda: calibration.logistic_calibration(
             self.ds.y, self.ds.p, order=self.p_order()))
 
     def smoothed_calibration(self) -> pd.DataFrame:
         """Spline calibration curve of p with its pointwise band (data-only, cached)."""
-        return self._memo(("smoothed_calibration",), lambda: calibration.smoothed_calibration(
+        return self.cached(("smoothed_calibration",), lambda: calibration.smoothed_calibration(
             self.ds.y, self.ds.p, order=self.p_order()))
 
     def decision_curve(self, cfg: EvalConfig) -> pd.DataFrame:
@@ -262,7 +265,7 @@ class Evaluator:
                 frame["net_benefit_ci_lo"], frame["net_benefit_ci_hi"] = lo, hi
             return frame
 
-        return self._memo(("decision_curve", cfg.bootstrap_config), compute)
+        return self.cached(("decision_curve", cfg.bootstrap_config), compute)
 
     def _curve_intervals(self, cfg: EvalConfig) -> dict:
         """The bootstrap's score-ordered intervals and bands (one pass, cached)."""
@@ -290,10 +293,10 @@ class Evaluator:
                              "precision_hi": hi})
 
     def brier(self) -> float:
-        return self._memo(("brier",), lambda: calibration.brier(self.ds.y, self.ds.p))
+        return self.cached(("brier",), lambda: calibration.brier(self.ds.y, self.ds.p))
 
     def mass_profile(self, cfg: EvalConfig):
-        return self._memo(("mass", cfg.mass, cfg.temperature), lambda: dynamic_k.MassProfile
+        return self.cached(("mass", cfg.mass, cfg.temperature), lambda: dynamic_k.MassProfile
                           .from_dataset(self.ds, mass=cfg.mass, temperature=cfg.temperature))
 
     def sorted_p(self) -> tuple[np.ndarray, np.ndarray]:
@@ -303,7 +306,7 @@ class Evaluator:
             ordered = self.ds.p.take(order)
             return ordered, ordered[self.ds.positives.take(order)]
 
-        return self._memo(("sorted_p",), compute)
+        return self.cached(("sorted_p",), compute)
 
     # ---- setting-dependent parts ----
     def states(self, cfg: EvalConfig) -> np.ndarray:

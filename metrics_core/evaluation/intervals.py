@@ -23,7 +23,6 @@ from metrics_core.metrics.uncertainty import (
     CI,
     Bootstrap,
     DrawnCounts,
-    _ratio,
     bootstrap_cis,
     bootstrap_sums,
     indicator_matrix,
@@ -31,6 +30,7 @@ from metrics_core.metrics.uncertainty import (
     percentile_cis,
     weighted_int_quantiles,
 )
+from metrics_core.metrics.uncertainty import divide as _ratio
 from metrics_core.progress import stage
 
 __all__ = ["Intervals", "curve_intervals", "data_intervals", "multilabel_intervals",
@@ -108,8 +108,8 @@ def _kept_counts(ev, cfg, n_units: int | None = None) -> DrawnCounts | None:
         n_units = _units(ev, cfg)[0]
     if n_units * cfg.bootstrap > KEEP_COUNTS_CELLS:
         return None
-    return ev._memo(("bootstrap_counts", n_units, cfg.bootstrap, cfg.seed),
-                    lambda: _SHARED_COUNTS.get(n_units, cfg.bootstrap, cfg.seed))
+    return ev.cached(("bootstrap_counts", n_units, cfg.bootstrap, cfg.seed),
+                     lambda: _SHARED_COUNTS.get(n_units, cfg.bootstrap, cfg.seed))
 
 
 def post_counts(ev, cfg):
@@ -210,7 +210,7 @@ def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
                 "roc": band(values["roc"]), "pr": band(values["pr"]),
                 "net_benefit": band(values["net_benefit"])}
 
-    return ev._memo(("curve_intervals", cfg.bootstrap_config), compute)
+    return ev.cached(("curve_intervals", cfg.bootstrap_config), compute)
 
 
 def _linear_statistic(columns: dict, bins: np.ndarray):
@@ -278,7 +278,7 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
         return out
 
     key = ("bootstrap", cfg.bootstrap_config, cfg.ranking, cfg.calibration)
-    return ev._memo(key, compute)
+    return ev.cached(key, compute)
 
 
 #: The registry's counting metrics with a bootstrap interval (F1, MCC, ... at τ and of the
@@ -576,8 +576,8 @@ def operating_intervals(ev, cfg, inter, progress: Callable | None = None) -> Int
     if kept_counts is None:  # drawn batch by batch: every row summed
         float_sums, int_sums = summed([floats, _integer_columns(y, *sources, n_k)])
     else:
-        kept = ev._memo(("operating_sums", cfg.bootstrap_config),
-                        lambda: _KeptSums(ev.p_order()))
+        kept = ev.cached(("operating_sums", cfg.bootstrap_config),
+                         lambda: _KeptSums(ev.p_order()))
         with kept.lock:
             int_sums = kept.int_update(y, sources, n_k, kept_counts, unit_of_row)
             if int_sums is not None:
@@ -624,4 +624,4 @@ def multilabel_intervals(ev, cfg, matrix, predicted, mask,
     # decisions, a setting change that leaves them as they were (a gate move under the
     # fixed-threshold rule) re-uses the intervals.
     decided = hashlib.sha256(np.ascontiguousarray(predicted.data)).hexdigest()
-    return ev._memo(("multilabel_intervals", cfg.bootstrap_config, decided), compute)
+    return ev.cached(("multilabel_intervals", cfg.bootstrap_config, decided), compute)

@@ -46,7 +46,7 @@ def group_codes(ev, label: str) -> tuple[np.ndarray, list[str]]:
         folds, codes = np.unique(ds.fold, return_inverse=True)
         return codes.astype(np.int64), [str(f) for f in folds]
 
-    return ev._memo(("group_codes", label), compute)
+    return ev.cached(("group_codes", label), compute)
 
 
 def _grouped_mean(codes, g, values, mask=None) -> np.ndarray:
@@ -101,7 +101,7 @@ def _members_by_p(ev, label) -> list[tuple[np.ndarray, np.ndarray]]:
         return [(m, local.take(rows))
                 for m, rows in zip(members, np.split(by_group, bounds), strict=True)]
 
-    return ev._memo(("group_members_by_p", label), compute)
+    return ev.cached(("group_members_by_p", label), compute)
 
 
 def _discrimination(ev, label, cfg) -> dict[str, np.ndarray]:
@@ -127,7 +127,7 @@ def _discrimination(ev, label, cfg) -> dict[str, np.ndarray]:
                     np.nan if one_class else t.threshold)
         return {k: np.asarray(v) for k, v in out.items()}
 
-    return ev._memo(("group_discrimination", label, cfg.tpr_fprs), compute)
+    return ev.cached(("group_discrimination", label, cfg.tpr_fprs), compute)
 
 
 def _calibration(ev, label, cfg) -> dict[str, np.ndarray]:
@@ -149,7 +149,7 @@ def _calibration(ev, label, cfg) -> dict[str, np.ndarray]:
                 "calibration_intercept": np.array([f.intercept for f in fits]),
                 "calibration_slope": np.array([f.slope for f in fits])}
 
-    return ev._memo(("group_calibration", label, cfg.calibration), compute)
+    return ev.cached(("group_calibration", label, cfg.calibration), compute)
 
 
 def _counting(ds, inter, codes, g, label) -> dict[str, np.ndarray]:
@@ -251,7 +251,7 @@ def group_table(ev, inter, *, label: str, boot=None) -> pd.DataFrame:
     (then ``mean``, ``std`` with ddof 0, and ``pooled``)."""
     body, metrics = _columns(ev, inter, label, boot)
     # The pooled row is the same for both tables of one run: computed once per configuration.
-    pooled = ev._memo(("pooled_columns", inter.cfg),
+    pooled = ev.cached(("pooled_columns", inter.cfg),
                       lambda: _columns(ev, inter, "pooled", None)[0]).copy()
     pooled.loc["pooled", "auroc_defined"] = ev.classification()["auroc"].defined
     averaged = ["positive_rate", *metrics]
@@ -341,4 +341,4 @@ def _group_records(ev, cfg, label: str, progress) -> dict:
             out[name] = (int(run.summary["n_positive"]), {r.name: r for r in run.records})
         return out
 
-    return ev._memo(("group_records", cfg, label), compute)
+    return ev.cached(("group_records", cfg, label), compute)

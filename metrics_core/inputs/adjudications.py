@@ -4,8 +4,8 @@ A review meeting marks the cases behind a number: a query (``sent_uid`` empty) o
 candidate sentences gets a verdict (:data:`VERDICTS`), and a ``label_error`` gets the corrected
 gold (``corrected_has_evidence`` for a query, ``corrected_is_gold`` for a sentence). The file
 is a CSV with the columns :data:`COLUMNS` (any format
-:func:`~metrics_core.inputs.loading.read_table` reads is accepted); the app downloads and uploads it, the command line reads it
-(``metrics-core evaluate … --adjudications adj.csv``).
+:func:`~metrics_core.inputs.loading.read_table` reads is accepted); the app downloads and uploads
+it, the command line reads it (``metrics-core evaluate … --adjudications adj.csv``).
 
 :func:`read_adjudications` reads and checks a file against the data set it adjudicates, and
 :func:`adjudications_of` checks a table already in memory (the app's verdicts). Every broken

@@ -1727,7 +1727,7 @@ def _finish(parts: _Parts, q_file, c_file, layout, warnings, column_map) -> Load
         c_query = (np.cumsum(~q_drop) - 1)[c_query]
     meta = {"queries_file": q_file, "candidates_file": c_file, "layout": layout,
             "n_excluded_queries": int(q_drop.sum()), "n_excluded_candidates": n_excluded}
-    dataset = Dataset._from_checked(
+    dataset = Dataset.from_checked(
         {k: _kept(v, ~q_drop) for k, v in q.items()}, {k: _kept(v, c_keep) for k, v in c.items()},
         _kept(c_query, c_keep), meta=meta)
     return Loaded(dataset=dataset, exclusions=exclusions, warnings=warnings,

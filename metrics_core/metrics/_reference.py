@@ -28,16 +28,17 @@ import math
 import numpy as np
 
 from metrics_core.data.dataset import Dataset
-from metrics_core.metrics.dynamic_k import _NEG, _UNCERTAIN, MASS_RULES, _check_k_options
+from metrics_core.metrics.dynamic_k import MASS_RULES, check_k_options
+from metrics_core.metrics.gate import GateState
 from metrics_core.metrics.ranking import (
     DEFAULT_KS,
     GAINS,
     MAP_DENOMINATORS,
     PRECISION_DENOMINATORS,
-    _check_ks,
-    _check_n_gold,
-    _check_option,
-    _check_relevance,
+    check_ks,
+    check_n_gold,
+    check_option,
+    check_relevance,
     metric_names,
 )
 
@@ -64,12 +65,12 @@ def naive_ranking_per_query(
     set holds the gold candidates plus placeholders for the gold the list missed, so ``len(gold) ==
     n_gold``. Slow by design: used by the tests and as the benchmark baseline.
     """
-    ks = _check_ks(ks)
-    _check_option("precision_denominator", precision_denominator, PRECISION_DENOMINATORS)
-    _check_option("map_denominator", map_denominator, MAP_DENOMINATORS)
-    _check_option("gain", gain, GAINS)
-    relevance = _check_relevance(ds) if gain == "graded" else None
-    n_gold_all = _check_n_gold(np.asarray(ds.n_gold, dtype=np.int64), ds.n_gold_found)
+    ks = check_ks(ks)
+    check_option("precision_denominator", precision_denominator, PRECISION_DENOMINATORS)
+    check_option("map_denominator", map_denominator, MAP_DENOMINATORS)
+    check_option("gain", gain, GAINS)
+    relevance = check_relevance(ds) if gain == "graded" else None
+    n_gold_all = check_n_gold(np.asarray(ds.n_gold, dtype=np.int64), ds.n_gold_found)
 
     out = {name: np.zeros(ds.n_queries) for name in metric_names(ks)}
     for q in range(ds.n_queries):
@@ -189,15 +190,15 @@ def naive_select_k(ds: Dataset, states=None, *, mass: str = "softmax", temperatu
     """
     if mass not in MASS_RULES:
         raise ValueError(f"mass must be one of {MASS_RULES}, got {mass!r}")
-    _check_k_options(gamma, gamma_uncertain, k_min, hard_cap, k_max_ratio)
+    check_k_options(gamma, gamma_uncertain, k_min, hard_cap, k_max_ratio)
     out = np.zeros(ds.n_queries, dtype=np.int64)
     for q in range(ds.n_queries):
         n = int(ds.offsets[q + 1] - ds.offsets[q])
         state = None if states is None else int(states[q])
-        if n == 0 or (gate_aware and state == _NEG):
+        if n == 0 or (gate_aware and state == GateState.NEG):
             out[q] = 0
             continue
-        target = gamma_uncertain if (gate_aware and state == _UNCERTAIN) else gamma
+        target = gamma_uncertain if (gate_aware and state == GateState.UNCERTAIN) else gamma
         s = np.asarray(ds.score[ds.offsets[q]:ds.offsets[q + 1]], dtype=np.float64)
         if mass == "softmax":
             s = s / temperature
@@ -315,14 +316,14 @@ def naive_decision_curve_bands(y, p, *, n_resamples: int, seed: int, unit_of_row
                                n_units: int | None = None, thresholds=None):
     """Reference for :func:`metrics_core.metrics.decision.decision_curve_bands`: per resample, the
     net benefit at each threshold from suffix sums of its weights sorted by p."""
-    from metrics_core.metrics.decision import DECISION_THRESHOLDS, _net_benefit
+    from metrics_core.metrics.decision import DECISION_THRESHOLDS, net_benefit
     from metrics_core.metrics.uncertainty import bootstrap_cis
 
     y = np.asarray(y, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     t = np.asarray(DECISION_THRESHOLDS if thresholds is None else thresholds, dtype=np.float64)
     order = np.argsort(p, kind="stable")
-    cis = bootstrap_cis({"nb": lambda w: _net_benefit(y, p, t, w, order)[0]},
+    cis = bootstrap_cis({"nb": lambda w: net_benefit(y, p, t, w, order)[0]},
                         n_units or y.size, unit_of_row=unit_of_row, n_resamples=n_resamples,
                         seed=seed)["nb"]
     return np.array([c.lo for c in cis]), np.array([c.hi for c in cis])

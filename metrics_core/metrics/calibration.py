@@ -37,8 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from metrics_core.choices import STRATEGIES
-from metrics_core.metrics.classification import _checked_order, check_binary_inputs
-from metrics_core.metrics.uncertainty import wilson_interval
+from metrics_core.metrics.classification import check_binary_inputs, check_weights, checked_order
+from metrics_core.metrics.uncertainty import divide, wilson_interval
 
 __all__ = [
     "LogisticCalibration",
@@ -242,21 +242,6 @@ def brier(y, p) -> float:
 
 
 # ----------------------------------------------------------------- weighted (bootstrap)
-def _weights(weights, n: int) -> np.ndarray:
-    w = np.asarray(weights)
-    if w.ndim == 1:
-        w = w[None, :]
-    if w.ndim != 2 or w.shape[1] != n:
-        raise ValueError(f"weights must have shape (b, {n}), got {np.shape(weights)}")
-    return w.astype(np.float64, copy=False)
-
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    out = np.full(np.broadcast_shapes(num.shape, den.shape), np.nan)
-    np.divide(num, den, out=out, where=den != 0)
-    return out
-
-
 def bin_matrix(y, p, *, n_bins: int = 10, strategy: str = "uniform",
                top_label: bool = False) -> np.ndarray:
     """``(n, 2 k)``: one-hot bin membership (``k`` bins), then ``y - p`` in the row's bin.
@@ -286,7 +271,7 @@ def weighted_bin_sums(y, p, *, n_bins: int = 10, strategy: str = "uniform",
     k = onehot.shape[1] // 2
 
     def sums(weights):
-        w = _weights(weights, onehot.shape[0])
+        w = check_weights(weights, onehot.shape[0], dtype=np.float64)
         out = w @ onehot
         return out[:, :k], out[:, k:], w.sum(axis=1)
 
@@ -295,13 +280,13 @@ def weighted_bin_sums(y, p, *, n_bins: int = 10, strategy: str = "uniform",
 
 def ece_from_sums(residual: np.ndarray, total: np.ndarray) -> np.ndarray:
     """ECE per resample from :func:`weighted_bin_sums`: ``sum_b |residual_b| / total``."""
-    return _ratio(np.abs(residual).sum(axis=1), total)
+    return divide(np.abs(residual).sum(axis=1), total)
 
 
 def mce_from_sums(count: np.ndarray, residual: np.ndarray) -> np.ndarray:
     """MCE per resample from :func:`weighted_bin_sums`: the largest ``|residual_b / count_b|``
     over the bins drawn in the resample (``nan`` when none is)."""
-    gaps = np.abs(_ratio(residual, count))
+    gaps = np.abs(divide(residual, count))
     filled = count > 0
     out = np.full(count.shape[0], np.nan)
     any_filled = filled.any(axis=1)
@@ -332,8 +317,8 @@ def mce_weighted(y, p, weights, *, n_bins: int = 10, strategy: str = "uniform",
 def brier_weighted(y, p, weights) -> np.ndarray:
     """Brier score per row-weight vector (bootstrap): ``W @ (p - y)^2 / W.sum(1)``."""
     y, p, _ = check_binary_inputs(y, p, probability=True)
-    w = _weights(weights, y.size)
-    return _ratio(w @ ((p - y) ** 2), w.sum(axis=1))
+    w = check_weights(weights, y.size, dtype=np.float64)
+    return divide(w @ ((p - y) ** 2), w.sum(axis=1))
 
 
 # ------------------------------------------------------------- logistic recalibration
@@ -458,11 +443,11 @@ def logistic_calibration(y, p, *, level: float = 0.95,
     >>> round(c.in_the_large, 4), round(c.intercept, 4), round(c.slope, 4)
     (1.0811, 0.2004, 1.8176)
     """
-    from metrics_core.metrics.uncertainty import _z
+    from metrics_core.metrics.uncertainty import normal_quantile
 
     y, p, _ = check_binary_inputs(y, p, probability=True)
     y = y.astype(np.float64)
-    z = _z(level)
+    z = normal_quantile(level)
     observed, expected = float(y.sum()), float(p.sum())
     oe = observed / expected if expected > 0 else float("nan")
     oe_ci = None
@@ -472,7 +457,7 @@ def logistic_calibration(y, p, *, level: float = 0.95,
     nan = float("nan")
     if y.size == 0 or observed in (0.0, float(y.size)):
         return LogisticCalibration(oe, oe_ci, nan, None, nan, None, "one class present")
-    values, events, trials = _distinct_rows(y, p, _checked_order(order, p))
+    values, events, trials = _distinct_rows(y, p, checked_order(order, p))
     logit = np.log(values) - np.log1p(-values)
     ones = np.ones((values.size, 1))
     fit_a = _newton(ones, events, logit, trials=trials)
@@ -609,7 +594,7 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
     """
     import pandas as pd
 
-    from metrics_core.metrics.uncertainty import _z
+    from metrics_core.metrics.uncertainty import normal_quantile
 
     y = np.asarray(y, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
@@ -622,7 +607,7 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
         clipped = np.clip(values, eps, 1 - eps)
         return np.log(clipped / (1 - clipped))
 
-    values, events, trials = _distinct_rows(y, p, _checked_order(order, p))
+    values, events, trials = _distinct_rows(y, p, checked_order(order, p))
     if values.size < n_knots + 2:  # fewer distinct values than the spline's coefficients
         return empty
     knots = spline_knots(logit(p), n_knots)
@@ -656,7 +641,7 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
     keep = np.abs(eta) <= _ESTIMABLE_LOGIT
     grid, xg, eta = grid[keep], xg[keep], eta[keep]
     se = np.sqrt(np.einsum("ij,jk,ik->i", xg, covariance, xg))
-    z = _z(level)
+    z = normal_quantile(level)
 
     def expit(values):
         with np.errstate(over="ignore"):

@@ -42,6 +42,8 @@ from types import MappingProxyType
 
 import numpy as np
 
+from metrics_core.metrics.uncertainty import divide
+
 __all__ = [
     "RATE_NAMES",
     "Confusion",
@@ -188,7 +190,9 @@ def check_binary_inputs(y, p, *, sample_weight=None, probability: bool = False,
     return y_arr.astype(np.int8, copy=False), p_arr, w_arr
 
 
-def _check_weights(weights, n: int) -> np.ndarray:
+def check_weights(weights, n: int, *, dtype=None) -> np.ndarray:
+    """Bootstrap weights as a ``(b, n)`` numeric matrix (one row for a 1-D array), cast to
+    ``dtype`` when given; a :class:`ValueError` naming the shape or dtype otherwise."""
     w = np.asarray(weights)
     if w.ndim == 1:
         w = w[None, :]
@@ -196,7 +200,7 @@ def _check_weights(weights, n: int) -> np.ndarray:
         raise ValueError(f"weights must have shape (b, {n}), got {np.shape(weights)}")
     if w.dtype.kind not in "biuf":
         raise ValueError(f"weights must be numeric, got dtype {w.dtype}")
-    return w
+    return w if dtype is None else w.astype(dtype, copy=False)
 
 
 # ------------------------------------------------------------------ data-only structure
@@ -360,10 +364,10 @@ def prepare(y, p, *, order=None) -> PreparedScores:
     (1.0, 2)
     """
     y, p, _ = check_binary_inputs(y, p)
-    return PreparedScores(y, p, _checked_order(order, p))
+    return PreparedScores(y, p, checked_order(order, p))
 
 
-def _checked_order(order, p: np.ndarray) -> np.ndarray | None:
+def checked_order(order, p: np.ndarray) -> np.ndarray | None:
     """A caller's ``order`` as an integer array ordering ``p`` ascending (ValueError
     otherwise); None stays None (the kernel sorts itself). Every kernel that takes ``order=``
     checks it here."""
@@ -399,15 +403,6 @@ def _readonly(*arrays):
     return arrays
 
 
-def _divide(num, den) -> np.ndarray:
-    """``num / den`` as float64 with ``nan`` where ``den == 0`` (the 0/0 rule)."""
-    num = np.asarray(num, dtype=np.float64)
-    den = np.asarray(den, dtype=np.float64)
-    out = np.full(np.broadcast_shapes(num.shape, den.shape), np.nan)
-    np.divide(num, den, out=out, where=den != 0)
-    return out
-
-
 # ------------------------------------------------------------------ AUROC / AP kernels
 def _auc_ap_from_blocks(a, c_strict, c_tie):
     """AUROC and AP per resample from the block sums of :meth:`PreparedScores.block_sums`.
@@ -427,11 +422,11 @@ def _auc_ap_from_blocks(a, c_strict, c_tie):
     n_neg = c_all.sum(axis=1)
     pairs = (c_all * above).sum(axis=1) + 0.5 * (c_tie[:, :m] * a).sum(axis=1)
     both = (n_pos > 0) & (n_neg > 0)
-    auc = _divide(pairs, n_pos * n_neg)
+    auc = divide(pairs, n_pos * n_neg)
     tp_at = above[:, 1:]  # positive weight with score >= u_g
     fp_at = np.cumsum(c_all, axis=1)[:, :m]  # negative weight with score >= u_g
-    precision = _divide(tp_at, tp_at + fp_at)
-    ap = _divide(np.where(a > 0, a * np.nan_to_num(precision), 0.0).sum(axis=1), n_pos)
+    precision = divide(tp_at, tp_at + fp_at)
+    ap = divide(np.where(a > 0, a * np.nan_to_num(precision), 0.0).sum(axis=1), n_pos)
     auc[~both] = np.nan
     ap[~both] = np.nan
     return auc, ap
@@ -441,7 +436,7 @@ def _weighted(y, p, weights) -> tuple[np.ndarray, np.ndarray]:
     if weights is None:
         raise ValueError("weights are required: a (b, n) matrix of row weights")
     s = _prepared(y, p)
-    return s.auc_ap(_check_weights(weights, s.n))
+    return s.auc_ap(check_weights(weights, s.n))
 
 
 def auroc_auprc_weighted(y, p=None, weights=None) -> tuple[np.ndarray, np.ndarray]:
@@ -554,7 +549,7 @@ def pr_points(y, p=None) -> PrCurve:
     a :class:`PreparedScores` in place of ``(y, p)``.
     """
     s = _prepared(y, p)
-    precision = _divide(s.tps, s.tps + s.fps)
+    precision = divide(s.tps, s.tps + s.fps)
     recall = s.tps / s.n_pos if s.n_pos > 0 else np.full(s.tps.shape, np.nan)
     return PrCurve(*_readonly(np.r_[precision[::-1], 1.0], np.r_[recall[::-1], 0.0],
                               s.thresholds[::-1].copy()))
@@ -785,13 +780,13 @@ def confusion_rates(tp, fp, tn, fn) -> dict[str, np.ndarray]:
     """
     tp, fp, tn, fn = (np.asarray(v, dtype=np.float64) for v in (tp, fp, tn, fn))
     rates = {
-        "sensitivity": _divide(tp, tp + fn),
-        "specificity": _divide(tn, tn + fp),
-        "fpr": _divide(fp, tn + fp),
-        "precision": _divide(tp, tp + fp),
-        "npv": _divide(tn, tn + fn),
-        "f1": _divide(2.0 * tp, 2.0 * tp + fp + fn),
-        "mcc": _divide(tp * tn - fp * fn,
+        "sensitivity": divide(tp, tp + fn),
+        "specificity": divide(tn, tn + fp),
+        "fpr": divide(fp, tn + fp),
+        "precision": divide(tp, tp + fp),
+        "npv": divide(tn, tn + fn),
+        "f1": divide(2.0 * tp, 2.0 * tp + fp + fn),
+        "mcc": divide(tp * tn - fp * fn,
                        np.sqrt((tp + fp) * (tp + fn)) * np.sqrt((tn + fp) * (tn + fn))),
     }
     rates["balanced_accuracy"] = (rates["sensitivity"] + rates["specificity"]) / 2.0

@@ -24,16 +24,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from metrics_core.metrics.uncertainty import divide
+
 __all__ = ["ScoreLayout", "curve_replicates"]
-
-
-def _divide(num, den) -> np.ndarray:
-    """``num / den`` as float64 with ``nan`` where ``den == 0`` (the 0/0 rule)."""
-    num = np.asarray(num, dtype=np.float64)
-    den = np.asarray(den, dtype=np.float64)
-    out = np.full(np.broadcast_shapes(num.shape, den.shape), np.nan)
-    np.divide(num, den, out=out, where=den != 0)
-    return out
 
 
 class ScoreLayout:
@@ -118,17 +111,17 @@ def _auroc_ap(layout: ScoreLayout, pos: np.ndarray, neg: np.ndarray,
     a = p_hi - p_lo
     twice = (a * (n_lo + n_hi)).sum(axis=1)
     both = (p_total > 0) & (n_total > 0)
-    auc = _divide(twice / 2.0, p_total * n_total)
+    auc = divide(twice / 2.0, p_total * n_total)
     auc[~both] = np.nan
     if not want_ap:
         return auc, None
     tp_at = p_total[:, None] - p_lo  # positive weight with score >= the group's
     predicted = tp_at + (n_total[:, None] - n_lo)
-    # a > 0 gives predicted > 0 and the precision of _divide; a == 0 a term of exactly 0
+    # a > 0 gives predicted > 0 and the precision of divide; a == 0 a term of exactly 0
     # (its precision set to 0 / 1): the terms of np.where(a > 0, a * precision, 0)
     predicted[predicted == 0] = 1.0
     terms = a * (tp_at / predicted)
-    ap = _divide(terms.sum(axis=1), p_total)
+    ap = divide(terms.sum(axis=1), p_total)
     ap[~both] = np.nan
     return auc, ap
 
@@ -233,7 +226,7 @@ def _pr_at(layout: ScoreLayout, pos, neg, grid: np.ndarray) -> np.ndarray:
 
 def _net_benefit_at(layout: ScoreLayout, pos, neg, thresholds: np.ndarray) -> np.ndarray:
     """Net benefit ``TP/N − FP/N · t / (1 − t)`` (positive iff ``p >= t``) per resample and
-    threshold, in the form of :func:`metrics_core.metrics.decision._net_benefit`."""
+    threshold, in the form of :func:`metrics_core.metrics.decision.net_benefit`."""
     start = np.searchsorted(layout.ps, thresholds, side="left")
     p_total = pos[:, -1:].astype(np.float64)
     total = p_total + neg[:, -1:]

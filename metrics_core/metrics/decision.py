@@ -23,7 +23,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from metrics_core.metrics.classification import _checked_order
+from metrics_core.metrics.classification import checked_order
 from metrics_core.metrics.uncertainty import bootstrap_cis
 from metrics_core.progress import stage
 
@@ -388,7 +388,7 @@ def decision_curve(y, p, thresholds=DECISION_THRESHOLDS, *, order=None) -> pd.Da
     y = np.asarray(y, dtype=np.float64)
     t = np.asarray(thresholds, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
-    nb, prevalence = _net_benefit(y, p, t, np.ones((1, y.size)), _checked_order(order, p))
+    nb, prevalence = net_benefit(y, p, t, np.ones((1, y.size)), checked_order(order, p))
     odds = t / (1.0 - t)
     treat_all = prevalence - (1.0 - prevalence) * odds
     return pd.DataFrame({"threshold": t, "net_benefit": nb[0], "net_benefit_treat_all": treat_all,
@@ -396,7 +396,7 @@ def decision_curve(y, p, thresholds=DECISION_THRESHOLDS, *, order=None) -> pd.Da
                          "interventions_avoided_per_100": (nb[0] - treat_all) / odds * 100.0})
 
 
-def _net_benefit(y, p, t, w, order=None) -> tuple[np.ndarray, float]:
+def net_benefit(y, p, t, w, order=None) -> tuple[np.ndarray, float]:
     """Net benefit at thresholds ``t`` for each row of weights ``w`` (replicates x queries);
     ``order``: the rows ordered by ``p`` ascending (sorted here when None)."""
     if order is None:
@@ -424,14 +424,14 @@ def decision_curve_bands(y, p, *, n_resamples: int, seed: int, unit_of_row=None,
     """Percentile bootstrap band (lo, hi) of the model's net benefit at each threshold
     (``order``: as for :func:`decision_curve`), from the replicates of
     :func:`metrics_core.metrics.curve_replicates.curve_replicates` (each resample's net benefit as
-    :func:`_net_benefit` computes it on the resample's weights)."""
+    :func:`net_benefit` computes it on the resample's weights)."""
     from metrics_core.metrics.curve_replicates import ScoreLayout, curve_replicates
     from metrics_core.metrics.uncertainty import Bootstrap, percentile_ci
 
     y = np.asarray(y, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     t = np.asarray(thresholds, dtype=np.float64)
-    order = np.argsort(p, kind="stable") if order is None else _checked_order(order, p)
+    order = np.argsort(p, kind="stable") if order is None else checked_order(order, p)
     columns = order if unit_of_row is None else np.asarray(unit_of_row)[order]
     boot = Bootstrap(n_units or y.size, n_resamples=n_resamples, seed=seed,
                      batch_size=max(1, (1 << 20) // max(y.size, 1)))

@@ -215,7 +215,7 @@ def _describe_candidate(ds: Dataset, i: int) -> str:
     return f"post_id={ds.post_id[q]!r} criterion={ds.criterion[q]!r} sent_uid={ds.sent_uid[i]!r}"
 
 
-def _cumsum_rows(block: np.ndarray) -> np.ndarray:
+def cumsum_rows(block: np.ndarray) -> np.ndarray:
     """``np.cumsum(block, axis=1, out=block)``, one column at a time: the same additions in
     the same order (bit-identical), but whole columns per step instead of numpy's per-row
     loop over a few columns, several times faster for many short rows."""
@@ -258,7 +258,7 @@ def _cumulative_mass(score: np.ndarray, offsets: np.ndarray, *, mass: str,
                 block /= temperature
             block -= (block[:, 0].copy() if descending else _max_rows(block))[:, None]
             np.exp(block, out=block)
-        _cumsum_rows(block)
+        cumsum_rows(block)
         total = block[:, -1:].copy()
         rows = sliding_window_view(cum, length, writeable=True)
         if mass == "softmax":  # the top candidate contributes exp(0) = 1: total >= 1
@@ -275,7 +275,7 @@ def _cumulative_mass(score: np.ndarray, offsets: np.ndarray, *, mass: str,
 
 
 # --------------------------------------------------------------------------- K selection
-def _check_k_options(gamma, gamma_uncertain, k_min, hard_cap, k_max_ratio):
+def check_k_options(gamma, gamma_uncertain, k_min, hard_cap, k_max_ratio):
     for name, value in (("gamma", gamma), ("gamma_uncertain", gamma_uncertain)):
         if not (isinstance(value, int | float | np.floating | np.integer)
                 and 0 < float(value) <= 1):
@@ -355,7 +355,7 @@ def select_k(profile: MassProfile, states=None, *, gamma: float = 0.9,
     >>> select_k(profile, gamma=0.9).tolist(), select_k(profile, gamma=0.5).tolist()
     ([3], [2])
     """
-    _check_k_options(gamma, gamma_uncertain, k_min, hard_cap, k_max_ratio)
+    check_k_options(gamma, gamma_uncertain, k_min, hard_cap, k_max_ratio)
     n_queries = profile.n_queries
     n_cand = profile.n_cand
     gate = states is not None and gate_aware

@@ -31,7 +31,7 @@ import numpy as np
 
 from metrics_core.choices import GAINS, MAP_DENOMINATORS, PRECISION_DENOMINATORS
 from metrics_core.data.dataset import Dataset
-from metrics_core.metrics.dynamic_k import _cumsum_rows
+from metrics_core.metrics.dynamic_k import cumsum_rows
 
 __all__ = [
     "DEFAULT_KS",
@@ -61,7 +61,7 @@ def metric_names(ks=DEFAULT_KS) -> tuple[str, ...]:
     >>> metric_names((1, 5))[:3]
     ('recall@1', 'recall@5', 'precision@1')
     """
-    ks = _check_ks(ks)
+    ks = check_ks(ks)
     return (*(f"{m}@{k}" for m in _AT_K for k in ks), "mrr")
 
 
@@ -141,11 +141,11 @@ def ranking_per_query(
     >>> float(values["mrr"][0]), float(values["recall@1"][0]), float(values["recall@3"][0])
     (0.5, 0.0, 1.0)
     """
-    ks = _check_ks(ks)
-    _check_option("precision_denominator", precision_denominator, PRECISION_DENOMINATORS)
-    _check_option("map_denominator", map_denominator, MAP_DENOMINATORS)
-    _check_option("gain", gain, GAINS)
-    relevance = _check_relevance(ds) if gain == "graded" else None
+    ks = check_ks(ks)
+    check_option("precision_denominator", precision_denominator, PRECISION_DENOMINATORS)
+    check_option("map_denominator", map_denominator, MAP_DENOMINATORS)
+    check_option("gain", gain, GAINS)
+    relevance = check_relevance(ds) if gain == "graded" else None
 
     n_all = ds.n_queries
     # Gold candidates only: their query, 1-based position and rank among the query's gold.
@@ -153,7 +153,7 @@ def ranking_per_query(
     gold_q, gold_pos = ds.locate(gold_idx)
     n_found = np.bincount(gold_q, minlength=n_all)
     gold_rank = _rank_within_query(gold_q, n_found)
-    n_gold_all = _check_n_gold(np.asarray(ds.n_gold, dtype=np.int64), n_found)
+    n_gold_all = check_n_gold(np.asarray(ds.n_gold, dtype=np.int64), n_found)
 
     # Every value of a query without gold is 0: compute over the queries with gold only
     # (under a tenth of the queries in a typical screening set) and place them at the end.
@@ -179,7 +179,7 @@ def ranking_per_query(
 
     def up_to_cutoffs(keys, weights=None):
         sums = np.bincount(keys, weights=weights, minlength=n_queries * n_bands)
-        return _cumsum_rows(sums.reshape(n_queries, n_bands))
+        return cumsum_rows(sums.reshape(n_queries, n_bands))
 
     # discount[i] = 1 / log2(i + 1) for positions i = 1..; ideal[m] = Σ_{i <= m} discount[i].
     max_pos = max(max_k, int(np.asarray(ds.n_cand).max(initial=0)))
@@ -309,7 +309,7 @@ def summarize(values, mask=None) -> RankingSummary:
 
 
 # ------------------------------------------------------------------------------ validation
-def _check_ks(ks) -> tuple[int, ...]:
+def check_ks(ks) -> tuple[int, ...]:
     try:
         values = tuple(ks)
     except TypeError:
@@ -326,12 +326,12 @@ def _check_ks(ks) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _check_option(name: str, value, allowed: tuple[str, ...]) -> None:
+def check_option(name: str, value, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
 
 
-def _check_relevance(ds: Dataset) -> np.ndarray:
+def check_relevance(ds: Dataset) -> np.ndarray:
     if ds.relevance is None:
         raise ValueError("gain='graded' needs graded relevance labels (candidate column "
                          "'relevance'); this Dataset has none")
@@ -344,7 +344,7 @@ def _check_relevance(ds: Dataset) -> np.ndarray:
     return relevance
 
 
-def _check_n_gold(n_gold: np.ndarray, n_found: np.ndarray) -> np.ndarray:
+def check_n_gold(n_gold: np.ndarray, n_found: np.ndarray) -> np.ndarray:
     short = n_gold < n_found
     if short.any():
         q = int(np.flatnonzero(short)[0])

@@ -55,7 +55,7 @@ _BATCH_ELEMENTS = 1 << 20
 
 # --------------------------------------------------------------------------------- Wilson
 @functools.lru_cache(maxsize=16)
-def _z(level: float) -> float:
+def normal_quantile(level: float) -> float:
     """Two-sided normal quantile (the standard library's; importing scipy.stats costs ~0.4 s)."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
@@ -91,7 +91,7 @@ def wilson_interval(k, n, *, level: float = 0.95):
     >>> round(lo, 4), round(hi, 4)
     (0.4902, 0.9433)
     """
-    z = _z(level)
+    z = normal_quantile(level)
     scalar = np.ndim(k) == 0 and np.ndim(n) == 0
     k_arr = np.asarray(k)
     n_arr = np.asarray(n)
@@ -410,7 +410,7 @@ def percentile_ci(values, *, level: float = 0.95, unit: str = "query") -> CI:
     The endpoints are ``numpy.percentile`` (linear interpolation) of the valid replicates at
     ``50 (1 - level)`` and ``50 (1 + level)`` percent.
     """
-    _z(level)
+    normal_quantile(level)
     values = np.asarray(values, dtype=np.float64).ravel()
     valid = values[~np.isnan(values)]
     if valid.size == 0:
@@ -426,7 +426,7 @@ def percentile_cis(matrix, *, level: float = 0.95, unit: str = "query") -> tuple
     without ``nan`` in one call (numpy's percentile along an axis takes the same order
     statistics and interpolation as column by column: the same values), the others one by
     one."""
-    _z(level)
+    normal_quantile(level)
     matrix = np.asarray(matrix, dtype=np.float64)
     if matrix.ndim != 2:
         raise ValueError(f"matrix must be 2-D, got shape {matrix.shape}")
@@ -479,7 +479,7 @@ def bootstrap_cis(statistics: Mapping[str, Statistic], n_units: int, *, unit_of_
     """
     if unit is None:
         unit = "query" if unit_of_row is None else "post"
-    _z(level)
+    normal_quantile(level)
     if not statistics:
         return {}
     collected: dict[str, list[np.ndarray]] = {name: [] for name in statistics}
@@ -579,8 +579,11 @@ def bootstrap_ci(statistic: Statistic, n_units: int, *, unit_of_row=None,
 
 
 # ------------------------------------------------------------------- weighted statistics
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    out = np.full(np.shape(num), np.nan)
+def divide(num, den) -> np.ndarray:
+    """``num / den`` as float64 with ``nan`` where ``den == 0`` (the 0/0 rule of every kernel)."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    out = np.full(np.broadcast_shapes(num.shape, den.shape), np.nan)
     np.divide(num, den, out=out, where=den != 0)
     return out
 
@@ -603,7 +606,7 @@ def weighted_mean(values, mask=None) -> Statistic:
     m = keep.astype(np.float64)
 
     def statistic(weights: np.ndarray) -> np.ndarray:
-        return _ratio(weights @ v, weights @ m)
+        return divide(weights @ v, weights @ m)
 
     return statistic
 
@@ -626,7 +629,7 @@ def weighted_means(columns: Mapping[str, tuple]) -> Statistic:
         den[:, j] = keep
 
     def statistic(weights: np.ndarray) -> np.ndarray:
-        return _ratio(weights @ num, weights @ den)
+        return divide(weights @ num, weights @ den)
 
     statistic.names = names
     return statistic
@@ -644,7 +647,7 @@ def weighted_ratio(num, den) -> Statistic:
         raise ValueError("num and den must be 1-D arrays of the same length")
 
     def statistic(weights: np.ndarray) -> np.ndarray:
-        return _ratio(weights @ num, weights @ den)
+        return divide(weights @ num, weights @ den)
 
     return statistic
 

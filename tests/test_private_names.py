@@ -1,0 +1,135 @@
+"""No private name is used across modules (docs/ARCHITECTURE.md, "Layers").
+
+A name with a leading underscore belongs to the module that defines it. Another module of
+``metrics_core`` or ``dashboard`` may not import it (``from m import _name``), read it from the
+module (``m._name``), use a private attribute or method that only another module's classes
+define (``evaluator._memo`` from outside the evaluator), or override one in a subclass. Dunder
+names are not private. A name two modules need is public in one of them.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("metrics_core", "dashboard")
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def parse_modules(root: Path) -> dict[str, ast.Module]:
+    modules = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            modules[name] = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return modules
+
+
+def private_attributes(tree: ast.Module) -> set[str]:
+    """Private attribute names a module defines on its objects: methods and class-level names of
+    its classes, and every ``x._name = ...`` it stores."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(item.name)
+                elif isinstance(item, ast.Assign):
+                    names.update(t.id for t in item.targets if isinstance(t, ast.Name))
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    names.add(item.target.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+    return {name for name in names if is_private(name)}
+
+
+def violations(modules: dict[str, ast.Module]) -> list[str]:
+    owned = {name: private_attributes(tree) for name, tree in modules.items()}
+    found = []
+    for name, tree in modules.items():
+        module_aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and \
+                    node.module.split(".")[0] in PACKAGES:
+                for alias in node.names:
+                    if f"{node.module}.{alias.name}" in modules:
+                        module_aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                    elif is_private(alias.name):
+                        found.append(f"{name}:{node.lineno}: from {node.module} import "
+                                     f"{alias.name}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] in PACKAGES and alias.asname:
+                        module_aliases[alias.asname] = alias.name
+        imported_classes = {
+            alias.asname or alias.name: node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module in modules
+            for alias in node.names}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = [imported_classes[b.id] for b in node.bases
+                         if isinstance(b, ast.Name) and b.id in imported_classes]
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                            is_private(item.name):
+                        for base in bases:
+                            if item.name in owned[base]:
+                                found.append(f"{name}:{item.lineno}: {node.name}.{item.name} "
+                                             f"overrides {base}'s")
+            if not (isinstance(node, ast.Attribute) and is_private(node.attr)):
+                continue
+            base = node.value
+            if isinstance(base, ast.Name) and base.id in module_aliases:
+                found.append(f"{name}:{node.lineno}: {base.id}.{node.attr} "
+                             f"({module_aliases[base.id]})")
+            elif isinstance(base, ast.Name) and base.id in ("self", "cls"):
+                continue
+            elif node.attr not in owned[name]:
+                owners = sorted(other for other, names in owned.items() if node.attr in names)
+                if owners:
+                    found.append(f"{name}:{node.lineno}: .{node.attr} (defined in "
+                                 f"{', '.join(owners)})")
+    return found
+
+
+def test_no_private_name_is_used_across_modules():
+    assert violations(parse_modules(ROOT)) == []
+
+
+@pytest.mark.parametrize(("module", "source", "found"), [
+    ("metrics_core/report/figures.py", "from metrics_core.metrics.classification import _x",
+     "from metrics_core.metrics.classification import _x"),
+    ("dashboard/display.py", "from metrics_core.metrics import ranking\nranking._x",
+     "ranking._x (metrics_core.metrics.ranking)"),
+    ("metrics_core/evaluation/tables.py", "def f(ev):\n    return ev._probe_only",
+     "._probe_only (defined in metrics_core.data.dataset)"),
+    ("metrics_core/evaluation/tables.py", "def f(ev):\n    return ev.__class__",
+     None),
+    ("metrics_core/engines/dask.py",
+     "class Probe(Dataset):\n    def _probe_only(self):\n        return 1",
+     "Probe._probe_only overrides metrics_core.data.dataset's"),
+])
+def test_the_check_finds_each_kind(tmp_path, module, source, found):
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            target = tmp_path / path.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "metrics_core/data/dataset.py").write_text(
+        (tmp_path / "metrics_core/data/dataset.py").read_text(encoding="utf-8")
+        + "\n\nclass _Probe:\n    def _probe_only(self):\n        return 0\n", encoding="utf-8")
+    path = tmp_path / module
+    path.write_text(path.read_text(encoding="utf-8") + "\n\n" + source + "\n", encoding="utf-8")
+    found_now = violations(parse_modules(tmp_path))
+    if found is None:
+        assert found_now == []
+    else:
+        assert [line.split(": ", 1)[1] for line in found_now] == [found]
