@@ -202,6 +202,52 @@ def _inputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("candidates", type=Path, nargs="?", help="candidates table")
 
 
+def _cohort_flags(parser: argparse.ArgumentParser) -> None:
+    """--cohort and its options (contract §9, cohorts)."""
+    group = parser.add_argument_group("cohorts", "metrics per group of queries named by an "
+                                      "extra column of the queries table (site, sex, age)")
+    group.add_argument("--cohort", action="append", default=[], metavar="COLUMN",
+                       help="a cohort column of the queries table (repeat for several; "
+                            "'site*sex' is an intersection); writes the cohorts and "
+                            "weak_segments tables")
+    group.add_argument("--cohort-bins", action="append", default=[], metavar="COLUMN=BINS",
+                       help="bins of a numeric cohort column: qN (N quantile bins, q4 by "
+                            "default) or edges such as 40,65")
+    group.add_argument("--cohort-max-values", default="20", metavar="N",
+                       help="most distinct values a cohort column may have (default: "
+                            "%(default)s)")
+    group.add_argument("--cohort-min-segment", default="30", metavar="N",
+                       help="smallest segment (queries) of the weak-segment search "
+                            "(default: %(default)s)")
+
+
+def _cohort_options(args) -> dict:
+    """The cohort flags checked: ``{"declared", "bins", "max_values", "min_size"}``."""
+    bins = {}
+    for item in args.cohort_bins:
+        column, sep, value = item.partition("=")
+        if not sep or not column.strip():
+            raise ValueError(f"--cohort-bins {item!r}: write COLUMN=qN or COLUMN=40,65")
+        bins[column.strip()] = value
+    declared = {p.strip() for d in args.cohort for p in d.split("*")}
+    for column in bins:
+        if column not in declared:
+            raise ValueError(f"--cohort-bins {column}: not a --cohort column")
+    out = {"declared": list(args.cohort), "bins": bins}
+    for key, flag, value, low in (("max_values", "--cohort-max-values",
+                                   args.cohort_max_values, 2),
+                                  ("min_size", "--cohort-min-segment",
+                                   args.cohort_min_segment, 1)):
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+        if number is None or number < low:
+            raise ValueError(f"{flag} {value!r}: must be a whole number of at least {low}")
+        out[key] = number
+    return out
+
+
 def _outputs(parser: argparse.ArgumentParser, default: str) -> None:
     """--out, --quiet and the input limits, as every data command has them."""
     parser.add_argument("--out", type=Path, default=Path(default),
@@ -267,6 +313,7 @@ def _parser() -> argparse.ArgumentParser:
                          "default: a local cluster sized to this machine")
     ev.add_argument("--connect-timeout", default="10", metavar="SECONDS",
                     help="with --scheduler: seconds to wait for the scheduler (default 10)")
+    _cohort_flags(ev)
     _config_flags(ev)
     _limit_flags(ev)
 
@@ -560,6 +607,18 @@ def _with_progress(command):
     return run
 
 
+def _cohort_attributes(args, run, cohorts: dict) -> list:
+    """The declared cohort columns of the queries file (none declared: ``[]``)."""
+    if not cohorts["declared"]:
+        return []
+    from metrics_core.inputs.cohort_columns import cohort_attributes
+
+    found = cohort_attributes(args.queries, run.loaded, cohorts["declared"],
+                              name=args.queries.name, bins=cohorts["bins"],
+                              max_values=cohorts["max_values"], limits=_limits(args))
+    return list(found.values())
+
+
 @_with_progress
 def _evaluate(args) -> int:
     config = _config(args)
@@ -572,6 +631,9 @@ def _evaluate(args) -> int:
                    ("--adjudications", args.adjudications)],
                   [("--out", args.out), ("--per-query", args.per_query),
                    ("--exclusions", args.exclusions)])
+    cohorts = _cohort_options(args)
+    if cohorts["declared"] and args.engine == "dask":
+        raise ValueError("--cohort needs the in-memory engine (leave out --engine dask)")
     if args.engine == "dask":
         from metrics_core.engines import dask as dask_engine
 
@@ -588,8 +650,18 @@ def _evaluate(args) -> int:
         loaded, report = run.loaded, run.audit
         if not _gates_known(config, loaded.dataset):
             return EXIT_INPUT
+        attributes = _cohort_attributes(args, run, cohorts)
         args.progress.stage("computing the metrics")
         evaluation = run.evaluator.evaluate(config, progress=args.progress)
+        if attributes:
+            from metrics_core.evaluation import cohorts as cohort_tables
+
+            args.progress.stage("computing the cohorts")
+            cohort_tables.add_to(evaluation, run.evaluator, config, attributes,
+                                 min_size=cohorts["min_size"])
+            cohort_tables.evaluate_cohorts(run.evaluator, config, attributes,
+                                           min_size=cohorts["min_size"],
+                                           progress=args.progress)
     # The document's tables, on two threads: these from its end while it writes the rest.
     args.progress.stage("writing the outputs")
     evaluation.prefetch(*_PREFETCHED_TABLES)
@@ -628,6 +700,25 @@ def _printable(text) -> str:
                    for c in neutralise_bidi(text))
 
 
+def _print_cohorts(evaluation) -> None:
+    """One line per flagged disparity, after the cohorts' count (nothing without cohorts)."""
+    try:
+        table = evaluation.table("cohorts")
+    except KeyError:  # no cohort declared
+        return
+    columns = table["column"].unique().tolist()
+    n = table[["column", "value"]].drop_duplicates().shape[0]
+    flagged = table[table["flagged"]]
+    print(f"cohorts: {n} in {len(columns)} column(s) ({_printable(', '.join(columns))}); "
+          f"{len(flagged)} disparity(ies) flagged (Holm-adjusted p < 0.05, interval "
+          f"excluding 0)")
+    for row in flagged.itertuples(index=False):
+        lo, hi = row.difference_ci95
+        print(f"  {_printable(row.column)}={_printable(row.value)} {row.metric}: "
+              f"{row.estimate:.4f} vs {row.rest_estimate:.4f} elsewhere, difference "
+              f"{row.difference:+.4f} [{lo:+.4f}, {hi:+.4f}], p_adj={row.p_adjusted:.3g}")
+
+
 def _print_summary(evaluation, loaded, report, written: list[Path], adjudicated=None) -> None:
     from metrics_core import registry
 
@@ -651,6 +742,7 @@ def _print_summary(evaluation, loaded, report, written: list[Path], adjudicated=
         print(f"  {name:<24}{value}{ci}  ({r.subset}, n={r.n})")
     if adjudicated is not None:
         _print_adjudicated(adjudicated, registry.headline(r.name for r in evaluation.records))
+    _print_cohorts(evaluation)
     failed = [c.name for c in evaluation.checks if c.passed is False]
     print("consistency checks: " + ("all passed" if not failed
                                     else f"FAILED: {', '.join(failed)}"))

@@ -34,7 +34,8 @@ from metrics_core.metrics.curve_replicates import ScoreLayout
 from metrics_core.metrics.uncertainty import Bootstrap, percentile_cis
 
 __all__ = ["DISPARITY_METRICS", "RATE_METRICS", "SMALL_CELL", "CohortResult", "Grouping",
-           "bootstrap_p_values", "cohort_tables", "holm", "intersect"]
+           "add_to", "bootstrap_p_values", "cohort_tables", "evaluate_cohorts", "holm",
+           "intersect"]
 
 #: A cohort with fewer queries, or fewer positives, is a small cell (contract §9).
 SMALL_CELL = 30
@@ -519,6 +520,33 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
     return CohortResult(cohorts, _weak_segments(weak_rows, top) if weak
                         else pd.DataFrame(columns=list(WEAK_COLUMNS)),
                         pd.DataFrame(odds))
+
+
+def evaluate_cohorts(ev, cfg, attributes: Sequence, *, min_size: int = MIN_SEGMENT,
+                     top: int = TOP_SEGMENTS, progress: Callable | None = None
+                     ) -> CohortResult:
+    """:func:`cohort_tables` of the run ``cfg`` of the evaluator ``ev`` (its filters applied;
+    ``attributes`` per query of ``ev``'s data set), kept in ``ev`` per settings."""
+    groupings = tuple(Grouping.of(a) for a in attributes)
+    target = ev.for_filters(cfg.filters)
+    aligned = tuple(g.aligned(ev.ds, target.ds) for g in groupings)
+
+    def compute():
+        return cohort_tables(target, target.intermediate(cfg), list(aligned),
+                             min_size=min_size, top=top, progress=progress)
+
+    return ev._memo(("cohorts", cfg, aligned, min_size, top), compute)
+
+
+def add_to(evaluation, ev, cfg, attributes: Sequence, **kw) -> None:
+    """Give ``evaluation`` (a run of ``ev`` with ``cfg``) its ``cohorts``,
+    ``cohort_equalised_odds`` and ``weak_segments`` tables (built on first use)."""
+    def result():
+        return evaluate_cohorts(ev, cfg, attributes, **kw)
+
+    evaluation.add_tables(cohorts=lambda: result().cohorts,
+                          cohort_equalised_odds=lambda: result().equalised_odds,
+                          weak_segments=lambda: result().weak_segments)
 
 
 def _ordered(rows, body_columns, disparity) -> list[dict]:

@@ -129,6 +129,12 @@ class Evaluation:
         return in_background([lambda name=name: self._table(name) for name in names],
                              "metrics_core-tables")
 
+    def add_tables(self, **builders) -> None:
+        """More tables of the document, each built on first use by ``builders[name]()``:
+        ``cohorts`` and ``weak_segments`` (:mod:`metrics_core.evaluation.cohorts`) appear in
+        :meth:`to_dict` when added."""
+        self._tables.update(builders)
+
     @property
     def per_query(self) -> pd.DataFrame:
         """One row per query: labels, p, gate state, selected K, evidence hits, ranking values."""
@@ -227,6 +233,8 @@ class Evaluation:
         """
         if name == "per_query":
             return self.per_query
+        if name in _OPTIONAL_TABLES and name in self._tables:
+            return self._table(name)
         make = _TABLES.get(name)
         if make is None:
             raise KeyError(f"no table {name!r}; have: {', '.join(TABLES)}, per_query")
@@ -286,6 +294,9 @@ class Evaluation:
             "targets": frame_records(self.targets),
             "consistency_checks": [c.to_dict() for c in self.checks],
         }
+        for name in _OPTIONAL_TABLES:  # present when the run declared them (cohorts)
+            if name in self._tables:
+                out[name] = frame_records(self._table(name))
         if self.audit is not None and hasattr(self.audit, "to_dict"):
             out["audit"] = self.audit.to_dict()
         return clean(out)
@@ -341,6 +352,10 @@ _TABLES = MappingProxyType({
 })
 #: The names :meth:`Evaluation.table` takes (with ``per_query``).
 TABLES = tuple(_TABLES)
+
+
+#: Tables of the document that only some runs have (:meth:`Evaluation.add_tables`).
+_OPTIONAL_TABLES = ("cohorts", "cohort_equalised_odds", "weak_segments")
 
 
 def clean(obj):

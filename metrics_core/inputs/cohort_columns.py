@@ -158,38 +158,44 @@ def _with_missing(labels: tuple, codes: np.ndarray, missing: np.ndarray
 
 def _one(values: pd.Series, name: str, file: str, bins, max_values: int) -> CohortAttribute:
     missing = _missing(values)
-    numeric = (pd.api.types.is_numeric_dtype(values.dtype)
-               and not pd.api.types.is_bool_dtype(values.dtype))
+    typed = (pd.api.types.is_numeric_dtype(values.dtype)
+             and not pd.api.types.is_bool_dtype(values.dtype))
+    if typed:
+        x = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:  # text (a CSV read as text): numbers if every value reads as one
+        x = pd.to_numeric(values.where(~missing), errors="coerce").to_numpy(
+            dtype=np.float64, na_value=np.nan)
+    missing = missing | (typed & ~np.isfinite(x))
+    numeric = bool(np.isfinite(x[~missing]).all()) and bool((~missing).any())
     if bins is not None and not numeric:
         raise InputError("cohort bins need a numeric column", file=file, column=name,
                          hint=f"'{name}' holds text; declare it without bins",
                          code="invalid_value")
-    if numeric:
-        x = values.to_numpy(dtype=np.float64, na_value=np.nan)
-        missing = missing | ~np.isfinite(x)
-        distinct = np.unique(x[~missing])
-        whole = bool(np.all(distinct == np.round(distinct)))
-        if bins is None and (distinct.size > max_values or not whole):
-            bins = DEFAULT_QUANTILES
-        if bins is not None:
-            labels, codes, how = _binned(np.where(missing, 0.0, x), missing, bins)
-            return CohortAttribute(name, labels, codes, how)
-        text = np.array([f"{v:g}" for v in distinct], dtype=object)
-        codes = np.searchsorted(distinct, np.where(missing, distinct[0] if distinct.size
-                                                   else 0.0, x))
-        labels, codes = _with_missing(tuple(text), codes, missing)
-        return CohortAttribute(name, labels, codes)
-    text = values.astype(str).str.strip().to_numpy(dtype=object)
-    distinct, codes = np.unique(np.where(missing, "", text).astype(str), return_inverse=True)
-    n_distinct = int(distinct.size - (1 if missing.any() and "" in distinct else 0))
-    if n_distinct > max_values:
-        raise InputError(f"cohort column has {n_distinct:,} distinct values, more than the "
-                         f"limit of {max_values}", file=file, column=name,
-                         hint="a cohort column names a few groups (site, sex, age band); "
-                              "bin a numeric column, or raise --cohort-max-values",
-                         code="invalid_value")
+    if typed:
+        text = np.array([f"{v:g}" if np.isfinite(v) else "" for v in x], dtype=object)
+    else:
+        text = values.astype(str).str.strip().to_numpy(dtype=object)
+    text = np.where(missing, "", text).astype(str)
+    distinct, codes = np.unique(text, return_inverse=True)
+    n_distinct = int(distinct.size - (1 if missing.any() else 0))
+    if bins is None and n_distinct > max_values:
+        if not numeric:
+            raise InputError(f"cohort column has {n_distinct:,} distinct values, more than "
+                             f"the limit of {max_values}", file=file, column=name,
+                             hint="a cohort column names a few groups (site, sex, age band); "
+                                  "bin a numeric column, or raise --cohort-max-values",
+                             code="invalid_value")
+        bins = DEFAULT_QUANTILES
+    if bins is not None:
+        labels, codes, how = _binned(np.where(missing, 0.0, x), missing, bins)
+        return CohortAttribute(name, labels, codes, how)
+    if numeric:  # categories in numeric order (2 before 10)
+        order = np.argsort([float(d) if d else -np.inf for d in distinct], kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        distinct, codes = distinct[order], rank[codes]
     labels, codes = _with_missing(tuple(str(d) for d in distinct), codes.astype(np.int64),
-                                  missing)
+                                  missing | (text == ""))
     return CohortAttribute(name, labels, codes)
 
 
@@ -242,7 +248,7 @@ def cohort_attributes(queries, loaded, declared: Sequence[str], *,
     if isinstance(queries, pd.DataFrame):
         frame = queries
     else:
-        frame = read_table(queries, name=file, string_columns=singles, limits=limits)
+        frame = read_table(queries, name=file, string_columns=singles, limits=limits)  # as text
     columns = [str(c) for c in frame.columns]
     found = {}
     for single in singles:

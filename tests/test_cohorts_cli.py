@@ -1,0 +1,86 @@
+"""metrics-core evaluate --cohort: the cohorts and weak_segments tables of metrics_master.json
+(contract §9 and §11), and the refusals (exit 2, a plain message)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from metrics_core.cli import main
+from metrics_core.demo import make_synthetic
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cohorts")
+    q, c = make_synthetic(60, n_criteria=4, seed=5, with_text=False)
+    rng = np.random.default_rng(0)
+    posts = q["post_id"].unique()
+    q["site"] = q["post_id"].map(dict(zip(posts, rng.choice(["S1", "S2", "S3"], posts.size),
+                                          strict=True)))
+    q["sex"] = q["post_id"].map(dict(zip(posts, rng.choice(["F", "M"], posts.size),
+                                         strict=True)))
+    q["age"] = q["post_id"].map(dict(zip(posts, rng.integers(20, 90, posts.size),
+                                         strict=True)))
+    q.loc[q.index[:4], "sex"] = None  # a missing value: its own cohort
+    q["ward"] = [f"w{i}" for i in range(len(q))]
+    qp, cp = tmp / "queries.csv", tmp / "candidates.csv"
+    q.to_csv(qp, index=False)
+    c.to_csv(cp, index=False)
+    return tmp, qp, cp
+
+
+COHORT_KEYS = ["column", "value", "metric", "estimate", "ci95", "n", "n_positive",
+               "rest_estimate", "difference", "difference_ci95", "ratio", "ratio_ci95",
+               "p_value", "p_adjusted", "flagged", "small", "defined"]
+
+
+def test_evaluate_writes_the_cohorts_and_weak_segments_tables(files, capsys):
+    tmp, qp, cp = files
+    out = tmp / "m.json"
+    code = main(["evaluate", str(qp), str(cp), "--out", str(out), "--bootstrap", "200",
+                 "--cohort", "site", "--cohort", "sex", "--cohort", "site*sex",
+                 "--cohort", "age", "--cohort-bins", "age=q3"])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    rows = doc["cohorts"]
+    assert list(rows[0]) == COHORT_KEYS
+    assert {r["column"] for r in rows} == {"site", "sex", "site*sex", "age"}
+    sexes = {r["value"] for r in rows if r["column"] == "sex"}
+    assert sexes == {"missing", "F", "M"}
+    assert len({r["value"] for r in rows if r["column"] == "age"}) == 3
+    auroc = [r for r in rows if r["metric"] == "auroc" and r["column"] == "site"]
+    assert all(r["ci95"] is not None and r["p_value"] is not None for r in auroc)
+    assert doc["weak_segments"] and {"segment", "segments_tried"} <= set(doc["weak_segments"][0])
+    assert doc["cohort_equalised_odds"][0]["column"] == "site"
+    printed = capsys.readouterr().out
+    assert "cohorts: " in printed and "4 column(s)" in printed
+
+
+def test_without_cohorts_the_document_has_no_cohort_tables(files):
+    tmp, qp, cp = files
+    out = tmp / "plain.json"
+    assert main(["evaluate", str(qp), str(cp), "--out", str(out), "--bootstrap", "0",
+                 "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    assert "cohorts" not in doc and "weak_segments" not in doc
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--cohort", "ward"], "queries.csv"),
+    (["--cohort", "region"], "cohort column not found"),
+    (["--cohort", "site", "--cohort-bins", "site=q3"], "numeric"),
+    (["--cohort", "site", "--cohort-bins", "age=q3"], "--cohort-bins age: not a --cohort"),
+    (["--cohort", "site", "--cohort-max-values", "one"], "--cohort-max-values"),
+    (["--cohort", "age", "--cohort-bins", "age=q1"], "quantile bins must be 2 to 20"),
+])
+def test_bad_cohort_options_exit_2_with_a_plain_message(files, capsys, flags, message):
+    tmp, qp, cp = files
+    code = main(["evaluate", str(qp), str(cp), "--out", str(tmp / "x.json"), "--bootstrap",
+                 "0", "--quiet", *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err
+    if flags[1] == "ward":
+        assert "ward" in err and "limit of 20" in err and "240" in err
