@@ -25,9 +25,10 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def running_app(script: str, log: Path, *, options: tuple[str, ...] = (),
-                env: dict[str, str] | None = None):
+                env: dict[str, str] | None = None, process: list | None = None):
     """``streamlit run script [options]`` on a free port, with ``env`` added to the
-    environment; yields its base URL; always stops it."""
+    environment; yields its base URL; always stops it. ``process``: a list the server's
+    ``Popen`` is appended to (its memory, for the load benchmark)."""
     port = free_port()
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
@@ -38,6 +39,8 @@ def running_app(script: str, log: Path, *, options: tuple[str, ...] = (),
             [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
              "--server.headless", "true", *options], cwd=ROOT, stdout=out,
             stderr=subprocess.STDOUT, env=env)
+        if process is not None:
+            process.append(proc)
         try:
             deadline = time.monotonic() + 60
             while True:

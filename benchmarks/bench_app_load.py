@@ -1,0 +1,273 @@
+"""Eight people in one meeting: N headless Chromium sessions on one dashboard server.
+
+One server (``dashboard/server.py``, the bundled demo, intervals on as the app opens), one
+headless Chromium with N browser contexts (separate sessions, default 8), all at once. Each
+session opens the Gate page, moves τ_neg one keyboard step at a time (``--moves``, default 20:
+the values shown, then the page left to draw its intervals for up to ``--settle`` seconds
+before the next move, as a person looks before moving again), then switches pages
+(``PAGES``, each until the page is idle). Reported:
+
+- ``gate move``: from the key press until the NEG tile shows its new value (p50 / p95 over
+  every move of every session);
+- ``page switch``: from the click in the navigation until the page is idle (the script done,
+  no progress bar) (p50 / p95 over every switch of every session);
+- ``errors``: an exception element, an error message of the app ("Something went wrong"), a
+  timeout, or a failure of the browser;
+- the server's resident memory (RSS) before the first session (the server started and one
+  page view made, whose tab closed: the modules every page imports are loaded, and the demo),
+  at its peak (sampled every 0.25 s), when the tabs close, and ``--after`` seconds (default
+  120) later (every 10 s in the JSON); also at the server's start, before any page view.
+
+Targets (issue "a shared server under load", 8 sessions on the 2-core machine): gate move
+p95 ≤ 1.5 s; page switch p95 ≤ 3 s; 0 errors; RSS back within 10% of its start 2 minutes after
+the tabs close. The machine's load average is recorded beside the figures.
+
+Usage::
+
+    python benchmarks/bench_app_load.py [--sessions 8] [--moves 20] [--after 120]
+
+Writes ``benchmarks/results/app_load.json`` and ``app_load.md`` and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.app_server import running_app  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+IDLE = ("() => document.querySelector('[data-testid=\"stApp\"]')"
+        "?.getAttribute('data-test-script-state') === 'notRunning'"
+        " && !document.querySelector('[data-testid=\"stProgress\"]')")
+PAGES = ("Overview", "Per criterion", "Decision support", "Calibration", "Meeting mode",
+         "Gate & thresholds")
+THUMB = 'input[type="range"][aria-label="Gate thresholds (τ_neg, τ_pos) — start"]'
+TIMEOUT_MS = 120_000
+TARGETS = {"gate move p95 (s)": 1.5, "page switch p95 (s)": 3.0, "errors": 0,
+           "RSS after / before": 1.10}
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of ``pid`` in MiB (``VmRSS`` of /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Sampler:
+    """The server's RSS every 0.25 s on a thread: its peak."""
+
+    def __init__(self, pid: int):
+        self.pid, self.peak, self._stop = pid, 0.0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, rss_mib(self.pid))
+            self._stop.wait(0.25)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+async def _idle(page, timeout_ms: int = TIMEOUT_MS) -> None:
+    await page.wait_for_timeout(150)
+    await page.wait_for_function(IDLE, timeout=timeout_ms)
+
+
+async def _errors_shown(page) -> int:
+    failures = await page.get_by_test_id("stException").count()
+    text = await page.inner_text("body")
+    return failures + text.count("Something went wrong")
+
+
+async def session(browser, url: str, i: int, args, out: dict) -> None:
+    """One person: open the Gate page, move τ_neg ``args.moves`` times, switch pages."""
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = await context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    moves, switches, errors = [], [], []
+    try:
+        await page.goto(f"{url}/gate")
+        await page.wait_for_selector(THUMB, timeout=TIMEOUT_MS)
+        await _idle(page)
+        tile = page.get_by_test_id("stMetric").filter(
+            has_text="NEG (auto-cleared)").get_by_test_id("stMetricValue")
+        for _ in range(args.moves):
+            before = await tile.inner_text()
+            await page.focus(THUMB)
+            t0 = time.perf_counter()
+            await page.keyboard.press("ArrowRight")
+            await page.wait_for_function("([el, b]) => el.innerText !== b",
+                                         arg=[await tile.element_handle(), before],
+                                         timeout=TIMEOUT_MS)
+            moves.append(time.perf_counter() - t0)
+            # A person looks at the page before moving again (still refining after
+            # --settle seconds: the next move stops it).
+            with contextlib.suppress(Exception):
+                await _idle(page, int(args.settle * 1000))
+        for name in PAGES:
+            t0 = time.perf_counter()
+            await page.get_by_test_id("stSidebarNavLink").filter(
+                has=page.locator(f'span[label="{name}"]')).click()
+            await _idle(page)
+            switches.append((name, time.perf_counter() - t0))
+        shown = await _errors_shown(page)
+        if shown:
+            errors.append(f"session {i}: {shown} error message(s) on the page")
+    except Exception as exc:  # a timeout or a browser failure is an error of the run
+        errors.append(f"session {i}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+    finally:
+        out[i] = {"moves": moves, "switches": switches, "errors": errors}
+        await context.close()
+
+
+async def warm_up(browser, url: str) -> None:
+    """One page view that loads the demo (the server's start, not the load), then closes."""
+    context = await browser.new_context()
+    page = await context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    await page.goto(f"{url}/gate")
+    await page.wait_for_selector(THUMB, timeout=TIMEOUT_MS)
+    await _idle(page)
+    await context.close()
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+async def run(args) -> dict:
+    from playwright.async_api import async_playwright
+
+    results: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds"),
+                     "sessions": args.sessions, "moves per session": args.moves,
+                     "load average (1, 5, 15 min) at the start": os.getloadavg(),
+                     "cores": os.cpu_count()}
+    log = ROOT / "benchmarks" / "results" / "app_load_streamlit.log"
+    procs: list = []
+    with running_app("dashboard/server.py", log, process=procs) as url:
+        pid = procs[0].pid
+        results["RSS at the server's start, no session yet (MiB)"] = rss_mib(pid)
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            await warm_up(browser, url)
+            await asyncio.sleep(args.rest)
+            before = rss_mib(pid)
+            out: dict = {}
+            t0 = time.perf_counter()
+            with Sampler(pid) as sampler:
+                await asyncio.gather(*(session(browser, url, i, args, out)
+                                       for i in range(args.sessions)))
+                closed = rss_mib(pid)
+            results["wall time of the sessions (s)"] = time.perf_counter() - t0
+            results["load average (1, 5, 15 min) at the end"] = os.getloadavg()
+            await browser.close()
+        trace, waited = {}, 0.0
+        while waited < args.after:  # the memory as the closed tabs' sessions go
+            step = min(10.0, args.after - waited)
+            await asyncio.sleep(step)
+            waited += step
+            trace[f"{waited:g}"] = rss_mib(pid)
+        after = rss_mib(pid)
+        results["RSS after the tabs closed, every 10 s (MiB)"] = trace
+    moves = [m for s in out.values() for m in s["moves"]]
+    switches = [t for s in out.values() for _, t in s["switches"]]
+    by_page: dict = {}
+    for s in out.values():
+        for name, t in s["switches"]:
+            by_page.setdefault(name, []).append(t)
+    errors = [e for s in out.values() for e in s["errors"]]
+    results.update({
+        "gate move p50 (s)": statistics.median(moves) if moves else float("nan"),
+        "gate move p95 (s)": pct(moves, 0.95),
+        "gate moves": len(moves),
+        "page switch p50 (s)": statistics.median(switches) if switches else float("nan"),
+        "page switch p95 (s)": pct(switches, 0.95),
+        "page switches": len(switches),
+        "page switch p95 by page (s)": {k: pct(v, 0.95) for k, v in by_page.items()},
+        "errors": len(errors), "error messages": errors[:20],
+        "RSS before (MiB)": before, "RSS peak (MiB)": sampler.peak,
+        "RSS when the tabs closed (MiB)": closed,
+        f"RSS {args.after:g} s after the tabs closed (MiB)": after,
+        "RSS after / before": after / before,
+    })
+    return results
+
+
+def table(results: dict) -> str:
+    rows = [("sessions", ""), ("gate moves", ""), ("gate move p50 (s)", ""),
+            ("gate move p95 (s)", "≤ 1.5"),
+            ("page switches", ""), ("page switch p50 (s)", ""), ("page switch p95 (s)", "≤ 3"),
+            ("errors", "0"), ("RSS at the server's start, no session yet (MiB)", ""),
+            ("RSS before (MiB)", ""), ("RSS peak (MiB)", ""),
+            ("RSS when the tabs closed (MiB)", ""),
+            *((k, "") for k in results if k.startswith("RSS ") and "s after" in k),
+            ("RSS after / before", "≤ 1.10")]
+    lines = ["| measure | value | target |", "|---|---:|---|"]
+    for name, target in rows:
+        value = results[name]
+        lines.append(f"| {name} | {value:.2f} | {target} |" if isinstance(value, float)
+                     else f"| {name} | {value} | {target} |")
+    lines.append("")
+    lines.append("Page switch p95 by page (s): " + ", ".join(
+        f"{k} {v:.2f}" for k, v in results["page switch p95 by page (s)"].items()))
+    lines.append("")
+    start, end = (", ".join(f"{x:.2f}" for x in results[f"load average (1, 5, 15 min) at "
+                                                        f"the {when}"])
+                  for when in ("start", "end"))
+    lines.append(f"{results['sessions']} sessions × {results['moves per session']} moves, "
+                 f"{results['cores']} cores; load average at the start {start}, at the end "
+                 f"{end}; {results['when']}.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--moves", type=int, default=20)
+    parser.add_argument("--settle", type=float, default=3.0,
+                        help="most seconds a session waits for a move's intervals")
+    parser.add_argument("--after", type=float, default=120.0,
+                        help="seconds after the tabs close when RSS is measured again")
+    parser.add_argument("--rest", type=float, default=5.0,
+                        help="seconds between the warm-up view and the first measurement")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = parser.parse_args(argv)
+    results = asyncio.run(run(args))
+    text = table(results)
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "app_load.json").write_text(json.dumps(results, indent=2) + "\n")
+    (args.out / "app_load.md").write_text("# Dashboard under load (bench_app_load.py)\n\n"
+                                          + text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
