@@ -57,10 +57,10 @@ AT_LEAST_ONE = (1.0, math.inf)
 #: bootstrap, the Poisson interval of O/E, the Wald interval of a logistic fit's coefficient,
 #: or none (counts of the data, thresholds chosen on the data).
 INTERVALS = ("wilson", "bootstrap", "poisson", "wald", None)
-#: Where a metric is computed: the run's records and the per-criterion and per-fold tables
-#: (``cohort``: reserved for cohort tables).
+#: Where a metric is computed: the run's records, the per-criterion and per-fold tables and the
+#: per-cohort table (:mod:`metrics_core.evaluation.cohorts`).
 APPLIES = ("overall", "criterion", "fold", "cohort")
-_EVERYWHERE = frozenset({"overall", "criterion", "fold"})
+_EVERYWHERE = frozenset(APPLIES)
 #: Cells of an outcome table (:mod:`metrics_core.metrics.outcomes`): TP / FP / TN / FN count
 #: answered queries (predicted positive / negative), ``abstain_pos`` / ``abstain_neg`` the
 #: abstained ones with / without evidence; ``n``, ``n_pos``, ``n_neg`` are their sums.
@@ -126,8 +126,8 @@ class MetricSpec:
     reason (:meth:`absent_class`), never a number.
     ``bounds`` is the closed range of a valid value (``None``: unbounded, e.g. a count);
     ``higher_is_better`` is ``None`` where neither direction is better (a rate of a state);
-    ``applies`` says where it is computed (:data:`APPLIES`: the records, the per-criterion
-    and per-fold tables); ``headline`` whether the overview and the CLI summary show it,
+    ``applies`` says where it is computed (:data:`APPLIES`: the records, the per-criterion,
+    per-fold and per-cohort tables); ``headline`` whether the overview and the CLI summary show it,
     ``record`` whether the decision record's headline table does. ``unit`` is one of
     ``proportion``, ``count``, ``per_1000``, ``sentences``, ``probability``, ``correlation``,
     ``ratio``, ``log-odds``. ``interval`` is the record's interval kind (:data:`INTERVALS`).
@@ -162,8 +162,8 @@ class MetricSpec:
 
     @property
     def per_group(self) -> bool:
-        """True when a per-criterion or per-fold table carries the metric."""
-        return bool({"criterion", "fold"} & self.applies)
+        """True when a per-criterion, per-fold or per-cohort table carries the metric."""
+        return bool({"criterion", "fold", "cohort"} & self.applies)
 
     def absent_class(self, n_positive: int, n_negative: int) -> str | None:
         """Why the metric is undefined on data lacking a class it needs, else ``None``."""
@@ -392,23 +392,23 @@ SPECS: tuple[MetricSpec, ...] = (
     # §8 per-post multi-label
     _s("exact_match", "Exact match", "share of posts whose every criterion prediction is "
        "right", 8, _ML, headline=True,
-       interval="wilson", applies=frozenset({"overall", "fold"})),
+       interval="wilson", applies=frozenset({"overall", "fold", "cohort"})),
     _s("hamming_score", "Hamming score", "share of (post, criterion) predictions that are "
        "right", 8, _ML,
-       applies=frozenset({"overall", "fold"})),
+       applies=frozenset({"overall", "fold", "cohort"})),
     _s("hamming_loss", "Hamming loss", "share of (post, criterion) predictions that are wrong",
        8, _ML, higher_is_better=False,
-       applies=frozenset({"overall", "fold"})),
+       applies=frozenset({"overall", "fold", "cohort"})),
     _s("micro_f1", "Micro F1", "F1 pooled over all (post, criterion) pairs", 8, _ML,
        headline=True,
-       applies=frozenset({"overall", "fold"})),
+       applies=frozenset({"overall", "fold", "cohort"})),
     _s("samples_f1", "Samples F1", "mean of per-post F1 (called “Macro F1” in some reports)", 8,
        _ML, headline=True,
-       applies=frozenset({"overall", "fold"})),
+       applies=frozenset({"overall", "fold", "cohort"})),
     _s("macro_f1", "Macro F1", "mean of per-criterion F1", 8, _ML,
-       applies=frozenset({"overall", "fold"})),
+       applies=frozenset({"overall", "fold", "cohort"})),
     _s("weighted_f1", "Weighted F1", "per-criterion F1 weighted by gold positives", 8, _ML,
-       applies=frozenset({"overall", "fold"})),
+       applies=frozenset({"overall", "fold", "cohort"})),
 )
 
 _BY_NAME = MappingProxyType({s.name: s for s in SPECS})
@@ -501,10 +501,12 @@ def group_columns(ks: tuple[int, ...], reference_k: int) -> list[str]:
     return out
 
 
-def counting(table: str | None = None, *, where: str = "overall") -> tuple[MetricSpec, ...]:
+def counting(table: str | None = None, *,
+             where: str | None = "overall") -> tuple[MetricSpec, ...]:
     """The counting metrics (a :class:`Counting` spec) of ``table`` (``"tau"``, ``"gate"``;
-    None: both) that apply ``where`` (:data:`APPLIES`), in report order."""
-    return tuple(s for s in SPECS if s.counting is not None and where in s.applies
+    None: both) that apply ``where`` (:data:`APPLIES`; None: anywhere), in report order."""
+    return tuple(s for s in SPECS if s.counting is not None
+                 and (where is None or where in s.applies)
                  and (table is None or s.counting.table == table))
 
 

@@ -160,7 +160,7 @@ def _counting(ds, inter, codes, g, label) -> dict[str, np.ndarray]:
               "gate": outcomes.outcome_counts(ds.y, gate.states_to_prediction(inter.states),
                                               codes, g)}
     out: dict[str, np.ndarray] = {}
-    for spec in registry.counting(where="fold" if label == "fold" else "criterion"):
+    for spec in registry.counting(where=None if label == "pooled" else _place(label)):
         out[spec.name], fraction = outcomes.counted(tables[spec.counting.table], spec.counting)
         if spec.name in WILSON_COLUMNS:
             _, lo, hi = outcomes.with_intervals({spec.name: fraction})[spec.name]
@@ -210,7 +210,7 @@ def _columns(ev, inter, label, boot) -> tuple[pd.DataFrame, list[str]]:
     values.update(_calibration(ev, label, cfg))
     values.update(_counting(ds, inter, codes, g, label))
     values.update(_ranking_and_k(inter, codes, g, n))
-    if any(label in s.applies or label == "pooled" for s in registry.SPECS
+    if any(_place(label) in s.applies or label == "pooled" for s in registry.SPECS
            if s.group == "multilabel"):
         values.update(_multilabel(ds, inter, codes, g))
     if boot is not None and isinstance(boot.get("auroc_by_criterion"), tuple):
@@ -225,11 +225,17 @@ def _columns(ev, inter, label, boot) -> tuple[pd.DataFrame, list[str]]:
     return frame, metrics
 
 
-def _metric_order(inter, label: str) -> list[str]:
-    """The metric columns of a table per ``label`` (``pooled``: of either), registry order."""
+def _place(label) -> str:
+    """Where a table of ``label`` is, in the registry's terms (``applies``): ``criterion``,
+    ``fold``, or ``cohort`` (a cohort column: :mod:`.cohorts`)."""
+    return "cohort" if hasattr(label, "codes") else label
+
+
+def _metric_order(inter, label) -> list[str]:
+    """The metric columns of a table per ``label`` (``pooled``: of any), registry order."""
     out = []
     for s in registry.SPECS:
-        if not (s.per_group if label == "pooled" else label in s.applies):
+        if not (s.per_group if label == "pooled" else _place(label) in s.applies):
             continue
         if s.name.startswith("tpr@") or s.name.startswith("threshold@"):
             out.extend(f"{s.name}{fmt_t(t)}" for t in inter.cfg.tpr_fprs)
