@@ -24,6 +24,7 @@ from metrics_core.data.dataset import take_text
 from metrics_core.errors import InputError
 from metrics_core.inputs import loading as mio
 from metrics_core.inputs.parquet import ARROW_IDS, dictionary_names, read_parquet
+from metrics_core.inputs.validate import dictionary_chunks
 from tests.conftest import random_frames
 from tests.test_io import assert_same
 
@@ -50,12 +51,12 @@ def _both(paths):
     """(outcome with sent_uid as dictionary chunks, outcome with sent_uid read as strings: the
     loader's plain path, as before the dictionary path existed)."""
     frame = mio._frame_of(paths[1], None, "candidates", None)[0]
-    assert mio._dictionary_chunks(frame["sent_uid"]) is not None
+    assert dictionary_chunks(frame["sent_uid"]) is not None
     dictionary = _outcome(*paths)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(mio, "ARROW_IDS", ())
         frame = mio._frame_of(paths[1], None, "candidates", None)[0]
-        assert mio._dictionary_chunks(frame["sent_uid"]) is None
+        assert dictionary_chunks(frame["sent_uid"]) is None
         plain = _outcome(*paths)
     return dictionary, plain
 
@@ -164,7 +165,7 @@ def test_a_long_table_loads_what_the_plain_path_loads(tmp_path):
     path = tmp_path / "long.parquet"
     pq.write_table(pa.Table.from_pandas(table, preserve_index=False), path, row_group_size=13)
     frame = mio._frame_of(path, None, "queries", None)[0]
-    assert mio._dictionary_chunks(frame["sent_uid"]) is not None
+    assert dictionary_chunks(frame["sent_uid"]) is not None
     dictionary = mio.load(path)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(mio, "ARROW_IDS", ())

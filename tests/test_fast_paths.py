@@ -17,6 +17,7 @@ import pytest
 from metrics_core.data.dataset import Dataset
 from metrics_core.data.ordering import stable_argsort
 from metrics_core.demo import make_synthetic
+from metrics_core.inputs.read import length_range
 from metrics_core.metrics import calibration, dynamic_k, outcomes
 
 
@@ -197,9 +198,9 @@ def test_text_length_range_is_arrows_min_and_max_of_binary_length(seed, monkeypa
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from metrics_core.inputs import loading as mio
+    from metrics_core.inputs import read
 
-    monkeypatch.setattr(mio, "_LENGTH_BLOCK", 7)  # several blocks on small arrays
+    monkeypatch.setattr(read, "_LENGTH_BLOCK", 7)  # several blocks on small arrays
     rng = np.random.default_rng(seed)
     words = ["", "a", "ab", "ééé", "x" * 40, "p00012_s03", "日本語テキスト"]
     values = [words[i] for i in rng.integers(0, len(words), 200)]
@@ -212,7 +213,7 @@ def test_text_length_range_is_arrows_min_and_max_of_binary_length(seed, monkeypa
         for lo, n in ((0, len(arr)), (3, 50), (len(arr) - 1, 1), (17, 0)):
             part = arr.slice(lo, n)
             lengths = pc.binary_length(part)
-            assert mio._length_range(part) == (pc.min(lengths).as_py(),
+            assert length_range(part) == (pc.min(lengths).as_py(),
                                                pc.max(lengths).as_py()), (arr.type, lo, n)
 
 

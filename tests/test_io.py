@@ -100,7 +100,7 @@ def test_messages_show_the_offending_values_and_name_unknown_keys(tmp_path):
 
 
 def test_unreadable_files_end_without_a_dangling_colon(tmp_path):
-    from metrics_core.inputs.loading import _reason
+    from metrics_core.inputs.read import failure_reason as _reason
 
     assert _reason("cannot read the file as PARQUET", ValueError("")) == (
         "cannot read the file as PARQUET")
