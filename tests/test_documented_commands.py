@@ -43,6 +43,12 @@ NOT_RUN = {
                  "(tests/test_browser.py drives the served app; tests/test_app_command.py "
                  "runs metrics-core app, which ./dev app calls)",
     "./dev test": "runs this test suite (CI runs it: .ci/run)",
+    "metrics-core app": "starts the dashboard's server, which runs until stopped "
+                        "(tests/test_app_command.py and tests/test_install_check.py start it)",
+    'python -m pip install ".[app]"': "installs packages (tests/test_install_check.py installs "
+                                      "the wheel with its app extra in a fresh venv)",
+    "python -m pip wheel --no-deps --wheel-dir dist .": "builds the wheel "
+                                                        "(tests/test_install_check.py does)",
     "./dev bench": "the benchmarks take about 10 minutes",
     "python benchmarks/run_all.py --quick": "about 3 minutes of benchmarks",
     "python benchmarks/bench_dask.py --queries 1000000 --compare-memory":
