@@ -325,3 +325,13 @@ def test_weak_segments_respect_the_minimum_size_and_count_the_segments_tried():
     tried = weak.groupby("metric")["segments_tried"].first()
     assert (tried <= 11).all()
     assert pd.Series(weak["worse_by"] > 0).all()
+
+
+def test_workup_to_detection_per_cohort_is_one_over_alert_precision():
+    """A metric added by one registry spec reaches the cohort table with no edit here."""
+    q, c = _data(n_posts=80)
+    _, _, attrs, result = _tables(q, c)
+    for value in attrs["site"].values:
+        workup = _value(result.cohorts, "site", value, "workup_to_detection")
+        precision = _value(result.cohorts, "site", value, "alert_precision")
+        assert workup == pytest.approx(1.0 / precision, rel=1e-12)

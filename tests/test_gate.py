@@ -428,3 +428,9 @@ def test_workup_to_detection_appears_in_the_record_and_the_app_tables():
     assert "Workup per detection (alerts per true alert)" in render_html(run)
     assert "workup_to_detection" in set(run.records_frame()["name"])
     assert "workup_to_detection" in run.fold_summary["metric"].tolist()
+    from dashboard import display  # the app's full table of the Overview page
+
+    row = display.records_frame(run).set_index("metric").loc["workup_to_detection"]
+    assert row["label"] == "Workup per detection (alerts per true alert)"
+    assert row["value"] == run.record("workup_to_detection").value and row["ci95_lo"] <= \
+        row["value"] <= row["ci95_hi"]

@@ -324,3 +324,34 @@ def test_the_registry_validates_its_specs():
         registry.Counting("gate", ("tpp",))
     with pytest.raises(ValueError, match="formula must be one of"):
         registry.Counting("gate", formula="kappa")
+
+
+def test_the_counting_specs_agree_with_the_gate_and_abstention_kernels():
+    """The gate summary and the triage files compute the gate and abstention metrics with
+    :func:`~metrics_core.metrics.outcomes.gate_fractions` / ``abstention_fractions`` /
+    ``abstention_ratios``; the registry's counting specs give the same values on random
+    outcome tables (empty cells included)."""
+    from metrics_core.metrics import outcomes
+    from metrics_core.metrics.classification import confusion_rates
+
+    rng = np.random.default_rng(8)
+    tables = rng.integers(0, 4, size=(400, 3, 2))
+    expected = {name: outcomes.ratio(k, n, scale) for name, (k, n, scale) in (
+        *outcomes.gate_fractions(tables).items(), *outcomes.abstention_fractions(tables).items())}
+    ratios = outcomes.abstention_ratios(tables)
+    expected.update(f1_pos=ratios["f1_pos"], f1_neg=ratios["f1_neg"],
+                    mcc_answered=ratios["mcc"],
+                    balanced_accuracy_answered=ratios["balanced_accuracy"])
+    tau = tables.copy()
+    tau[:, 0] = 0  # the prediction at τ never abstains
+    tp, fp, tn, fn = outcomes.confusion_cells(tau)
+    at_tau = {"tp": tp, "fp": fp, "tn": tn, "fn": fn, **confusion_rates(tp, fp, tn, fn)}
+    checked = 0
+    for s in registry.counting(where=None):
+        value, _ = outcomes.counted(tau if s.counting.table == "tau" else tables, s.counting)
+        want = at_tau.get(s.name) if s.counting.table == "tau" else expected.get(s.name)
+        if want is None:  # a metric no older kernel has (the workup per detection)
+            continue
+        np.testing.assert_array_equal(value, np.asarray(want, dtype=np.float64), err_msg=s.name)
+        checked += 1
+    assert checked == len(registry.counting(where=None)) - 1
