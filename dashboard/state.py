@@ -129,6 +129,8 @@ RAG_PAIR_SCENARIO = "rag_pair_scenario"
 #: Decision record: title, notes, and the settings.json uploader.
 RECORD_TITLE = "record_title"
 RECORD_NOTES = "record_notes"
+#: The gate's end last set with a guarantee (Decision support), for the record's sentence.
+GUARANTEE_SET = "_guarantee_set"
 SETTINGS_FILE = "settings_file"
 #: How each threshold got its value: field -> "pre-specified" or "exploratory".
 PROVENANCE = "_threshold_provenance"

@@ -6,7 +6,7 @@ import subprocess
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, display, state
+from dashboard import data, display, guarantee_view, state
 from dashboard.safe_text import escape_markdown
 from metrics_core import registry
 from metrics_core.metrics import decision
@@ -152,6 +152,12 @@ if by_criterion and target.parameter in ("tau_neg", "tau_pos"):
               key="finder_apply_per_criterion", on_click=_apply_per_criterion,
               help="Per-criterion gates: the sidebar lists them under Gate & thresholds.")
 
+if st.toggle("Guarantee mode: a threshold guaranteed for new queries, beside the one met on "
+             "this data", key="guarantee_mode",
+             help="Learn-then-Test: the threshold such that, with probability at least 1 − δ "
+                  "over the calibration data, the target holds on new queries like them."):
+    guarantee_view.show(ds, target, overall["value"])
+
 with st.expander("Leakage-free check of this threshold (nested)", icon=":material/lock:"):
     st.caption("The threshold is chosen without the queries it is judged on: on the other "
                "folds for each held-out fold (nested cross-validation), or on TUNE and "
@@ -237,7 +243,8 @@ exclusions = v.source.loaded.exclusions if v.source.loaded is not None else None
 def _html() -> str:
     return record.render_html(ev, title=title, notes=notes, data_label=v.source.label,
                               exclusions=exclusions,
-                              thresholds=state.describe_thresholds(v.config, v.marks) + ".",
+                              thresholds=state.describe_thresholds(v.config, v.marks) + "."
+                              + guarantee_view.record_text(),
                               marks=v.marks)
 
 

@@ -1,0 +1,136 @@
+"""Decision support's guarantee mode: the threshold that Learn-then-Test guarantees for new
+queries (:mod:`metrics_core.metrics.risk_control`, contract §6), beside the finder's threshold
+met on the data shown, with what it costs in workload and what is and is not guaranteed."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from dashboard import state
+from dashboard.safe_text import escape_markdown
+from metrics_core.metrics import risk_control
+
+_ALL = "all queries"
+
+
+def calibration_choices(ds) -> list[str]:
+    """The calibration data the user may pick: all queries, a split, a fold."""
+    out = [_ALL]
+    if ds.split is not None:
+        out += [f"split={s}" for s in ds.splits]
+    if ds.fold is not None:
+        out += [f"fold={f}" for f in ds.folds]
+    return out
+
+
+def _per_1000(p: np.ndarray, tau: float, below: bool) -> float:
+    return float(1000.0 * ((p < tau) if below else (p >= tau)).mean()) if p.size else float("nan")
+
+
+def workload(p, parameter: str, guaranteed: float, plain: float | None) -> str:
+    """What the guaranteed threshold costs against the finder's, per 1,000 queries."""
+    if parameter == "tau_neg":
+        g, what = _per_1000(p, guaranteed, True), "auto-cleared (NEG)"
+        f = None if plain is None else _per_1000(p, plain, True)
+        extra = "more sent to review"
+    else:
+        g, what = _per_1000(p, guaranteed, False), "alerts (POS)"
+        f = None if plain is None else _per_1000(p, plain, False)
+        extra = "fewer alerts"
+    text = f"{g:.1f} per 1,000 {what} at the guaranteed threshold"
+    if f is not None:
+        text += (f", {f:.1f} at the finder's threshold ({plain:.4f}): "
+                 f"{abs(f - g):.1f} per 1,000 {extra}" if f != g
+                 else f", as many as at the finder's threshold ({plain:.4f})")
+    return text
+
+
+def plain_language(r: risk_control.GuaranteeResult) -> str:
+    """What is and what is not guaranteed, for a reader who is no statistician."""
+    name = "τ_neg" if r.parameter == "tau_neg" else "τ_pos"
+    return (f"If new queries come from the same source as the calibration data "
+            f"({r.calibration}, {r.n_calibration:,} queries) and in no particular order "
+            f"(exchangeable), then the chance that this way of choosing {name} gives a "
+            f"threshold whose {r.risk} on new queries is above {r.risk_bound:.4g} is at most "
+            f"{r.delta_each:.3g}. The guarantee is about the draw of the calibration data: it "
+            "does not say that every batch of new queries meets the target (a small batch can "
+            "miss it by chance), it does not hold if the population, the model or the "
+            "prevalence changes, and it covers this target only, not the other metrics. "
+            f"Method: {r.method}.")
+
+
+def record_text() -> str:
+    """The sentence the decision record adds when the gate was set with a guarantee and still
+    holds that value (empty otherwise)."""
+    note = st.session_state.get(state.GUARANTEE_SET)
+    if not note:
+        return ""
+    lo, hi = state.value("gate")
+    current = lo if note["parameter"] == "tau_neg" else hi
+    if abs(current - note["value"]) > 1e-9:
+        return ""
+    return " " + note["text"]
+
+
+def _apply(parameter: str, value: float, text: str) -> None:
+    """Set the gate's end to the guaranteed threshold: found on data (exploratory), with a
+    guarantee the record states; the other end follows only to keep τ_neg ≤ τ_pos."""
+    lo, hi = state.value("gate")
+    if parameter == "tau_neg":
+        state.set_value("gate", (min(value, hi), hi), how=state.EXPLORATORY,
+                        mark=("tau_neg", *(("tau_pos",) if value > hi else ())))
+    else:
+        state.set_value("gate", (lo, max(value, lo)), how=state.EXPLORATORY,
+                        mark=("tau_pos", *(("tau_neg",) if value < lo else ())))
+    st.session_state[state.GUARANTEE_SET] = {"parameter": parameter, "value": value,
+                                             "text": text}
+    state.setting_moved()
+
+
+def show(ds, target, plain: float | None) -> None:
+    """The guarantee mode for the finder's ``target`` (a gate target), ``plain`` the finder's
+    threshold on all queries."""
+    if target.parameter not in ("tau_neg", "tau_pos"):
+        st.info("A guarantee is given for the gate's targets: screening sensitivity and "
+                "missed positives per 1,000 (τ_neg), alert precision (τ_pos).",
+                icon=":material/info:")
+        return
+    left, right = st.columns(2)
+    delta = left.number_input("δ: chance the guarantee fails", min_value=0.001,
+                              max_value=0.5, value=0.1, step=0.01, format="%.3f",
+                              key="guarantee_delta")
+    calibrate = right.selectbox("Calibrate on", calibration_choices(ds),
+                                key="guarantee_calibrate",
+                                help="Calibrating on a part leaves the rest to check the "
+                                     "threshold on (held out).")
+    try:
+        r = risk_control.guarantee(ds, [f"{target.metric}{target.op}{target.value!r}"],
+                                   delta=float(delta),
+                                   calibrate_on=None if calibrate == _ALL else calibrate)[0]
+    except ValueError as err:
+        st.error(escape_markdown(str(err)), icon=":material/error:")
+        return
+    name = "τ_neg" if r.parameter == "tau_neg" else "τ_pos"
+    if r.value is None:
+        st.warning(escape_markdown(f"No {name} can be guaranteed: {r.reason}."),
+                   icon=":material/block:")
+        return
+    a, b, c = st.columns(3)
+    a.metric(f"Guaranteed {name}", f"{r.value:.4f}")
+    b.metric(f"{r.risk.capitalize()} ≤", f"{r.risk_bound:.4g}",
+             help=f"with probability at least {1 - r.delta_each:.3g}")
+    if r.held_out is not None and r.held_out["defined"]:
+        lo, hi = r.held_out["ci95"]
+        c.metric(f"Held out ({r.held_out['n']:,})", f"{r.held_out['value']:.4f}",
+                 help=f"95% Wilson interval {lo:.4f} to {hi:.4f} on {r.held_out['subset']}")
+    elif r.calibration_value is not None:
+        c.metric("On the calibration data", f"{r.calibration_value:.4f}")
+    st.markdown(escape_markdown("Workload: " + workload(ds.p, r.parameter, r.value, plain)
+                                + "."))
+    st.caption(escape_markdown(plain_language(r)))
+    text = (f"{name} {r.value:.6g} was found on data with a guarantee: {r.statement}. "
+            f"δ = {r.delta:g}; calibration data: {r.calibration} ({r.n_calibration:,} "
+            f"queries); method: {r.method}.")
+    st.button(f"Set the gate: {name} = {r.value:.4f} (with a guarantee)",
+              key="guarantee_apply", on_click=_apply, args=(r.parameter, r.value, text))
