@@ -295,7 +295,7 @@ def test_cohort_metrics_are_the_per_criterion_machinery_on_cohort_codes():
     body = group_body(ev, inter, Grouping.of(attrs["sex"]))
     table = result.cohorts
     for value in ("F", "M"):
-        for metric in ("auroc", "ece", "mcc", "evidence_precision", "exact_match"):
+        for metric in ("auroc", "ece", "mcc", "evidence_precision", "calibration_slope"):
             expected = body.loc[value, metric]
             got = _value(table, "sex", value, metric)
             assert (got is None and np.isnan(expected)) or got == pytest.approx(expected)

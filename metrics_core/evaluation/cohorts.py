@@ -535,7 +535,7 @@ def evaluate_cohorts(ev, cfg, attributes: Sequence, *, min_size: int = MIN_SEGME
         return cohort_tables(target, target.intermediate(cfg), list(aligned),
                              min_size=min_size, top=top, progress=progress)
 
-    return ev._memo(("cohorts", cfg, aligned, min_size, top), compute)
+    return ev.cached(("cohorts", cfg, aligned, min_size, top), compute)
 
 
 def add_to(evaluation, ev, cfg, attributes: Sequence, **kw) -> None:
