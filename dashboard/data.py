@@ -630,9 +630,19 @@ class _Evaluations:
         with self._lock:
             return sum(self._sizes.values())
 
-    def compute(self, key, make):
+    def compute(self, key, make, *, poll=None):
         """The evaluation of ``key``: kept, in the making by another thread (waited for), or
-        made now by ``make()`` and kept."""
+        made now by ``make()`` and kept. ``poll()`` is called a few times a second while
+        another thread makes it (a Streamlit call there lets a new move stop this run instead
+        of waiting for another session's computation to end)."""
+        while poll is not None:
+            with self._lock:
+                running = None if key in self._items else self._once.running.get(key)
+            if running is None:
+                break
+            while not running.wait(0.25):
+                poll()
+
         def stored(k):
             found = self._items.get(k)
             if found is not None:
@@ -784,8 +794,14 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
                 bar.progress(done / total, text=f"Refining the intervals: {done:,} of "
                                                 f"{total:,} resamples")
 
+        def waiting() -> None:  # another session computes these intervals
+            stop_if_closed()
+            bar.progress(0.0, text="Refining the intervals (computed for another session "
+                                   "too)…")
+
         with metered():
-            memo.compute(key, lambda: v.source.evaluator().evaluate(config, progress=progress))
+            memo.compute(key, lambda: v.source.evaluator().evaluate(config, progress=progress),
+                         poll=waiting)
         # Once per data set, resamples and filters: the first computation is the long one
         # (every criterion's resamples); later moves update it in a fraction of the time.
         # The finder first (a second or two), then the criteria (the long one).
@@ -827,8 +843,14 @@ def _heavy_intervals(v: View, slot) -> None:
             last[0] = now
             bar.progress(done / total, text=f"Intervals: {done:,} of {total:,} resamples")
 
+    def waiting() -> None:  # another session computes these intervals
+        stop_if_closed()
+        bar.progress(0.0, text=f"Intervals with {config.bootstrap:,} resamples (computed for "
+                               f"another session too)…")
+
     with metered():
-        memo.compute(key, lambda: v.source.evaluator().evaluate(config, progress=progress))
+        memo.compute(key, lambda: v.source.evaluator().evaluate(config, progress=progress),
+                     poll=waiting)
     st.session_state.pop(state.HEAVY_ASKED, None)
     st.rerun(scope="app")
 

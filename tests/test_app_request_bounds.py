@@ -276,6 +276,33 @@ def test_an_evaluation_in_the_making_is_waited_for_not_computed_again():
     assert got == ["evaluation"] * 4 and len(calls) == 1
 
 
+def test_waiting_for_another_sessions_evaluation_can_be_stopped():
+    """A session waiting for an evaluation another one computes polls: its next move (a
+    Streamlit call raising there) stops the wait; the other session's value is kept."""
+    import threading
+
+    memo = data._Evaluations(4)
+    gate = threading.Event()
+
+    class Moved(Exception):
+        pass
+
+    def poll():
+        raise Moved
+
+    other = threading.Thread(target=lambda: memo.compute("k", lambda: gate.wait(5) and "e"))
+    other.start()
+    for _ in range(500):
+        if memo._once.running:
+            break
+        time.sleep(0.01)
+    with pytest.raises(Moved):
+        memo.compute("k", lambda: "mine", poll=poll)
+    gate.set()
+    other.join(10)
+    assert memo.get("k") == "e"
+
+
 def test_a_second_session_gets_the_demos_view_from_memory(recorded):
     link = {"seed": "13", "gamma": "0.79"}
     first = open_app(link, page="overview")
