@@ -1,0 +1,153 @@
+"""Risk–coverage of a classifier that may abstain (contract §6, abstention view; seed 004).
+
+A selective classifier answers the samples it is most confident about and abstains on the
+rest. Sweeping the confidence level from high to low gives the **risk–coverage curve**: at each
+distinct level, coverage = answered / n and risk = errors among the answered (Geifman and
+El-Yaniv 2017). Its area, **AURC** = Σ risk · Δcoverage over the levels (with no tied
+confidences, the mean over k of the risk of the k most confident), summarises how well the
+confidence ranks the errors last; the **optimal** curve answers every correct sample before
+any error (risk 0 up to the accuracy, then ``(k − C) / k``), and **E-AURC** = AURC − optimal
+AURC is the excess due to the ranking alone (Geifman, Uziel, El-Yaniv 2019).
+
+Samples that abstain whatever the level (a triage verdict ``uncertain``) are never answered:
+the curve ends at their complement's coverage and both areas are taken up to it.
+
+- The gate (UNCERTAIN band as abstention): the prediction is ``p ≥ τ`` (the run's classification
+  threshold) and the confidence ``|p − τ|``, so abstaining on the least confident first widens
+  a band around τ; :func:`gate_risk_coverage`.
+- The triage classifier: its verdicts with their confidence column; :func:`risk_coverage`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["RiskCoverage", "aurc_intervals", "gate_risk_coverage", "risk_coverage"]
+
+
+@dataclass(frozen=True)
+class RiskCoverage:
+    """A risk–coverage curve (one point per distinct confidence level, most confident first)
+    with AURC, the optimal AURC and their difference E-AURC; ``ci95`` holds the bootstrap
+    percentile intervals of the three areas when computed (name -> (lo, hi))."""
+
+    coverage: np.ndarray
+    risk: np.ndarray
+    aurc: float
+    optimal_aurc: float
+    n: int
+    ci95: dict | None = None
+
+    @property
+    def excess_aurc(self) -> float:
+        return self.aurc - self.optimal_aurc
+
+    def to_dict(self) -> dict:
+        def f(x):
+            return None if x is None or not math.isfinite(x) else float(x)
+
+        ci = self.ci95 or {}
+        return {"aurc": f(self.aurc), "optimal_aurc": f(self.optimal_aurc),
+                "excess_aurc": f(self.excess_aurc), "n": int(self.n),
+                "ci95": {k: None if v is None else [f(v[0]), f(v[1])] for k, v in ci.items()}
+                or None,
+                "curve": {"coverage": [float(c) for c in self.coverage],
+                          "risk": [float(r) for r in self.risk]}}
+
+
+def _prepared(error, confidence, answered):
+    error = np.asarray(error, dtype=np.float64)
+    confidence = np.asarray(confidence, dtype=np.float64)
+    if error.shape != confidence.shape or error.ndim != 1:
+        raise ValueError("error and confidence must be 1-D arrays of one length; got shapes "
+                         f"{error.shape} and {confidence.shape}")
+    answered = (np.ones(error.size, dtype=bool) if answered is None
+                else np.asarray(answered, dtype=bool))
+    if np.isnan(confidence[answered]).any():
+        raise ValueError("confidence is undefined (NaN) for an answered sample")
+    idx = np.flatnonzero(answered)
+    order = idx[np.argsort(-confidence[idx], kind="stable")]
+    c = confidence[order]
+    ends = np.r_[np.flatnonzero(c[1:] != c[:-1]), c.size - 1] if c.size else np.array([], int)
+    return error, order, ends
+
+
+def _areas(w_sorted, e_sorted, ends, total):
+    """AURC and optimal AURC for each row of weights (``w_sorted``: replicates x answered,
+    in confidence order; ``total``: each replicate's whole weight, abstentions included)."""
+    cw = np.cumsum(w_sorted, axis=1)[:, ends]
+    ce = np.cumsum(w_sorted * e_sorted, axis=1)[:, ends]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = cw / total[:, None]
+        risk = np.where(cw > 0, ce / cw, 0.0)
+    dcov = np.diff(np.concatenate([np.zeros((cov.shape[0], 1)), cov], axis=1), axis=1)
+    aurc = (risk * dcov).sum(axis=1)
+    # optimal: the answered correct first, then the errors; over k = 1..A answered (weights
+    # are whole counts): (1/N) Σ_{k=C+1..A} (k − C) / k = (1/N) [(A − C) − C (H_A − H_C)]
+    a = cw[:, -1] if ends.size else np.zeros(w_sorted.shape[0])
+    errors = ce[:, -1] if ends.size else np.zeros(w_sorted.shape[0])
+    correct = a - errors
+    from scipy.special import digamma
+
+    harmonic = digamma(a + 1.0) - digamma(correct + 1.0)
+    optimal = ((a - correct) - correct * harmonic) / total
+    return aurc, optimal, cov, risk
+
+
+def risk_coverage(error, confidence, *, answered=None) -> RiskCoverage:
+    """The risk–coverage curve and its areas for 0/1 ``error`` ranked by ``confidence`` (most
+    confident answered first); ``answered`` False marks samples that abstain at every level.
+
+    Three samples, errors at the middle confidence: answered one by one, risk 0, 1/2, 1/3;
+    AURC = (0 + 1/2 + 1/3) / 3 = 0.2778; optimal (the error last): (0 + 0 + 1/3) / 3 = 0.1111.
+
+    >>> rc = risk_coverage([0, 1, 0], [0.9, 0.8, 0.7])
+    >>> round(rc.aurc, 4), round(rc.optimal_aurc, 4), round(rc.excess_aurc, 4)
+    (0.2778, 0.1111, 0.1667)
+    """
+    error, order, ends = _prepared(error, confidence, answered)
+    if error.size == 0:
+        raise ValueError("no sample to draw a risk–coverage curve from")
+    w = np.ones((1, order.size))
+    aurc, optimal, cov, risk = _areas(w, error[order][None, :], ends,
+                                      np.array([float(error.size)]))
+    return RiskCoverage(cov[0], risk[0], float(aurc[0]), float(optimal[0]), int(error.size))
+
+
+def aurc_intervals(error, confidence, *, answered=None, n_resamples: int = 2000,
+                   seed: int = 0) -> dict:
+    """Percentile bootstrap intervals of AURC, optimal AURC and E-AURC (resampling samples;
+    the ranking of each resample is the original one restricted to it, ties kept)."""
+    from metrics_core.metrics.uncertainty import bootstrap_cis
+
+    error, order, ends = _prepared(error, confidence, answered)
+    e_sorted = error[order][None, :]
+
+    def statistic(w):
+        aurc, optimal, _, _ = _areas(w[:, order], e_sorted, ends, w.sum(axis=1))
+        return np.stack([aurc, optimal, aurc - optimal], axis=1)
+
+    cis = bootstrap_cis({"areas": statistic}, error.size, n_resamples=n_resamples,
+                        seed=seed)["areas"]
+    return {name: ((c.lo, c.hi) if c.defined else None)
+            for name, c in zip(("aurc", "optimal_aurc", "excess_aurc"), cis, strict=True)}
+
+
+def gate_risk_coverage(y, p, *, threshold: float = 0.5, n_resamples: int = 0,
+                       seed: int = 0) -> RiskCoverage:
+    """The gate's risk–coverage: predict positive iff ``p ≥ threshold``, abstain on the least
+    confident first (confidence ``|p − threshold|``: a band around the threshold that widens),
+    with bootstrap intervals of the areas when ``n_resamples`` > 0."""
+    y = np.asarray(y, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    error = ((p >= threshold).astype(np.float64) != y).astype(np.float64)
+    confidence = np.abs(p - threshold)
+    out = risk_coverage(error, confidence)
+    if n_resamples:
+        out = RiskCoverage(out.coverage, out.risk, out.aurc, out.optimal_aurc, out.n,
+                           aurc_intervals(error, confidence, n_resamples=n_resamples,
+                                          seed=seed))
+    return out

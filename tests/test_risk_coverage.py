@@ -1,0 +1,90 @@
+"""Risk–coverage and AURC (contract §6, abstention view): against a direct loop over the
+confidence levels, the optimal curve by sorting the errors last, hand-worked toy cases, and the
+bootstrap intervals against replicates expanded sample by sample."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from metrics_core.metrics import risk_coverage as rcov
+from metrics_core.metrics.uncertainty import Bootstrap, percentile_ci
+
+
+def direct(error, confidence, answered=None):
+    """Literal loop: for every distinct level, answer the samples at or above it."""
+    error = np.asarray(error, float)
+    confidence = np.asarray(confidence, float)
+    answered = np.ones(error.size, bool) if answered is None else np.asarray(answered, bool)
+    cov, risk = [], []
+    for level in sorted(set(confidence[answered]), reverse=True):
+        a = answered & (confidence >= level)
+        cov.append(a.sum() / error.size)
+        risk.append(error[a].mean())
+    aurc = sum(r * (c - prev) for r, c, prev in zip(risk, cov, [0.0, *cov[:-1]], strict=True))
+    # optimal: the answered samples' errors last, one at a time
+    e = np.sort(error[answered])
+    optimal = sum(e[:k].mean() for k in range(1, e.size + 1)) / error.size
+    return np.array(cov), np.array(risk), aurc, optimal
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_equals_a_direct_loop_over_thresholds(seed):
+    rng = np.random.default_rng(seed)
+    n = 200
+    error = (rng.random(n) < 0.3).astype(float)
+    confidence = np.round(rng.random(n), 1 + seed % 2)  # ties
+    answered = rng.random(n) < (1.0 if seed < 2 else 0.8)
+    got = rcov.risk_coverage(error, confidence, answered=answered)
+    cov, risk, aurc, optimal = direct(error, confidence, answered)
+    assert np.allclose(got.coverage, cov) and np.allclose(got.risk, risk)
+    assert got.aurc == pytest.approx(aurc, abs=1e-12)
+    assert got.optimal_aurc == pytest.approx(optimal, abs=1e-12)
+    assert got.excess_aurc >= -1e-12
+
+
+def test_hand_worked_and_perfect_ranking():
+    r = rcov.risk_coverage([0, 1, 0], [0.9, 0.8, 0.7])
+    assert r.aurc == pytest.approx((0 + 1 / 2 + 1 / 3) / 3)
+    assert r.optimal_aurc == pytest.approx((1 / 3) / 3)
+    perfect = rcov.risk_coverage([0, 0, 1, 1], [0.9, 0.8, 0.2, 0.1])
+    assert perfect.excess_aurc == pytest.approx(0.0, abs=1e-12)
+    # all tied: one point, risk = error rate over coverage 1
+    tied = rcov.risk_coverage([0, 1, 1, 0], [0.5] * 4)
+    assert list(tied.coverage) == [1.0] and tied.aurc == pytest.approx(0.5)
+
+
+def test_gate_risk_coverage_is_a_band_around_the_threshold():
+    y = np.array([1, 0, 1, 0, 1])
+    p = np.array([0.95, 0.6, 0.45, 0.1, 0.7])
+    got = rcov.gate_risk_coverage(y, p, threshold=0.5)
+    error = ((p >= 0.5) != y).astype(float)  # 0.6 -> 1 but 0; 0.45 -> 0 but 1
+    assert list(error) == [0, 1, 1, 0, 0]
+    _, risk, aurc, _ = direct(error, np.abs(p - 0.5))
+    assert np.allclose(got.risk, risk) and got.aurc == pytest.approx(aurc)
+
+
+def test_intervals_equal_replicates_expanded_sample_by_sample():
+    rng = np.random.default_rng(7)
+    n, b = 60, 40
+    error = (rng.random(n) < 0.35).astype(float)
+    confidence = np.round(rng.random(n), 1)
+    got = rcov.aurc_intervals(error, confidence, n_resamples=b, seed=3)
+    counts = np.vstack(list(Bootstrap(n, n_resamples=b, seed=3).count_batches()))
+    values = {"aurc": [], "optimal_aurc": [], "excess_aurc": []}
+    for row in counts:
+        idx = np.repeat(np.arange(n), row)
+        r = rcov.risk_coverage(error[idx], confidence[idx])
+        values["aurc"].append(r.aurc)
+        values["optimal_aurc"].append(r.optimal_aurc)
+        values["excess_aurc"].append(r.excess_aurc)
+    for name, v in values.items():
+        ci = percentile_ci(np.array(v))
+        assert got[name] == pytest.approx((ci.lo, ci.hi), abs=1e-12)
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="one length"):
+        rcov.risk_coverage([0, 1], [0.5])
+    with pytest.raises(ValueError, match="undefined \\(NaN\\) for an answered sample"):
+        rcov.risk_coverage([0, 1], [0.5, float("nan")])
