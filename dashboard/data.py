@@ -994,6 +994,12 @@ def release_shared_memory() -> None:
     if shared is not None:
         with shared.lock:
             shared.kept.clear()
+    return_freed_memory()
+
+
+def return_freed_memory() -> None:
+    """A full collection, then glibc's ``malloc_trim``: the freed pages go back to the
+    system."""
     import gc
 
     gc.collect()
@@ -1024,7 +1030,7 @@ def release_when_idle(idle_seconds: float = 20.0, every: float = 5.0, *,
         return None if manager is None else len(manager.list_sessions())
 
     def loop() -> None:
-        idle_since, released = None, True
+        idle_since, released, trimmed = None, True, 0.0
         while not (stop or threading.Event()).wait(every):
             try:
                 count = sessions()
@@ -1039,7 +1045,12 @@ def release_when_idle(idle_seconds: float = 20.0, every: float = 5.0, *,
             idle_since = now if idle_since is None else idle_since
             if not released and now - idle_since >= idle_seconds:
                 release_shared_memory()
-                released = True
+                released, trimmed = True, now
+            elif released and now - trimmed >= 2 * idle_seconds:
+                # What the sessions' helper threads still held at the release (a computation
+                # they finish alone) is freed when they end: returned too.
+                return_freed_memory()
+                trimmed = now
 
     thread = threading.Thread(target=loop, name="dashboard-release-when-idle", daemon=True)
     thread.start()
