@@ -103,6 +103,23 @@ FILTERS_SOURCE = "_filters_source"
 RELEASE_MARKED = "_release_marked"
 #: This session's key in the server-wide memory budget for uploads (dashboard.budget.Holder).
 UPLOAD_HOLDER = "_upload_holder"
+#: Case review's verdicts (per data source token: the adjudication table, in the session
+#: only), the last adjudicated run, the verdict form's widgets and the adjudication upload.
+ADJ_VERDICTS = "_adjudication_verdicts"
+ADJ_RUN = "_adjudicated_run"
+ADJ_UPLOAD_SEEN = "_adjudication_upload_seen"
+ADJ_ERROR = "_adjudication_error"
+ADJ_NOTICE = "_adjudication_notice"
+ADJ_UPLOAD = "adjudication_upload"
+ADJ_DOWNLOAD = "adjudication_download"
+VERDICT_CHOICE = "verdict_choice"
+VERDICT_TARGET = "verdict_target"
+VERDICT_REVIEWER = "verdict_reviewer"
+VERDICT_NOTE = "verdict_note"
+VERDICT_SAVE = "verdict_save"
+VERDICT_REMOVE = "verdict_remove"
+CASE_REVIEWED = "case_reviewed"
+CASE_STATES = "case_states"
 #: Column-mapping form: one select box per (table, canonical column), and its buttons.
 MAP_PREFIX = "map_"
 LOAD_MAPPED = "load_mapped"

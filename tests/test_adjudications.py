@@ -159,6 +159,12 @@ def test_a_header_alone_holds_no_verdict_and_the_file_round_trips(toy):
     pd.testing.assert_frame_equal(adj.frame, again.frame)
     assert adj.frame["post_id"].tolist() == ["p3", "p2", "007"]  # ids stay text
     assert to_csv(adj.frame) == adj.to_csv()
+    # A note a spreadsheet would run is written with an apostrophe, and read back without.
+    risky = read_adjudications(adj_csv("p1,A,,acceptable,,,Dr A,=HYPERLINK(\"x\"),"), ds,
+                               name="adj.csv")
+    assert b"'=HYPERLINK" in risky.to_csv()
+    assert read_adjudications(risky.to_csv(), ds).frame["note"].tolist() == [
+        '=HYPERLINK("x")']
 
 
 def test_the_block_is_added_to_the_document_as_valid_json(toy):

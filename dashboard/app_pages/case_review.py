@@ -1,14 +1,20 @@
-"""Case review: the queries behind the numbers at the current settings, with their sentences."""
+"""Case review: the queries behind the numbers at the current settings, with their sentences,
+the reviewers' verdicts on them (contract §14) and the metrics on the adjudicated gold."""
 
+import pandas as pd
 import streamlit as st
 
-from dashboard import data, display
-from dashboard.safe_text import neutralise_bidi
+from dashboard import adjudication, data, display, state
+from dashboard.safe_text import escape_markdown, neutralise_bidi
+from metrics_core import registry
+from metrics_core.errors import InputError
+from metrics_core.inputs.adjudications import CORRECTING, VERDICTS
 
 v = data.view()
 display.page_header("Case review", v, caption=(
     f"τ_neg = {v.config.tau_neg:g}, τ_pos = {v.config.tau_pos:g}, γ = {v.config.gamma:g}"))
 cases = v.case_review()
+source = v.source
 
 KINDS = {
     "missed_positives": ("Missed positives", "Queries with evidence that the gate screened out "
@@ -17,16 +23,36 @@ KINDS = {
     "missed_evidence": ("Missed evidence", "Queries with evidence, screened in, whose selected "
                                            "sentences miss some gold sentence."),
 }
+VERDICT_LABELS = {"label_error": "Label error", "model_error": "Model error",
+                  "ambiguous": "Ambiguous", "acceptable": "Acceptable"}
 kind = st.segmented_control("Cases", list(KINDS), format_func=lambda k: (
     f"{KINDS[k][0]} ({len(cases[k]):,})"), default="missed_positives", required=True,
     key="case_kind", persist_state="session")
 st.caption(KINDS[kind][1])
 table = cases[kind]
+verdicts = adjudication.verdicts(source)
+on_query = verdicts[verdicts["sent_uid"] == ""].set_index(["post_id", "criterion"])["verdict"]
+table = table.assign(verdict=[on_query.get((str(p), str(c)), "")
+                              for p, c in zip(table["post_id"], table["criterion"], strict=True)])
+left, middle, right = st.columns(3)
 criteria = sorted(table["criterion"].unique().tolist(), key=str) if len(table) else []
-chosen = st.multiselect("Criteria", criteria, placeholder="all", key="case_criteria",
-                        format_func=neutralise_bidi)
+chosen = left.multiselect("Criteria", criteria, placeholder="all", key="case_criteria",
+                          format_func=neutralise_bidi)
+gate_states = middle.multiselect("Gate state", ["NEG", "UNCERTAIN", "POS"], placeholder="all",
+                                 key=state.CASE_STATES)
+shown = right.selectbox("Review", ["all", "unreviewed", *VERDICTS], key=state.CASE_REVIEWED,
+                        format_func=lambda s: VERDICT_LABELS.get(s, s))
 if chosen:
     table = table[table["criterion"].isin(chosen)]
+if gate_states:
+    table = table[table["state"].isin(gate_states)]
+n_left = int((table["verdict"] == "").sum())
+st.caption(f"**{n_left:,} of {len(table):,} cases left to review** "
+           f"({len(table) - n_left:,} with a verdict).")
+if shown == "unreviewed":
+    table = table[table["verdict"] == ""]
+elif shown != "all":
+    table = table[table["verdict"] == shown]
 # p beside τ_neg / τ_pos: cut to 4 decimals, never rounded up (0.09956 is not "0.100" beside
 # τ_neg = 0.1); the download keeps the number.
 display.show_table(table.assign(p_has_evidence=[display.fmt_probability(p)
@@ -37,20 +63,126 @@ display.show_table(table.assign(p_has_evidence=[display.fmt_probability(p)
 display.download_csv(f"Download {KINDS[kind][0].lower()} (CSV)", lambda: table,
                      f"{kind}.csv", key="download_cases")
 
+
+def _save(post_id: str, criterion: str, n_listed: int, index: int) -> None:
+    """The form's submit: keep the verdict, then go on to the next case."""
+    choice = st.session_state.get(state.VERDICT_CHOICE)
+    if choice is None:
+        st.session_state[state.ADJ_ERROR] = "Choose a verdict first."
+        return
+    try:
+        adjudication.set_verdict(
+            source, post_id, criterion, st.session_state.get(state.VERDICT_TARGET) or "",
+            verdict=choice, reviewer=st.session_state.get(state.VERDICT_REVIEWER) or "",
+            note=st.session_state.get(state.VERDICT_NOTE) or "")
+    except InputError as err:
+        st.session_state[state.ADJ_ERROR] = err.render()
+        return
+    st.session_state[state.VERDICT_CHOICE] = None
+    st.session_state[state.VERDICT_NOTE] = ""
+    st.session_state[state.VERDICT_TARGET] = ""
+    # A list of unreviewed cases loses the one just marked: the same place is the next case.
+    step = 0 if st.session_state.get(state.CASE_REVIEWED) == "unreviewed" else 1
+    st.session_state["case_query"] = min(index + step, max(n_listed - 1 - (1 - step), 0))
+
+
 st.subheader("Sentences of one query")
 if table.empty:
-    st.info("No cases of this kind at the current settings.")
+    st.info("No cases of this kind at the current settings and filters.")
 else:
     listed = table.head(display.TABLE_ROWS)
     labels = [neutralise_bidi(f"{post} · {criterion}")
               for post, criterion in zip(listed["post_id"], listed["criterion"], strict=True)]
+    if st.session_state.get("case_query") is not None and \
+            st.session_state["case_query"] >= len(labels):
+        st.session_state["case_query"] = len(labels) - 1
     choice = st.selectbox("Query (post · criterion)", range(len(labels)),
                           format_func=lambda i: labels[i], key="case_query")
-    row = listed.iloc[int(choice or 0)]
+    index = int(choice or 0)
+    row = listed.iloc[index]
+    post_id, criterion = str(row["post_id"]), str(row["criterion"])
     st.caption(f"p_has_evidence = {display.fmt_probability(row['p_has_evidence'])}, "
                f"state {row['state']}, "
                f"selected K = {int(row['selected_k'])}, gold {int(row['n_gold'])}")
-    display.show_table(v.sentences(str(row["post_id"]), str(row["criterion"])),
-                       key="case_sentences", column_config={
-                           "is_gold": "gold", "selected": "selected",
-                           "sentence": st.column_config.TextColumn(width="large")})
+    sentences = v.sentences(post_id, criterion)
+    on_sentence = verdicts[(verdicts["post_id"] == post_id)
+                           & (verdicts["criterion"] == criterion) & (verdicts["sent_uid"] != "")]
+    marks = dict(zip(on_sentence["sent_uid"], on_sentence["verdict"], strict=True))
+    sentences = sentences.assign(verdict=[marks.get(str(u), "") for u in sentences["sent_uid"]])
+    display.show_table(sentences, key="case_sentences", column_config={
+        "is_gold": "gold", "selected": "selected",
+        "sentence": st.column_config.TextColumn(width="large")})
+
+    st.subheader("Verdict")
+    current = adjudication.verdict_of(source, post_id, criterion)
+    if current is not None:
+        who = f" by {escape_markdown(current['reviewer'])}" if current["reviewer"] else ""
+        st.caption(f"This query's verdict: **{VERDICT_LABELS[current['verdict']]}**{who}.")
+    error = st.session_state.pop(state.ADJ_ERROR, None)
+    if error:
+        st.error(escape_markdown(error), icon=":material/error:")
+    uids = [str(u) for u in sentences["sent_uid"]]
+    gold = dict(zip(uids, sentences["is_gold"].astype(int), strict=True))
+    with st.form("verdict_form", enter_to_submit=True):
+        st.selectbox("Case", ["", *uids], key=state.VERDICT_TARGET, format_func=lambda u: (
+            f"the query (has_evidence = {int(row['has_evidence'])})" if u == "" else
+            neutralise_bidi(f"sentence {u} (is_gold = {gold[u]})")))
+        st.radio("Verdict", VERDICTS, index=None, horizontal=True, key=state.VERDICT_CHOICE,
+                 format_func=VERDICT_LABELS.get,
+                 help=f"{VERDICT_LABELS[CORRECTING]} corrects the gold to its other value: "
+                      "has_evidence for the query, is_gold for a sentence.")
+        st.text_input("Reviewer", key=state.VERDICT_REVIEWER)
+        st.text_input("Note (Enter saves)", key=state.VERDICT_NOTE)
+        st.form_submit_button("Save and go to the next case", key=state.VERDICT_SAVE,
+                              on_click=_save, args=(post_id, criterion, len(labels), index),
+                              type="primary")
+    if current is not None and st.button("Remove this query's verdict",
+                                         key=state.VERDICT_REMOVE):
+        adjudication.remove_verdict(source, post_id, criterion)
+        st.rerun()
+
+st.subheader("Adjudication file")
+verdicts = adjudication.verdicts(source)
+plural = "" if len(verdicts) == 1 else "s"
+st.caption(f"{len(verdicts):,} verdict{plural} in this session, kept while the tab is open "
+           "(never on disk): download the file to keep them, upload it to go on.")
+st.download_button("Download the adjudication file (CSV)",
+                   data=lambda: adjudication.download_bytes(source),
+                   file_name=adjudication.FILE_NAME, mime="text/csv", key=state.ADJ_DOWNLOAD,
+                   on_click="ignore", icon=":material/download:")
+upload = st.file_uploader("Upload an adjudication file (replaces this session's verdicts)",
+                          type=["csv"], key=state.ADJ_UPLOAD)
+if upload is not None and st.session_state.get(state.ADJ_UPLOAD_SEEN) != upload.file_id:
+    st.session_state[state.ADJ_UPLOAD_SEEN] = upload.file_id
+    try:
+        n = adjudication.read_upload(source, upload.getvalue(), upload.name)
+    except InputError as err:
+        st.error(escape_markdown(err.render()), icon=":material/error:")
+    else:
+        st.session_state[state.ADJ_NOTICE] = f"Read {n:,} verdicts from the file."
+        st.rerun()
+notice = st.session_state.pop(state.ADJ_NOTICE, None)
+if notice:
+    st.success(escape_markdown(notice))
+
+st.subheader("Metrics on the original and the adjudicated gold")
+exclude = st.toggle("Leave ambiguous cases out of the adjudicated gold", key="adj_exclude")
+try:
+    run = adjudication.adjudicated(v, exclude_ambiguous=exclude)
+except (InputError, ValueError) as err:
+    run = None
+    st.error(escape_markdown(str(err)), icon=":material/error:")
+if run is None:
+    st.caption("No verdict yet: the numbers are those of the original gold.")
+else:
+    counts = run.adjudications.counts()
+    st.caption("Verdicts: " + ", ".join(f"{VERDICT_LABELS[k]} {n:,}" for k, n in counts.items())
+               + ". The original numbers are never replaced.")
+    diff = run.differences().set_index("name")
+    rows = [{"metric": label, "original": display.fmt_metric(name, diff.loc[name, "original"]),
+             "adjudicated": display.fmt_metric(name, diff.loc[name, "adjudicated"]),
+             "difference": display.fmt_metric(name, diff.loc[name, "difference"]),
+             "name": name}
+            for name, label in ((n, registry.label(n)) for n in display.HEADLINE)
+            if name in diff.index]
+    display.show_table(pd.DataFrame(rows), key="adjudicated_metrics")

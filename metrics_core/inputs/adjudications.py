@@ -104,11 +104,17 @@ class Adjudications:
         return to_csv(self.frame)
 
 
+#: A text cell starting with one of these is a formula to a spreadsheet: written with a
+#: leading apostrophe, which reading removes again (the file round-trips).
+_FORMULA = ("=", "+", "-", "@")
+
+
 def to_csv(frame: pd.DataFrame) -> bytes:
-    """An adjudication table as CSV bytes: the columns of :data:`COLUMNS` in that order, UTF-8,
-    text cells as given (a formula-like note keeps its text: the file is read back, not
-    opened in a spreadsheet)."""
-    out = frame.reindex(columns=list(COLUMNS)).fillna("")
+    """An adjudication table as CSV bytes: the columns of :data:`COLUMNS` in that order, UTF-8;
+    a cell a spreadsheet would run as a formula gets a leading apostrophe (read back without
+    it)."""
+    out = frame.reindex(columns=list(COLUMNS)).fillna("").astype(str)
+    out = out.apply(lambda col: col.where(~col.str.startswith(_FORMULA), "'" + col))
     buffer = io.StringIO()
     out.to_csv(buffer, index=False, lineterminator="\n")
     return buffer.getvalue().encode("utf-8")
@@ -136,6 +142,8 @@ def _text(frame: pd.DataFrame, column: str) -> pd.Series:
         return pd.Series([""] * len(frame), index=frame.index, dtype=object)
     values = frame[column]
     text = values.astype(object).where(values.notna(), "").astype(str).str.strip()
+    quoted = text.str.startswith("'") & text.str[1:].str.startswith(_FORMULA)
+    text = text.where(~quoted, text.str[1:])
     return text.where(~text.str.lower().isin(_MISSING), "")
 
 
