@@ -427,6 +427,8 @@ class TriageReport:
     trials: dict
     across_trials: dict
     columns: dict = field(default_factory=dict)
+    #: Risk–coverage of the answers ranked by their confidence (contract §6), or why not.
+    risk_coverage: dict | None = None
 
     @property
     def avg_latency_seconds(self) -> float:
@@ -461,6 +463,7 @@ class TriageReport:
             "trials": {t: m.as_dict(cfg.positive_name, cfg.negative_name, with_ci=False)
                        for t, m in self.trials.items()},
             "across_trials": {k: asdict(v) for k, v in self.across_trials.items()},
+            "risk_coverage": self.risk_coverage,
         }
         return clean(out)
 
@@ -496,7 +499,34 @@ def triage_metrics(data: TriageData) -> TriageReport:
                       for key in per_trial[0]}
     return TriageReport(name=data.name, n=data.n, config=cfg, metrics=overall,
                         latency=latency, tools=tools, trials=trials, across_trials=across,
-                        columns=dict(data.columns))
+                        columns=dict(data.columns), risk_coverage=_risk_coverage(data))
+
+
+#: Resamples of the risk–coverage areas' intervals (triage files are small).
+RISK_COVERAGE_RESAMPLES = 2000
+
+
+def _risk_coverage(data: TriageData) -> dict:
+    """The answers ranked by confidence, abstentions never answered
+    (:mod:`metrics_core.metrics.risk_coverage`): the curve, AURC, optimal AURC and E-AURC with
+    bootstrap intervals; undefined, with the reason, without a usable confidence."""
+    from metrics_core.metrics import risk_coverage as rcov
+
+    answered = data.pred != ABSTAIN
+    if data.confidence is None:
+        return {"defined": False, "reason": "the file has no confidence column"}
+    missing = int(np.isnan(data.confidence[answered]).sum())
+    if missing:
+        return {"defined": False, "reason": f"{missing} answered rows have no confidence"}
+    if not answered.any():
+        return {"defined": False, "reason": "every row abstains"}
+    error = (data.pred != data.y).astype(np.float64)
+    curve = rcov.risk_coverage(error, data.confidence, answered=answered)
+    ci = rcov.aurc_intervals(error, data.confidence, answered=answered,
+                             n_resamples=RISK_COVERAGE_RESAMPLES, seed=0)
+    return {"defined": True, "reason": None, "n_resamples": RISK_COVERAGE_RESAMPLES,
+            **rcov.RiskCoverage(curve.coverage, curve.risk, curve.aurc, curve.optimal_aurc,
+                                curve.n, ci).to_dict()}
 
 
 def _sorted_ids(ids) -> list:

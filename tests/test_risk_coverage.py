@@ -88,3 +88,39 @@ def test_bad_input_is_named():
         rcov.risk_coverage([0, 1], [0.5])
     with pytest.raises(ValueError, match="undefined \\(NaN\\) for an answered sample"):
         rcov.risk_coverage([0, 1], [0.5, float("nan")])
+
+
+def test_triage_report_has_the_risk_coverage_of_its_answers(tmp_path):
+    import json
+
+    from metrics_core.cli import main
+    from metrics_core.demo import demo_paths
+    from metrics_core.triage import load_triage, triage_metrics
+
+    path = demo_paths().triage
+    data = load_triage(path)
+    got = triage_metrics(data).risk_coverage
+    answered = data.pred != -1
+    error = (data.pred != data.y).astype(float)
+    cov, risk, aurc, optimal = direct(error, data.confidence, answered)
+    assert got["defined"] and got["aurc"] == pytest.approx(aurc, abs=1e-12)
+    assert got["optimal_aurc"] == pytest.approx(optimal, abs=1e-12)
+    assert np.allclose(got["curve"]["coverage"], cov) and np.allclose(got["curve"]["risk"], risk)
+    assert got["curve"]["coverage"][-1] == pytest.approx(answered.mean())
+    lo, hi = got["ci95"]["aurc"]
+    assert lo <= got["aurc"] <= hi
+    out = tmp_path / "triage.json"
+    assert main(["triage", str(path), "--out", str(out), "--quiet"]) == 0
+    written = json.loads(out.read_text())["risk_coverage"]
+    assert written["aurc"] == pytest.approx(aurc) and written["excess_aurc"] >= 0
+
+
+def test_triage_without_confidence_says_why():
+    import pandas as pd
+
+    from metrics_core.triage import parse_triage, triage_metrics
+
+    frame = pd.DataFrame({"label": ["real", "fake", "fake"],
+                          "prediction": ["real", "uncertain", "fake"]})
+    got = triage_metrics(parse_triage(frame)).risk_coverage
+    assert got == {"defined": False, "reason": "the file has no confidence column"}
