@@ -21,7 +21,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from metrics_core.metrics.classification import PrCurve, RocCurve, simplify
+from metrics_core.metrics.classification import PrCurve, RocCurve
 from metrics_core.report.figures import (
     MAX_CURVE_POINTS,
     POINT_COLOURS,
@@ -32,6 +32,7 @@ from metrics_core.report.figures import (
     point_markers,
     threshold_text,
 )
+from metrics_core.report.thinning import simplify
 
 __all__ = ["pr_chart", "roc_chart"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from metrics_core.metrics import classification
+from metrics_core.metrics import bands, classification
 from metrics_core.metrics.calibration import reliability_bins
 from metrics_core.metrics.decision import decision_curve
 from metrics_core.report import figures as charts
@@ -67,7 +67,7 @@ def test_gate_flow_counts_are_the_gate_counts():
 
 def test_roc_band_brackets_the_curve_and_is_drawn():
     y, p = _data(4)
-    grid, lo, hi = classification.roc_band(y, p, n_resamples=300, seed=2)
+    grid, lo, hi = bands.roc_band(y, p, n_resamples=300, seed=2)
     roc = classification.roc_points(y, p)
     for g in (0.1, 0.3, 0.5):
         i = np.searchsorted(roc.fpr, g, side="right") - 1
@@ -86,7 +86,7 @@ def test_pr_band_equals_a_literal_loop_over_resamples_with_sklearn():
     y, p = _data(5)
     p = np.round(p, 2)  # ties
     grid = np.array([0.0, 0.1, 0.25, 0.5, 0.8, 1.0])
-    _, lo, hi = classification.pr_band(y, p, n_resamples=150, seed=4, grid=grid)
+    _, lo, hi = bands.pr_band(y, p, n_resamples=150, seed=4, grid=grid)
     draws = []
     for counts in Bootstrap(y.size, n_resamples=150, seed=4).count_batches():
         for w in counts:

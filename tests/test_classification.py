@@ -30,7 +30,6 @@ from metrics_core.metrics.classification import (
     confusion_from_counts,
     confusion_rates,
     confusion_sweep,
-    downsample,
     pr_points,
     prepare,
     roc_auc,
@@ -38,6 +37,8 @@ from metrics_core.metrics.classification import (
     roc_points,
     tpr_at_fpr,
 )
+from metrics_core.report import thinning
+from metrics_core.report.thinning import downsample
 
 
 def random_data(seed: int, n: int = 300, decimals: int = 2, pos_rate: float = 0.3):
@@ -51,6 +52,7 @@ def random_data(seed: int, n: int = 300, decimals: int = 2, pos_rate: float = 0.
 
 def test_doctests():
     assert doctest.testmod(classification).failed == 0
+    assert doctest.testmod(thinning).failed == 0
 
 
 # ------------------------------------------------------------------ hand-worked values
@@ -140,7 +142,7 @@ def test_weighted_kernel_spans_chunks(monkeypatch):
     y, p = random_data(3, n=40)
     counts = np.random.default_rng(0).poisson(1.0, size=(30, 40))
     whole = roc_auc_weighted(y, p, counts)
-    monkeypatch.setattr(classification, "_CHUNK_ELEMENTS", 7 * 40)  # chunks of 7 rows
+    monkeypatch.setattr(classification, "CHUNK_ELEMENTS", 7 * 40)  # chunks of 7 rows
     auc = roc_auc_weighted(y, p, counts)
     ap = average_precision_weighted(y, p, counts)
     np.testing.assert_array_equal(auc, whole)
@@ -508,10 +510,10 @@ def test_simplified_curves_stay_within_the_tolerance_of_the_exact_ones(n, positi
     y = (rng.random(n) < positives).astype(int)
     y[:2] = (0, 1)
     p = np.round(np.clip(rng.normal(0.35 + 0.3 * y, 0.25), 0, 1), decimals)
-    tol = classification.DRAW_TOLERANCE
+    tol = thinning.DRAW_TOLERANCE
     roc = roc_points(y, p)
-    drawn = classification.simplify(roc)
-    if roc.fpr.size > classification.DRAW_WHOLE:
+    drawn = thinning.simplify(roc)
+    if roc.fpr.size > thinning.DRAW_WHOLE:
         assert drawn.fpr.size < roc.fpr.size
     where = {t: i for i, t in enumerate(roc.thresholds.tolist())}
     idx = np.array([where[t] for t in drawn.thresholds.tolist()])
@@ -521,7 +523,7 @@ def test_simplified_curves_stay_within_the_tolerance_of_the_exact_ones(n, positi
     assert _distance_to_path(roc.fpr, roc.tpr, drawn.fpr, drawn.tpr).max() <= tol + 1e-12
 
     pr = pr_points(y, p)
-    shown = classification.simplify(pr)
+    shown = thinning.simplify(pr)
     where = {t: i for i, t in enumerate(pr.thresholds.tolist())}
     idx = np.array([where[t] for t in shown.thresholds.tolist()] + [pr.recall.size - 1])
     assert idx[0] == 0 and np.all(np.diff(idx) > 0)
@@ -536,5 +538,5 @@ def test_a_thinned_curve_is_thinned_once():
     """A chart redrawn on every slider move thins the same curve object once."""
     x = np.linspace(0.0, 1.0, 5_001)
     roc = RocCurve(x, np.sqrt(x), np.linspace(1.0, 0.0, 5_001))
-    assert classification.simplify(roc) is classification.simplify(roc)
-    assert classification.simplify(roc).fpr.size < 200
+    assert thinning.simplify(roc) is thinning.simplify(roc)
+    assert thinning.simplify(roc).fpr.size < 200

@@ -21,7 +21,7 @@ from metrics_core.config import EvalConfig
 from metrics_core.data.dataset import Dataset
 from metrics_core.evaluation import intervals
 from metrics_core.evaluation.evaluator import Evaluator
-from metrics_core.metrics import _reference, calibration, classification, decision
+from metrics_core.metrics import _reference, bands, calibration, classification, decision
 from metrics_core.metrics.curve_replicates import ScoreLayout, curve_replicates
 from metrics_core.metrics.uncertainty import Bootstrap, DrawnCounts, bootstrap_cis, weighted_means
 from tests.conftest import random_frames
@@ -82,8 +82,8 @@ def test_bands_equal_the_per_resample_curves(sample, grids):
               "n_units": n_units}
     grid = None if grids == "default" else np.array([-0.1, 0.0, 0.03, 0.3, 1 / 3, 0.5, 1.0,
                                                      1.2])
-    for fast, plain in ((classification.roc_band, _reference.naive_roc_band),
-                        (classification.pr_band, _reference.naive_pr_band)):
+    for fast, plain in ((bands.roc_band, _reference.naive_roc_band),
+                        (bands.pr_band, _reference.naive_pr_band)):
         for got, want in zip(fast(y, p, grid=grid, **kwargs), plain(y, p, grid=grid, **kwargs),
                              strict=True):
             np.testing.assert_array_equal(got, want)
@@ -103,8 +103,8 @@ def test_roc_grid_exactly_on_fractions_of_the_negatives():
     grid = np.array([k / d for d in (3, 4, 5, 6, 7, 10) for k in range(d + 1)])
     for n_resamples, seed in ((50, 0), (200, 3)):
         kwargs = {"n_resamples": n_resamples, "seed": seed, "grid": grid}
-        for fast, plain in ((classification.roc_band, _reference.naive_roc_band),
-                            (classification.pr_band, _reference.naive_pr_band)):
+        for fast, plain in ((bands.roc_band, _reference.naive_roc_band),
+                            (bands.pr_band, _reference.naive_pr_band)):
             np.testing.assert_array_equal(fast(y, p, **kwargs)[1:], plain(y, p, **kwargs)[1:])
 
 

@@ -264,7 +264,7 @@ def _naive_curve_band(y, p, curve, *, n_resamples: int, seed: int, unit_of_row, 
 
 def naive_roc_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
                    n_units: int | None = None, grid=None):
-    """Reference for :func:`metrics_core.metrics.classification.roc_band`: per resample, the
+    """Reference for :func:`metrics_core.metrics.bands.roc_band`: per resample, the
     weighted ROC curve from cumulative sums of its weights sorted by score, read at each grid FPR
     (the TPR of the largest point with ``FPR <= grid``), one resample at a time."""
     grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
@@ -289,7 +289,7 @@ def naive_roc_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
 
 def naive_pr_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
                   n_units: int | None = None, grid=None):
-    """Reference for :func:`metrics_core.metrics.classification.pr_band`: per resample, the
+    """Reference for :func:`metrics_core.metrics.bands.pr_band`: per resample, the
     precision of the first operating point (highest threshold) with recall ``>=`` each grid
     recall."""
     grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)

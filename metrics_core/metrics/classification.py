@@ -10,7 +10,8 @@ of all queries as plain arrays, so the evidence pipeline and the triage files sh
 - :func:`roc_auc_weighted`, :func:`average_precision_weighted` (both at once:
   :func:`auroc_auprc_weighted`): the same numbers for a batch of row-weight vectors
   (bootstrap count matrices), one value per resample.
-- :func:`roc_points`, :func:`pr_points`, :func:`downsample`: curves for drawing.
+- :func:`roc_points`, :func:`pr_points`: the curves (thinned for drawing by
+  :mod:`metrics_core.report.thinning`, their bootstrap bands in :mod:`metrics_core.metrics.bands`).
 - :func:`tpr_at_fpr`: operating points at fixed false-positive rates (seed 000 §2.3).
 - :func:`confusion_at`, :func:`confusion_sweep`, :func:`confusion_from_counts`,
   :func:`confusion_rates`: confusion counts at ``p >= threshold`` and their ratios, with 0/0
@@ -35,7 +36,6 @@ Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 000" is
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
@@ -61,14 +61,11 @@ __all__ = [
     "confusion_from_counts",
     "confusion_rates",
     "confusion_sweep",
-    "downsample",
-    "pr_band",
     "pr_points",
     "prepare",
     "roc_auc",
     "roc_auc_weighted",
     "roc_points",
-    "simplify",
     "tpr_at_fpr",
 ]
 
@@ -76,7 +73,7 @@ __all__ = [
 FPR_TARGETS = (0.01, 0.03, 0.05, 0.10)
 
 #: Weight-matrix elements processed at once by the weighted kernels (cache-sized chunks).
-_CHUNK_ELEMENTS = 1 << 20
+CHUNK_ELEMENTS = 1 << 20
 
 
 # ------------------------------------------------------------------------------ results
@@ -106,8 +103,9 @@ class RocCurve:
     fpr: np.ndarray
     tpr: np.ndarray
     thresholds: np.ndarray
-    #: Thinned copies for drawing, by ``(tolerance, max_points)`` (kept by :func:`simplify`:
-    #: a chart redrawn on every slider move thins the same curve once).
+    #: Thinned copies for drawing, by ``(tolerance, max_points)`` (kept by
+    #: :func:`~metrics_core.report.thinning.simplify`: a chart redrawn on every slider move
+    #: thins the same curve once).
     drawn: dict = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -123,8 +121,9 @@ class PrCurve:
     precision: np.ndarray
     recall: np.ndarray
     thresholds: np.ndarray
-    #: Thinned copies for drawing, by ``(tolerance, max_points)`` (kept by :func:`simplify`:
-    #: a chart redrawn on every slider move thins the same curve once).
+    #: Thinned copies for drawing, by ``(tolerance, max_points)`` (kept by
+    #: :func:`~metrics_core.report.thinning.simplify`: a chart redrawn on every slider move
+    #: thins the same curve once).
     drawn: dict = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -250,7 +249,7 @@ class PreparedScores:
         self.fps = (at_least - tps)[::-1].astype(np.float64)
         self._y = np.array(y, dtype=np.int8)  # own copies: the blocks are built later
         self._p = np.array(p, dtype=np.float64)
-        _readonly(self._y, self._p, self.pos_sorted, self.neg_sorted, self.thresholds,
+        frozen_arrays(self._y, self._p, self.pos_sorted, self.neg_sorted, self.thresholds,
                   self.tps, self.fps)
         self._keys: tuple[int, np.ndarray] | None = None
 
@@ -338,7 +337,7 @@ class PreparedScores:
         b = weights.shape[0]
         auc = np.empty(b)
         ap = np.empty(b)
-        step = max(1, _CHUNK_ELEMENTS // max(self.n, 1))
+        step = max(1, CHUNK_ELEMENTS // max(self.n, 1))
         for start in range(0, b, step):
             stop = min(start + step, b)
             auc[start:stop], ap[start:stop] = _auc_ap_from_blocks(
@@ -397,7 +396,7 @@ def _prepared(y, p) -> PreparedScores:
     return prepare(y, p)
 
 
-def _readonly(*arrays):
+def frozen_arrays(*arrays):
     for a in arrays:
         a.setflags(write=False)
     return arrays
@@ -538,7 +537,7 @@ def roc_points(y, p=None) -> RocCurve:
     fpr = fps / fps[-1] if fps[-1] > 0 else np.full(fps.shape, np.nan)
     tpr = tps / tps[-1] if tps[-1] > 0 else np.full(tps.shape, np.nan)
     thresholds = np.r_[np.inf, s.thresholds]
-    return RocCurve(*_readonly(fpr, tpr, thresholds))
+    return RocCurve(*frozen_arrays(fpr, tpr, thresholds))
 
 
 def pr_points(y, p=None) -> PrCurve:
@@ -551,180 +550,8 @@ def pr_points(y, p=None) -> PrCurve:
     s = _prepared(y, p)
     precision = divide(s.tps, s.tps + s.fps)
     recall = s.tps / s.n_pos if s.n_pos > 0 else np.full(s.tps.shape, np.nan)
-    return PrCurve(*_readonly(np.r_[precision[::-1], 1.0], np.r_[recall[::-1], 0.0],
+    return PrCurve(*frozen_arrays(np.r_[precision[::-1], 1.0], np.r_[recall[::-1], 0.0],
                               s.thresholds[::-1].copy()))
-
-
-def downsample(curve, *, max_points: int = 2000):
-    """A subset of a curve's points for drawing, keeping both endpoints (any curve size).
-
-    Only existing points are kept (every drawn point is a real operating point with its
-    threshold). The curve's path is cut into ``(max_points - 2) // 2`` pieces of equal length
-    (in the unit square of the axes) and the first and last point of each piece are kept.
-    Every dropped point lies on the path between two kept points no farther apart along the
-    path than one piece, so it is within ``path_length / pieces`` of the drawn polyline: for a
-    ROC curve (path length at most 2) and 2,000 points that is 0.002 of the axis, under one
-    pixel of a 500-pixel chart.
-
-    Parameters
-    ----------
-    curve : RocCurve or PrCurve
-    max_points : int, default 2000
-        At most this many points are kept (at least 4).
-
-    Returns
-    -------
-    RocCurve or PrCurve
-        Same type; unchanged when it already has at most ``max_points`` points.
-    """
-    if max_points < 4:
-        raise ValueError(f"max_points must be at least 4, got {max_points}")
-    if isinstance(curve, RocCurve):
-        x, y = curve.fpr, curve.tpr
-    elif isinstance(curve, PrCurve):
-        x, y = curve.recall, curve.precision
-    else:
-        raise ValueError(f"curve must be a RocCurve or PrCurve, got {type(curve).__name__}")
-    n = x.size
-    if n <= max_points:
-        return curve
-    step = np.hypot(np.diff(np.nan_to_num(x)), np.diff(np.nan_to_num(y)))
-    path = np.r_[0.0, np.cumsum(step)]
-    pieces = (max_points - 2) // 2
-    if path[-1] > 0:
-        piece = np.minimum((path / path[-1] * pieces).astype(np.int64), pieces - 1)
-    else:
-        piece = np.zeros(n, dtype=np.int64)
-    first = np.r_[True, piece[1:] != piece[:-1]]
-    last = np.r_[piece[1:] != piece[:-1], True]
-    keep = first | last
-    keep[0] = keep[-1] = True
-    return _points(curve, np.flatnonzero(keep))
-
-
-def _points(curve, idx: np.ndarray):
-    """The curve's points at the increasing indices ``idx``, each with its threshold (a PR
-    curve's last point has none)."""
-    if isinstance(curve, RocCurve):
-        return RocCurve(*_readonly(curve.fpr[idx], curve.tpr[idx], curve.thresholds[idx]))
-    with_threshold = idx[idx < curve.thresholds.size]
-    return PrCurve(*_readonly(curve.precision[idx], curve.recall[idx],
-                              curve.thresholds[with_threshold]))
-
-
-#: How far (in axis units of the unit square) a drawn curve may leave the exact one: a quarter
-#: of a pixel of a 500-pixel axis.
-DRAW_TOLERANCE = 0.0005
-
-
-#: Curves of up to this many points are drawn whole (every threshold can be hovered).
-DRAW_WHOLE = 500
-
-
-def simplify(curve, *, tolerance: float = DRAW_TOLERANCE, max_points: int = 2000):
-    """The fewest points of a curve that draw it within ``tolerance`` of its exact path
-    (a curve of at most :data:`DRAW_WHOLE` points is returned as it is).
-
-    Only existing points are kept, both endpoints always (every drawn point is a real
-    operating point with its threshold). A ROC curve is drawn as straight segments: a point is
-    dropped only when it lies within ``tolerance`` of the segment between the points kept on
-    either side (the Ramer-Douglas-Peucker split). A PR curve is drawn as steps (vertical,
-    then horizontal, as the dashboard draws precision between recall levels): between two
-    kept points ``a`` and ``b`` the drawn path is one vertical and one horizontal segment, and
-    the points between are dropped only when every corner of their exact steps lies within
-    ``tolerance`` of it (the exact steps between two corners are axis-parallel segments, whose
-    farthest point from such a path is one of their ends). Curves with undefined points (one
-    class only) and results over ``max_points`` fall back to :func:`downsample`.
-
-    >>> roc = RocCurve(np.array([0.0, 0.1, 0.2, 0.5, 1.0]), np.array([0.0, 0.3, 0.6, 0.9, 1.0]),
-    ...                np.array([np.inf, 0.9, 0.7, 0.4, 0.1]))
-    >>> simplify(roc).fpr.tolist()  # short: drawn whole
-    [0.0, 0.1, 0.2, 0.5, 1.0]
-    >>> x = np.linspace(0.0, 1.0, 1001)  # a straight line of 1,001 points: its two ends
-    >>> simplify(RocCurve(x, x, np.linspace(1.0, 0.0, 1001))).fpr.tolist()
-    [0.0, 1.0]
-    """
-    if isinstance(curve, RocCurve):
-        x, y, steps = curve.fpr, curve.tpr, False
-    elif isinstance(curve, PrCurve):
-        x, y, steps = curve.recall, curve.precision, True
-    else:
-        raise ValueError(f"curve must be a RocCurve or PrCurve, got {type(curve).__name__}")
-    key = (float(tolerance), int(max_points))
-    if key not in curve.drawn:
-        curve.drawn[key] = _simplified(curve, x, y, steps, tolerance, max_points)
-    return curve.drawn[key]
-
-
-def _simplified(curve, x: np.ndarray, y: np.ndarray, steps: bool, tolerance: float,
-                max_points: int):
-    n = x.size
-    if n <= DRAW_WHOLE:
-        return curve
-    if not (np.isfinite(x).all() and np.isfinite(y).all()):
-        return downsample(curve, max_points=max_points)
-    base = _step_extremes(x, y) if steps else np.arange(n)
-    x, y, n = x[base], y[base], base.size
-    keep = np.zeros(n, dtype=bool)
-    keep[0] = keep[-1] = True
-    pending = [(0, n - 1)]
-    while pending:
-        a, b = pending.pop()
-        if b - a < 2:
-            continue
-        off, at = (_step_offsets if steps else _segment_offsets)(x, y, a, b)
-        worst = int(np.argmax(off))
-        if off[worst] > tolerance:
-            m = int(at[worst])
-            keep[m] = True
-            pending += [(a, m), (m, b)]
-    idx = base[keep]
-    if idx.size > max_points:
-        return downsample(curve, max_points=max_points)
-    return _points(curve, idx)
-
-
-def _segment_offsets(x: np.ndarray, y: np.ndarray, a: int, b: int):
-    """Distances of the points strictly between ``a`` and ``b`` from the straight segment
-    ``a`` -> ``b``, and their indices."""
-    xs, ys = x[a + 1:b], y[a + 1:b]
-    dx, dy = x[b] - x[a], y[b] - y[a]
-    length = math.hypot(dx, dy)
-    if length == 0.0:
-        return np.hypot(xs - x[a], ys - y[a]), np.arange(a + 1, b)
-    t = np.clip(((xs - x[a]) * dx + (ys - y[a]) * dy) / (length * length), 0.0, 1.0)
-    return np.hypot(xs - (x[a] + t * dx), ys - (y[a] + t * dy)), np.arange(a + 1, b)
-
-
-def _step_extremes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Indices of the points a step path cannot do without: in every run of equal ``x`` (a
-    vertical stretch of the path) its first and last point and those at its lowest and
-    highest ``y``. The path through these covers exactly the same points (each run's
-    vertical extent), so dropping the others changes nothing drawn."""
-    n = x.size
-    starts = np.r_[0, np.flatnonzero(x[1:] != x[:-1]) + 1]
-    lengths = np.diff(np.r_[starts, n])
-    low = np.repeat(np.minimum.reduceat(y, starts), lengths)
-    high = np.repeat(np.maximum.reduceat(y, starts), lengths)
-    needed = (y == low) | (y == high)
-    needed[starts] = True
-    needed[starts + lengths - 1] = True
-    return np.flatnonzero(needed)
-
-
-def _step_offsets(x: np.ndarray, y: np.ndarray, a: int, b: int):
-    """Distances of the corners of the exact step path between points ``a`` and ``b`` (drawn
-    vertical-then-horizontal) from the one step ``a`` -> ``b``, and the point index that
-    splits the span at each corner (strictly between ``a`` and ``b``)."""
-    j = np.arange(a, b)
-    cx = np.r_[x[a + 1:b], x[j]]  # the points between, then each step's corner (x_j, y_j+1)
-    cy = np.r_[y[a + 1:b], y[j + 1]]
-    split = np.r_[np.arange(a + 1, b), np.clip(j + 1, a + 1, b - 1)]
-    lo_x, hi_x = min(x[a], x[b]), max(x[a], x[b])
-    lo_y, hi_y = min(y[a], y[b]), max(y[a], y[b])
-    to_h = np.hypot(np.maximum(np.maximum(lo_x - cx, cx - hi_x), 0.0), cy - y[b])
-    to_v = np.hypot(cx - x[a], np.maximum(np.maximum(lo_y - cy, cy - hi_y), 0.0))
-    return np.minimum(to_h, to_v), split
 
 
 def tpr_at_fpr(y, p=None, targets=FPR_TARGETS) -> list[TprAtFpr]:
@@ -930,7 +757,7 @@ def confusion_sweep(y, p=None, thresholds=None) -> ConfusionSweep:
     tn = np.searchsorted(s.neg_sorted, t, side="left").astype(np.int64)
     tp = s.n_pos - fn
     fp = s.n_neg - tn
-    return ConfusionSweep(*_readonly(t.copy(), tp, fp, tn, fn))
+    return ConfusionSweep(*frozen_arrays(t.copy(), tp, fp, tn, fn))
 
 
 def confusion_at(y, p=None, *, threshold: float = 0.5) -> Confusion:
@@ -947,54 +774,3 @@ def confusion_at(y, p=None, *, threshold: float = 0.5) -> Confusion:
     if threshold is None or np.isnan(threshold):
         raise ValueError(f"threshold must be a number, got {threshold!r}")
     return confusion_sweep(y, p, thresholds=[threshold]).at(0)
-
-
-def _curve_band(y, p, name: str, *, n_resamples: int, seed: int, unit_of_row, n_units,
-                grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pointwise percentile band of the ``name`` curve (``roc`` or ``pr``) over ``grid``, from
-    the replicates of :func:`metrics_core.metrics.curve_replicates.curve_replicates` on the one
-    bootstrap's resamples (equal to the literal computation per resample,
-    :func:`metrics_core.metrics._reference.naive_roc_band` / ``naive_pr_band``)."""
-    from metrics_core.metrics.curve_replicates import ScoreLayout, curve_replicates
-    from metrics_core.metrics.uncertainty import Bootstrap, percentile_ci
-
-    y = np.asarray(y, dtype=np.float64)
-    p = np.asarray(p, dtype=np.float64)
-    order = np.argsort(p, kind="stable")
-    columns = order if unit_of_row is None else np.asarray(unit_of_row)[order]
-    layout = ScoreLayout(p[order], y[order], columns)
-    boot = Bootstrap(n_units or y.size, n_resamples=n_resamples, seed=seed,
-                     batch_size=max(1, _CHUNK_ELEMENTS // max(y.size, 1)))
-    values = curve_replicates(layout, boot.count_batches(), discrimination=False,
-                              **{f"{name}_grid": grid})[name]
-    cis = [percentile_ci(values[:, j]) for j in range(grid.size)]
-    return grid, np.array([c.lo for c in cis]), np.array([c.hi for c in cis])
-
-
-def roc_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
-             n_units: int | None = None, grid=None) -> tuple[np.ndarray, np.ndarray,
-                                                          np.ndarray]:
-    """Pointwise percentile 95 % band of the ROC curve over a grid of FPR values (§9).
-
-    In every bootstrap replicate (the one bootstrap of :mod:`metrics_core.metrics.uncertainty`) the
-    weighted ROC curve is evaluated at each grid FPR as the TPR of its largest point with
-    ``FPR ≤ grid`` (the rule of :func:`tpr_at_fpr`). Returns ``(grid, lo, hi)``.
-    """
-    grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
-    return _curve_band(y, p, "roc", n_resamples=n_resamples, seed=seed,
-                       unit_of_row=unit_of_row, n_units=n_units, grid=grid)
-
-
-def pr_band(y, p, *, n_resamples: int, seed: int = 0, unit_of_row=None,
-            n_units: int | None = None, grid=None) -> tuple[np.ndarray, np.ndarray,
-                                                         np.ndarray]:
-    """Pointwise percentile 95 % band of the precision-recall curve over a recall grid (§9).
-
-    In every bootstrap replicate the weighted PR curve is evaluated at each grid recall ``r``
-    as the precision of its first operating point (highest threshold) with recall ``≥ r``:
-    the step function whose area is average precision. Returns ``(grid, lo, hi)``; NaN where
-    no replicate defines it.
-    """
-    grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
-    return _curve_band(y, p, "pr", n_resamples=n_resamples, seed=seed,
-                       unit_of_row=unit_of_row, n_units=n_units, grid=grid)

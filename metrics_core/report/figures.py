@@ -4,7 +4,7 @@ No Streamlit here (the app and the decision record draw the same figures) and no
 every number drawn comes from :mod:`metrics_core`
 (curves, reliability tables, gate grids, sweeps, per-query arrays). What a builder does itself
 is display work only: thinning a long curve (with
-:func:`metrics_core.metrics.classification.simplify`, which keeps the fewest real points that draw
+:func:`metrics_core.report.thinning.simplify`, which keeps the fewest real points that draw
 it within a quarter of a pixel of its exact path), counting K values
 for a histogram and quartiles for a box, so a million queries never travel to the browser
 while operating points stay exact. Titles and axis labels are set on every figure; the
@@ -27,7 +27,8 @@ import plotly.graph_objects as go
 
 from metrics_core import registry
 from metrics_core.bidi import neutralise_bidi
-from metrics_core.metrics.classification import PrCurve, RocCurve, simplify
+from metrics_core.metrics.classification import PrCurve, RocCurve
+from metrics_core.report.thinning import simplify
 
 __all__ = [
     "MAX_CURVE_POINTS",
@@ -78,7 +79,7 @@ def escape_plotly(text) -> str:
 
 
 #: At most this many points are kept when a curve is drawn (fewer where fewer draw it within
-#: ``classification.DRAW_TOLERANCE``; the operating points are always exact).
+#: ``thinning.DRAW_TOLERANCE``; the operating points are always exact).
 MAX_CURVE_POINTS = 2000
 #: Gate state codes (0, 1, 2) and their names (contract §6).
 STATE_NAMES = registry.GATE_STATES
