@@ -4,8 +4,8 @@ Each file is held to the per-file limits (``[limits]``); the budget bounds their
 sessions of one server process (``[memory] upload_budget_bytes`` in the server's settings file,
 :func:`dashboard.data.memory_budget`). :class:`UploadBudget` counts, per session, the bytes its
 uploads hold (:func:`held_bytes`: the uploaded files and the data sets read from them; the data
-source's upload and the Compare page's runs, each under a :class:`Holder` of its own); a load
-that would take the total past the budget is refused with an
+source's upload, the Compare page's runs and the RAG page's file, each under a :class:`Holder`
+of its own); a load that would take the total past the budget is refused with an
 :class:`~metrics_core.errors.InputError` naming the budget and the amounts, and the session
 keeps what it showed before.
 
@@ -32,6 +32,8 @@ __all__ = ["Holder", "UploadBudget", "held_bytes", "size_text"]
 _STR_BYTES = sys.getsizeof("")
 #: Values of an object array looked at to estimate the size of its strings.
 _SAMPLE = 1_000
+#: How deep :func:`held_bytes` follows containers and attributes.
+_DEPTH = 8
 
 
 class Holder:
@@ -56,43 +58,57 @@ def size_text(nbytes: int) -> str:
     return f"{value:.1f} {unit} ({nbytes:,} bytes)"
 
 
-def held_bytes(value, _depth: int = 0) -> int:
-    """Estimated bytes ``value`` holds: arrays, frames, Arrow columns and the Python strings of
-    object arrays (estimated from a sample of up to 1,000), found through containers and
-    objects' attributes (a loaded data set, its exclusions, a triage file). Strings a data set
-    keeps in Arrow until they are first read count as read, since a page may read them.
+def held_bytes(value) -> int:
+    """Estimated bytes ``value`` holds: arrays, frames, Arrow columns, strings and the Python
+    strings of object arrays (estimated from a sample of up to 1,000), found through
+    containers and objects' attributes (a loaded data set, its exclusions, a triage file, the
+    samples of a RAG file), each object once. Strings a data set keeps in Arrow until they are
+    first read count as read, since a page may read them.
 
     >>> held_bytes({"a": np.zeros(10), "b": [np.ones(4, dtype=np.int8), b"xyz"]})
     87
+    >>> big = np.zeros(100)
+    >>> held_bytes([big, big, {"again": big}])   # one array, counted once
+    800
     """
-    if value is None or _depth > 4:
-        return 0
-    if isinstance(value, bytes | bytearray | memoryview):
-        return len(value)
-    if isinstance(value, np.ndarray):
-        n = int(value.nbytes)
-        if value.dtype == object and value.size:
-            flat = value.ravel()
-            sample = flat[:: max(1, flat.size // _SAMPLE)][:_SAMPLE]
-            n += int(sum(sys.getsizeof(v) for v in sample) / len(sample) * flat.size)
-        return n
-    if isinstance(value, pd.DataFrame | pd.Series | pd.Index):
-        usage = value.memory_usage(deep=False)
-        return int(usage.sum()) if isinstance(usage, pd.Series) else int(usage)
-    order, arrow = getattr(value, "order", None), getattr(value, "values", None)
-    if isinstance(order, np.ndarray) and hasattr(arrow, "nbytes") and hasattr(
-            value, "materialise"):  # strings kept in Arrow until first read
-        per_string = arrow.nbytes / max(len(arrow), 1)
-        return int(order.nbytes + arrow.nbytes + order.size * (8 + _STR_BYTES + per_string))
-    if hasattr(value, "nbytes") and hasattr(value, "type"):  # an Arrow array
-        return int(value.nbytes)
-    if isinstance(value, dict):
-        return sum(held_bytes(v, _depth + 1) for v in value.values())
-    if isinstance(value, list | tuple):
-        return sum(held_bytes(v, _depth + 1) for v in value)
-    if hasattr(value, "__dict__"):
-        return sum(held_bytes(v, _depth + 1) for v in vars(value).values())
-    return 0
+    seen: set[int] = set()
+
+    def size(value, depth: int) -> int:
+        if value is None or depth > _DEPTH or id(value) in seen:
+            return 0
+        seen.add(id(value))
+        if isinstance(value, str):
+            return sys.getsizeof(value)
+        if isinstance(value, bytes | bytearray | memoryview):
+            return len(value)
+        if isinstance(value, np.ndarray):
+            n = int(value.nbytes)
+            if value.dtype == object and value.size:
+                flat = value.ravel()
+                sample = flat[:: max(1, flat.size // _SAMPLE)][:_SAMPLE]
+                n += int(sum(sys.getsizeof(v) for v in sample) / len(sample) * flat.size)
+            return n
+        if isinstance(value, pd.DataFrame | pd.Series | pd.Index):
+            usage = value.memory_usage(deep=False)
+            return int(usage.sum()) if isinstance(usage, pd.Series) else int(usage)
+        order, arrow = getattr(value, "order", None), getattr(value, "values", None)
+        if isinstance(order, np.ndarray) and hasattr(arrow, "nbytes") and hasattr(
+                value, "materialise"):  # strings kept in Arrow until first read
+            per_string = arrow.nbytes / max(len(arrow), 1)
+            return int(order.nbytes + arrow.nbytes
+                       + order.size * (8 + _STR_BYTES + per_string))
+        if hasattr(value, "nbytes") and hasattr(value, "type"):  # an Arrow array
+            return int(value.nbytes)
+        if isinstance(value, dict):
+            return sum(size(v, depth + 1) for v in value.values())
+        if isinstance(value, list | tuple | set | frozenset):
+            return sum(size(v, depth + 1) for v in value)
+        fields = getattr(value, "__dict__", None)
+        if fields is None and hasattr(value, "__slots__"):
+            fields = {k: getattr(value, k, None) for k in value.__slots__}
+        return 0 if fields is None else sum(size(v, depth + 1) for v in fields.values())
+
+    return size(value, 0)
 
 
 class UploadBudget:

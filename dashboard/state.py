@@ -133,6 +133,8 @@ COMPARE_BOOTSTRAP = "compare_bootstrap"
 COMPARE_RESULT = "_compare_result"
 #: The compared runs' key in the server-wide memory budget for uploads.
 COMPARE_HOLDER = "_compare_holder"
+#: The RAG page's file's key in the server-wide memory budget for uploads.
+RAG_HOLDER = "_rag_holder"
 #: RAG page (seed 002): the uploaded JSON Lines file, the demo switch, the options, the kept
 #: computation (bytes never leave the session) and the worst-samples metric.
 RAG_FILE = "rag_file"

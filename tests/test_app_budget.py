@@ -151,6 +151,37 @@ def test_compared_runs_count_in_the_same_budget(settings, files):
     assert source_kind(b) == "upload"
 
 
+def test_a_rag_file_counts_in_the_same_budget(settings, files):
+    """The RAG page's uploaded file is held to the budget too."""
+    from metrics_core.rag.demo import demo_rag_path
+
+    gc.collect()
+    before = data.UPLOADS.held()
+    raw = demo_rag_path().read_bytes()
+    a = session()
+    a.switch_page("app_pages/rag.py").run(timeout=TIMEOUT)
+    a.number_input(key="rag_bootstrap").set_value(0)
+    a.file_uploader(key="rag_file").set_value(("rag.jsonl", raw, "application/jsonl"))
+    a.run(timeout=TIMEOUT)
+    assert not a.exception and not a.error
+    counted = data.UPLOADS.held() - before
+    assert counted > len(raw) + 1
+    # Room for the file beside the first session's, not for what is read from it.
+    budget_of(settings, before + counted + len(raw))
+    b = session()
+    b.switch_page("app_pages/rag.py").run(timeout=TIMEOUT)
+    b.number_input(key="rag_bootstrap").set_value(0)
+    b.file_uploader(key="rag_file").set_value(("rag.jsonl", raw, "application/jsonl"))
+    b.run(timeout=TIMEOUT)
+    said = " ".join(e.value for e in b.error).replace("\\", "")
+    assert "rag.jsonl: this server holds at most" in said
+    assert f"this upload needs {size_text(counted)}" in said.replace("\u2060", "")
+    assert len(b.dataframe) == 0 and data.UPLOADS.held() - before == counted
+    del a   # the first session ends: its file's bytes are released
+    gc.collect()
+    assert data.UPLOADS.held() == before
+
+
 @pytest.mark.parametrize(("text", "said"), [
     ("[memory]\nupload_budget_bytes = 0\n", "must be a positive whole number of bytes; got 0"),
     ('[memory]\nupload_budget_bytes = "4 GB"\n', "got '4 GB'"),

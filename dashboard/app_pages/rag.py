@@ -7,6 +7,7 @@ import hashlib
 import streamlit as st
 
 from dashboard import display, state, upload
+from dashboard.data import read_within_budget, release_upload
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core.errors import InputError
 from metrics_core.rag import loader, report, suite
@@ -54,7 +55,12 @@ key = (hashlib.sha256(raw).hexdigest(), bool(semantic), int(n_boot))
 kept = st.session_state.get(state.RAG_RESULT)
 if kept is None or kept[0] != key:
     try:
-        data = loader.parse_rag(raw, name=name)
+        if file is None:
+            data = loader.parse_rag(raw, name=name)
+            release_upload(state.RAG_HOLDER)
+        else:  # held to the server's memory budget, in place of this page's earlier file
+            data = read_within_budget(state.RAG_HOLDER, name, len(raw),
+                                      lambda: loader.parse_rag(raw, name=name), lambda d: d)
     except InputError as exc:
         st.error(escape_markdown(exc.render()), icon=":material/block:")
         st.stop()
