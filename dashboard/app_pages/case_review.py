@@ -179,6 +179,14 @@ else:
     st.caption("Verdicts: " + ", ".join(f"{VERDICT_LABELS[k]} {n:,}" for k, n in counts.items())
                + ". The original numbers are never replaced.")
     diff = run.differences().set_index("name")
+    changed = [f"{registry.label(name)} {display.fmt_metric(name, diff.loc[name, 'original'])}"
+               f" → {display.fmt_metric(name, diff.loc[name, 'adjudicated'])}"
+               for name in display.HEADLINE if name in diff.index
+               and display.fmt_metric(name, diff.loc[name, "original"])
+               != display.fmt_metric(name, diff.loc[name, "adjudicated"])]
+    with st.container(key="adjudicated_changes"):
+        st.markdown("**Changed on the adjudicated gold:** " + escape_markdown(
+            "; ".join(changed) if changed else "no headline number."))
     rows = [{"metric": label, "original": display.fmt_metric(name, diff.loc[name, "original"]),
              "adjudicated": display.fmt_metric(name, diff.loc[name, "adjudicated"]),
              "difference": display.fmt_metric(name, diff.loc[name, "difference"]),
