@@ -264,7 +264,7 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
         y, p = ds.y, ds.p
         rk, rmask = ev.ranking(cfg), ev.ranking_mask(cfg)
         columns = {name: (values, rmask) for name, values in rk.items()
-                   if not name.startswith("hit@")}
+                   if registry.spec(name).interval == "bootstrap"}  # (hit@K: Wilson)
         columns["brier"] = ((p - y) ** 2, None)
         conf, outcome = ev.calibration_inputs(cfg)
         bins = calibration.bin_matrix(outcome, conf, n_bins=cfg.n_bins, strategy=cfg.binning)

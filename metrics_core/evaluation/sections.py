@@ -69,6 +69,18 @@ class RecordList(list):
         ci, valid = boot.pair(key or name)
         self.add(name, value, subset, n, ci=ci, ci_method=boot.method, ci_valid=valid, **kw)
 
+    def add_spec(self, name, value, subset, n, boot: Intervals, **kw) -> None:
+        """Add ``name`` with the interval its registry spec names: the bootstrap's (from
+        ``boot``) or none; other kinds (Wilson, Poisson, Wald) carry their own ``ci``."""
+        kind = registry.spec(name).interval
+        if kind == "bootstrap":
+            self.add_boot(name, value, subset, n, boot, **kw)
+        elif kind is None:
+            self.add(name, value, subset, n, **kw)
+        else:
+            raise ValueError(f"{name}: a {kind} interval is given by its section, not "
+                             "add_spec")
+
 
 def wilson(k, n) -> tuple[float, float] | None:
     if n <= 0:
@@ -119,10 +131,8 @@ def counting_records(out: RecordList, table: np.ndarray, which: str, subset: str
             ci = None if ci is None else (ci[0] * scale, ci[1] * scale)
             out.add(spec.name, value[0], subset, int(m), ci=ci, ci_method="wilson",
                     reason=reason)
-        elif spec.interval == "bootstrap":
-            out.add_boot(spec.name, value[0], subset, n, op, reason=reason)
         else:
-            out.add(spec.name, value[0], subset, n, reason=reason)
+            out.add_spec(spec.name, value[0], subset, n, op, reason=reason)
 
 
 # ---------------------------------------------------------------------------------- §5
@@ -161,7 +171,7 @@ def ranking_records(out: RecordList, ev, inter, boot: Intervals, summary: dict) 
                f"; map {VARIANT_LABELS['map_denominator'][cfg.map_denominator]}"
                f"; {VARIANT_LABELS['gain'][cfg.gain]}")
     for name, s in summary.items():
-        if name.startswith("hit@"):
+        if registry.spec(name).interval == "wilson":  # hit@K: a proportion of queries
             ci = wilson(round(s.mean * s.n), s.n) if s.n and math.isfinite(s.mean) else None
             out.add(name, s.mean, cfg.ranking_protocol, s.n, ci=ci, ci_method="wilson",
                     variant=variant)
@@ -179,14 +189,12 @@ def dynamic_k_records(out: RecordList, ev, inter, boot: Intervals, k_summary) ->
                f"{VARIANT_LABELS['mass'][cfg.mass]}")
     n_e = int(inter.emask.sum())
     for name, values in (("evidence_recall", inter.rec), ("evidence_precision", inter.prec)):
-        out.add_boot(name, np.mean(values[inter.emask]) if n_e else None,
+        out.add_spec(name, np.mean(values[inter.emask]) if n_e else None,
                      cfg.evidence_protocol, n_e, boot, variant=variant)
     for name, value in (("mean_k", k_summary.mean), ("median_k", k_summary.median),
-                        ("p90_k", k_summary.p90)):
-        out.add_boot(name, value, ALL, n, boot, variant=variant)
-    out.add("workload", k_summary.total, ALL, n, variant=variant)
-    out.add_boot("workload_per_1000", k_summary.workload_per_1000, ALL, n, boot,
-                 variant=variant)
+                        ("p90_k", k_summary.p90), ("workload", k_summary.total),
+                        ("workload_per_1000", k_summary.workload_per_1000)):
+        out.add_spec(name, value, ALL, n, boot, variant=variant)
 
 
 def k_summary(inter, y) -> dynamic_k.KSummary:
@@ -211,7 +219,7 @@ def multilabel_records(out: RecordList, ml: dict, n_posts: int, cfg,
     variant = VARIANT_LABELS["multilabel_rule"][cfg.multilabel_rule]
     boot = boot if boot is not None else Intervals(None)
     for name in multilabel.MULTILABEL_NAMES:
-        if name == "exact_match":
+        if registry.spec(name).interval == "wilson":  # exact match: a proportion of posts
             ci = wilson(round(ml[name] * n_posts), n_posts) if math.isfinite(ml[name]) else None
             out.add(name, ml[name], f"{ALL} (per post)", n_posts, ci=ci, ci_method="wilson",
                     variant=variant)
