@@ -124,3 +124,30 @@ def test_triage_without_confidence_says_why():
                           "prediction": ["real", "uncertain", "fake"]})
     got = triage_metrics(parse_triage(frame)).risk_coverage
     assert got == {"defined": False, "reason": "the file has no confidence column"}
+
+
+def test_metrics_master_has_the_gates_risk_coverage():
+    import json
+
+    from metrics_core.config import EvalConfig
+    from metrics_core.demo import demo_paths
+    from metrics_core.inputs import loading as mio
+    from metrics_core.report import Evaluator
+
+    paths = demo_paths()
+    ds = mio.load(paths.queries, paths.candidates).dataset
+    cfg = EvalConfig(bootstrap=100)
+    evaluation = Evaluator(ds).evaluate(cfg)
+    got = json.loads(evaluation.to_json())["gate_risk_coverage"]
+    error = ((ds.p >= cfg.threshold) != ds.y).astype(float)
+    _, _, aurc, optimal = direct(error, np.abs(ds.p - cfg.threshold))
+    assert got["aurc"] == pytest.approx(aurc, abs=1e-12)
+    assert got["optimal_aurc"] == pytest.approx(optimal, abs=1e-12)
+    assert got["n_resamples"] == 100 and got["ci95"]["aurc"][0] <= aurc <= got["ci95"]["aurc"][1]
+    assert len(got["curve"]["coverage"]) <= 501 and got["curve"]["coverage"][-1] == 1.0
+    # the gate's point (contract §6): NEG below τ_neg, POS from τ_pos, answered = either
+    pos, neg = ds.p >= cfg.tau_pos, ds.p < cfg.tau_neg
+    answered = pos | neg
+    wrong = (pos & (ds.y == 0)) | (neg & (ds.y == 1))
+    assert got["gate"]["coverage"] == pytest.approx(answered.mean())
+    assert got["gate"]["risk"] == pytest.approx(wrong.sum() / answered.sum())

@@ -23,7 +23,7 @@ from metrics_core.evaluation.intervals import (
     start_drawing,
 )
 from metrics_core.evaluation.records import Evaluation
-from metrics_core.metrics import gate
+from metrics_core.metrics import gate, risk_coverage
 from metrics_core.progress import stage
 from metrics_core.registry import GATE_STATES
 
@@ -72,6 +72,7 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
         "roc_band": lambda: ev.roc_band(cfg),
         "pr_band": lambda: ev.pr_band(cfg),
         "smoothed_calibration": ev.smoothed_calibration,
+        "gate_risk_coverage": lambda: risk_coverage.gate_section(ds, cfg, abstention),
     }
     cls = ev.classification()
     evaluation = Evaluation(

@@ -165,6 +165,12 @@ class Evaluation:
         return self._table("gamma_sweep")
 
     @property
+    def gate_risk_coverage(self) -> dict | None:
+        """The gate's risk–coverage curve, AURC and E-AURC with intervals (contract §6)."""
+        return self._table("gate_risk_coverage") if "gate_risk_coverage" in self._tables \
+            else None
+
+    @property
     def decision_curve(self) -> pd.DataFrame:
         """Net benefit of the model, treat-all and treat-none on a 0.01 grid (with bands)."""
         return self._table("decision_curve")
@@ -293,6 +299,7 @@ class Evaluation:
             else frame_records(self.fold_summary),
             "targets": frame_records(self.targets),
             "consistency_checks": [c.to_dict() for c in self.checks],
+            "gate_risk_coverage": self.gate_risk_coverage,
         }
         for name in _OPTIONAL_TABLES:  # present when the run declared them (cohorts)
             if name in self._tables:

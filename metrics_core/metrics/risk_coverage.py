@@ -25,7 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RiskCoverage", "aurc_intervals", "gate_risk_coverage", "risk_coverage"]
+__all__ = ["GATE_RESAMPLES", "RiskCoverage", "aurc_intervals", "gate_risk_coverage",
+           "gate_section", "risk_coverage"]
+
+#: At most this many resamples for the gate's areas in a run (their cost grows with n).
+GATE_RESAMPLES = 1000
 
 
 @dataclass(frozen=True)
@@ -45,17 +49,23 @@ class RiskCoverage:
     def excess_aurc(self) -> float:
         return self.aurc - self.optimal_aurc
 
-    def to_dict(self) -> dict:
+    def to_dict(self, *, max_points: int | None = None) -> dict:
+        """JSON-ready; ``max_points`` thins the curve's points (evenly by rank, the last kept)
+        for writing only: the areas come from every point."""
         def f(x):
             return None if x is None or not math.isfinite(x) else float(x)
 
+        keep = np.arange(self.coverage.size)
+        if max_points is not None and keep.size > max_points:
+            keep = np.unique(np.r_[np.linspace(0, keep.size - 1, max_points).astype(int),
+                                   keep.size - 1])
         ci = self.ci95 or {}
         return {"aurc": f(self.aurc), "optimal_aurc": f(self.optimal_aurc),
                 "excess_aurc": f(self.excess_aurc), "n": int(self.n),
                 "ci95": {k: None if v is None else [f(v[0]), f(v[1])] for k, v in ci.items()}
                 or None,
-                "curve": {"coverage": [float(c) for c in self.coverage],
-                          "risk": [float(r) for r in self.risk]}}
+                "curve": {"coverage": [float(c) for c in self.coverage[keep]],
+                          "risk": [float(r) for r in self.risk[keep]]}}
 
 
 def _prepared(error, confidence, answered):
@@ -151,3 +161,24 @@ def gate_risk_coverage(y, p, *, threshold: float = 0.5, n_resamples: int = 0,
                            aurc_intervals(error, confidence, n_resamples=n_resamples,
                                           seed=seed))
     return out
+
+
+def gate_section(ds, cfg, abstention) -> dict:
+    """The gate's risk–coverage for a run's JSON (``metrics_master.json``,
+    ``gate_risk_coverage``): the curve around the run's threshold τ (at most 500 points
+    written), its areas with intervals from min(bootstrap, :data:`GATE_RESAMPLES`) resamples,
+    and the gate's own operating point (coverage = answered share; risk = errors among the
+    NEG and POS answers)."""
+    if ds.n_queries == 0:
+        return {"defined": False, "reason": "no query"}
+    n_boot = min(int(cfg.bootstrap), GATE_RESAMPLES)
+    curve = gate_risk_coverage(ds.y, ds.p, threshold=cfg.threshold, n_resamples=n_boot,
+                               seed=cfg.seed)
+    accuracy = abstention.accuracy_answered
+    point = {"tau_neg": cfg.tau_neg, "tau_pos": cfg.tau_pos,
+             "coverage": float(abstention.coverage),
+             "risk": None if accuracy is None or not math.isfinite(accuracy)
+             else float(1.0 - accuracy)}
+    return {"defined": True, "reason": None, "threshold": cfg.threshold,
+            "confidence": "|p − τ| (abstain on a band around τ that widens)",
+            "n_resamples": n_boot, **curve.to_dict(max_points=500), "gate": point}
