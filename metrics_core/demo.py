@@ -548,7 +548,41 @@ def make_demo(*, problems: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
                                          separation=DEMO_SEPARATION,
                                          overconfidence=DEMO_OVERCONFIDENCE)
     score = _break_ties(_query_of_candidates(queries, candidates), candidates["score"].to_numpy())
-    return queries, candidates.assign(score=score)
+    return _with_cohorts(queries), candidates.assign(score=score)
+
+
+#: The demo's cohort columns (contract §9, cohorts): synthetic patient attributes per post.
+DEMO_SITES = ("site_A", "site_B", "site_C", "site_D", "site_E")
+DEMO_AGE_BANDS = ("18-34", "35-49", "50-64", "65-79", "80+")
+#: The planted disparity: ``site_E`` receives most of the posts on which the model errs most
+#: (the highest mean squared error of p over the post's queries), so the model is worse there.
+DEMO_WEAK_SITE = "site_E"
+
+
+def _with_cohorts(queries: pd.DataFrame) -> pd.DataFrame:
+    """The demo's queries with ``site``, ``sex`` and ``age_band`` per post, drawn from a
+    generator of their own (seed ``[DEMO_SEED, 27]``): every other column, and the draws that
+    made them, are those of the demo without cohorts. One disparity is planted: a post among
+    the fifth with the largest error of p goes to :data:`DEMO_WEAK_SITE` with probability 0.55
+    (otherwise 0.1), so that site's AUROC and Brier score are worse than the rest's."""
+    rng = np.random.default_rng([DEMO_SEED, 27])
+    n_crit = queries.groupby("post_id", sort=False).size().to_numpy()
+    post_of_query = np.repeat(np.arange(n_crit.size), n_crit)
+    error = np.bincount(post_of_query, weights=(queries["p_has_evidence"].to_numpy()
+                                                - queries["has_evidence"].to_numpy()) ** 2)
+    error /= n_crit
+    worst = error >= np.quantile(error, 0.8)
+    weak = rng.random(n_crit.size) < np.where(worst, 0.55, 0.1)
+    others = rng.integers(0, len(DEMO_SITES) - 1, n_crit.size)
+    site = np.where(weak, len(DEMO_SITES) - 1, others)
+    sex = rng.random(n_crit.size) < 0.52
+    age = rng.choice(len(DEMO_AGE_BANDS), n_crit.size, p=[0.3, 0.25, 0.2, 0.15, 0.1])
+    return queries.assign(
+        site=pd.Series(np.asarray(DEMO_SITES, dtype=object)[site[post_of_query]],
+                       dtype="str"),
+        sex=pd.Series(np.where(sex, "F", "M")[post_of_query], dtype="str"),
+        age_band=pd.Series(np.asarray(DEMO_AGE_BANDS, dtype=object)[age[post_of_query]],
+                           dtype="str"))
 
 
 def planted_problems() -> PlantedProblems:

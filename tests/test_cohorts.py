@@ -335,3 +335,23 @@ def test_workup_to_detection_per_cohort_is_one_over_alert_precision():
         workup = _value(result.cohorts, "site", value, "workup_to_detection")
         precision = _value(result.cohorts, "site", value, "alert_precision")
         assert workup == pytest.approx(1.0 / precision, rel=1e-12)
+
+
+def test_the_demo_disparity_planted_at_site_e_is_found():
+    """The demo's planted disparity (assets/README.md): the model is worse at site_E; sex and
+    age band are drawn independently of everything and show none."""
+    from metrics_core.demo import DEMO_WEAK_SITE, demo_paths
+
+    paths = demo_paths()
+    queries = pd.read_parquet(paths.queries)
+    loaded = load(queries, paths.candidates)
+    attrs = cohort_attributes(queries, loaded, ["site", "sex", "age_band"])
+    ev = Evaluator(loaded.dataset)
+    cfg = EvalConfig(bootstrap=400, seed=0)
+    result = cohort_tables(ev, ev.intermediate(cfg), list(attrs.values()), weak=False)
+    table = result.cohorts
+    weak = table[(table["value"] == DEMO_WEAK_SITE) & table["flagged"]]
+    assert {"auroc", "brier", "sensitivity"} <= set(weak["metric"])
+    row = weak[weak["metric"] == "auroc"].iloc[0]
+    assert row["difference"] < 0 and row["difference_ci95"][1] < 0
+    assert not table[table["column"].isin(["sex", "age_band"])]["flagged"].any()

@@ -446,7 +446,7 @@ def test_the_demo_command_writes_the_shipped_files(tmp_path, capsys):
     for name in written:
         assert (out / name).read_bytes() == (ASSETS / name).read_bytes(), name
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0] == f"wrote {out / 'demo_queries.parquet'}  (104,683 bytes)"
+    assert printed[0] == f"wrote {out / 'demo_queries.parquet'}  (107,132 bytes)"
     assert len(printed) == 7
 
 
