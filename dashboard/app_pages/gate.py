@@ -8,7 +8,7 @@ not depend on the gate), so the charts follow the slider quickly.
 
 import streamlit as st
 
-from dashboard import data, display, live_charts, sidebar
+from dashboard import data, display, live_charts, risk_coverage_view, sidebar
 from metrics_core.report import figures as charts
 from metrics_core.targets import parse_target
 
@@ -103,3 +103,13 @@ st.subheader("TPR at fixed FPR")
 display.show_table(display.tpr_frame(v.evaluation), key="tpr_table")
 st.subheader(f"Confusion at τ = {v.config.threshold:g}")
 display.show_records(display.group_frame(v.evaluation, "confusion"), key="confusion_table")
+
+st.subheader("Risk–coverage (the UNCERTAIN band as abstention)")
+if st.toggle("Show the risk–coverage curve", key="gate_risk_coverage",
+             help="Computed for the run's settings (with up to 1,000 resamples for the "
+                  "intervals of its areas)."):
+    risk_coverage_view.show(
+        v.evaluation.gate_risk_coverage, key="gate_risk_coverage_chart",
+        explain=f"Predict evidence when p ≥ τ = {v.config.threshold:g}, abstain on the "
+                "queries closest to τ first (a band around τ that widens); the marker is the "
+                "gate's own point (its UNCERTAIN queries abstain).")

@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from dashboard import data, display
+from dashboard import data, display, risk_coverage_view
 from dashboard.safe_text import escape_markdown
 from metrics_core.triage import triage_metrics
 
@@ -68,3 +68,9 @@ if report.across_trials:
 st.download_button("Triage report (JSON)", data=lambda: json.dumps(report.to_dict(), indent=2),
                    file_name="triage_report.json", mime="application/json",
                    key="download_triage", on_click="ignore", icon=":material/download:")
+
+st.subheader("Risk–coverage")
+risk_coverage_view.show(report.risk_coverage, key="triage_risk_coverage_chart",
+                        explain="The answers ranked by their confidence, most confident "
+                                "first; the abstentions never answer, so the curve ends at "
+                                "the coverage.")

@@ -797,3 +797,25 @@ def folds_figure(per_fold: pd.DataFrame, summary: pd.DataFrame, metric: str, *,
                            hovertemplate="%{x}<br>" + label + " %{y:.3f}<extra></extra>"))
     return _layout(fig, f"{label} per fold (mean ± std over folds)", "Fold", label,
                    xaxis={"categoryorder": "array", "categoryarray": names})
+
+
+# ------------------------------------------------------------------------ risk–coverage
+def risk_coverage_figure(curve: Mapping, *, title: str = "Risk–coverage") -> go.Figure:
+    """The risk–coverage curve of a classifier that may abstain (contract §6), from the
+    ``to_dict`` of :class:`metrics_core.metrics.risk_coverage.RiskCoverage` (a run's
+    ``gate_risk_coverage``, a triage report's ``risk_coverage``), with the gate's own operating
+    point when ``curve["gate"]`` holds one. The legend names AURC and E-AURC."""
+    fig = _Figure()
+    aurc, excess = curve.get("aurc"), curve.get("excess_aurc")
+    name = "model" if aurc is None else f"model (AURC {aurc:.4f}, E-AURC {excess:.4f})"
+    fig.add_trace(_Scatter(x=curve["curve"]["coverage"], y=curve["curve"]["risk"],
+                           mode="lines", name=name, line={"color": "#4c78a8", "width": 2},
+                           hovertemplate="coverage %{x:.3f}<br>risk %{y:.4f}<extra></extra>"))
+    point = curve.get("gate")
+    if point and point.get("risk") is not None:
+        fig.add_trace(_Scatter(x=[point["coverage"]], y=[point["risk"]], mode="markers",
+                               name=f"gate (τ_neg {point['tau_neg']:g}, τ_pos "
+                                    f"{point['tau_pos']:g})",
+                               marker={"color": "#e45756", "size": 10, "symbol": "diamond"}))
+    return _layout(fig, title, "Coverage (share answered)", "Risk (errors among answered)",
+                   xaxis={"range": [0, 1]})
