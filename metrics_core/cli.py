@@ -378,6 +378,12 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--notes", type=Path,
                     help=f"a text file with the meeting's notes (UTF-8, at most "
                          f"{MAX_NOTES_BYTES // 1024} KiB)")
+    rp.add_argument("--adjudications", type=Path, metavar="ADJ_CSV",
+                    help="reviewers' verdicts (the adjudication file): the record adds what "
+                         "was reviewed and the headline numbers on the corrected gold")
+    rp.add_argument("--exclude-ambiguous", action="store_true",
+                    help="with --adjudications: leave ambiguous queries out of the "
+                         "adjudicated numbers")
     rp.add_argument("--out", type=Path, default=None,
                     help="output file (default decision_record.<format>)")
     rp.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -935,8 +941,11 @@ def read_notes(path: Path) -> str:
 @_with_progress
 def _report(args) -> int:
     out = args.out or Path(f"decision_record.{args.format}")
+    if args.exclude_ambiguous and args.adjudications is None:
+        raise ValueError("--exclude-ambiguous needs --adjudications")
     check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates),
-                   ("--settings", args.settings), ("--notes", args.notes)], [("--out", out)])
+                   ("--settings", args.settings), ("--notes", args.notes),
+                   ("--adjudications", args.adjudications)], [("--out", out)])
     config = load_settings(args.settings) if args.settings else EvalConfig()
     notes = read_notes(args.notes) if args.notes else ""
     from metrics_core.report import decision_record as record
@@ -949,6 +958,16 @@ def _report(args) -> int:
         return EXIT_INPUT
     args.progress.stage("computing the metrics")
     evaluation = run.evaluator.evaluate(config, progress=args.progress)
+    adjudicated = None
+    if args.adjudications is not None:
+        from metrics_core.evaluation.adjudicated import evaluate_adjudicated
+        from metrics_core.inputs.adjudications import read_adjudications
+
+        adjudicated = evaluate_adjudicated(
+            run.evaluator, read_adjudications(args.adjudications, loaded.dataset,
+                                              name=args.adjudications.name),
+            exclude_ambiguous=args.exclude_ambiguous, original=evaluation,
+            progress=args.progress)
     args.progress.stage(f"writing the {args.format} record")
     files = ", ".join(p.name for p in (args.queries, args.candidates) if p is not None)
     page = record.render_html(evaluation, title=args.title, notes=notes,
@@ -956,7 +975,8 @@ def _report(args) -> int:
                               thresholds="Thresholds: pre-specified (" + (
                                   f"loaded from {args.settings.name}" if args.settings
                                   else "the defaults") + f"): {config.describe_gate()}, "
-                              f"τ {config.threshold:g}, γ {config.gamma:g}.")
+                              f"τ {config.threshold:g}, γ {config.gamma:g}.",
+                              adjudication=adjudicated)
     if args.format == "html":
         data = page.encode("utf-8")
     elif args.format == "pdf":
@@ -969,7 +989,8 @@ def _report(args) -> int:
             print(f"metrics-core: note: the zip holds no PDF ({record.PDF_NOTE} says why): "
                   f"{_printable(err)}", file=sys.stderr)
         data = record.render_zip(evaluation, html_text=page, pdf=pdf,
-                                 exclusions=loaded.exclusions, pdf_missing=missing)
+                                 exclusions=loaded.exclusions, pdf_missing=missing,
+                                 adjudication=adjudicated)
     write_atomically({out: data})
     args.progress.close()
     if not args.quiet:

@@ -311,3 +311,38 @@ def test_bad_adjudications_exit_2_naming_the_file_line_column_and_rule(cli_files
     assert main(["evaluate", str(q), str(c), "--out", str(adj), "--adjudications",
                  str(adj)]) == 2
     assert "never overwrites an input" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------- the decision record
+def test_the_record_says_what_was_reviewed_and_both_labelings(cli_files, tmp_path):
+    import io
+    import json
+    import zipfile
+
+    from metrics_core.cli import main
+    from metrics_core.report.decision_record import render_html
+
+    q, c, adj = cli_files
+    run = open_run(QUERIES, CANDIDATES)
+    result = evaluate_adjudicated(run.evaluator, read_adjudications(adj, run.dataset),
+                                  EvalConfig(bootstrap=0))
+    page = render_html(result.original, adjudication=result)
+    section = page[page.index("<h2 id='adjudication'>"):]
+    assert "3 verdicts on 3 queries, from the file adj.csv; reviewers: Dr A, Dr B." in section
+    assert "label_error: 2; model_error: 0; ambiguous: 1; acceptable: 0" in section
+    # corrected labels: p3's has_evidence 1 -> 0, p2 / s1's is_gold 0 -> 1
+    assert "<td>p3</td><td>A</td><td class=\"num\">1</td><td class=\"num\">0</td>" in section
+    assert "<td>s1</td><td class=\"num\">0</td><td class=\"num\">1</td>" in section
+    # sensitivity 2/3 on the original gold, 1 on the adjudicated, n 3 and 2
+    assert ("<td>Sensitivity</td><td class=\"num\">0.6667</td><td class=\"num\">1.0000</td>"
+            "<td class=\"num\">0.3333</td><td class=\"num\">3</td><td class=\"num\">2</td>"
+            ) in section
+    assert "<h2 id='adjudication'>" not in render_html(result.original)
+    out = tmp_path / "record.zip"
+    assert main(["report", str(q), str(c), "--adjudications", str(adj), "--format", "zip",
+                 "--out", str(out), "--quiet"]) == 0
+    with zipfile.ZipFile(io.BytesIO(out.read_bytes())) as z:
+        assert "3 verdicts on 3 queries" in z.read("decision_record.html").decode()
+        assert json.loads(z.read("metrics_master.json"))["adjudication"]["verdicts"][
+            "label_error"] == 2
+        assert z.read("adjudications.csv") == result.adjudications.to_csv()

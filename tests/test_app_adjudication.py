@@ -70,6 +70,10 @@ def test_marking_cases_counts_down_and_shows_the_adjudicated_numbers(demo_run):
         r.to_dict() for r in lib.adjudicated.records]
     assert shown.adjudicated.record("sensitivity").value != shown.original.record(
         "sensitivity").value
+    # The Decision support page draws with the verdicts (its record adds their section).
+    at.switch_page("app_pages/decision.py").run(timeout=TIMEOUT)
+    assert not at.exception
+    at.switch_page("app_pages/case_review.py").run(timeout=TIMEOUT)
     # The filter shows what is left, then a verdict's cases.
     at.selectbox(key=state.CASE_REVIEWED).set_value("label_error").run(timeout=TIMEOUT)
     assert at.selectbox(key="case_query").options == [

@@ -166,7 +166,7 @@ if notice:
     st.success(escape_markdown(notice))
 
 st.subheader("Metrics on the original and the adjudicated gold")
-exclude = st.toggle("Leave ambiguous cases out of the adjudicated gold", key="adj_exclude")
+exclude = st.toggle("Leave ambiguous cases out of the adjudicated gold", key=state.ADJ_EXCLUDE)
 try:
     run = adjudication.adjudicated(v, exclude_ambiguous=exclude)
 except (InputError, ValueError) as err:

@@ -6,9 +6,10 @@ import subprocess
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, display, guarantee_view, state
+from dashboard import adjudication, data, display, guarantee_view, state
 from dashboard.safe_text import escape_markdown
 from metrics_core import registry
+from metrics_core.errors import InputError
 from metrics_core.metrics import decision
 from metrics_core.report import decision_record as record
 from metrics_core.report import figures as charts
@@ -245,7 +246,7 @@ def _html() -> str:
                               exclusions=exclusions,
                               thresholds=state.describe_thresholds(v.config, v.marks) + "."
                               + guarantee_view.record_text(),
-                              marks=v.marks)
+                              marks=v.marks, adjudication=_adjudicated())
 
 
 def _zip() -> bytes:
@@ -255,7 +256,16 @@ def _zip() -> bytes:
     except (RuntimeError, OSError, subprocess.SubprocessError) as err:
         pdf, missing = None, str(err)
     return record.render_zip(ev, html_text=page, pdf=pdf, exclusions=exclusions,
-                             pdf_missing=missing, marks=v.marks)
+                             pdf_missing=missing, marks=v.marks, adjudication=_adjudicated())
+
+
+def _adjudicated():
+    """Case review's verdicts on this view (None without any, or when they no longer fit)."""
+    try:
+        return adjudication.adjudicated(v, exclude_ambiguous=bool(
+            st.session_state.get(state.ADJ_EXCLUDE)))
+    except (InputError, ValueError):
+        return None
 
 
 left, right = st.columns(2)

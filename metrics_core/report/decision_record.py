@@ -33,7 +33,8 @@ from metrics_core.report import evaluation_figures
 from metrics_core.report.export import csv_bytes
 from metrics_core.report.wording import plain_subset, verdict_frame, verdict_summary
 
-__all__ = ["CHROMIUM", "PDF_NOTE", "render_html", "render_pdf", "render_zip", "settings_json"]
+__all__ = ["CHROMIUM", "PDF_NOTE", "adjudication_section", "render_html", "render_pdf",
+           "render_zip", "settings_json"]
 
 #: The plotly template of the record's figures, whoever makes it: importing Streamlit makes its
 #: own template plotly's default, whose placeholder colours only Streamlit's front end replaces.
@@ -167,11 +168,13 @@ def _flow(evaluation) -> pd.DataFrame:
 def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
                 data_label: str = "", exclusions: pd.DataFrame | None = None,
                 created: datetime | None = None, thresholds: str = "",
-                marks: dict | None = None) -> str:
+                marks: dict | None = None, adjudication=None) -> str:
     """The decision record as one self-contained HTML page (no network needed to open it).
 
     ``thresholds`` says how each threshold was chosen (pre-specified or exploratory), as
-    ``marks`` records it for the settings file (see :func:`settings_json`)."""
+    ``marks`` records it for the settings file (see :func:`settings_json`); ``adjudication``
+    (an :class:`~metrics_core.evaluation.adjudicated.AdjudicatedRun`) adds the review's
+    section (:func:`adjudication_section`)."""
     import plotly.io as pio
 
     created = created or datetime.now(UTC)
@@ -199,6 +202,7 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
               _table(settings),
               "<h2>Headline numbers</h2>", _table(_records_frame(evaluation)),
               "<h2>Targets</h2>", _targets(evaluation),
+              adjudication_section(adjudication) if adjudication is not None else "",
               "<h2>Flow of queries through the gate</h2>",
               f"<p class='muted'>NEG if p &lt; τ_neg = {cfg.tau_neg:g}; UNCERTAIN up to τ_pos = "
               f"{cfg.tau_pos:g}; POS above.</p>", _table(_flow(evaluation)),
@@ -231,6 +235,42 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
             f"script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
             f"img-src data:; font-src data:\"><title>{_e(title)}</title>"
             f"<style>{_CSS}</style></head><body>{body}</body></html>")
+
+
+def adjudication_section(run) -> str:
+    """The review's section of the record (contract §14): what was reviewed and by whom, the
+    verdicts, the corrected labels, and the headline numbers on both labelings."""
+    adj = run.adjudications
+    counts = adj.counts()
+    queries, sentences = run.changed()
+    n_queries = len({(p, c) for p, c in zip(adj.frame["post_id"], adj.frame["criterion"],
+                                            strict=True)})
+    reviewers = [r for r in adj.frame["reviewer"].unique().tolist() if r]
+    diff = run.differences().set_index("name")
+    rows = []
+    for name in HEADLINE:
+        if name not in diff.index:
+            continue
+        row = diff.loc[name]
+        rows.append({"metric": registry.label(name), "original gold": row["original"],
+                     "adjudicated gold": row["adjudicated"], "difference": row["difference"],
+                     "n (original)": row["original_n"], "n (adjudicated)": row["adjudicated_n"]})
+    numbers = pd.DataFrame(rows).astype(object)
+    numbers = numbers.where(numbers.notna(), None)
+    excluded = (" Queries with an <em>ambiguous</em> verdict are left out of the adjudicated "
+                "numbers." if run.exclude_ambiguous else "")
+    parts = ["<h2 id='adjudication'>Adjudication</h2>",
+             f"<p>{len(adj):,} verdicts on {n_queries:,} queries, from the file "
+             f"{_e(adj.file)}; reviewers: {_e(', '.join(reviewers) or 'not named')}. "
+             + "; ".join(f"{_e(k)}: {n:,}" for k, n in counts.items())
+             + f". The original numbers are kept; the corrected labels give the adjudicated "
+               f"ones.{excluded}</p>",
+             _table(adj.by_reviewer()),
+             "<h3>Corrected labels</h3>",
+             _table(queries) if len(queries) else "<p>No query's has_evidence corrected.</p>",
+             _table(sentences) if len(sentences) else "<p>No sentence's is_gold corrected.</p>",
+             "<h3>Headline numbers on both labelings</h3>", _table(numbers)]
+    return "\n".join(parts)
 
 
 def render_pdf(html_text: str, *, chromium: Path | None = None, timeout: float = 120) -> bytes:
@@ -290,11 +330,12 @@ PDF_NOTE = "decision_record.pdf.txt"
 
 def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
                exclusions: pd.DataFrame | None = None, pdf_missing: str | None = None,
-               marks: dict | None = None) -> bytes:
+               marks: dict | None = None, adjudication=None) -> bytes:
     """HTML, PDF, metrics_master.json, settings.json and the CSV tables in one zip.
 
     Without ``pdf``, ``pdf_missing`` (why it could not be printed) is written as
-    :data:`PDF_NOTE` in its place; ``marks``: the thresholds' provenance (settings.json)."""
+    :data:`PDF_NOTE` in its place; ``marks``: the thresholds' provenance (settings.json);
+    ``adjudication``: the review's run (its block in metrics_master.json, and its file)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("decision_record.html", html_text)
@@ -303,7 +344,13 @@ def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
         elif pdf_missing:
             z.writestr(PDF_NOTE, f"The PDF of this record was left out: {pdf_missing}\n"
                                  "decision_record.html has the same content.\n")
-        z.writestr("metrics_master.json", evaluation.to_json())
+        document = evaluation.to_json()
+        if adjudication is not None:  # the adjudicated records beside, and the file itself
+            from metrics_core.evaluation.adjudicated import with_adjudication
+
+            document = with_adjudication(document, adjudication)
+            z.writestr("adjudications.csv", adjudication.adjudications.to_csv())
+        z.writestr("metrics_master.json", document)
         z.writestr("settings.json", settings_json(evaluation, marks=marks))
         z.writestr("per_criterion.csv", csv_bytes(evaluation.per_criterion.reset_index()))
         z.writestr("per_query.csv", csv_bytes(evaluation.per_query))
