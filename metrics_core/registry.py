@@ -134,6 +134,7 @@ class MetricSpec:
     ``counting``: how a counting metric is computed from the outcome counts (:class:`Counting`;
     ``None`` for a metric with a kernel of its own). ``undefined``: why the value is undefined
     when its denominator is empty (the record's ``reason``; ``None``: the generic one).
+    ``group_ci``: the per-group tables carry its Wilson bounds (``<name>_ci_lo`` / ``_hi``).
     """
 
     name: str
@@ -151,8 +152,13 @@ class MetricSpec:
     counting: Counting | None = None
     undefined: str | None = None
     record: bool = False
+    group_ci: bool = False
 
     def __post_init__(self):
+        if self.group_ci and (self.interval != "wilson" or self.counting is None
+                              or not self.counting.denominator):
+            raise ValueError(f"{self.name}: group_ci needs a counting proportion with a Wilson "
+                             "interval")
         if self.interval not in INTERVALS:
             raise ValueError(f"{self.name}: interval must be one of {INTERVALS}, got "
                              f"{self.interval!r}")
@@ -226,7 +232,8 @@ SPECS: tuple[MetricSpec, ...] = (
        interval=None, counting=_cells("fn", table="tau"), **_COUNT),
     _s("sensitivity", "Sensitivity", "share of evidence queries predicted positive at τ", 4,
        _CONF, headline=True,
-       interval="wilson", counting=_cells("tp", "tp + fn", table="tau"), record=True, **_POS),
+       interval="wilson", counting=_cells("tp", "tp + fn", table="tau"), group_ci=True,
+       record=True, **_POS),
     _s("specificity", "Specificity", "share of no-evidence queries predicted negative at τ", 4,
        _CONF, headline=True,
        interval="wilson", counting=_cells("tn", "tn + fp", table="tau"), record=True, **_NEG),
@@ -235,7 +242,8 @@ SPECS: tuple[MetricSpec, ...] = (
        interval="wilson", counting=_cells("fp", "tn + fp", table="tau"), **_NEG),
     _s("precision", "Precision (PPV)", "share of positive predictions at τ that have evidence",
        4, _CONF, headline=True,
-       interval="wilson", counting=_cells("tp", "tp + fp", table="tau"), record=True),
+       interval="wilson", counting=_cells("tp", "tp + fp", table="tau"), group_ci=True,
+       record=True),
     _s("npv", "NPV", "share of negative predictions at τ that truly have no evidence", 4,
        _CONF,
        interval="wilson", counting=_cells("tn", "tn + fn", table="tau")),
@@ -286,7 +294,7 @@ SPECS: tuple[MetricSpec, ...] = (
        interval="wilson", counting=_cells("tp + fp", "n", table="gate", scale=1000.0), record=True),
     _s("screening_sensitivity", "Screening sensitivity", "share of evidence queries the gate "
        "does not screen out (target ≥ 0.995)", 6, _GATE, headline=True,
-       interval="wilson", counting=_cells("tp + abstain_pos", "n_pos", table="gate"),
+       interval="wilson", counting=_cells("tp + abstain_pos", "n_pos", table="gate"), group_ci=True,
        record=True, **_POS),
     _s("screening_fn_per_1000", "Missed positives (FN) per 1,000", "evidence queries screened "
        "out (missed) per 1,000 queries (target ≤ 5)", 6, _GATE, bounds=(0.0, 1000.0),
@@ -294,7 +302,8 @@ SPECS: tuple[MetricSpec, ...] = (
        interval="wilson", counting=_cells("fn", "n", table="gate", scale=1000.0), record=True),
     _s("alert_precision", "Alert precision", "share of POS alerts that truly have evidence "
        "(target ≥ 0.90)", 6, _GATE, headline=True,
-       interval="wilson", counting=_cells("tp", "tp + fp", table="gate"), record=True),
+       interval="wilson", counting=_cells("tp", "tp + fp", table="gate"), group_ci=True,
+       record=True),
     _s("workup_to_detection", "Workup per detection (alerts per true alert)", "POS alerts "
        "per alert that truly has evidence, (TP + FP) / TP = 1 / alert precision (1 = every "
        "alert true)", 6, _GATE, bounds=AT_LEAST_ONE, higher_is_better=False, unit="ratio",

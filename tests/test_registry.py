@@ -267,6 +267,12 @@ def test_every_metric_of_the_registry_is_in_the_tables_it_applies_to(common, nam
                          ("fold", evaluation.per_fold)):
         columns = [c for c in table.columns if "_ci_" not in c and _resolves(c, s)]
         assert bool(columns) == (label in s.applies), (name, label)
+        bounds = [f"{name}_ci_lo", f"{name}_ci_hi"]
+        if s.group_ci:  # each group's Wilson interval: columns that hold its value
+            assert set(bounds) <= set(table.columns), (name, label)
+            rows = table.dropna(subset=[name, *bounds])
+            assert len(rows) and ((rows[bounds[0]] <= rows[name] + 1e-12)
+                                  & (rows[name] <= rows[bounds[1]] + 1e-12)).all(), name
 
 
 def _resolves(column: str, s) -> bool:
@@ -322,6 +328,8 @@ def test_the_registry_validates_its_specs():
         registry.MetricSpec("x", "X", "x", 4, "confusion", applies=frozenset({"site"}))
     with pytest.raises(ValueError, match="unknown outcome cell 'tpp'"):
         registry.Counting("gate", ("tpp",))
+    with pytest.raises(ValueError, match="group_ci needs a counting proportion"):
+        registry.MetricSpec("x", "X", "x", 4, "confusion", group_ci=True)
     with pytest.raises(ValueError, match="formula must be one of"):
         registry.Counting("gate", formula="kappa")
 

@@ -26,8 +26,8 @@ from metrics_core.metrics import calibration, classification, gate, outcomes
 __all__ = ["fold_summary", "group_body", "group_codes", "group_intervals",
            "group_intervals_ready", "group_table"]
 
-#: Proportions whose per-group Wilson interval is a column of the table.
-WILSON_COLUMNS = ("sensitivity", "precision", "screening_sensitivity", "alert_precision")
+#: Proportions whose per-group Wilson interval is a column of the table (``group_ci``).
+WILSON_COLUMNS = tuple(s.name for s in registry.SPECS if s.group_ci)
 _DESCRIPTIVE = ("n", "n_positive", "positive_rate", "auroc_defined")
 
 
