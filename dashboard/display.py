@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import export
 from dashboard.safe_text import escape_markdown, neutralise_frame_text
 from metrics_core import registry
 from metrics_core.errors import InputError
+from metrics_core.report import export
 from metrics_core.report.wording import (
     KINDS,
     UNDEFINED,

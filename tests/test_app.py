@@ -4,8 +4,8 @@ Every page renders on the demo and on an upload; moving a setting changes the sh
 exactly what ``metrics_core`` computes for those settings (the expected values come from
 ``Evaluator(...).evaluate(config)`` here, independently of the app); bad uploads and failures
 show a plain message; the URL query string restores the view. The pure parts (URL encoding in
-``dashboard/state.py``, CSV neutralising in ``dashboard/export.py``, the server configuration)
-are tested directly.
+``dashboard/state.py``, CSV neutralising in ``metrics_core/report/export.py``, the server
+configuration) are tested directly.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import display, export, state
+from dashboard import display, state
 from metrics_core.config import EvalConfig
 from metrics_core.demo import DEMO_LABEL, demo_paths
 from metrics_core.inputs import loading as mio
+from metrics_core.report import export
 from metrics_core.triage import load_triage, triage_metrics
 from tests.conftest import random_frames
 
