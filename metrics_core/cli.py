@@ -879,7 +879,7 @@ def _compare(args) -> int:
     import json
 
     from metrics_core import compare
-    from metrics_core.evaluation.records import clean, frame_records
+    from metrics_core.evaluation.result import clean, frame_records
 
     specs = []
     for text in args.run:

@@ -1,5 +1,5 @@
 """The notebook's one call: predictions in, the
-:class:`~metrics_core.evaluation.records.Evaluation` out.
+:class:`~metrics_core.evaluation.result.Evaluation` out.
 
 :func:`evaluate` is what ``metrics-core evaluate`` does, for a notebook or a script: the inputs
 loaded, audited and fingerprinted by :func:`metrics_core.run.open_run` (the front ends' one
@@ -28,7 +28,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from metrics_core.evaluation.records import Evaluation
+    from metrics_core.evaluation.result import Evaluation
     from metrics_core.inputs.limits import Limits
 
 __all__ = ["evaluate"]

@@ -29,7 +29,7 @@ from metrics_core.choices import (  # column names tried when the config names n
     TRIAL_ALIASES,
 )
 from metrics_core.errors import InputError, InputErrors
-from metrics_core.evaluation.records import clean
+from metrics_core.evaluation.result import clean
 from metrics_core.metrics.gate import ABSTAIN, PREDICT_NEG, PREDICT_POS, AbstentionMetrics
 from metrics_core.metrics.gate import abstention_metrics as _abstention_metrics
 

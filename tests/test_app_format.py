@@ -21,7 +21,7 @@ import streamlit as st
 from dashboard import display
 from metrics_core import registry
 from metrics_core.config import EvalConfig
-from metrics_core.evaluation.records import MetricRecord
+from metrics_core.evaluation.result import MetricRecord
 from tests.conftest import random_frames
 from tests.test_app import TIMEOUT, assert_clean, metric, open_app, table, texts, upload
 

@@ -18,7 +18,7 @@ from dashboard import display
 from metrics_core import registry
 from metrics_core.config import EvalConfig
 from metrics_core.demo import demo_paths
-from metrics_core.evaluation.records import MetricRecord
+from metrics_core.evaluation.result import MetricRecord
 from metrics_core.inputs import loading as mio
 from metrics_core.report import Evaluator
 from metrics_core.targets import target_table

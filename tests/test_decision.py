@@ -176,7 +176,7 @@ def test_tune_command_writes_results(tmp_path, capsys):
 
 
 def test_targets_are_met_only_when_the_whole_interval_clears_them():
-    from metrics_core.evaluation.records import MetricRecord
+    from metrics_core.evaluation.result import MetricRecord
     from metrics_core.targets import target_table
 
     records = [MetricRecord("auroc", 0.9, "all_queries", 10, (0.86, 0.93)),

@@ -50,7 +50,7 @@ def test_the_contracts_hold():
      "The library's layers"),
     ("metrics_core/inputs/parquet.py", "from metrics_core.inputs import loading",
      "The reading's steps: audit, load, read Parquet, limits"),
-    ("metrics_core/evaluation/records.py", "from metrics_core.evaluation import tables",
+    ("metrics_core/evaluation/result.py", "from metrics_core.evaluation import tables",
      "The evaluation's steps"),
     ("metrics_core/metrics/uncertainty.py", "from metrics_core.metrics import decision",
      "The kernels' order"),

@@ -20,7 +20,7 @@ import pytest
 
 import metrics_core
 from metrics_core.errors import SettingsError
-from metrics_core.evaluation.records import TABLES, frame_records
+from metrics_core.evaluation.result import TABLES, frame_records
 from metrics_core.report import (
     decision_curve_figure,
     gate_flow_figure,

@@ -599,7 +599,7 @@ def evaluate(queries, candidates, config, *, scheduler: str | None = None, clien
     Returns
     -------
     DaskRun
-        ``evaluation`` is the :class:`~metrics_core.evaluation.records.Evaluation` the in-memory
+        ``evaluation`` is the :class:`~metrics_core.evaluation.result.Evaluation` the in-memory
         engine gives on the same data (same records, tables, intervals for the same seed).
     """
     if candidates is None:

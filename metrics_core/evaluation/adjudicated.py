@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from metrics_core.evaluation.evaluator import Evaluator
-from metrics_core.evaluation.records import Evaluation, clean, frame_records
+from metrics_core.evaluation.result import Evaluation, clean, frame_records
 
 __all__ = ["AdjudicatedRun", "adjudicated_dataset", "adjudicated_evaluator",
            "evaluate_adjudicated", "with_adjudication"]

@@ -22,7 +22,7 @@ from metrics_core.evaluation.intervals import (
     operating_intervals,
     start_drawing,
 )
-from metrics_core.evaluation.records import Evaluation
+from metrics_core.evaluation.result import Evaluation
 from metrics_core.metrics import gate, risk_coverage
 from metrics_core.progress import stage
 from metrics_core.registry import GATE_STATES

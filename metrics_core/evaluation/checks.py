@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from metrics_core import registry
-from metrics_core.evaluation.records import Check
+from metrics_core.evaluation.result import Check
 from metrics_core.metrics import dynamic_k, gate, outcomes
 
 __all__ = ["consistency_checks", "disjoint_checks"]

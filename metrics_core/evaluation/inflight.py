@@ -1,7 +1,7 @@
 """Values computed once across threads, and work started ahead on a helper thread.
 
 The evaluator's memo (:meth:`metrics_core.evaluation.evaluator.Evaluator.cached`) and an
-evaluation's lazy tables (:class:`metrics_core.evaluation.records.Evaluation`) share both: a helper
+evaluation's lazy tables (:class:`metrics_core.evaluation.result.Evaluation`) share both: a helper
 thread computes values a caller will need, and a caller asking for a value in the making waits for
 it instead of computing it twice.
 """

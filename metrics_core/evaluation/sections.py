@@ -15,7 +15,7 @@ import numpy as np
 from metrics_core import registry
 from metrics_core.config import VARIANT_LABELS
 from metrics_core.evaluation.intervals import Intervals
-from metrics_core.evaluation.records import MetricRecord
+from metrics_core.evaluation.result import MetricRecord
 from metrics_core.metrics import dynamic_k, gate, multilabel, outcomes
 from metrics_core.metrics.classification import confusion_from_counts
 from metrics_core.metrics.uncertainty import wilson_interval

@@ -6,7 +6,7 @@ The public entry points of the report, gathered from the modules that do the wor
   data set;
   :meth:`Evaluator.evaluate` returns an :class:`Evaluation`.
 - :class:`Evaluation`, :class:`MetricRecord`, :class:`Check`
-  (:mod:`metrics_core.evaluation.records`); ``Evaluation.to_dict()`` is ``metrics_master.json``.
+  (:mod:`metrics_core.evaluation.result`); ``Evaluation.to_dict()`` is ``metrics_master.json``.
 - The records are built one contract section at a time (:mod:`metrics_core.evaluation.sections`),
   the per-criterion and per-fold tables by :mod:`metrics_core.evaluation.tables`, the checks by
   :mod:`metrics_core.evaluation.checks`, the intervals by :mod:`metrics_core.evaluation.intervals`;
@@ -20,7 +20,7 @@ import importlib
 from metrics_core.config import EvalConfig
 from metrics_core.data.dataset import Dataset
 from metrics_core.evaluation.evaluator import Evaluator
-from metrics_core.evaluation.records import Check, Evaluation, MetricRecord
+from metrics_core.evaluation.result import Check, Evaluation, MetricRecord
 from metrics_core.registry import describe as interpretation
 
 #: The figures of an Evaluation (:mod:`metrics_core.report.evaluation_figures`), imported on

@@ -1,6 +1,6 @@
 """The decision record of a review meeting: one HTML file, a PDF and a zip of everything.
 
-:func:`render_html` turns an :class:`~metrics_core.evaluation.records.Evaluation` (the app's current
+:func:`render_html` turns an :class:`~metrics_core.evaluation.result.Evaluation` (the app's current
 state, or a CLI run with the same settings: the same numbers) into a self-contained HTML page:
 plotly is inlined once, nothing is fetched from the network, every user-controlled string is
 escaped. It holds the title and date, the data set (file names, SHA-256, counts, exclusions),

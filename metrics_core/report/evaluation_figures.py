@@ -1,4 +1,4 @@
-"""The figures of one :class:`~metrics_core.evaluation.records.Evaluation`, for a notebook and the
+"""The figures of one :class:`~metrics_core.evaluation.result.Evaluation`, for a notebook and the
 decision record: each function takes the evaluation and returns a ``plotly`` figure, drawn by
 :mod:`metrics_core.report.figures` from what the evaluation computed.
 

@@ -151,7 +151,7 @@ def verdict_frame(evaluation) -> pd.DataFrame:
     key of :data:`VERDICT_ORDER`), the value and interval as shown, the target and why.
 
     The values and intervals are those of the library's targets table
-    (:attr:`~metrics_core.evaluation.records.Evaluation.targets`, the run's own targets in their
+    (:attr:`~metrics_core.evaluation.result.Evaluation.targets`, the run's own targets in their
     order); only the comparison with the target is made here: *met* when the whole interval clears
     it, *not met* when the whole interval misses it, *undecided* when it straddles it, *point
     estimate only* when the run has no interval (no judgement is made), *not computed* with
