@@ -356,7 +356,8 @@ def settings_verdict(payload: bytes, name: str, caps) -> tuple[dict | None, tupl
     refused whole, with every problem named (field, rule, value), and so is a file asking for
     more than this server computes for a settings file (``caps``: the ``[interaction]``
     table) or setting what the dashboard does not offer."""
-    from metrics_core.config import EvalConfig, SettingsError, read_settings_file
+    from metrics_core.config import EvalConfig, SettingsError
+    from metrics_core.settings_file import read_settings_file
 
     refused = f"{name} was not applied; nothing changed. "
     values, errors, explored = read_settings_file(payload, source=name)

@@ -25,7 +25,7 @@ _EXPORTS = MappingProxyType({
     "Loaded": "inputs.loading", "load": "inputs.loading", "read_table": "inputs.loading",
     "Check": "report", "Evaluation": "report", "Evaluator": "report", "MetricRecord": "report",
     "evaluate": "notebook", "SettingsError": "errors", "coerce_field": "config",
-    "read_settings": "config",
+    "read_settings": "settings_file",
 })
 
 

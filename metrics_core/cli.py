@@ -31,10 +31,10 @@ from metrics_core.config import (
     Filters,
     coerce_field,
     options,
-    read_settings,
 )
 from metrics_core.errors import InputError, SettingsError
 from metrics_core.progress import StderrProgress
+from metrics_core.settings_file import read_settings
 
 __all__ = ["APP_PACKAGES", "app_server_options", "main", "needs_app_extra", "write_atomically"]
 
@@ -914,7 +914,7 @@ def _compare(args) -> int:
 
 def load_settings(path: Path) -> EvalConfig:
     """The :class:`EvalConfig` of a settings.json (as the dashboard writes it), read with
-    :func:`metrics_core.config.read_settings`: the dashboard's verdict on the same file."""
+    :func:`metrics_core.settings_file.read_settings`: the dashboard's verdict on the same file."""
     from metrics_core.config import MAX_SETTINGS_BYTES
 
     def too_large(size: str) -> SettingsError:

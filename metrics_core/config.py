@@ -16,13 +16,13 @@ the computations depending on them: a part is recomputed only when its own setti
 The same metadata is the one settings schema (:data:`SCHEMA`): the constructor checks every
 field against it (type, bounds, list lengths; a :class:`SettingsError` names the field, the
 rule and the value), :func:`coerce_field` reads one setting from a link's or a flag's text or
-from JSON, and :func:`read_settings` reads a settings.json (size, encoding and nesting checked
-before it is parsed), so a setting gets the same verdict whichever way it comes in.
+from JSON, and :func:`metrics_core.settings_file.read_settings` reads a settings.json (size,
+encoding and nesting checked before it is parsed), so a setting gets the same verdict whichever
+way it comes in.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import re
@@ -55,9 +55,6 @@ __all__ = [
     "coerce_field",
     "option",
     "options",
-    "read_settings",
-    "read_settings_file",
-    "read_settings_partial",
 ]
 
 #: Every named variant of the contract and its allowed values (the first is the default): the
@@ -367,7 +364,7 @@ class EvalConfig:
     def from_dict(cls, data: Mapping) -> EvalConfig:
         """Inverse of :meth:`to_dict`, checked as a settings file is (:func:`coerce_field` on
         JSON values): unknown keys and every bad value are one :class:`SettingsError`."""
-        values, errors = _checked_mapping(data, None)
+        values, errors = checked_mapping(data, None)
         if errors:
             raise SettingsError.combine(errors)
         return cls(**values)
@@ -425,22 +422,6 @@ def option(name: str) -> Option:
 
 # ------------------------------------------------------------------------ the settings schema
 _NUMBER_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
-
-
-class _UnreadNumber:
-    """A number of a settings file that no setting can hold as written (``NaN``,
-    ``Infinity``, ``1e400``, a 60-digit integer): kept as its text, so the refusal names the
-    field it was given for."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-    __str__ = __repr__
 
 
 def _bound(x) -> str:
@@ -744,7 +725,7 @@ def _unknown_setting(name, source: str | None = None) -> SettingsError:
     return SettingsError(str(name)[:MAX_NAME_CHARS], f"is not a setting{hint}", source=source)
 
 
-def _checked_mapping(data, source: str | None) -> tuple[dict, list[SettingsError]]:
+def checked_mapping(data, source: str | None) -> tuple[dict, list[SettingsError]]:
     """Every key of a configuration mapping checked (JSON values): ``(valid, errors)``."""
     if not isinstance(data, Mapping):
         return {}, [SettingsError(None, "must be a JSON object of settings", data,
@@ -778,111 +759,6 @@ def _checked_mapping(data, source: str | None) -> tuple[dict, list[SettingsError
 #: Every field's default (the values a settings file leaves out).
 SCHEMA_DEFAULTS: Mapping = MappingProxyType({f.name: f.default for f in fields(EvalConfig)})
 
-# ------------------------------------------------------------------------ settings files
-_BOMS = ((b"\xef\xbb\xbf", "utf-8", "UTF-8"), (b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32"),
-         (b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32"), (b"\xff\xfe", "utf-16-le", "UTF-16"),
-         (b"\xfe\xff", "utf-16-be", "UTF-16"))
-_ESCAPE = re.compile(r"\\.", re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-
-
-def _decoded(data: bytes, source: str) -> str:
-    """The text of a settings file: UTF-8 (with or without a byte-order mark), or UTF-16 /
-    UTF-32 with one."""
-    for bom, codec, name in _BOMS:
-        if data.startswith(bom):
-            try:
-                return data[len(bom):].decode(codec)
-            except UnicodeDecodeError as err:
-                raise SettingsError(None, f"is not valid {name} text after its byte-order "
-                                    f"mark (byte {err.start + len(bom):,})",
-                                    source=source) from None
-    if b"\x00" in data:
-        raise SettingsError(None, "holds NUL bytes: UTF-16 or UTF-32 text needs a byte-order "
-                            "mark (save the file as UTF-8)", source=source)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise SettingsError(None, f"is not UTF-8 text (byte {err.start:,} is 0x"
-                            f"{data[err.start]:02x}); save the file as UTF-8",
-                            source=source) from None
-
-
-def _nesting_depth(text: str) -> int:
-    """Deepest nesting of ``[`` / ``{`` outside JSON strings, without parsing: escapes are
-    dropped, then every other run between quotes is a string (linear time, C loops)."""
-    import numpy as np
-
-    outside = "".join(_ESCAPE.sub("", text).split('"')[0::2])
-    brackets = _NOT_BRACKET.sub("", outside).encode("ascii")
-    if not brackets:
-        return 0
-    codes = np.frombuffer(brackets, np.uint8)
-    steps = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1).astype(np.int32)
-    return int(np.cumsum(steps).max())
-
-
-def _json_float(text: str):
-    number = float(text)
-    return number if math.isfinite(number) else _UnreadNumber(text)
-
-
-def _json_int(text: str):
-    return int(text) if len(text) <= 50 else _UnreadNumber(text[:40] + "…")
-
-
-def _one_each(pairs):
-    seen = {}
-    for key, value in pairs:
-        if key in seen:
-            raise SettingsError(str(key)[:MAX_NAME_CHARS], "is given twice in one JSON object")
-        seen[key] = value
-    return seen
-
-
-def _settings_mapping(data: bytes | str, source: str) -> Mapping:
-    """The configuration mapping of a settings file (size, encoding, depth, JSON checked)."""
-    return _settings_parts(data, source)[0]
-
-
-def _settings_parts(data: bytes | str, source: str) -> tuple[Mapping, tuple[str, ...]]:
-    """The configuration mapping of a settings file and its exploratory thresholds."""
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    data = bytes(data)
-    if len(data) > MAX_SETTINGS_BYTES:
-        raise SettingsError(None, f"is {len(data):,} bytes; a settings file holds at most "
-                            f"{MAX_SETTINGS_BYTES:,} bytes", source=source)
-    text = _decoded(data, source)
-    depth = _nesting_depth(text)
-    if depth > MAX_SETTINGS_DEPTH:
-        raise SettingsError(None, f"nests brackets {depth:,} deep; a settings file nests at "
-                            f"most {MAX_SETTINGS_DEPTH}", source=source)
-    try:
-        top = json.loads(text, parse_constant=_UnreadNumber, parse_float=_json_float,
-                         parse_int=_json_int, object_pairs_hook=_one_each)
-    except json.JSONDecodeError as err:
-        raise SettingsError(None, f"is not valid JSON: {err.msg} (line {err.lineno}, column "
-                            f"{err.colno})", source=source) from None
-    except SettingsError as err:
-        raise err.with_source(source) from None
-    if not isinstance(top, dict):
-        raise SettingsError(None, "must hold a JSON object of settings", top, source=source)
-    if "config" not in top:
-        return top, ()
-    extra = sorted(k for k in top if k not in ("config", "schema", "provenance"))
-    if extra:
-        raise SettingsError(None, f"has keys a settings file does not have: "
-                            f"{', '.join(map(repr, extra))} (it holds schema, config and "
-                            f"provenance)", source=source)
-    if top.get("schema", SETTINGS_SCHEMA_ID) != SETTINGS_SCHEMA_ID:
-        raise SettingsError("schema", f"must be {SETTINGS_SCHEMA_ID!r}", top["schema"],
-                            source=source)
-    if not isinstance(top["config"], dict):
-        raise SettingsError("config", "must be a JSON object of settings", top["config"],
-                            source=source)
-    return top["config"], _explored(top.get("provenance", {}), source)
-
 
 #: The thresholds whose provenance a settings file records, and the two marks: a threshold
 #: is pre-specified (the default, typed in, loaded) or exploratory (moved or found on the
@@ -890,58 +766,3 @@ def _settings_parts(data: bytes | str, source: str) -> tuple[Mapping, tuple[str,
 #: loaded.
 THRESHOLD_FIELDS = ("tau_neg", "tau_pos", "threshold", "gamma", "criterion_gates")
 PRESPECIFIED, EXPLORATORY = "pre-specified", "exploratory"
-
-
-def _explored(marks, source: str) -> tuple[str, ...]:
-    if not isinstance(marks, dict):
-        raise SettingsError("provenance", "must be a JSON object of thresholds", marks,
-                            source=source)
-    for name, mark in marks.items():
-        if name not in THRESHOLD_FIELDS:
-            raise SettingsError("provenance", f"names thresholds only "
-                                f"({', '.join(THRESHOLD_FIELDS)})", name, source=source)
-        if mark not in (PRESPECIFIED, EXPLORATORY):
-            raise SettingsError(f"provenance.{name}", f"must be {PRESPECIFIED!r} or "
-                                f"{EXPLORATORY!r}", mark, source=source)
-    return tuple(n for n in THRESHOLD_FIELDS if marks.get(n) == EXPLORATORY)
-
-
-def read_settings_file(data: bytes, *, source: str
-                       ) -> tuple[dict, list[SettingsError], tuple[str, ...]]:
-    """:func:`read_settings_partial`, and the thresholds the file records as exploratory:
-    ``(valid, errors, explored)``."""
-    try:
-        config, explored = _settings_parts(data, source)
-    except SettingsError as err:
-        return {}, [err], ()
-    values, errors = _checked_mapping(config, source)
-    return values, errors, explored
-
-
-def read_settings_partial(data: bytes, *, source: str) -> tuple[dict, list[SettingsError]]:
-    """The valid settings of a settings.json and the refusal of every other one.
-
-    ``data``: the file's bytes; ``source``: its name, for the messages. Accepts the
-    dashboard's ``{"schema": ..., "config": {...}}`` and a bare configuration object. Before
-    anything is parsed: at most :data:`MAX_SETTINGS_BYTES` bytes, UTF-8 (a byte-order mark
-    allowed) or UTF-16 / UTF-32 with a byte-order mark, brackets nested at most
-    :data:`MAX_SETTINGS_DEPTH` deep; then JSON without ``NaN`` / ``Infinity``, no key twice;
-    then every key a setting and every value valid (:func:`coerce_field` on JSON values;
-    τ_neg ≤ τ_pos, both dropped when they break it). Returns ``(valid, errors)``: ``valid``
-    maps fields to checked values (``EvalConfig(**valid)`` is valid); a problem of the whole
-    file is one error with ``field`` None and nothing valid.
-    """
-    try:
-        config = _settings_mapping(data, source)
-    except SettingsError as err:
-        return {}, [err]
-    return _checked_mapping(config, source)
-
-
-def read_settings(data: bytes, *, source: str) -> dict:
-    """The settings of a settings.json, all valid, or one :class:`SettingsError` listing
-    every problem (see :func:`read_settings_partial`)."""
-    values, errors = read_settings_partial(data, source=source)
-    if errors:
-        raise SettingsError.combine(errors, source=source)
-    return values

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from metrics_core.cli import MAX_NOTES_BYTES, main
-from metrics_core.config import MAX_SETTINGS_BYTES, read_settings
+from metrics_core.config import MAX_SETTINGS_BYTES
 from metrics_core.errors import SettingsError
 from metrics_core.report import decision_record as record
+from metrics_core.settings_file import read_settings
 from tests.conftest import random_frames
 
 TRIAGE = Path(__file__).parent / "data" / "triage_small.csv"

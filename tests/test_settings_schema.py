@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metrics_core import config as config_mod
+from metrics_core import settings_file
 from metrics_core.config import (
     MAX_SETTINGS_BYTES,
     MAX_SETTINGS_DEPTH,
@@ -22,9 +22,8 @@ from metrics_core.config import (
     Filters,
     SettingsError,
     coerce_field,
-    read_settings,
-    read_settings_partial,
 )
+from metrics_core.settings_file import read_settings, read_settings_partial
 
 PYTHON_WORDS = ("not supported between", "Traceback", "TypeError", "OverflowError",
                 "invalid literal", "could not convert", "object is not", "NoneType")
@@ -165,7 +164,7 @@ def _no_parse(*args, **kwargs):
 
 
 def test_deep_nesting_is_refused_before_parsing(monkeypatch):
-    monkeypatch.setattr(config_mod.json, "loads", _no_parse)
+    monkeypatch.setattr(settings_file.json, "loads", _no_parse)
     for depth in (100_000, 1_000_000 // 2 - 10):
         data = b'{"ks": ' + b"[" * depth + b"]" * depth + b"}"
         err = _refused(data)  # no RecursionError: json never sees it
@@ -189,8 +188,8 @@ def test_a_pathological_unterminated_string_is_linear():
 def test_a_huge_file_is_refused_by_its_size_before_parsing(monkeypatch):
     data = _file({"targets": ["auroc>=0.85"] * 4_000_000})
     assert len(data) > 50_000_000
-    monkeypatch.setattr(config_mod.json, "loads", _no_parse)
-    monkeypatch.setattr(config_mod, "_decoded", _no_parse)
+    monkeypatch.setattr(settings_file.json, "loads", _no_parse)
+    monkeypatch.setattr(settings_file, "_decoded", _no_parse)
     err = _refused(data)
     assert str(err) == (f"settings.json: is {len(data):,} bytes; a settings file holds at most "
                         f"{MAX_SETTINGS_BYTES:,} bytes")

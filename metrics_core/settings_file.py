@@ -1,0 +1,208 @@
+"""Settings files: a settings.json read and checked against the settings schema.
+
+Before anything is parsed: the size (:data:`~metrics_core.config.MAX_SETTINGS_BYTES`), the
+encoding (UTF-8, or UTF-16 / UTF-32 with a byte-order mark) and the nesting of brackets
+(:data:`~metrics_core.config.MAX_SETTINGS_DEPTH`); then JSON without ``NaN`` / ``Infinity`` and
+no key twice; then every setting through :func:`metrics_core.config.checked_mapping`, the
+schema every other way in (flags, links, the constructor) uses.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+
+from metrics_core.config import (
+    EXPLORATORY,
+    MAX_NAME_CHARS,
+    MAX_SETTINGS_BYTES,
+    MAX_SETTINGS_DEPTH,
+    PRESPECIFIED,
+    SETTINGS_SCHEMA_ID,
+    THRESHOLD_FIELDS,
+    checked_mapping,
+)
+from metrics_core.errors import SettingsError
+
+__all__ = ["read_settings", "read_settings_file", "read_settings_partial"]
+
+
+# ------------------------------------------------------------------------ settings files
+class _UnreadNumber:
+    """A number of a settings file that no setting can hold as written (``NaN``,
+    ``Infinity``, ``1e400``, a 60-digit integer): kept as its text, so the refusal names the
+    field it was given for."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    __str__ = __repr__
+
+
+_BOMS = ((b"\xef\xbb\xbf", "utf-8", "UTF-8"), (b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32"),
+         (b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32"), (b"\xff\xfe", "utf-16-le", "UTF-16"),
+         (b"\xfe\xff", "utf-16-be", "UTF-16"))
+_ESCAPE = re.compile(r"\\.", re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _decoded(data: bytes, source: str) -> str:
+    """The text of a settings file: UTF-8 (with or without a byte-order mark), or UTF-16 /
+    UTF-32 with one."""
+    for bom, codec, name in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data[len(bom):].decode(codec)
+            except UnicodeDecodeError as err:
+                raise SettingsError(None, f"is not valid {name} text after its byte-order "
+                                    f"mark (byte {err.start + len(bom):,})",
+                                    source=source) from None
+    if b"\x00" in data:
+        raise SettingsError(None, "holds NUL bytes: UTF-16 or UTF-32 text needs a byte-order "
+                            "mark (save the file as UTF-8)", source=source)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SettingsError(None, f"is not UTF-8 text (byte {err.start:,} is 0x"
+                            f"{data[err.start]:02x}); save the file as UTF-8",
+                            source=source) from None
+
+
+def _nesting_depth(text: str) -> int:
+    """Deepest nesting of ``[`` / ``{`` outside JSON strings, without parsing: escapes are
+    dropped, then every other run between quotes is a string (linear time, C loops)."""
+    import numpy as np
+
+    outside = "".join(_ESCAPE.sub("", text).split('"')[0::2])
+    brackets = _NOT_BRACKET.sub("", outside).encode("ascii")
+    if not brackets:
+        return 0
+    codes = np.frombuffer(brackets, np.uint8)
+    steps = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1).astype(np.int32)
+    return int(np.cumsum(steps).max())
+
+
+def _json_float(text: str):
+    number = float(text)
+    return number if math.isfinite(number) else _UnreadNumber(text)
+
+
+def _json_int(text: str):
+    return int(text) if len(text) <= 50 else _UnreadNumber(text[:40] + "…")
+
+
+def _one_each(pairs):
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise SettingsError(str(key)[:MAX_NAME_CHARS], "is given twice in one JSON object")
+        seen[key] = value
+    return seen
+
+
+def _settings_mapping(data: bytes | str, source: str) -> Mapping:
+    """The configuration mapping of a settings file (size, encoding, depth, JSON checked)."""
+    return _settings_parts(data, source)[0]
+
+
+def _settings_parts(data: bytes | str, source: str) -> tuple[Mapping, tuple[str, ...]]:
+    """The configuration mapping of a settings file and its exploratory thresholds."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    data = bytes(data)
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise SettingsError(None, f"is {len(data):,} bytes; a settings file holds at most "
+                            f"{MAX_SETTINGS_BYTES:,} bytes", source=source)
+    text = _decoded(data, source)
+    depth = _nesting_depth(text)
+    if depth > MAX_SETTINGS_DEPTH:
+        raise SettingsError(None, f"nests brackets {depth:,} deep; a settings file nests at "
+                            f"most {MAX_SETTINGS_DEPTH}", source=source)
+    try:
+        top = json.loads(text, parse_constant=_UnreadNumber, parse_float=_json_float,
+                         parse_int=_json_int, object_pairs_hook=_one_each)
+    except json.JSONDecodeError as err:
+        raise SettingsError(None, f"is not valid JSON: {err.msg} (line {err.lineno}, column "
+                            f"{err.colno})", source=source) from None
+    except SettingsError as err:
+        raise err.with_source(source) from None
+    if not isinstance(top, dict):
+        raise SettingsError(None, "must hold a JSON object of settings", top, source=source)
+    if "config" not in top:
+        return top, ()
+    extra = sorted(k for k in top if k not in ("config", "schema", "provenance"))
+    if extra:
+        raise SettingsError(None, f"has keys a settings file does not have: "
+                            f"{', '.join(map(repr, extra))} (it holds schema, config and "
+                            f"provenance)", source=source)
+    if top.get("schema", SETTINGS_SCHEMA_ID) != SETTINGS_SCHEMA_ID:
+        raise SettingsError("schema", f"must be {SETTINGS_SCHEMA_ID!r}", top["schema"],
+                            source=source)
+    if not isinstance(top["config"], dict):
+        raise SettingsError("config", "must be a JSON object of settings", top["config"],
+                            source=source)
+    return top["config"], _explored(top.get("provenance", {}), source)
+
+
+
+
+def _explored(marks, source: str) -> tuple[str, ...]:
+    if not isinstance(marks, dict):
+        raise SettingsError("provenance", "must be a JSON object of thresholds", marks,
+                            source=source)
+    for name, mark in marks.items():
+        if name not in THRESHOLD_FIELDS:
+            raise SettingsError("provenance", f"names thresholds only "
+                                f"({', '.join(THRESHOLD_FIELDS)})", name, source=source)
+        if mark not in (PRESPECIFIED, EXPLORATORY):
+            raise SettingsError(f"provenance.{name}", f"must be {PRESPECIFIED!r} or "
+                                f"{EXPLORATORY!r}", mark, source=source)
+    return tuple(n for n in THRESHOLD_FIELDS if marks.get(n) == EXPLORATORY)
+
+
+def read_settings_file(data: bytes, *, source: str
+                       ) -> tuple[dict, list[SettingsError], tuple[str, ...]]:
+    """:func:`read_settings_partial`, and the thresholds the file records as exploratory:
+    ``(valid, errors, explored)``."""
+    try:
+        config, explored = _settings_parts(data, source)
+    except SettingsError as err:
+        return {}, [err], ()
+    values, errors = checked_mapping(config, source)
+    return values, errors, explored
+
+
+def read_settings_partial(data: bytes, *, source: str) -> tuple[dict, list[SettingsError]]:
+    """The valid settings of a settings.json and the refusal of every other one.
+
+    ``data``: the file's bytes; ``source``: its name, for the messages. Accepts the
+    dashboard's ``{"schema": ..., "config": {...}}`` and a bare configuration object. Before
+    anything is parsed: at most :data:`MAX_SETTINGS_BYTES` bytes, UTF-8 (a byte-order mark
+    allowed) or UTF-16 / UTF-32 with a byte-order mark, brackets nested at most
+    :data:`MAX_SETTINGS_DEPTH` deep; then JSON without ``NaN`` / ``Infinity``, no key twice;
+    then every key a setting and every value valid (:func:`coerce_field` on JSON values;
+    τ_neg ≤ τ_pos, both dropped when they break it). Returns ``(valid, errors)``: ``valid``
+    maps fields to checked values (``EvalConfig(**valid)`` is valid); a problem of the whole
+    file is one error with ``field`` None and nothing valid.
+    """
+    try:
+        config = _settings_mapping(data, source)
+    except SettingsError as err:
+        return {}, [err]
+    return checked_mapping(config, source)
+
+
+def read_settings(data: bytes, *, source: str) -> dict:
+    """The settings of a settings.json, all valid, or one :class:`SettingsError` listing
+    every problem (see :func:`read_settings_partial`)."""
+    values, errors = read_settings_partial(data, source=source)
+    if errors:
+        raise SettingsError.combine(errors, source=source)
+    return values
