@@ -52,9 +52,9 @@ PAGE_SCRIPTS = "dashboard.app_pages."
 ALLOWED: dict[tuple[str, str], str] = {
     # constant tables of modules that a pending rewrite owns (to become MappingProxyType/tuple)
     ("metrics_core.inputs.parquet", "ALIASES"): "constant column-name aliases",
-    ("metrics_core.inputs.loading", "REQUIRED"): "constant required-column table",
-    ("metrics_core.inputs.loading", "_KIND_COLUMNS"): "constant columns per table kind",
-    ("metrics_core.inputs.loading", "_ALIAS_OWNER"): "constant inverse of ALIASES, built at import",
+    ("metrics_core.inputs.columns", "REQUIRED"): "constant required-column table",
+    ("metrics_core.inputs.columns", "KIND_COLUMNS"): "constant columns per table kind",
+    ("metrics_core.inputs.read", "_ALIAS_OWNER"): "constant inverse of ALIASES, built at import",
     ("metrics_core.metrics.uncertainty", "normal_quantile"): (
         "lru_cache of the normal quantile of a confidence level (a float option, no data)"),
     ("metrics_core.report.figures", "_STATE_COLOURS"): "constant colours of the gate states",
