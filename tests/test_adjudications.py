@@ -346,3 +346,26 @@ def test_the_record_says_what_was_reviewed_and_both_labelings(cli_files, tmp_pat
         assert json.loads(z.read("metrics_master.json"))["adjudication"]["verdicts"][
             "label_error"] == 2
         assert z.read("adjudications.csv") == result.adjudications.to_csv()
+
+
+# ------------------------------------------------------------------- review suggestions
+def test_suggestions_put_confident_misses_false_alerts_and_gold_ranked_last_first(toy):
+    from metrics_core.evaluation.adjudicated import review_suggestions
+
+    cfg = EvalConfig(bootstrap=0, threshold=0.5)
+    q = pd.concat([QUERIES, pd.DataFrame({"post_id": ["p6", "p7"], "criterion": "A",
+                                          "has_evidence": [0, 1],
+                                          "p_has_evidence": [0.95, 0.05]})])
+    c = pd.concat([CANDIDATES, pd.DataFrame({
+        "post_id": ["p7", "p7", "p7"], "criterion": "A", "sent_uid": ["s1", "s2", "s3"],
+        "score": [0.9, 0.5, 0.1], "is_gold": [0, 0, 1]})])
+    run = open_run(q, c)
+    found = review_suggestions(run.evaluator, run.evaluator.evaluate(cfg))
+    # misses (y = 1, p < 0.5): p7 (0.05), p3 (0.3); false alerts (y = 0, p >= 0.5): p6;
+    # gold ranked last: p2 (gold at 2 of 2), p7 (3 of 3; a tie keeps the queries' order).
+    # Interleaved: p7, p6, p2, then p3 (p7 is listed once).
+    assert list(zip(found["post_id"], found["why"], strict=True)) == [
+        ("p7", "confident_miss"), ("p6", "confident_false_alert"), ("p2", "gold_ranked_last"),
+        ("p3", "confident_miss")]
+    assert found["suggestion_rank"].tolist() == [1, 2, 3, 4]
+    assert len(review_suggestions(run.evaluator, run.evaluator.evaluate(cfg), n=2)) == 2

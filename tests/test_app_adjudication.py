@@ -70,6 +70,16 @@ def test_marking_cases_counts_down_and_shows_the_adjudicated_numbers(demo_run):
         r.to_dict() for r in lib.adjudicated.records]
     assert shown.adjudicated.record("sensitivity").value != shown.original.record(
         "sensitivity").value
+    # Review first: the library's suggestions, as listed.
+    at.segmented_control(key="case_kind").set_value("suggested").run(timeout=TIMEOUT)
+    assert not at.exception
+    from metrics_core.evaluation.adjudicated import review_suggestions
+
+    top = review_suggestions(demo_run.evaluator, demo_run.evaluator.evaluate(
+        EvalConfig(bootstrap=0))).head(3)
+    assert at.selectbox(key="case_query").options[:3] == [
+        f"{p} · {c}" for p, c in zip(top["post_id"], top["criterion"], strict=True)]
+    at.segmented_control(key="case_kind").set_value("missed_positives").run(timeout=TIMEOUT)
     # The Decision support page draws with the verdicts (its record adds their section).
     at.switch_page("app_pages/decision.py").run(timeout=TIMEOUT)
     assert not at.exception

@@ -8,12 +8,13 @@ from dashboard import adjudication, data, display, state
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core import registry
 from metrics_core.errors import InputError
+from metrics_core.evaluation.adjudicated import SUGGESTIONS, review_suggestions
 from metrics_core.inputs.adjudications import CORRECTING, VERDICTS
 
 v = data.view()
 display.page_header("Case review", v, caption=(
     f"τ_neg = {v.config.tau_neg:g}, τ_pos = {v.config.tau_pos:g}, γ = {v.config.gamma:g}"))
-cases = v.case_review()
+cases = {**v.case_review(), "suggested": review_suggestions(v.evaluator, v.evaluation)}
 source = v.source
 
 KINDS = {
@@ -22,6 +23,9 @@ KINDS = {
     "false_alerts": ("False alerts", "Queries without evidence flagged POS."),
     "missed_evidence": ("Missed evidence", "Queries with evidence, screened in, whose selected "
                                            "sentences miss some gold sentence."),
+    "suggested": ("Review first", "Where a label is likeliest wrong, in turn: "
+                  + "; ".join(f"{k.replace('_', ' ')}: {why}" for k, why in SUGGESTIONS.items())
+                  + " (column why)."),
 }
 VERDICT_LABELS = {"label_error": "Label error", "model_error": "Model error",
                   "ambiguous": "Ambiguous", "acceptable": "Acceptable"}

@@ -25,8 +25,8 @@ import pandas as pd
 from metrics_core.evaluation.evaluator import Evaluator
 from metrics_core.evaluation.result import Evaluation, clean, frame_records
 
-__all__ = ["AdjudicatedRun", "adjudicated_dataset", "adjudicated_evaluator",
-           "evaluate_adjudicated", "with_adjudication"]
+__all__ = ["SUGGESTIONS", "AdjudicatedRun", "adjudicated_dataset", "adjudicated_evaluator",
+           "evaluate_adjudicated", "review_suggestions", "with_adjudication"]
 
 
 def adjudicated_dataset(dataset, adjudications, *, exclude_ambiguous: bool = False):
@@ -181,3 +181,57 @@ def with_adjudication(document: str, run: AdjudicatedRun, *, indent: int = 2) ->
     block = json.dumps(run.to_dict(), indent=indent, allow_nan=False)
     block = block.replace("\n", "\n" + " " * indent)
     return f'{text[:-1].rstrip()},\n{" " * indent}"adjudication": {block}\n}}'
+
+
+#: The kinds of case :func:`review_suggestions` puts first, and why each is worth a look.
+SUGGESTIONS = {
+    "confident_miss": "has evidence, yet p is among the lowest: the gold may be wrong",
+    "confident_false_alert": "no evidence, yet p is among the highest: the gold may be wrong",
+    "gold_ranked_last": "a gold sentence ranked last of its query's candidates (the first "
+                        "gold is in the bottom of the list): that sentence may not be evidence",
+}
+
+
+def review_suggestions(evaluator: Evaluator, evaluation: Evaluation, *,
+                       n: int = 50) -> pd.DataFrame:
+    """The cases most worth a review first, where a label is likeliest wrong (contract §14).
+
+    Three lists, each ordered from the most telling: **confident misses** (queries with
+    evidence that the model puts below τ, lowest p first), **confident false alerts**
+    (queries without evidence at or above τ, highest p first) and **gold ranked last**
+    (queries with evidence and at least two candidates whose best-ranked gold sentence is
+    in the bottom half, the lowest first, by its position / the candidates). The lists are
+    interleaved (the first of each, then the second of each, …) and the first ``n`` kept.
+    Rows are :attr:`Evaluation.per_query` rows with ``why`` (a key of :data:`SUGGESTIONS`)
+    and ``suggestion_rank``; ``evaluator`` is the one ``evaluation`` was computed on.
+    """
+    ds = evaluator.ds
+    pq = evaluation.per_query
+    if len(pq) != ds.n_queries:
+        raise ValueError("the evaluation is not the evaluator's (filters differ)")
+    y, p, pred = pq["has_evidence"].to_numpy(), pq["p_has_evidence"].to_numpy(), \
+        pq["predicted"].to_numpy()
+    misses = np.flatnonzero((y == 1) & (pred == 0))
+    misses = misses[np.argsort(p[misses], kind="stable")]
+    alerts = np.flatnonzero((y == 0) & (pred == 1))
+    alerts = alerts[np.argsort(-p[alerts], kind="stable")]
+    gold_rows = np.flatnonzero(ds.is_gold)
+    first = np.full(ds.n_queries, np.inf)
+    if gold_rows.size:
+        query, position = ds.locate(gold_rows)
+        np.minimum.at(first, query, position.astype(float))
+    depth = first / np.maximum(ds.n_cand, 1)
+    last = np.flatnonzero((y == 1) & (ds.n_cand >= 2) & np.isfinite(first) & (depth > 0.5))
+    last = last[np.argsort(-depth[last], kind="stable")]
+    lists = (("confident_miss", misses), ("confident_false_alert", alerts),
+             ("gold_ranked_last", last))
+    rows, why, seen = [], [], set()
+    for i in range(max((len(rows_) for _, rows_ in lists), default=0)):
+        for name, chosen in lists:
+            if i < len(chosen) and chosen[i] not in seen:
+                seen.add(chosen[i])
+                rows.append(chosen[i])
+                why.append(name)
+    out = pq.iloc[rows[:n]].assign(why=why[:n])
+    out["suggestion_rank"] = np.arange(1, len(out) + 1)
+    return out
