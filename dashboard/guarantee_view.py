@@ -60,17 +60,21 @@ def plain_language(r: risk_control.GuaranteeResult) -> str:
             f"Method: {r.method}.")
 
 
-def record_text() -> str:
-    """The sentence the decision record adds when the gate was set with a guarantee and still
-    holds that value (empty otherwise)."""
-    note = st.session_state.get(state.GUARANTEE_SET)
+def record_sentence(note: dict | None, gate: tuple[float, float]) -> str:
+    """The sentence the decision record adds when the gate was set with a guarantee
+    (``note``, as "Set the gate" stores it) and ``gate`` still holds that value; empty
+    otherwise (a threshold moved since carries no guarantee)."""
     if not note:
         return ""
-    lo, hi = state.value("gate")
-    current = lo if note["parameter"] == "tau_neg" else hi
+    current = gate[0] if note["parameter"] == "tau_neg" else gate[1]
     if abs(current - note["value"]) > 1e-9:
         return ""
     return " " + note["text"]
+
+
+def record_text() -> str:
+    """:func:`record_sentence` of this session."""
+    return record_sentence(st.session_state.get(state.GUARANTEE_SET), state.value("gate"))
 
 
 def _apply(parameter: str, value: float, text: str) -> None:

@@ -40,6 +40,30 @@ def test_guarantee_mode_sets_the_gate_with_a_guarantee(demo):
     note = at.session_state[state.GUARANTEE_SET]
     assert note["value"] == want.value and "with a guarantee" in note["text"]
     assert "δ = 0.1" in note["text"] and "calibration data: all queries" in note["text"]
+    assert guarantee_view.record_sentence(note, at.session_state[state.MODEL]["gate"]) \
+        == " " + note["text"]
+
+
+def test_the_record_states_the_guarantee_while_the_gate_holds_it(demo):
+    """The sentence "Set the gate" stores goes into the decision record's thresholds line
+    (the page's ``_html``) while the gate holds the guaranteed value, and not once it moved."""
+    from metrics_core.config import EvalConfig
+    from metrics_core.report import Evaluator
+    from metrics_core.report import decision_record as record
+
+    r = risk_control.guarantee(demo, ["alert_precision>=0.9"], delta=0.1,
+                               calibrate_on="split=TUNE")[0]
+    note = {"parameter": "tau_pos", "value": r.value,
+            "text": f"τ_pos {r.value:.6g} was found on data with a guarantee: {r.statement}. "
+                    f"δ = {r.delta:g}; calibration data: {r.calibration}; method: {r.method}."}
+    sentence = guarantee_view.record_sentence(note, (0.1, r.value))
+    assert sentence == " " + note["text"]
+    assert guarantee_view.record_sentence(note, (0.1, r.value + 0.01)) == ""
+    assert guarantee_view.record_sentence(None, (0.1, r.value)) == ""
+    evaluation = Evaluator(demo).evaluate(EvalConfig(bootstrap=0))
+    html = record.render_html(evaluation, thresholds="Thresholds: …." + sentence)
+    assert "was found on data with a guarantee" in html and "split TUNE" in html
+    assert "Learn-then-Test: Bonferroni over a fixed grid of 100 thresholds" in html
 
 
 def test_guarantee_mode_calibrates_on_tune_and_shows_the_held_out_value(demo):
