@@ -342,3 +342,22 @@ def test_tune_guarantee_bad_input(tmp_path, capsys, args, message):
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not (tmp_path / "g.json").exists()
+
+
+def test_calibrate_on_a_fold():
+    ds = dataset(np.random.default_rng(8), n_per=(3000, 3000))
+    out = rc.guarantee(ds, ["screening_sensitivity>=0.9"], delta=0.1, calibrate_on="fold=1")
+    cal = ds.fold == 1
+    assert out[0].n_calibration == int(cal.sum()) and out[0].calibration == "fold 1"
+    alone = rc.guaranteed_threshold(ds.y[cal], ds.p[cal], "screening_sensitivity>=0.9",
+                                    delta=0.1)
+    assert out[0].value == alone.value
+    held = out[0].held_out
+    rest = ~cal
+    pos = ds.y[rest] == 1
+    assert held["subset"] == "the queries not in fold 1" and held["n"] == int(pos.sum())
+    assert held["value"] == pytest.approx((pos & (ds.p[rest] >= alone.value)).sum() / pos.sum())
+    with pytest.raises(ValueError, match="fold must be a whole number; got 'x'"):
+        rc.guarantee(ds, ["screening_sensitivity>=0.9"], delta=0.1, calibrate_on="fold=x")
+    with pytest.raises(ValueError, match="no query has fold 7; the folds are 0, 1, 2"):
+        rc.guarantee(ds, ["screening_sensitivity>=0.9"], delta=0.1, calibrate_on="fold=7")
