@@ -287,3 +287,47 @@ def test_a_file_that_is_not_parquet_exits_2_naming_it(paths, tmp_path, capsys):
     assert main(["evaluate", str(missing), str(paths["c_dir"]), "--engine", "dask",
                  "--out", str(out)]) == 2
     assert "no Parquet files found for the queries table" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- reductions (issue 30)
+def test_classification_reduced_on_the_cluster_equals_the_in_memory_values(paths, cluster):
+    _, client = cluster
+    cfg = EvalConfig(bootstrap=0)
+    loaded = loading.load(paths["q"], paths["c"])
+    ev = Evaluator(loaded.dataset)
+    expected = ev.classification()
+    got = dask_engine.classification_by_reduction(paths["q_dir"], paths["c_dir"], cfg,
+                                                  client=client)
+    for name in ("auroc", "auprc"):
+        assert got[name].defined
+        assert math.isclose(got[name].value, expected[name].value, rel_tol=1e-12, abs_tol=1e-12)
+    want = ev.tpr_at_fpr(cfg)
+    assert [(t.target, t.tpr, t.fpr, t.threshold, t.defined) for t in got["tpr_at_fpr"]] == \
+        [(t.target, t.tpr, t.fpr, t.threshold, t.defined) for t in want]
+    # what reached the client: one count pair per distinct p, not a value per query
+    assert got["counts"].n == loaded.dataset.n_queries
+    assert got["counts"].values.size == np.unique(loaded.dataset.p).size
+
+
+def test_score_counts_merge_in_any_tree_to_the_whole_data_set_s_counts():
+    from metrics_core.engines.reductions import counted_scores, merge_counts, score_counts
+    from metrics_core.metrics import classification
+
+    rng = np.random.default_rng(5)
+    p = np.round(rng.random(500), 2)                  # few distinct values: many ties
+    y = (rng.random(500) < p).astype(int)
+    parts = np.array_split(np.arange(500), 7)
+    counts = [score_counts(y[i], p[i]) for i in parts]
+    whole = score_counts(y, p)
+    for merged in (merge_counts(*counts), merge_counts(merge_counts(*counts[:3]),
+                                                        merge_counts(*counts[3:]))):
+        assert np.array_equal(merged.values, whole.values)
+        assert np.array_equal(merged.pos, whole.pos) and np.array_equal(merged.neg, whole.neg)
+    s = counted_scores(merge_counts(*counts[::-1]))
+    assert classification.roc_auc(s) == classification.roc_auc(y, p)
+    assert classification.average_precision(s) == classification.average_precision(y, p)
+    assert classification.tpr_at_fpr(s) == classification.tpr_at_fpr(y, p)
+    # hand-worked: scores 0.9 (pos), 0.5 (pos, neg), 0.1 (neg): AUROC = (1 + 0.5 + 1 + 1) / 4
+    small = merge_counts(score_counts([1, 0], [0.5, 0.1]), score_counts([1, 0], [0.9, 0.5]))
+    assert classification.roc_auc(counted_scores(small)).value == 0.875
+    assert classification.average_precision(counted_scores(small)).value == (1 + 2 / 3) / 2

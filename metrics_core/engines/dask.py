@@ -38,8 +38,8 @@ from metrics_core.errors import InputError
 from metrics_core.evaluation.evaluator import GAMMA_SWEEP, Evaluator, reference_k
 from metrics_core.run import fingerprint, run_of
 
-__all__ = ["DaskRun", "GatheredEvaluator", "QueryLevelDataset", "evaluate", "evaluate_unit",
-           "plan_units", "resolve_files"]
+__all__ = ["DaskRun", "GatheredEvaluator", "QueryLevelDataset", "classification_by_reduction",
+           "evaluate", "evaluate_unit", "plan_units", "resolve_files", "unit_score_counts"]
 
 #: Seconds to wait for a scheduler given by address before giving up.
 CONNECT_TIMEOUT = 10.0
@@ -260,6 +260,26 @@ def evaluate_unit(q_paths: Sequence[str], c_paths: Sequence[str], config, *,
             "warnings": list(loaded.warnings), "ranked_by": ds.ranked_by,
             "n_excluded_queries": int(ds.meta.get("n_excluded_queries", 0)),
             "n_excluded_candidates": int(ds.meta.get("n_excluded_candidates", 0))}
+
+
+def unit_score_counts(q_paths: Sequence[str], c_paths: Sequence[str], *, queries_name: str,
+                      candidates_name: str):
+    """Load one work unit and count its queries by distinct ``p`` and class (on a worker).
+
+    Returns a :class:`~metrics_core.engines.reductions.ScoreCounts` (or an error dict, as
+    :func:`evaluate_unit`).
+    """
+    from metrics_core.engines.reductions import score_counts
+    from metrics_core.inputs import loading
+
+    q_df = _read(q_paths)[0]
+    c_df = _read(c_paths)[0] if c_paths else _empty_candidates()
+    try:
+        ds = loading.load(q_df, c_df, queries_name=queries_name,
+                          candidates_name=candidates_name).dataset
+    except InputError as err:
+        return {"error": err.render(), "code": err.code}
+    return score_counts(ds.y, ds.p)
 
 
 def _sweep_sums(ev: Evaluator, cfg) -> dict:
@@ -622,6 +642,47 @@ def evaluate(queries, candidates, config, *, scheduler: str | None = None, clien
     inputs = [fingerprint(p) for p in (*q_files, *c_files)]
     return _combine(results, config, queries_name=q_name, candidates_name=c_name,
                     inputs=inputs)
+
+
+def classification_by_reduction(queries, candidates, config, *, client) -> dict:
+    """AUROC, AUPRC and TPR@FPR of partitioned data, reduced on the cluster (contract §9).
+
+    Each work unit counts its queries by distinct ``p`` and class where it is loaded; the
+    counts are merged pairwise on the workers (:func:`~metrics_core.engines.reductions.
+    tree_reduce`) and only the merged counts reach the client, which runs the in-memory
+    kernels on them. Returns ``{"auroc": Score, "auprc": Score, "tpr_at_fpr": [TprAtFpr],
+    "counts": ScoreCounts}``: the values equal the in-memory engine's exactly.
+    """
+    from metrics_core.engines.reductions import counted_scores, merge_counts, tree_reduce
+    from metrics_core.metrics import classification
+
+    q_files = resolve_files(queries, table="queries")
+    c_files = resolve_files(candidates, table="candidates")
+    q_str = [str(p) for p in q_files]
+    c_str = [str(p) for p in c_files]
+    q_name = q_files[0].name if len(q_files) == 1 else Path(queries).name
+    c_name = c_files[0].name if len(c_files) == 1 else Path(candidates).name
+    posts = client.gather(
+        [client.submit(_posts_of, p, "queries", pure=False) for p in q_str]
+        + [client.submit(_posts_of, p, "candidates", pure=False) for p in c_str])
+    units = plan_units(posts[:len(q_str)], posts[len(q_str):], q_files, c_files)
+    del posts
+    futures = [client.submit(unit_score_counts, [q_str[j] for j in qi], [c_str[j] for j in ci],
+                             queries_name=q_name, candidates_name=c_name, pure=False)
+               for qi, ci in units]
+    errors = client.submit(_first_error, *futures, pure=False).result()
+    if errors is not None:
+        raise InputError(errors["error"], code=errors["code"])
+    counts = tree_reduce(client, futures, merge_counts)
+    s = counted_scores(counts)
+    return {"auroc": classification.roc_auc(s), "auprc": classification.average_precision(s),
+            "tpr_at_fpr": classification.tpr_at_fpr(s, targets=config.tpr_fprs),
+            "counts": counts}
+
+
+def _first_error(*parts):
+    """The first error dict among the units' results (None when every unit loaded)."""
+    return next((p for p in parts if isinstance(p, dict)), None)
 
 
 def _owned(value):

@@ -1,0 +1,123 @@
+"""Exact classification summaries combined by reduction, for engines that keep rows apart.
+
+AUROC, AUPRC (average precision), the ROC / PR points and TPR@FPR depend on ``(y, p)`` only
+through the number of positives and negatives at each distinct score. :class:`ScoreCounts`
+holds those counts for one partition (the distinct scores ascending, positives and negatives
+at each); :func:`merge_counts` combines two partitions' counts exactly (a union of sorted
+values, counts added), so any tree of merges over the partitions gives the same counts as the
+whole data set. :func:`counted_scores` turns the merged counts into a
+:class:`~metrics_core.metrics.classification.PreparedScores` that the classification kernels
+take in place of ``(y, p)``: the same code as in memory then gives the metrics, so they agree
+with the in-memory engine exactly (integer counts below 2^53 are exact in float64).
+
+The counts are as large as the number of distinct scores: small when ``p`` has few distinct
+values (calibrated or rounded scores), at most the number of queries otherwise. Their size
+is what crosses the network, never the rows.
+
+:func:`tree_reduce` combines futures pairwise on a ``distributed`` cluster, so the client
+receives the final summary only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from metrics_core.metrics.classification import PreparedScores, frozen_arrays
+
+__all__ = ["ScoreCounts", "counted_scores", "merge_counts", "score_counts", "tree_reduce"]
+
+
+@dataclass(frozen=True)
+class ScoreCounts:
+    """Positives and negatives at each distinct score of a partition (scores ascending)."""
+
+    values: np.ndarray
+    pos: np.ndarray
+    neg: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.pos.sum() + self.neg.sum())
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.values.nbytes + self.pos.nbytes + self.neg.nbytes)
+
+
+def score_counts(y, p) -> ScoreCounts:
+    """The :class:`ScoreCounts` of labels ``y`` (0/1) and finite scores ``p``."""
+    y = np.asarray(y)
+    p = np.asarray(p, dtype=np.float64)
+    if y.shape != p.shape:
+        raise ValueError(f"y and p differ in length ({y.size} vs {p.size})")
+    values, inverse = np.unique(p, return_inverse=True)
+    total = np.bincount(inverse, minlength=values.size)
+    positive = np.bincount(inverse[y == 1], minlength=values.size)
+    return ScoreCounts(values, positive.astype(np.int64), (total - positive).astype(np.int64))
+
+
+def merge_counts(*parts: ScoreCounts) -> ScoreCounts:
+    """The counts of the union of partitions (exact, associative and commutative)."""
+    parts = [p for p in parts if p.values.size] or list(parts[:1])
+    if not parts:
+        empty = np.empty(0, dtype=np.int64)
+        return ScoreCounts(np.empty(0), empty, empty.copy())
+    if len(parts) == 1:
+        return parts[0]
+    values, inverse = np.unique(np.concatenate([p.values for p in parts]),
+                                return_inverse=True)
+    pos = np.bincount(inverse, weights=np.concatenate([p.pos for p in parts]).astype(float),
+                      minlength=values.size)
+    neg = np.bincount(inverse, weights=np.concatenate([p.neg for p in parts]).astype(float),
+                      minlength=values.size)
+    return ScoreCounts(values, pos.astype(np.int64), neg.astype(np.int64))
+
+
+class _CountedScores(PreparedScores):
+    """A :class:`PreparedScores` built from counts: thresholds, ``tps`` / ``fps`` and the class
+    sizes, without the rows (no per-row weighted kernels, no confusion sweeps)."""
+
+    def __init__(self, counts: ScoreCounts):
+        desc_pos = counts.pos[::-1].astype(np.int64)
+        desc_neg = counts.neg[::-1].astype(np.int64)
+        self.n_pos = int(desc_pos.sum())
+        self.n_neg = int(desc_neg.sum())
+        self.n = self.n_pos + self.n_neg
+        self.thresholds = counts.values[::-1].astype(np.float64)
+        self.tps = np.cumsum(desc_pos).astype(np.float64)
+        self.fps = np.cumsum(desc_neg).astype(np.float64)
+        self._y = np.empty(0, dtype=np.int8)
+        self._p = np.empty(0, dtype=np.float64)
+        frozen_arrays(self.thresholds, self.tps, self.fps)
+        self._keys = None
+
+    def __repr__(self) -> str:
+        return f"CountedScores(n={self.n}, n_pos={self.n_pos}, n_neg={self.n_neg})"
+
+    @property
+    def _blocks(self):
+        raise RuntimeError("counted scores have no rows: the weighted kernels need them")
+
+
+def counted_scores(counts: ScoreCounts) -> PreparedScores:
+    """Merged counts as a :class:`PreparedScores` for ``roc_auc``, ``average_precision``,
+    ``roc_points``, ``pr_points`` and ``tpr_at_fpr``."""
+    return _CountedScores(counts)
+
+
+def tree_reduce(client, futures: Sequence, combine: Callable, *, fan_in: int = 4):
+    """Combine ``futures`` on the cluster, ``fan_in`` at a time, and return the one result.
+
+    Only the final value is sent to the client; every intermediate stays on a worker.
+    """
+    layer = list(futures)
+    if not layer:
+        raise ValueError("nothing to reduce")
+    while len(layer) > 1:
+        layer = [client.submit(combine, *layer[i:i + fan_in], pure=False)
+                 if len(layer[i:i + fan_in]) > 1 else layer[i]
+                 for i in range(0, len(layer), fan_in)]
+    return layer[0].result()
