@@ -35,6 +35,7 @@ _EVIDENCE_PAGES = (
     ("per_criterion.py", "Per criterion", "per-criterion", ":material/view_list:"),
     ("per_post.py", "Per post", "per-post", ":material/article:"),
     ("folds.py", "Folds", "folds", ":material/splitscreen:"),
+    ("cohorts.py", "Cohorts", "cohorts", ":material/groups:"),
     ("case_review.py", "Case review", "case-review", ":material/search:"),
     ("decision.py", "Decision support", "decision", ":material/balance:"),
     ("compare.py", "Compare runs", "compare", ":material/compare_arrows:"),

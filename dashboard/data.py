@@ -90,6 +90,8 @@ class Source:
     base: Evaluator | None = None
     #: Columns mapped by hand in the upload's mapping form: (table, field) -> column or None.
     by_hand: dict = field(default_factory=dict)
+    #: The queries table's columns that may name cohorts (contract §9), or None.
+    cohorts: object | None = None
 
     @property
     def is_triage(self) -> bool:
@@ -122,11 +124,12 @@ def _demo_files(problems: bool) -> tuple[Path, Path]:
 
 
 @st.cache_resource(show_spinner="Loading the synthetic demo data…")
-def _demo_parts(problems: bool = False) -> tuple[Run, mtriage.TriageData]:
-    """The demo's run (a failed audit is logged, not shown: it must not hide the data) and
-    the triage demo."""
+def _demo_parts(problems: bool = False) -> tuple[Run, mtriage.TriageData, object]:
+    """The demo's run (a failed audit is logged, not shown: it must not hide the data), the
+    triage demo and the demo's cohort columns (synthetic)."""
     run = open_run(*_demo_files(problems), audit_failure="log")
-    return run, mtriage.load_triage(demo_paths().triage)
+    return (run, mtriage.load_triage(demo_paths().triage),
+            _cohort_columns(_demo_files(problems)[0], run.loaded))
 
 
 def _demo_evaluator(problems: bool = False) -> Evaluator:
@@ -141,7 +144,7 @@ def demo_source(variant: str = DEMO) -> Source:
     if variant not in DEMOS:
         raise ValueError(f"unknown demo {variant!r}; one of {', '.join(DEMOS)}")
     problems = variant == DEMO_PROBLEMS
-    run, triage = _demo_parts(problems)
+    run, triage, cohorts = _demo_parts(problems)
     if variant == DEMO_TRIAGE:
         return Source(kind="demo", label=f"{DEMO_LABEL} (triage)", synthetic=True,
                       token=DEMO_TRIAGE, triage=triage,
@@ -149,7 +152,30 @@ def demo_source(variant: str = DEMO) -> Source:
                       files=(demo_paths().triage.name,))
     label = DEMO_PROBLEMS_LABEL if problems else DEMO_LABEL
     return Source(kind="demo", label=label, synthetic=True, token=variant, loaded=run.loaded,
-                  audit=run.audit, files=tuple(p.name for p in _demo_files(problems)))
+                  audit=run.audit, files=tuple(p.name for p in _demo_files(problems)),
+                  cohorts=cohorts)
+
+
+def _cohort_columns(queries, loaded, name=None, limits=None):
+    """The queries table's possible cohort columns; None when they cannot be read."""
+    from metrics_core.inputs.cohort_columns import cohort_columns
+
+    try:
+        return cohort_columns(queries, loaded, name=name, limits=limits)
+    except (InputError, ValueError, KeyError):
+        return None
+
+
+def cohort_result(v: View, columns):
+    """The cohort tables of the view ``v`` for the chosen ``columns`` (kept in the source's
+    evaluator per settings): a :class:`metrics_core.evaluation.cohorts.CohortResult`."""
+    from metrics_core.evaluation.cohorts import evaluate_cohorts
+
+    source = v.source
+    attributes = source.cohorts.attributes(source.loaded, list(columns))
+    # The app's live resamples (2,000 at most): the page answers in seconds.
+    config = v.config.replace(filters=v.filters, bootstrap=finder_resamples(v))
+    return evaluate_cohorts(source.evaluator(), config, list(attributes.values()))
 
 
 def current_source() -> Source:
@@ -262,7 +288,9 @@ def _read_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
     files = tuple(n for n in (upload.queries_name, upload.candidates_name) if n)
     return Source(kind="upload", label=f"Uploaded data: {name}", synthetic=False,
                   token=upload.digest + _mapping_digest(mapping), loaded=run.loaded,
-                  audit=run.audit, files=files, by_hand=_by_hand(mapping), base=run.evaluator)
+                  audit=run.audit, files=files, by_hand=_by_hand(mapping), base=run.evaluator,
+                  cohorts=_cohort_columns(upload.queries, run.loaded, upload.queries_name,
+                                          upload_limits()))
 
 
 def _by_hand(mapping) -> dict:

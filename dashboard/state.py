@@ -111,6 +111,12 @@ ADJ_UPLOAD_SEEN = "_adjudication_upload_seen"
 ADJ_ERROR = "_adjudication_error"
 ADJ_NOTICE = "_adjudication_notice"
 ADJ_UPLOAD = "adjudication_upload"
+#: The cohort columns chosen on the Data page (the Cohorts page's groups), and the Cohorts
+#: page's metric.
+COHORT_COLUMNS = "cohort_columns"
+COHORT_METRIC = "cohort_metric"
+#: The chosen cohort columns, kept when the Data page (and its widget) is not drawn.
+COHORTS_CHOSEN = "_cohorts_chosen"
 ADJ_DOWNLOAD = "adjudication_download"
 ADJ_EXCLUDE = "adjudication_exclude_ambiguous"
 VERDICT_CHOICE = "verdict_choice"

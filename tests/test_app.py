@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "dashboard" / "app.py"
 TIMEOUT = 60
 EVIDENCE_PAGES = ("overview", "gate", "dynamic_k", "ranking", "calibration", "per_criterion",
-                  "per_post", "folds", "case_review", "decision", "meeting", "data_source")
+                  "per_post", "folds", "cohorts", "case_review", "decision", "meeting",
+                  "data_source")
 PAGES = EVIDENCE_PAGES
 INTERNAL_ERROR = "Something went wrong computing this view"
 

@@ -36,8 +36,8 @@ import pandas as pd
 
 from metrics_core.errors import InputError
 
-__all__ = ["MAX_COHORT_VALUES", "MISSING", "CohortAttribute", "cohort_attributes",
-           "parse_bins"]
+__all__ = ["MAX_COHORT_VALUES", "MISSING", "CohortAttribute", "CohortColumns",
+           "cohort_attributes", "cohort_columns", "parse_bins"]
 
 #: Most distinct values a cohort column may have (a finer column is refused or binned).
 MAX_COHORT_VALUES = 20
@@ -316,3 +316,42 @@ def _check_constant(values: pd.Series, rows, file: str, col: str) -> None:
         raise InputError("a cohort value differs between the rows of one query", file=file,
                          column=col, rows=bad[:10] + 1, n_rows=int(bad.size),
                          code="invalid_value")
+
+
+@dataclass(frozen=True, eq=False)
+class CohortColumns:
+    """The columns of a queries table that may name cohorts (those the loader does not read),
+    with the query ids, as read: ``frame``; ``suggested``: the ones with at most
+    :data:`MAX_COHORT_VALUES` distinct values, or numeric (to be binned); ``name``: the file."""
+
+    frame: pd.DataFrame
+    suggested: tuple[str, ...]
+    others: tuple[str, ...]
+    name: str
+
+    def attributes(self, loaded, declared, **kw) -> dict[str, CohortAttribute]:
+        """:func:`cohort_attributes` of these columns."""
+        return cohort_attributes(self.frame, loaded, declared, name=self.name, **kw)
+
+
+def cohort_columns(queries, loaded, *, name: str | None = None, limits=None,
+                   max_values: int = MAX_COHORT_VALUES) -> CohortColumns:
+    """The unused columns of the queries table ``queries`` (path, bytes or DataFrame) of
+    ``loaded``, to offer as cohort columns (the app's Data page)."""
+    from metrics_core.inputs.loading import read_table
+
+    file = name or loaded.dataset.meta.get("queries_file") or "queries"
+    frame = queries if isinstance(queries, pd.DataFrame) else read_table(
+        queries, name=file, limits=limits)
+    used = {str(v) for table in loaded.column_map.values() for v in table.values()}
+    q_map = loaded.column_map.get("queries", {})
+    ids = [c for c in (q_map.get("post_id"), q_map.get("criterion")) if c is not None]
+    extra = [str(c) for c in frame.columns if str(c) not in used]
+    suggested, others = [], []
+    for column in extra:
+        values = frame[column]
+        numeric = (pd.api.types.is_numeric_dtype(values.dtype)
+                   and not pd.api.types.is_bool_dtype(values.dtype))
+        few = values.nunique(dropna=True) <= max_values
+        (suggested if numeric or few else others).append(column)
+    return CohortColumns(frame[[*ids, *extra]], tuple(suggested), tuple(others), file)

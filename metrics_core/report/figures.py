@@ -698,6 +698,43 @@ def forest_figure(rows: pd.DataFrame, *, title: str) -> go.Figure:
     return fig
 
 
+def cohort_forest_figure(cohorts: pd.DataFrame, metric: str, *, overall: float | None,
+                         label: str | None = None) -> go.Figure:
+    """``metric`` in each cohort (rows of the ``cohorts`` table of
+    :mod:`metrics_core.evaluation.cohorts`: ``column``, ``value``, ``estimate``, ``ci95``,
+    ``flagged``, ``small``) with its 95% interval, one row per cohort, and the overall value
+    as a reference line; flagged disparities in red, small cells hollow; undefined values are
+    not drawn."""
+    rows = cohorts[(cohorts["metric"] == metric) & cohorts["defined"].astype(bool)]
+    labels = [escape_plotly(f"{c} = {v}") for c, v in zip(rows["column"], rows["value"],
+                                                          strict=True)]
+    est = rows["estimate"].to_numpy(dtype=float)
+    lo = np.array([np.nan if c is None else c[0] for c in rows["ci95"]], dtype=float)
+    hi = np.array([np.nan if c is None else c[1] for c in rows["ci95"]], dtype=float)
+    flagged = rows["flagged"].to_numpy(dtype=bool)
+    small = rows["small"].to_numpy(dtype=bool)
+    fig = _Figure()
+    for name, mask, color in (("cohort", ~flagged, "#4c78a8"),
+                              ("flagged disparity", flagged, "#d62728")):
+        if not mask.any():
+            continue
+        fig.add_trace(_Scatter(
+            x=est[mask], y=[t for t, m in zip(labels, mask, strict=True) if m],
+            mode="markers", name=name,
+            marker={"size": 11, "color": color, "symbol": [
+                "circle-open" if s else "circle" for s in small[mask]]},
+            error_x={"type": "data", "symmetric": False, "array": (hi - est)[mask],
+                     "arrayminus": (est - lo)[mask]}))
+    label = label or metric
+    fig = _layout(fig, f"{label} per cohort (95% CI)", label, "",
+                  yaxis={"autorange": "reversed", "categoryorder": "array",
+                         "categoryarray": labels})
+    if _finite(overall):
+        fig.add_vline(x=float(overall), line={"color": "grey", "dash": "dot"},
+                      annotation_text=f"overall {float(overall):.3f}")
+    return fig
+
+
 def overlay_pr_figure(curves: Mapping[str, PrCurve], auprcs: Mapping[str, float | None],
                       baseline: float, *, max_points: int = MAX_CURVE_POINTS) -> go.Figure:
     """The precision-recall curves of several runs, with the positive rate as baseline."""

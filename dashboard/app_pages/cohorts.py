@@ -1,0 +1,58 @@
+"""Cohorts: does the pipeline work as well for every group? Each metric per cohort (forest
+plot, the overall value as reference), the disparities to the rest of the data and the weak
+segments (contract §9, cohorts). The cohort columns are chosen on the Data & audit page."""
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import data, display, state
+from dashboard.safe_text import escape_markdown
+from metrics_core import registry
+from metrics_core.report import figures as charts
+
+v = data.view()
+display.page_header("Cohorts", v)
+source = v.source
+offered = () if source.cohorts is None else source.cohorts.suggested
+chosen = [c for c in st.session_state.get(state.COHORTS_CHOSEN) or () if c in offered]
+if source.cohorts is None or not (source.cohorts.suggested or source.cohorts.others):
+    st.info("The queries table has no extra column to form cohorts from (such as site, sex "
+            "or age): add one to the queries file and upload it again.")
+elif not chosen:
+    st.info("Choose cohort columns on the Data & audit page (under Cohorts) to see every "
+            "metric per cohort, the disparities and the weak segments.")
+else:
+    result = data.cohort_result(v, chosen)
+    table = result.cohorts
+    tested = list(dict.fromkeys(table.loc[table["p_value"].notna(), "metric"]))
+    metrics = tested or list(dict.fromkeys(table["metric"]))
+    metric = st.selectbox("Metric", metrics, format_func=registry.label,
+                          key=state.COHORT_METRIC)
+    record = next((r for r in v.evaluation.records if r.name == metric), None)
+    overall = record.value if record is not None and record.defined else None
+    display.plot(charts.cohort_forest_figure(table, metric, overall=overall,
+                                             label=registry.label(metric)),
+                 key="cohort_forest")
+    st.caption("Each cohort with its 95% interval (the app's resamples of posts); the dotted "
+               "line is the value on all data. Red: a flagged disparity (Holm-adjusted p < "
+               "0.05 across the column's cohorts and metrics, and an interval of the "
+               "difference that excludes 0). Hollow: a small cell (under 30 queries or "
+               "positives).")
+    flagged = table[table["flagged"]]
+    if len(flagged):
+        st.error(f"{len(flagged)} disparity(ies) flagged: " + escape_markdown("; ".join(
+            f"{r.column} = {r.value}: {registry.label(r.metric)} {r.estimate:.3f} vs "
+            f"{r.rest_estimate:.3f} elsewhere" for r in flagged.itertuples())))
+    else:
+        st.success("No disparity flagged.")
+    st.subheader("Disparities to the rest of the data")
+    shown = table[table["p_value"].notna()] if tested else table
+    display.show_table(shown.reset_index(drop=True), key="cohort_table")
+    st.subheader("Screening sensitivity and false alerts per cohort (equalised odds)")
+    display.show_table(result.equalised_odds, key="cohort_odds_table")
+    st.subheader("Weak segments")
+    st.caption("Over the cohort columns and every pair of them: the segments (at least 30 "
+               "queries) where a metric is worst relative to the rest, p-values adjusted "
+               "(Holm) for every segment tried.")
+    weak = result.weak_segments
+    display.show_table(pd.DataFrame(weak).reset_index(drop=True), key="weak_segments_table")
