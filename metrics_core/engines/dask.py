@@ -38,7 +38,8 @@ from metrics_core.errors import InputError
 from metrics_core.evaluation.evaluator import GAMMA_SWEEP, Evaluator, reference_k
 from metrics_core.run import fingerprint, run_of
 
-__all__ = ["DaskRun", "GatheredEvaluator", "QueryLevelDataset", "classification_by_reduction",
+__all__ = ["DaskRun", "GatheredEvaluator", "QueryLevelDataset", "bootstrap_by_reduction",
+           "classification_by_reduction",
            "evaluate", "evaluate_unit", "plan_units", "resolve_files", "unit_score_counts"]
 
 #: Seconds to wait for a scheduler given by address before giving up.
@@ -262,6 +263,19 @@ def evaluate_unit(q_paths: Sequence[str], c_paths: Sequence[str], config, *,
             "n_excluded_candidates": int(ds.meta.get("n_excluded_candidates", 0))}
 
 
+def _load_unit(q_paths, c_paths, queries_name, candidates_name):
+    """The unit's data set, or an error dict (as :func:`evaluate_unit`)."""
+    from metrics_core.inputs import loading
+
+    q_df = _read(q_paths)[0]
+    c_df = _read(c_paths)[0] if c_paths else _empty_candidates()
+    try:
+        return loading.load(q_df, c_df, queries_name=queries_name,
+                            candidates_name=candidates_name).dataset
+    except InputError as err:
+        return {"error": err.render(), "code": err.code}
+
+
 def unit_score_counts(q_paths: Sequence[str], c_paths: Sequence[str], *, queries_name: str,
                       candidates_name: str):
     """Load one work unit and count its queries by distinct ``p`` and class (on a worker).
@@ -270,16 +284,42 @@ def unit_score_counts(q_paths: Sequence[str], c_paths: Sequence[str], *, queries
     :func:`evaluate_unit`).
     """
     from metrics_core.engines.reductions import score_counts
-    from metrics_core.inputs import loading
 
-    q_df = _read(q_paths)[0]
-    c_df = _read(c_paths)[0] if c_paths else _empty_candidates()
-    try:
-        ds = loading.load(q_df, c_df, queries_name=queries_name,
-                          candidates_name=candidates_name).dataset
-    except InputError as err:
-        return {"error": err.render(), "code": err.code}
-    return score_counts(ds.y, ds.p)
+    ds = _load_unit(q_paths, c_paths, queries_name, candidates_name)
+    return ds if isinstance(ds, dict) else score_counts(ds.y, ds.p)
+
+
+def unit_resample_sums(q_paths: Sequence[str], c_paths: Sequence[str], *, queries_name: str,
+                       candidates_name: str, seed: int, n_resamples: int, unit: str,
+                       threshold: float, weighted_auroc: bool) -> dict:
+    """One unit's share of every resample (on a worker): Poisson(1) weights keyed by
+    (seed, unit), the weighted confusion counts at ``threshold`` ``(resamples, 4)`` as TP,
+    FP, FN, TN, and the weighted score counts when AUROC is bootstrapped."""
+    from metrics_core.engines.resampling import poisson_weights, unit_keys, weighted_counts
+
+    ds = _load_unit(q_paths, c_paths, queries_name, candidates_name)
+    if isinstance(ds, dict):
+        return ds
+    post_id = np.asarray(ds.posts)[ds.post_code]
+    if unit == "post":
+        keys, inverse = np.unique(post_id, return_inverse=True)
+        w = poisson_weights(seed, unit_keys(keys), n_resamples)[:, inverse]
+    else:
+        criterion = np.asarray(ds.criteria, dtype=object)[ds.criterion_code]
+        w = poisson_weights(seed, unit_keys(post_id, criterion), n_resamples)
+    positive = ds.p >= threshold
+    cells = np.stack([(ds.y == 1) & positive, (ds.y == 0) & positive,
+                      (ds.y == 1) & ~positive, (ds.y == 0) & ~positive], axis=1)
+    return {"confusion": w.astype(np.int64) @ cells.astype(np.int64),
+            "auroc": weighted_counts(ds.y, ds.p, w) if weighted_auroc else None}
+
+
+def _merge_resample_sums(*parts: dict) -> dict:
+    from metrics_core.engines.resampling import merge_weighted
+
+    auroc = [p["auroc"] for p in parts]
+    return {"confusion": sum(p["confusion"] for p in parts),
+            "auroc": merge_weighted(*auroc) if auroc[0] is not None else None}
 
 
 def _sweep_sums(ev: Evaluator, cfg) -> dict:
@@ -656,17 +696,7 @@ def classification_by_reduction(queries, candidates, config, *, client) -> dict:
     from metrics_core.engines.reductions import counted_scores, merge_counts, tree_reduce
     from metrics_core.metrics import classification
 
-    q_files = resolve_files(queries, table="queries")
-    c_files = resolve_files(candidates, table="candidates")
-    q_str = [str(p) for p in q_files]
-    c_str = [str(p) for p in c_files]
-    q_name = q_files[0].name if len(q_files) == 1 else Path(queries).name
-    c_name = c_files[0].name if len(c_files) == 1 else Path(candidates).name
-    posts = client.gather(
-        [client.submit(_posts_of, p, "queries", pure=False) for p in q_str]
-        + [client.submit(_posts_of, p, "candidates", pure=False) for p in c_str])
-    units = plan_units(posts[:len(q_str)], posts[len(q_str):], q_files, c_files)
-    del posts
+    units, q_str, c_str, q_name, c_name = _units(client, queries, candidates)
     futures = [client.submit(unit_score_counts, [q_str[j] for j in qi], [c_str[j] for j in ci],
                              queries_name=q_name, candidates_name=c_name, pure=False)
                for qi, ci in units]
@@ -678,6 +708,89 @@ def classification_by_reduction(queries, candidates, config, *, client) -> dict:
     return {"auroc": classification.roc_auc(s), "auprc": classification.average_precision(s),
             "tpr_at_fpr": classification.tpr_at_fpr(s, targets=config.tpr_fprs),
             "counts": counts}
+
+
+def bootstrap_by_reduction(queries, candidates, config, *, client) -> dict:
+    """Intervals without a gather (contract §9, Dask engine): Poisson(1) weights keyed by
+    (seed, unit), weighted sums merged on the workers.
+
+    Returns ``{"auroc": {"value", "ci95", "method"}, "sensitivity": {...},
+    "specificity": {...}, "n_resamples": B}`` for ``config.bootstrap`` resamples, the seed
+    ``config.seed``, the unit ``config.bootstrap_unit`` and the threshold ``config.threshold``.
+    AUROC's interval is the weighted bootstrap's while ``resamples x distinct p`` is at most
+    :data:`~metrics_core.engines.resampling.WEIGHTED_SORT_LIMIT`, DeLong's above
+    (``method`` says which). The result does not depend on the partitioning.
+    """
+    from metrics_core.engines.reductions import tree_reduce
+    from metrics_core.engines.resampling import (
+        WEIGHTED_SORT_LIMIT,
+        auroc_of_weighted,
+        delong_interval,
+        percentile_interval,
+    )
+    from metrics_core.metrics import classification
+
+    n_resamples = int(config.bootstrap)
+    if n_resamples < 1:
+        raise ValueError("bootstrap_by_reduction needs at least one resample")
+    point = classification_by_reduction(queries, candidates, config, client=client)
+    counts = point["counts"]
+    weighted = n_resamples * counts.values.size <= WEIGHTED_SORT_LIMIT
+    units, q_str, c_str, q_name, c_name = _units(client, queries, candidates)
+    futures = [client.submit(unit_resample_sums, [q_str[j] for j in qi],
+                             [c_str[j] for j in ci], queries_name=q_name,
+                             candidates_name=c_name, seed=int(config.seed),
+                             n_resamples=n_resamples, unit=config.bootstrap_unit,
+                             threshold=float(config.threshold), weighted_auroc=weighted,
+                             pure=False) for qi, ci in units]
+    sums = tree_reduce(client, futures, _merge_resample_sums)
+    tp, fp, fn, tn = (sums["confusion"][:, i].astype(np.float64) for i in range(4))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sens = tp / (tp + fn)
+        spec = tn / (tn + fp)
+    auroc = point["auroc"]
+    if weighted:
+        ci = percentile_interval(auroc_of_weighted(sums["auroc"]))
+    else:
+        ci = delong_interval(counts)
+    conf = classification.confusion_rates(*(np.array([float(c)]) for c in _confusion_at(
+        counts, float(config.threshold))))
+    return {"auroc": {"value": auroc.value, "defined": auroc.defined,
+                      "ci95": list(ci) if ci and auroc.defined else None,
+                      "method": "poisson_bootstrap" if weighted else "delong"},
+            "sensitivity": {"value": float(conf["sensitivity"][0]),
+                            "ci95": _listed(percentile_interval(sens)),
+                            "method": "poisson_bootstrap"},
+            "specificity": {"value": float(conf["specificity"][0]),
+                            "ci95": _listed(percentile_interval(spec)),
+                            "method": "poisson_bootstrap"},
+            "n_resamples": n_resamples}
+
+
+def _listed(interval):
+    return None if interval is None else list(interval)
+
+
+def _confusion_at(counts, threshold: float) -> tuple[int, int, int, int]:
+    """TP, FP, TN, FN at ``threshold`` (positive iff p >= threshold) from score counts."""
+    at = counts.values >= threshold
+    tp, fp = int(counts.pos[at].sum()), int(counts.neg[at].sum())
+    return tp, fp, int(counts.neg[~at].sum()), int(counts.pos[~at].sum())
+
+
+def _units(client, queries, candidates):
+    """Work units of the inputs: (units, query paths, candidate paths, names)."""
+    q_files = resolve_files(queries, table="queries")
+    c_files = resolve_files(candidates, table="candidates")
+    q_str = [str(p) for p in q_files]
+    c_str = [str(p) for p in c_files]
+    q_name = q_files[0].name if len(q_files) == 1 else Path(queries).name
+    c_name = c_files[0].name if len(c_files) == 1 else Path(candidates).name
+    posts = client.gather(
+        [client.submit(_posts_of, p, "queries", pure=False) for p in q_str]
+        + [client.submit(_posts_of, p, "candidates", pure=False) for p in c_str])
+    units = plan_units(posts[:len(q_str)], posts[len(q_str):], q_files, c_files)
+    return units, q_str, c_str, q_name, c_name
 
 
 def _first_error(*parts):
