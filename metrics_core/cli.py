@@ -640,6 +640,7 @@ def _evaluate(args) -> int:
     cohorts = _cohort_options(args)
     if cohorts["declared"] and args.engine == "dask":
         raise ValueError("--cohort needs the in-memory engine (leave out --engine dask)")
+    verdicts = None
     if args.engine == "dask":
         from metrics_core.engines import dask as dask_engine
 
@@ -657,6 +658,7 @@ def _evaluate(args) -> int:
         if not _gates_known(config, loaded.dataset):
             return EXIT_INPUT
         attributes = _cohort_attributes(args, run, cohorts)
+        verdicts = _read_verdicts(args, loaded)  # (a bad file stops the run before computing)
         args.progress.stage("computing the metrics")
         evaluation = run.evaluator.evaluate(config, progress=args.progress)
         if attributes:
@@ -673,17 +675,15 @@ def _evaluate(args) -> int:
     evaluation.prefetch(*_PREFETCHED_TABLES)
     document = evaluation.to_json()
     adjudicated = None
-    if args.adjudications is not None:
+    if verdicts is not None:
         from metrics_core.evaluation.adjudicated import evaluate_adjudicated, with_adjudication
-        from metrics_core.inputs.adjudications import read_adjudications
         from metrics_core.run import fingerprint
 
         args.progress.stage("computing the metrics on the adjudicated gold")
         adjudicated = evaluate_adjudicated(
-            run.evaluator, read_adjudications(args.adjudications, loaded.dataset,
-                                              name=args.adjudications.name),
-            exclude_ambiguous=args.exclude_ambiguous, original=evaluation,
-            inputs=fingerprint(args.adjudications), progress=args.progress)
+            run.evaluator, verdicts, exclude_ambiguous=args.exclude_ambiguous,
+            original=evaluation, inputs=fingerprint(args.adjudications),
+            progress=args.progress)
         document = with_adjudication(document, adjudicated)
     outputs = {args.out: document.encode("utf-8")}
     if args.per_query is not None:
@@ -754,6 +754,15 @@ def _print_summary(evaluation, loaded, report, written: list[Path], adjudicated=
                                     else f"FAILED: {', '.join(failed)}"))
     for path in written:
         print(f"wrote {_printable(path)}")
+
+
+def _read_verdicts(args, loaded):
+    """``--adjudications``' file read and checked against the data (None without it)."""
+    if args.adjudications is None:
+        return None
+    from metrics_core.inputs.adjudications import read_adjudications
+
+    return read_adjudications(args.adjudications, loaded.dataset, name=args.adjudications.name)
 
 
 def _print_adjudicated(adjudicated, names) -> None:
@@ -956,18 +965,16 @@ def _report(args) -> int:
     if args.settings and not _gates_known(config, loaded.dataset,
                                           given_by=f"{args.settings.name}: criterion_gates"):
         return EXIT_INPUT
+    verdicts = _read_verdicts(args, loaded)
     args.progress.stage("computing the metrics")
     evaluation = run.evaluator.evaluate(config, progress=args.progress)
     adjudicated = None
-    if args.adjudications is not None:
+    if verdicts is not None:
         from metrics_core.evaluation.adjudicated import evaluate_adjudicated
-        from metrics_core.inputs.adjudications import read_adjudications
 
         adjudicated = evaluate_adjudicated(
-            run.evaluator, read_adjudications(args.adjudications, loaded.dataset,
-                                              name=args.adjudications.name),
-            exclude_ambiguous=args.exclude_ambiguous, original=evaluation,
-            progress=args.progress)
+            run.evaluator, verdicts, exclude_ambiguous=args.exclude_ambiguous,
+            original=evaluation, progress=args.progress)
     args.progress.stage(f"writing the {args.format} record")
     files = ", ".join(p.name for p in (args.queries, args.candidates) if p is not None)
     page = record.render_html(evaluation, title=args.title, notes=notes,
