@@ -5,9 +5,10 @@ met on the data shown, with what it costs in workload and what is and is not gua
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import display, state
 from dashboard.safe_text import escape_markdown
 from metrics_core.metrics import risk_control
 
@@ -92,9 +93,23 @@ def _apply(parameter: str, value: float, text: str) -> None:
     state.setting_moved()
 
 
-def show(ds, target, plain: float | None) -> None:
+def criterion_frame(results) -> pd.DataFrame:
+    """One row per subset (all queries, then each criterion): the guaranteed threshold, the
+    held-out value with its interval, or why there is none."""
+    rows = []
+    for r in results:
+        held = r.held_out or {}
+        ci = held.get("ci95") or (None, None)
+        rows.append({"subset": r.subset, "n_calibration": r.n_calibration,
+                     r.parameter: r.value, "held_out": held.get("value"),
+                     "held_out_ci_lo": ci[0], "held_out_ci_hi": ci[1],
+                     "delta_each": r.delta_each, "reason": r.reason})
+    return pd.DataFrame(rows)
+
+
+def show(ds, target, plain: float | None, *, by_criterion: bool = False) -> None:
     """The guarantee mode for the finder's ``target`` (a gate target), ``plain`` the finder's
-    threshold on all queries."""
+    threshold on all queries; ``by_criterion``: each criterion's too, δ split over all."""
     if target.parameter not in ("tau_neg", "tau_pos"):
         st.info("A guarantee is given for the gate's targets: screening sensitivity and "
                 "missed positives per 1,000 (τ_neg), alert precision (τ_pos).",
@@ -109,12 +124,19 @@ def show(ds, target, plain: float | None) -> None:
                                 help="Calibrating on a part leaves the rest to check the "
                                      "threshold on (held out).")
     try:
-        r = risk_control.guarantee(ds, [f"{target.metric}{target.op}{target.value!r}"],
-                                   delta=float(delta),
-                                   calibrate_on=None if calibrate == _ALL else calibrate)[0]
+        results = risk_control.guarantee(
+            ds, [f"{target.metric}{target.op}{target.value!r}"], delta=float(delta),
+            by="criterion" if by_criterion else None,
+            calibrate_on=None if calibrate == _ALL else calibrate)
     except ValueError as err:
         st.error(escape_markdown(str(err)), icon=":material/error:")
         return
+    r = results[0]
+    if by_criterion:
+        st.caption(f"All queries and each criterion: δ is split evenly over the "
+                   f"{len(results)} guarantees (δ = {r.delta_each:.3g} each), so the chance "
+                   f"that any of them fails is at most {r.delta:g}.")
+        display.show_table(criterion_frame(results), key="guarantee_table")
     name = "τ_neg" if r.parameter == "tau_neg" else "τ_pos"
     if r.value is None:
         st.warning(escape_markdown(f"No {name} can be guaranteed: {r.reason}."),

@@ -86,3 +86,19 @@ def test_workload_line_by_hand():
     assert guarantee_view.workload(p, "tau_neg", 0.25, 0.35) == (
         "500.0 per 1,000 auto-cleared (NEG) at the guaranteed threshold, 750.0 at the "
         "finder's threshold (0.3500): 250.0 per 1,000 more sent to review")
+
+
+def test_guarantee_mode_per_criterion_splits_delta(demo):
+    at = open_app(page="decision")
+    at.selectbox(key="finder_target").set_value(("screening_sensitivity", ">=")).run()
+    at.number_input(key="finder_value").set_value(0.95).run()
+    at.toggle(key="finder_by_criterion").set_value(True).run()
+    at.toggle(key="guarantee_mode").set_value(True).run()
+    assert_clean(at)
+    want = risk_control.guarantee(demo, ["screening_sensitivity>=0.95"], delta=0.1,
+                                  by="criterion")
+    shown = at.get_by_key("guarantee_table").dataframe[0].value
+    assert list(shown["subset"]) == [r.subset for r in want]
+    assert shown["tau_neg"].tolist() == pytest.approx(
+        [np.nan if r.value is None else r.value for r in want], nan_ok=True)
+    assert shown["delta_each"].tolist() == pytest.approx([0.1 / len(want)] * len(want))

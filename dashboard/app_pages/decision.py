@@ -157,7 +157,7 @@ if st.toggle("Guarantee mode: a threshold guaranteed for new queries, beside the
              "this data", key="guarantee_mode",
              help="Learn-then-Test: the threshold such that, with probability at least 1 − δ "
                   "over the calibration data, the target holds on new queries like them."):
-    guarantee_view.show(ds, target, overall["value"])
+    guarantee_view.show(ds, target, overall["value"], by_criterion=by_criterion)
 
 with st.expander("Leakage-free check of this threshold (nested)", icon=":material/lock:"):
     st.caption("The threshold is chosen without the queries it is judged on: on the other "
