@@ -23,6 +23,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until_serving(url: str, proc: subprocess.Popen, log: Path | None = None, *,
+                       give_up_after: float = 120.0):
+    """The first successful reply of ``url`` (its status, headers and body) from the
+    server process ``proc`` as it starts: a deadline to give up on a server that never
+    starts (raised with its log), not a bound asserted on the program."""
+    deadline = time.monotonic() + give_up_after
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as reply:
+                if reply.status == 200:
+                    return reply.status, reply.headers, reply.read()
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            shown = log.read_text(errors="replace") if log is not None and log.exists() else ""
+            raise RuntimeError(f"{url} did not start serving (exit code {proc.poll()}); "
+                               f"its log:\n{shown}")
+        time.sleep(0.2)
+
+
 @contextlib.contextmanager
 def running_app(script: str, log: Path, *, options: tuple[str, ...] = (),
                 env: dict[str, str] | None = None, process: list | None = None):
@@ -42,18 +62,11 @@ def running_app(script: str, log: Path, *, options: tuple[str, ...] = (),
         if process is not None:
             process.append(proc)
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    with urllib.request.urlopen(
-                            f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"streamlit did not start; see {log}")
-                time.sleep(0.2)
+            try:
+                wait_until_serving(f"http://127.0.0.1:{port}/_stcore/health", proc, log,
+                                   give_up_after=60)
+            except RuntimeError as err:
+                raise RuntimeError(f"streamlit did not start; see {log}") from err
             yield f"http://127.0.0.1:{port}"
         finally:
             proc.terminate()

@@ -12,16 +12,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import tomllib
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from metrics_core import cli
 from metrics_core.allocator import glibc_tunables
-from tests.app_server import free_port
+from tests.app_server import free_port, wait_until_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "dashboard" / "server.py"
@@ -171,17 +169,8 @@ def test_app_serves_from_any_folder_with_the_projects_settings(tmp_path):
                                  str(port)], cwd=tmp_path, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
-                                            timeout=2) as reply:
-                    headers = reply.headers
-                    break
-            except OSError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.3)
+        _, headers, _ = wait_until_serving(f"http://127.0.0.1:{port}/_stcore/health", proc,
+                                           log, give_up_after=90)
         assert headers["X-Frame-Options"] == "DENY"
         assert headers["X-Content-Type-Options"] == "nosniff"
         assert headers["Referrer-Policy"] == "no-referrer"

@@ -16,14 +16,12 @@ import importlib.util
 import re
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
 from dashboard import data
 from metrics_core.demo import DEMO_LABEL
-from tests.app_server import free_port, running_app
+from tests.app_server import free_port, running_app, wait_until_serving
 from tests.test_browser import (
     ARTIFACTS,
     CHROMIUM,
@@ -58,19 +56,8 @@ def provider():
                                 stderr=subprocess.STDOUT)
         base = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{base}/.well-known/openid-configuration",
-                                                timeout=2) as r:
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the OpenID provider did not start; see "
-                                       f"{ARTIFACTS / 'oidc_provider.log'}")
-                time.sleep(0.2)
+            wait_until_serving(f"{base}/.well-known/openid-configuration", proc,
+                               ARTIFACTS / "oidc_provider.log", give_up_after=60)
             yield base
         finally:
             proc.terminate()

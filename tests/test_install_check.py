@@ -18,14 +18,12 @@ import re
 import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from metrics_core.demo import DEMO_LABEL
-from tests.app_server import free_port
+from tests.app_server import free_port, wait_until_serving
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, FAILURE_TEXT, IDLE_JS, VIEWPORT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,18 +130,10 @@ def test_app_from_the_install_serves_and_renders(installed, tmp_path):
         server = subprocess.Popen(["metrics-core", "app", "--port", str(port)], cwd=user,
                                   env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
-                                            timeout=2) as reply:
-                    assert reply.read() == b"ok"
-                    assert reply.headers["X-Frame-Options"] == "DENY"
-                    break
-            except OSError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.5)
+        _, headers, body = wait_until_serving(f"http://127.0.0.1:{port}/_stcore/health",
+                                              server, log, give_up_after=120)
+        assert body == b"ok"
+        assert headers["X-Frame-Options"] == "DENY"
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             try:

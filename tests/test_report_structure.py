@@ -308,7 +308,7 @@ def test_cli_exclusions_csv_cannot_run_as_formulas(tmp_path):
     assert "'=HYPERLINK" in text and ",=HYPERLINK" not in text
 
 
-def test_the_app_listens_on_this_machine_only():
+def test_the_app_listens_on_this_machine_only(tmp_path, monkeypatch):
     import subprocess
     import tomllib
     from pathlib import Path
@@ -317,8 +317,17 @@ def test_the_app_listens_on_this_machine_only():
     config = tomllib.loads((root / ".streamlit" / "config.toml").read_text())
     assert config["server"]["address"] == "127.0.0.1"
     dev = (root / "dev").read_text()
-    assert "--share" in dev and "no" in dev and "authentication" in dev
+    # ./dev app is metrics-core app, whose --share needs sign-in or --no-auth spelled out
+    # (dashboard.addresses.share_check; tests/test_app_command.py starts it both ways).
+    assert '"$VENV/bin/metrics-core" app' in dev
     assert subprocess.run(["bash", "-n", str(root / "dev")]).returncode == 0
+    from dashboard.addresses import share_check
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # (no secrets of this machine's user)
+    monkeypatch.chdir(tmp_path)
+    allowed, message = share_check(["--share"])
+    assert not allowed and "--no-auth" in message
+    assert share_check(["--share", "--no-auth"])[0]
 
 
 def test_group_intervals_equal_the_per_criterion_table_and_filtered_runs():

@@ -18,6 +18,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -184,12 +185,12 @@ def with_adjudication(document: str, run: AdjudicatedRun, *, indent: int = 2) ->
 
 
 #: The kinds of case :func:`review_suggestions` puts first, and why each is worth a look.
-SUGGESTIONS = {
+SUGGESTIONS = MappingProxyType({
     "confident_miss": "has evidence, yet p is among the lowest: the gold may be wrong",
     "confident_false_alert": "no evidence, yet p is among the highest: the gold may be wrong",
     "gold_ranked_last": "a gold sentence ranked last of its query's candidates (the first "
                         "gold is in the bottom of the list): that sentence may not be evidence",
-}
+})
 
 
 def review_suggestions(evaluator: Evaluator, evaluation: Evaluation, *,

@@ -18,6 +18,8 @@ formulas. Proportions carry Wilson intervals (:func:`with_intervals`, contract ย
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 
 from metrics_core.metrics.classification import confusion_rates
@@ -148,8 +150,8 @@ def with_intervals(fractions: dict[str, Fraction]) -> dict[str, tuple[np.ndarray
 
 #: Where each cell of :data:`metrics_core.registry.CELLS` lies in an outcome table
 #: ``table[:, pred + 1, y]``.
-_CELL_INDEX = {"tp": (2, 1), "fp": (2, 0), "tn": (1, 0), "fn": (1, 1), "abstain_pos": (0, 1),
-               "abstain_neg": (0, 0)}
+_CELL_INDEX = MappingProxyType({"tp": (2, 1), "fp": (2, 0), "tn": (1, 0), "fn": (1, 1),
+                                "abstain_pos": (0, 1), "abstain_neg": (0, 0)})
 
 
 def cell_sum(table: np.ndarray, cells) -> np.ndarray:
@@ -160,13 +162,13 @@ def cell_sum(table: np.ndarray, cells) -> np.ndarray:
 
 #: The named ratios of the answered cells that a :class:`~metrics_core.registry.Counting`
 #: may name (contract ยง4; ``f1_neg``: F1 with the negative class as the positive one).
-FORMULAS = {
+FORMULAS = MappingProxyType({
     "f1": lambda tp, fp, tn, fn: confusion_rates(tp, fp, tn, fn)["f1"],
     "mcc": lambda tp, fp, tn, fn: confusion_rates(tp, fp, tn, fn)["mcc"],
     "balanced_accuracy": lambda tp, fp, tn, fn: confusion_rates(
         tp, fp, tn, fn)["balanced_accuracy"],
     "f1_neg": lambda tp, fp, tn, fn: confusion_rates(tn, fn, tp, fp)["f1"],
-}
+})
 
 
 def counted(table: np.ndarray, counting: Counting) -> tuple[np.ndarray, Fraction | None]:
