@@ -1,4 +1,6 @@
-"""The dashboard's server entry: ``streamlit run dashboard/server.py`` (what ``./dev app`` runs).
+"""The dashboard's server entry: ``streamlit run dashboard/server.py``, which ``metrics-core app``
+(and so ``./dev app``) runs from the installed package; Streamlit reads its settings from
+``.streamlit/`` beside this file.
 
 It serves the same app (:mod:`dashboard.app`) and adds HTTP security headers to every
 response: the page may not be framed by another site (clickjacking), content types are not
@@ -6,7 +8,7 @@ sniffed, and no referrer leaves the page. The server process keeps freed memory 
 (:func:`metrics_core.allocator.keep_freed_memory`), as the command line does: the temporaries
 of each rerun over a large upload are not page-faulted in afresh, and the objects its imports
 made are kept out of the garbage collector's full collections (:func:`freeze_startup_objects`).
-``./dev app`` gives the same malloc settings as ``GLIBC_TUNABLES`` from the process's start
+``metrics-core app`` gives the same malloc settings as ``GLIBC_TUNABLES`` from the process's start
 (:func:`metrics_core.allocator.glibc_tunables`): set here, they would come after the server's
 first threads, and the script runs could allocate from another arena.
 """
