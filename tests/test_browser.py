@@ -56,6 +56,7 @@ PAGES = {
     "Per criterion": "Per criterion",
     "Per post": "Per post",
     "Folds": "Folds",
+    "Cohorts": "Cohorts",
     "Case review": "Case review",
     "Decision support": "Decision support",
     "Compare runs": "Compare runs",

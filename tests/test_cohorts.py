@@ -355,3 +355,22 @@ def test_the_demo_disparity_planted_at_site_e_is_found():
     row = weak[weak["metric"] == "auroc"].iloc[0]
     assert row["difference"] < 0 and row["difference_ci95"][1] < 0
     assert not table[table["column"].isin(["sex", "age_band"])]["flagged"].any()
+
+
+def test_the_decision_record_has_a_cohorts_section():
+    from metrics_core.report import decision_record
+
+    q, c = _data(n_posts=150, planted=0.8)
+    ev, _, _, result = _tables(q, c, cfg=EvalConfig(bootstrap=300, seed=2))
+    evaluation = ev.evaluate(EvalConfig(bootstrap=0))
+    page = decision_record.render_html(evaluation, cohorts=result)
+    section = page[page.index("<h2 id='cohorts'>"):]
+    assert "Cohort columns: site, sex." in section
+    flagged = int(result.cohorts["flagged"].sum())
+    assert f"{flagged} disparity(ies) flagged" in section and flagged >= 1
+    assert "<h3>Weak segments</h3>" in section
+    row = result.cohorts[(result.cohorts["value"] == "C")
+                         & (result.cohorts["metric"] == "auroc")].iloc[0]
+    lo, hi = row["difference_ci95"]
+    assert f"{lo:.3f} to {hi:.3f}" in section
+    assert "<h2 id='cohorts'>" not in decision_record.render_html(evaluation)

@@ -246,7 +246,16 @@ def _html() -> str:
                               exclusions=exclusions,
                               thresholds=state.describe_thresholds(v.config, v.marks) + "."
                               + guarantee_view.record_text(),
-                              marks=v.marks, adjudication=_adjudicated())
+                              marks=v.marks, adjudication=_adjudicated(),
+                              cohorts=_cohorts())
+
+
+def _cohorts():
+    """The cohort tables of the columns chosen on the Data page (None without)."""
+    chosen = st.session_state.get(state.COHORTS_CHOSEN)
+    if not chosen or v.source.cohorts is None:
+        return None
+    return data.cohort_result(v, [c for c in chosen if c in v.source.cohorts.suggested])
 
 
 def _zip() -> bytes:

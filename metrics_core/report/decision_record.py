@@ -168,8 +168,11 @@ def _flow(evaluation) -> pd.DataFrame:
 def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
                 data_label: str = "", exclusions: pd.DataFrame | None = None,
                 created: datetime | None = None, thresholds: str = "",
-                marks: dict | None = None, adjudication=None) -> str:
+                marks: dict | None = None, adjudication=None, cohorts=None) -> str:
     """The decision record as one self-contained HTML page (no network needed to open it).
+
+    ``cohorts`` (a :class:`~metrics_core.evaluation.cohorts.CohortResult`) adds the cohorts'
+    section (:func:`cohorts_section`).
 
     ``thresholds`` says how each threshold was chosen (pre-specified or exploratory), as
     ``marks`` records it for the settings file (see :func:`settings_json`); ``adjudication``
@@ -203,6 +206,7 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
               "<h2>Headline numbers</h2>", _table(_records_frame(evaluation)),
               "<h2>Targets</h2>", _targets(evaluation),
               adjudication_section(adjudication) if adjudication is not None else "",
+              cohorts_section(cohorts) if cohorts is not None else "",
               "<h2>Flow of queries through the gate</h2>",
               f"<p class='muted'>NEG if p &lt; τ_neg = {cfg.tau_neg:g}; UNCERTAIN up to τ_pos = "
               f"{cfg.tau_pos:g}; POS above.</p>", _table(_flow(evaluation)),
@@ -235,6 +239,43 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
             f"script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
             f"img-src data:; font-src data:\"><title>{_e(title)}</title>"
             f"<style>{_CSS}</style></head><body>{body}</body></html>")
+
+
+def cohorts_section(result) -> str:
+    """The record's section on cohorts (contract §9): every disparity tested, flagged ones
+    first, and the weak segments."""
+    table = result.cohorts
+    tested = table[table["p_value"].notna()].copy()
+    flagged = tested[tested["flagged"].astype(bool)]
+    columns = ", ".join(dict.fromkeys(table["column"].astype(str)))
+    keep = ["column", "value", "metric", "estimate", "ci95", "n", "n_positive",
+            "rest_estimate", "difference", "difference_ci95", "p_adjusted", "flagged", "small"]
+    tested = tested.sort_values(["flagged", "p_adjusted"], ascending=[False, True])
+
+    def interval(ci) -> str:
+        return "" if ci is None or not isinstance(ci, list | tuple) else \
+            f"{ci[0]:.3f} to {ci[1]:.3f}"
+
+    for column in ("ci95", "difference_ci95"):
+        tested[column] = tested[column].map(interval)
+    summary = (f"{len(flagged)} disparity(ies) flagged (Holm-adjusted p &lt; 0.05 across the "
+               f"cohorts and metrics of a column, and a 95% interval of the difference to the "
+               f"rest that excludes 0), among {len(tested)} tested.")
+    parts = ["<h2 id='cohorts'>Cohorts</h2>",
+             f"<p>Cohort columns: {_e(columns)}. {summary}</p>",
+             _table(tested[keep], max_rows=100, digits=3, css="wide")]
+    weak = result.weak_segments
+    if len(weak):
+        parts += ["<h3>Weak segments</h3>",
+                  "<p class='muted'>Over the cohort columns and their pairs: the segments "
+                  "where a metric is worst relative to the rest, Holm-adjusted for every "
+                  "segment tried.</p>",
+                  _table(weak[["metric", "segment", "estimate", "ci95", "n", "rest_estimate",
+                               "difference", "difference_ci95", "p_adjusted", "flagged"]]
+                         .assign(ci95=weak["ci95"].map(interval),
+                                 difference_ci95=weak["difference_ci95"].map(interval)),
+                         max_rows=50, digits=3, css="wide")]
+    return "\n".join(parts)
 
 
 def adjudication_section(run) -> str:
