@@ -508,23 +508,23 @@ class CpuBudget:
 
 def cpu_budget() -> CpuBudget:
     """The session's :class:`CpuBudget` (made on first use)."""
-    budget = st.session_state.get(state.CPU_BUDGET)
-    if budget is None:
-        budget = st.session_state[state.CPU_BUDGET] = CpuBudget()
-    return budget
+    meter = st.session_state.get(state.CPU_BUDGET)
+    if meter is None:
+        meter = st.session_state[state.CPU_BUDGET] = CpuBudget()
+    return meter
 
 
 def over_budget() -> str | None:
     """The message to show when this session has spent its computing budget, else None."""
     limit = float(interaction_caps()["cpu_seconds_per_minute"])
-    budget = cpu_budget()
-    used = budget.used()
+    meter = cpu_budget()
+    used = meter.used()
     if used < limit:
         return None
     return (f"This session used {used:.0f} s of computing time in the last minute; this "
             f"server gives each session {limit:g} s a minute ([interaction] "
             f"cpu_seconds_per_minute). Until it falls below that (about "
-            f"{max(budget.wait(limit), 1):.0f} s), new settings show point values and "
+            f"{max(meter.wait(limit), 1):.0f} s), new settings show point values and "
             f"intervals computed already; nothing else is computed.")
 
 
