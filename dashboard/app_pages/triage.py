@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from dashboard import data, display, risk_coverage_view
+from dashboard import data, display, risk_coverage_view, triage_frames
 from dashboard.safe_text import escape_markdown
 from metrics_core.triage import triage_metrics
 
@@ -48,22 +48,22 @@ if report.trials:
                "is the one to quote.", icon=":material/info:")
 
 st.subheader("All metrics")
-display.show_table(display.triage_frame(m), key="triage_metrics_table")
+display.show_table(triage_frames.triage_frame(m), key="triage_metrics_table")
 
 left, right = st.columns(2)
 with left:
     st.subheader("Per class")
-    display.show_table(display.triage_class_frame(m), key="triage_class_table")
+    display.show_table(triage_frames.triage_class_frame(m), key="triage_class_table")
 with right:
     st.subheader("Latency (seconds)")
-    display.show_table(display.latency_frame(report), key="triage_latency_table")
+    display.show_table(triage_frames.latency_frame(report), key="triage_latency_table")
     if report.tools:
         st.subheader("Tool usage (mean per sample)")
-        display.show_table(display.tools_frame(report), key="triage_tools_table")
+        display.show_table(triage_frames.tools_frame(report), key="triage_tools_table")
 
 if report.across_trials:
     st.subheader("Across trials (mean ± std, ddof = 1)")
-    display.show_table(display.trials_frame(report), key="triage_trials_table")
+    display.show_table(triage_frames.trials_frame(report), key="triage_trials_table")
 
 st.download_button("Triage report (JSON)", data=lambda: json.dumps(report.to_dict(), indent=2),
                    file_name="triage_report.json", mime="application/json",
