@@ -98,7 +98,7 @@ class _CountedScores(PreparedScores):
         return f"CountedScores(n={self.n}, n_pos={self.n_pos}, n_neg={self.n_neg})"
 
     @property
-    def _blocks(self):
+    def blocks(self):
         raise RuntimeError("counted scores have no rows: the weighted kernels need them")
 
 

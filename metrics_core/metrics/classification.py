@@ -267,7 +267,7 @@ class PreparedScores:
         return self._p
 
     @cached_property
-    def _blocks(self) -> tuple[int, int, np.ndarray]:
+    def blocks(self) -> tuple[int, int, np.ndarray]:
         """``(m, n_blocks, block id of every row)`` for the weighted kernels.
 
         u_0 > u_1 > ... > u_{m-1}: distinct positive scores. Positive row -> its group g in
@@ -286,15 +286,15 @@ class PreparedScores:
 
     @property
     def m(self) -> int:
-        return self._blocks[0]
+        return self.blocks[0]
 
     @property
     def n_blocks(self) -> int:
-        return self._blocks[1]
+        return self.blocks[1]
 
     @property
     def block(self) -> np.ndarray:
-        return self._blocks[2]
+        return self.blocks[2]
 
     @cached_property
     def unweighted(self) -> tuple[float, float]:
