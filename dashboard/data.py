@@ -893,20 +893,19 @@ def _ask_heavy(config: EvalConfig | None) -> None:
 
 def _warm_group_intervals(evaluator: Evaluator, config: EvalConfig, *,
                           after: threading.Thread | None = None) -> threading.Thread:
-    """Start the per-criterion intervals of ``config`` (every criterion evaluated on its own
-    queries with the configured resamples, the Per criterion page's table) on a helper thread
-    once the view's own intervals are refined, so that the page is computed before it is
-    opened. The values are the evaluator's memo: a page that needs them sooner waits for the
-    computation in flight instead of starting another."""
+    """Start the per-criterion intervals of ``config`` with :data:`LIVE_RESAMPLES` (every
+    criterion evaluated on its own queries, the Per criterion page's table until the
+    configured number is in) on a helper thread once the view's own intervals are refined,
+    after ``after``'s work: a second or two, so that the page is drawn at once when it is
+    opened. The configured number is computed by the page itself, with progress
+    (:func:`refine_group_intervals`). The values are the evaluator's memo: a page that
+    needs them sooner waits for the computation in flight instead of starting another."""
     from metrics_core.evaluation.inflight import in_background
     from metrics_core.evaluation.tables import group_intervals
 
     live = config.replace(bootstrap=min(config.bootstrap, LIVE_RESAMPLES))
-    # (after ``after``'s work; the live resamples first: a few times faster, what the page
-    # shows until the rest)
     return in_background((lambda: after is not None and after.join(),
-                          lambda: group_intervals(evaluator, live, "auroc"),
-                          lambda: group_intervals(evaluator, config, "auroc")),
+                          lambda: group_intervals(evaluator, live, "auroc")),
                          "dashboard-group-intervals")
 
 
@@ -950,34 +949,47 @@ def _warm_finder(v: View) -> threading.Thread:
 
 def group_intervals(v: View, config: EvalConfig, metric: str) -> tuple[pd.DataFrame, bool]:
     """``(table, refining)``: the per-criterion intervals of ``metric`` at ``config`` when
-    they are computed; else at once with :data:`LIVE_RESAMPLES` (every criterion's queries
-    resampled fewer times: about a fifth of the time), the configured number started on a
-    helper thread (once per data set and settings), and ``refining`` true: the page shows
-    the live intervals and draws again when the full ones are in."""
+    they are computed; else with :data:`LIVE_RESAMPLES` (every criterion's queries resampled
+    fewer times: about a fifth of the time, and usually computed ahead) and ``refining``
+    true: the page shows them and computes the configured number with
+    :func:`refine_group_intervals`."""
     from metrics_core.evaluation import tables
 
     evaluator = v.source.evaluator()
     live = config.replace(bootstrap=min(config.bootstrap, LIVE_RESAMPLES))
     if live == config or tables.group_intervals_ready(evaluator, config):
         return tables.group_intervals(evaluator, config, metric), False
-    if _memo(v.source).first_time(("groups", v.source.token, config)):
-        _warm_group_intervals(evaluator, config)
     return tables.group_intervals(evaluator, live, metric), True
 
 
-def when_group_intervals_ready(v: View, config: EvalConfig) -> None:
-    """Draw the page again once the per-criterion intervals of ``config`` are computed
-    (a fragment that looks every second; nothing is sent to the browser meanwhile)."""
+def refine_group_intervals(v: View, config: EvalConfig) -> None:
+    """Compute the per-criterion intervals of ``config`` (the configured resamples) with a
+    progress bar where this is called (the end of the Per criterion page), then draw the
+    page again. Visible work only: a move or another page stops it at the next bar update,
+    and so does a closed tab (:func:`stop_if_closed`)."""
     from metrics_core.evaluation import tables
 
     evaluator = v.source.evaluator()
+    paused = over_budget()
+    if paused is not None:
+        st.warning(paused, icon=":material/hourglass_top:")
+        return
+    n = len(tables.group_codes(evaluator.for_filters(config.filters), "criterion")[1])
+    text = (f"Refining the per-criterion intervals: {config.bootstrap:,} resamples for each "
+            f"of {n} criteria, one after the other")
+    bar = st.progress(0.0, text=text + "…")
+    last = [0.0]
 
-    @st.fragment(run_every=1.0)
-    def look():
-        if tables.group_intervals_ready(evaluator, config):
-            st.rerun(scope="app")
+    def progress(done: int, total: int) -> None:
+        stop_if_closed()
+        now = time.monotonic()
+        if now - last[0] >= 0.25 or done >= total:
+            last[0] = now
+            bar.progress(min(done / max(total, 1), 1.0), text=text)
 
-    look()
+    tables.group_intervals(evaluator, config, "auroc", progress=progress)
+    bar.empty()
+    st.rerun(scope="app")
 
 
 @dataclass(eq=False)

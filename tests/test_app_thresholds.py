@@ -134,8 +134,8 @@ def test_the_per_criterion_intervals_are_computed_ahead_once_the_view_is_refined
 
 def test_the_per_criterion_page_shows_live_intervals_until_the_full_ones_are_in():
     """Opened before its intervals are computed, the page shows every criterion's interval
-    from the live resamples at once and the configured number follows from a helper thread:
-    each equal to a fresh evaluator's at that number of resamples."""
+    from the live resamples at once, and the configured number once the page has computed
+    them: each equal to a fresh evaluator's at that number of resamples."""
     from types import SimpleNamespace
 
     from dashboard import data
@@ -155,8 +155,7 @@ def test_the_per_criterion_page_shows_live_intervals_until_the_full_ones_are_in(
     assert got.equals(tables.group_intervals(Evaluator(loaded.dataset), live, "f1"))
     assert set(got["ci_method"]) == {f"bootstrap (query, {data.LIVE_RESAMPLES} resamples, "
                                      "seed 0)"}
-    # (asked for while the helper thread computes them: waits for that computation)
-    full = tables.group_intervals(ev, cfg, "f1")
+    full = tables.group_intervals(ev, cfg, "f1")  # (what the page's refinement computes)
     assert tables.group_intervals_ready(ev, cfg)
     got, refining = data.group_intervals(view, cfg, "f1")
     assert got.equals(full)
@@ -187,3 +186,13 @@ def test_the_finders_first_result_is_computed_ahead(monkeypatch):
     monkeypatch.setattr(decision, "tune", lambda *a, **k: pytest.fail("computed again"))
     assert data.finder_results(ev, target, None, data.LIVE_RESAMPLES, 2) == want
     assert str(target) == "screening_sensitivity>=0.995"
+
+
+def test_the_per_criterion_page_refines_its_intervals_on_the_page():
+    """The page draws the live intervals, then computes the configured resamples itself
+    (with progress, stopped by a move or another page) and draws again with them."""
+    at = open_app({"bootstrap": "2500"}, page="per_criterion")
+    assert not at.exception
+    shown = "\n".join(str(c.value) for c in at.caption)
+    assert "bootstrap (query, 2500 resamples, seed 0)" in shown
+    assert "Intervals from 2,000 resamples per criterion" not in shown

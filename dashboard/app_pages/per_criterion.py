@@ -40,9 +40,8 @@ n_criteria = len(table) - 2
 methods = sorted(set(groups["ci_method"].dropna()))
 if refining:
     st.caption(f"Intervals from {data.LIVE_RESAMPLES:,} resamples per criterion; the "
-               f"configured {ev.config.bootstrap:,} are being computed and will replace them "
-               "here.")
-    data.when_group_intervals_ready(v, ev.config)
+               f"configured {ev.config.bootstrap:,} are being computed (below) and will "
+               "replace them here.")
 st.caption("Dots: each criterion, with its 95% interval (" + ("; ".join(methods) or "none: "
            "switch on bootstrap CIs under *Uncertainty*") + "). Lines: micro (pooled) and "
            f"macro (mean over the criteria where {registry.label(metric)} is defined: "
@@ -71,3 +70,5 @@ with st.expander("Every metric per criterion (point values)", icon=":material/ta
     if "auroc_defined" in full:  # the one-class convention value is not shown as a number
         full.loc[full["auroc_defined"].eq(False), ["auroc", "auprc"]] = math.nan
     display.show_table(full, key="per_criterion_table")
+if refining:  # last: everything above is drawn while the configured resamples are computed
+    data.refine_group_intervals(v, ev.config)
