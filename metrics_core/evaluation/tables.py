@@ -12,7 +12,6 @@ how many groups each mean averages.
 
 from __future__ import annotations
 
-import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -174,12 +173,10 @@ def _ranking_and_k(inter, codes, g, n) -> dict[str, np.ndarray]:
     out["evidence_precision"] = _grouped_mean(codes, g, inter.prec, inter.emask)
     k = inter.k.astype(np.float64)
     out["mean_k"] = _grouped_mean(codes, g, k)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        out["median_k"] = np.array(_per_group(codes, g, lambda m: np.median(k[m]) if m.size
-                                              else np.nan))
-        out["p90_k"] = np.array(_per_group(codes, g, lambda m: np.percentile(k[m], 90)
-                                           if m.size else np.nan))
+    out["median_k"] = np.array(_per_group(codes, g, lambda m: np.median(k[m]) if m.size
+                                          else np.nan))
+    out["p90_k"] = np.array(_per_group(codes, g, lambda m: np.percentile(k[m], 90)
+                                       if m.size else np.nan))
     out["workload"] = np.bincount(codes, weights=k, minlength=g)
     out["workload_per_1000"] = outcomes.ratio(out["workload"], n, 1000.0)
     return out
@@ -262,9 +259,15 @@ def group_table(ev, inter, *, label: str, boot=None) -> pd.DataFrame:
     pooled.loc["pooled", "auroc_defined"] = ev.classification()["auroc"].defined
     averaged = ["positive_rate", *metrics]
     data = body[averaged].to_numpy(dtype=np.float64)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN means
-        mean, std = np.nanmean(data, axis=0), np.nanstd(data, axis=0)
+    # All-NaN columns have NaN means, computed without numpy's warning: no warnings filter
+    # is changed (tables are built on helper threads too, and filters are process-wide).
+    mean = np.full(data.shape[1], np.nan)
+    std = np.full(data.shape[1], np.nan)
+    some = ~np.isnan(data).all(axis=0)
+    if some.any():
+        with np.errstate(invalid="ignore", over="ignore"):  # (context-local; an infinite
+            mean[some] = np.nanmean(data[:, some], axis=0)  # value's spread is NaN)
+            std[some] = np.nanstd(data[:, some], axis=0)
     counts = dict(zip(metrics, (~np.isnan(data[:, 1:])).sum(axis=0).tolist(), strict=True))
     summary = pd.DataFrame([dict(zip(averaged, mean, strict=True)),
                             dict(zip(averaged, std, strict=True))], index=["mean", "std"])
