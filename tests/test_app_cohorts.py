@@ -7,12 +7,15 @@ import numpy as np
 
 from tests.test_app import TIMEOUT, assert_clean, open_app, table, texts
 
+#: The Cohorts page computes every cohort's intervals (2,000 resamples) on its first run.
+COHORTS_TIMEOUT = 3 * TIMEOUT
+
 
 def _choose(at, columns):
     at.switch_page("app_pages/data_source.py").run(timeout=TIMEOUT)
     assert_clean(at)
     at.multiselect(key="cohort_columns").set_value(columns).run(timeout=TIMEOUT)
-    at.switch_page("app_pages/cohorts.py").run(timeout=TIMEOUT)
+    at.switch_page("app_pages/cohorts.py").run(timeout=COHORTS_TIMEOUT)
     assert_clean(at)
     return at
 

@@ -10,6 +10,16 @@ from dashboard.safe_text import escape_markdown
 from metrics_core import registry
 from metrics_core.report import figures as charts
 
+
+def _readable(frame: pd.DataFrame) -> pd.DataFrame:
+    """Intervals as ``lo – hi`` text (3 decimals) instead of lists."""
+    out = frame.copy()
+    for column in [c for c in out.columns if c.endswith("ci95")]:
+        out[column] = out[column].map(lambda ci: "" if not isinstance(ci, list | tuple)
+                                      else f"{ci[0]:.3f} – {ci[1]:.3f}")
+    return out
+
+
 v = data.view()
 display.page_header("Cohorts", v)
 source = v.source
@@ -47,12 +57,13 @@ else:
         st.success("No disparity flagged.")
     st.subheader("Disparities to the rest of the data")
     shown = table[table["p_value"].notna()] if tested else table
-    display.show_table(shown.reset_index(drop=True), key="cohort_table")
+    display.show_table(_readable(shown.reset_index(drop=True)), key="cohort_table")
     st.subheader("Screening sensitivity and false alerts per cohort (equalised odds)")
-    display.show_table(result.equalised_odds, key="cohort_odds_table")
+    display.show_table(_readable(result.equalised_odds), key="cohort_odds_table")
     st.subheader("Weak segments")
     st.caption("Over the cohort columns and every pair of them: the segments (at least 30 "
                "queries) where a metric is worst relative to the rest, p-values adjusted "
                "(Holm) for every segment tried.")
     weak = result.weak_segments
-    display.show_table(pd.DataFrame(weak).reset_index(drop=True), key="weak_segments_table")
+    display.show_table(_readable(pd.DataFrame(weak).reset_index(drop=True)),
+                       key="weak_segments_table")
