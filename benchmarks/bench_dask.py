@@ -12,6 +12,16 @@ children) every 0.2 s; the peak of the sum is reported.
     python benchmarks/bench_dask.py --queries 10000000 --queries-per-part 100000
 
 The data are written once per size and reused (``--regenerate`` writes them again).
+
+``--reduced`` runs the reductions of issue 30 instead of the gathered run: the point estimates
+of AUROC / AUPRC / TPR@FPR from per-unit score counts merged on the workers
+(``dask.classification_by_reduction``) and, with ``--bootstrap B``, the Poisson bootstrap
+without a gather (``dask.bootstrap_by_reduction``). The client's peak (this process, which
+also hosts the scheduler) is reported apart from the whole cluster's, with the cost of one
+part (seconds and peak RSS of ``unit_resample_sums`` run on part 0 in a child process) for a
+paper estimate at larger sizes.
+
+    python benchmarks/bench_dask.py --queries 3000000 --reduced --bootstrap 200
 """
 
 from __future__ import annotations
@@ -151,6 +161,69 @@ def compare_memory(folder: Path, dask_doc: dict, bootstrap: int) -> dict:
             "max_abs_difference_of_values_and_cis": worst}
 
 
+def part_cost(folder: Path, bootstrap: int) -> dict:
+    """Seconds and peak RSS of one part's work (score counts, and resample sums when
+    ``bootstrap``), in a child process so the figure is the part's alone."""
+    import subprocess
+
+    code = f"""
+import resource, sys, time
+sys.path.insert(0, {str(ROOT)!r})
+from metrics_core.engines import dask as d
+q = [{str(folder / "queries" / "part-00000.parquet")!r}]
+c = [{str(folder / "candidates" / "part-00000.parquet")!r}]
+t = time.perf_counter()
+d.unit_score_counts(q, c, queries_name="q", candidates_name="c")
+if {bootstrap}:
+    d.unit_resample_sums(q, c, queries_name="q", candidates_name="c", seed=0,
+                         n_resamples={bootstrap}, unit="query", threshold=0.5,
+                         weighted_auroc=True)
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, cwd=ROOT).stdout.split()
+    return {"part_s": round(float(out[0]), 2), "part_peak_rss_gb": round(int(out[1]) / 2**20, 3)}
+
+
+def run_reduced(folder: Path, args, parts: int, size: int) -> dict:
+    """The reductions on a local cluster: wall time, client and cluster peaks, part cost."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    from metrics_core.config import EvalConfig
+    from metrics_core.engines import dask as dask_engine
+
+    cfg = EvalConfig(bootstrap=args.bootstrap)
+    with PeakMemory() as mem, LocalCluster(
+            n_workers=args.workers, threads_per_worker=1, processes=True,
+            dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        t0 = time.perf_counter()
+        point = dask_engine.classification_by_reduction(folder / "queries",
+                                                        folder / "candidates", cfg,
+                                                        client=client)
+        t1 = time.perf_counter()
+        boot = dask_engine.bootstrap_by_reduction(folder / "queries", folder / "candidates",
+                                                  cfg, client=client) \
+            if args.bootstrap else None
+        t2 = time.perf_counter()
+    figures = {
+        "mode": "reduced", "queries": point["counts"].n,
+        "candidates": args.queries * CANDIDATES_PER_QUERY, "parts": parts,
+        "parquet_bytes": size, "workers": args.workers, "bootstrap": args.bootstrap,
+        "point_estimates_s": round(t1 - t0, 2), "bootstrap_s": round(t2 - t1, 2),
+        "peak_rss_client_gb": round(mem.peak_client / 2**30, 3),
+        "peak_rss_all_processes_gb": round(mem.peak / 2**30, 2),
+        "counts_bytes_to_client": point["counts"].nbytes,
+        "auroc": point["auroc"].value,
+        "auroc_ci95": boot["auroc"]["ci95"] if boot else None,
+        "auroc_ci_method": boot["auroc"]["method"] if boot else None,
+    }
+    figures.update(part_cost(folder, args.bootstrap))
+    return figures
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=1_000_000)
@@ -163,6 +236,9 @@ def main(argv=None) -> int:
                         help="also run the in-memory engine (metrics-core evaluate in a child "
                              "process, on the parts joined into one file per table), time it, "
                              "measure its peak memory, and check every metric value agrees")
+    parser.add_argument("--reduced", action="store_true",
+                        help="run the reductions on the workers (no gather): point estimates, "
+                             "and the Poisson bootstrap when --bootstrap > 0")
     parser.add_argument("--results", type=Path, default=None,
                         help="append the figures as one JSON line to this file")
     args = parser.parse_args(argv)
@@ -181,6 +257,13 @@ def main(argv=None) -> int:
     parts = int((folder / "done").read_text())
     size = sum(f.stat().st_size for t in ("queries", "candidates")
                for f in (folder / t).glob("*.parquet"))
+    if args.reduced:
+        figures = run_reduced(folder, args, parts, size)
+        print(json.dumps(figures, indent=2))
+        if args.results is not None:
+            with open(args.results, "a", encoding="utf-8") as f:
+                f.write(json.dumps(figures) + "\n")
+        return 0
     out = folder / "metrics_master.json"
     with PeakMemory() as mem:
         t0 = time.perf_counter()
