@@ -108,9 +108,11 @@ def _query_index(ds, key) -> int:
     return int(hit.argmax())
 
 
-def download_bytes(source) -> bytes:
-    """The adjudication file of the session's verdicts, as the download sends it."""
-    return to_csv(verdicts(source))
+def download_bytes(frame: pd.DataFrame) -> bytes:
+    """The adjudication file of verdicts (:func:`verdicts`, read while the page is drawn: a
+    download's data is made on click, outside the session's run, where the session's state
+    is not at hand)."""
+    return to_csv(frame)
 
 
 def read_upload(source, content: bytes, name: str) -> int:

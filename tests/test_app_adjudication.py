@@ -15,7 +15,10 @@ from metrics_core.demo import demo_paths
 from metrics_core.evaluation.adjudicated import evaluate_adjudicated
 from metrics_core.inputs.adjudications import read_adjudications, to_csv
 from metrics_core.run import open_run
-from tests.test_app import APP, TIMEOUT
+from tests.test_app import APP
+
+#: Seconds a run may take: a few pages on a loaded machine (the Decision support page among them).
+TIMEOUT = 180
 
 
 def case_review() -> AppTest:

@@ -151,7 +151,7 @@ plural = "" if len(verdicts) == 1 else "s"
 st.caption(f"{len(verdicts):,} verdict{plural} in this session, kept while the tab is open "
            "(never on disk): download the file to keep them, upload it to go on.")
 st.download_button("Download the adjudication file (CSV)",
-                   data=lambda: adjudication.download_bytes(source),
+                   data=lambda: adjudication.download_bytes(verdicts),
                    file_name=adjudication.FILE_NAME, mime="text/csv", key=state.ADJ_DOWNLOAD,
                    on_click="ignore", icon=":material/download:")
 upload = st.file_uploader("Upload an adjudication file (replaces this session's verdicts)",

@@ -239,6 +239,13 @@ title = st.text_input("Title", "Decision record", key=state.RECORD_TITLE)
 notes = st.text_area("Meeting notes", key=state.RECORD_NOTES,
                      placeholder="What was decided, by whom, and why.")
 exclusions = v.source.loaded.exclusions if v.source.loaded is not None else None
+# Case review's verdicts on this view, for the record (read now: the downloads' data is made
+# on click, outside the session's run); None without any, or when they no longer fit.
+try:
+    adjudicated = adjudication.adjudicated(v, exclude_ambiguous=bool(
+        st.session_state.get(state.ADJ_EXCLUDE)))
+except (InputError, ValueError):
+    adjudicated = None
 
 
 def _html() -> str:
@@ -246,7 +253,7 @@ def _html() -> str:
                               exclusions=exclusions,
                               thresholds=state.describe_thresholds(v.config, v.marks) + "."
                               + guarantee_view.record_text(),
-                              marks=v.marks, adjudication=_adjudicated(),
+                              marks=v.marks, adjudication=adjudicated,
                               cohorts=_cohorts())
 
 
@@ -265,16 +272,7 @@ def _zip() -> bytes:
     except (RuntimeError, OSError, subprocess.SubprocessError) as err:
         pdf, missing = None, str(err)
     return record.render_zip(ev, html_text=page, pdf=pdf, exclusions=exclusions,
-                             pdf_missing=missing, marks=v.marks, adjudication=_adjudicated())
-
-
-def _adjudicated():
-    """Case review's verdicts on this view (None without any, or when they no longer fit)."""
-    try:
-        return adjudication.adjudicated(v, exclude_ambiguous=bool(
-            st.session_state.get(state.ADJ_EXCLUDE)))
-    except (InputError, ValueError):
-        return None
+                             pdf_missing=missing, marks=v.marks, adjudication=adjudicated)
 
 
 left, right = st.columns(2)
