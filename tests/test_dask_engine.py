@@ -347,7 +347,7 @@ def test_poisson_bootstrap_is_identical_whatever_the_partitioning(paths, cluster
     ev = Evaluator(loading.load(paths["q"], paths["c"]).dataset)
     assert math.isclose(got["auroc"]["value"], ev.classification()["auroc"].value,
                         rel_tol=1e-12)
-    for name in ("auroc", "sensitivity", "specificity"):
+    for name in ("auroc", "auprc", "sensitivity", "specificity"):
         lo, hi = got[name]["ci95"]
         assert lo <= got[name]["value"] <= hi and hi - lo > 0.01
     # another seed gives other intervals; the query unit keys on (post, criterion)
@@ -415,3 +415,27 @@ def test_delong_interval_by_hand():
     half = 1.959963984540054 * math.sqrt(0.03125)
     assert math.isclose(lo, 0.875 - half, rel_tol=1e-12) and hi == 1.0
     assert delong_interval(score_counts([1, 1], [0.2, 0.3])) is None
+
+
+def test_weighted_auroc_and_auprc_equal_the_weighted_in_memory_kernels():
+    from metrics_core.engines.resampling import (
+        auprc_of_weighted,
+        auroc_of_weighted,
+        merge_weighted,
+        poisson_weights,
+        weighted_counts,
+    )
+    from metrics_core.metrics import classification
+
+    rng = np.random.default_rng(9)
+    p = np.round(rng.random(300), 1)                  # heavy ties
+    y = (rng.random(300) < p).astype(int)
+    w = poisson_weights(1, np.arange(300, dtype=np.uint64), 5)
+    halves = [weighted_counts(y[s], p[s], w[:, s]) for s in (slice(0, 120), slice(120, None))]
+    merged = merge_weighted(*halves)
+    auroc, auprc = auroc_of_weighted(merged), auprc_of_weighted(merged)
+    for b in range(5):
+        assert math.isclose(auroc[b], classification.roc_auc(y, p, sample_weight=w[b]).value,
+                            rel_tol=1e-12)
+        assert math.isclose(auprc[b], classification.average_precision(
+            y, p, sample_weight=w[b]).value, rel_tol=1e-12)

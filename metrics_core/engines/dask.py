@@ -714,16 +714,18 @@ def bootstrap_by_reduction(queries, candidates, config, *, client) -> dict:
     """Intervals without a gather (contract §9, Dask engine): Poisson(1) weights keyed by
     (seed, unit), weighted sums merged on the workers.
 
-    Returns ``{"auroc": {"value", "ci95", "method"}, "sensitivity": {...},
+    Returns ``{"auroc": {"value", "ci95", "method"}, "auprc": {...}, "sensitivity": {...},
     "specificity": {...}, "n_resamples": B}`` for ``config.bootstrap`` resamples, the seed
     ``config.seed``, the unit ``config.bootstrap_unit`` and the threshold ``config.threshold``.
     AUROC's interval is the weighted bootstrap's while ``resamples x distinct p`` is at most
     :data:`~metrics_core.engines.resampling.WEIGHTED_SORT_LIMIT`, DeLong's above
-    (``method`` says which). The result does not depend on the partitioning.
+    (``method`` says which); AUPRC's likewise, without an interval above the limit. The
+    result does not depend on the partitioning.
     """
     from metrics_core.engines.reductions import tree_reduce
     from metrics_core.engines.resampling import (
         WEIGHTED_SORT_LIMIT,
+        auprc_of_weighted,
         auroc_of_weighted,
         delong_interval,
         percentile_interval,
@@ -748,16 +750,21 @@ def bootstrap_by_reduction(queries, candidates, config, *, client) -> dict:
     with np.errstate(invalid="ignore", divide="ignore"):
         sens = tp / (tp + fn)
         spec = tn / (tn + fp)
-    auroc = point["auroc"]
+    auroc, auprc = point["auroc"], point["auprc"]
     if weighted:
         ci = percentile_interval(auroc_of_weighted(sums["auroc"]))
+        ap_ci = percentile_interval(auprc_of_weighted(sums["auroc"]))
     else:
         ci = delong_interval(counts)
+        ap_ci = None
     conf = classification.confusion_rates(*(np.array([float(c)]) for c in _confusion_at(
         counts, float(config.threshold))))
     return {"auroc": {"value": auroc.value, "defined": auroc.defined,
                       "ci95": list(ci) if ci and auroc.defined else None,
                       "method": "poisson_bootstrap" if weighted else "delong"},
+            "auprc": {"value": auprc.value, "defined": auprc.defined,
+                      "ci95": _listed(ap_ci) if auprc.defined else None,
+                      "method": "poisson_bootstrap" if weighted else None},
             "sensitivity": {"value": float(conf["sensitivity"][0]),
                             "ci95": _listed(percentile_interval(sens)),
                             "method": "poisson_bootstrap"},

@@ -28,7 +28,8 @@ import numpy as np
 
 from metrics_core.engines.reductions import ScoreCounts
 
-__all__ = ["WEIGHTED_SORT_LIMIT", "WeightedCounts", "auroc_of_weighted", "delong_interval",
+__all__ = ["WEIGHTED_SORT_LIMIT", "WeightedCounts", "auprc_of_weighted", "auroc_of_weighted",
+           "delong_interval",
            "merge_weighted", "percentile_interval", "poisson_weights", "unit_keys",
            "weighted_counts"]
 
@@ -123,6 +124,19 @@ def auroc_of_weighted(counts: WeightedCounts) -> np.ndarray:
     total = pos.sum(axis=1) * neg.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 0, pairs / np.where(total > 0, total, 1), np.nan)
+
+
+def auprc_of_weighted(counts: WeightedCounts) -> np.ndarray:
+    """Average precision (step-wise, as ``average_precision_score``) of each resample."""
+    pos = counts.pos[:, ::-1].astype(np.float64)  # descending scores
+    tps = np.cumsum(pos, axis=1)
+    seen = tps + np.cumsum(counts.neg[:, ::-1].astype(np.float64), axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(seen > 0, tps / np.where(seen > 0, seen, 1), 0.0)
+        total_pos = tps[:, -1] if tps.size else np.zeros(pos.shape[0])
+        total_neg = seen[:, -1] - total_pos if tps.size else np.zeros(pos.shape[0])
+        ap = np.sum(pos * precision, axis=1) / np.where(total_pos > 0, total_pos, 1)
+    return np.where((total_pos > 0) & (total_neg > 0), ap, np.nan)
 
 
 def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
