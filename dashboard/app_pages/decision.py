@@ -257,9 +257,13 @@ def _html() -> str:
                               cohorts=_cohorts())
 
 
-def _cohorts():
+# Read while the page is drawn: a download's data is made on click, outside the session's
+# run, where the session's state is not at hand.
+_chosen = tuple(st.session_state.get(state.COHORTS_CHOSEN) or ())
+
+
+def _cohorts(chosen=_chosen):
     """The cohort tables of the columns chosen on the Data page (None without)."""
-    chosen = st.session_state.get(state.COHORTS_CHOSEN)
     if not chosen or v.source.cohorts is None:
         return None
     return data.cohort_result(v, [c for c in chosen if c in v.source.cohorts.suggested])
