@@ -599,7 +599,8 @@ def _open_run(args):
 
 #: The tables of ``metrics_master.json`` built on a helper thread while the command line
 #: writes the document from its start (it reaches these last).
-_PREFETCHED_TABLES = ("smoothed_calibration", "per_criterion", "decision_curve", "gate_grid")
+_PREFETCHED_TABLES = ("smoothed_calibration", "per_criterion", "decision_curve", "gate_grid",
+                      "gate_risk_coverage")
 
 
 def _with_progress(command):

@@ -271,18 +271,24 @@ def multilabel_weighted(Y, Yhat, mask=None):
     post_f1 = present * _f1(per_post(tp), per_post(fp), per_post(fn))
     sums = np.stack([cells, present, exact, per_post(wrong), per_post(tp), per_post(fp),
                      per_post(fn), post_f1], axis=1)
-    by_crit = [post_by_crit(a) for a in (tp, fp, fn, y, np.ones_like(y))]
+    kinds = (tp, fp, fn, y, np.ones_like(y))
     # Resamples per step, so that the (resamples x criteria) arrays stay small.
     step = max(1, (1 << 21) // max(n_crit, 1))
-    # Few posts x criteria: the five count matrices side by side as one dense matrix, one
-    # product per step (whole numbers: the same sums as the sparse products).
-    dense = (np.concatenate([m.toarray() for m in by_crit], axis=1)
-             if n_posts * n_crit * len(by_crit) <= DENSE_CELLS else None)
+    # Few posts x criteria: the five count matrices side by side as one dense matrix (counted
+    # directly), one product per step (whole numbers: the same sums as the sparse products).
+    dense = None
+    if n_posts * n_crit * len(kinds) <= DENSE_CELLS:
+        dense = np.zeros((n_posts, len(kinds) * n_crit))
+        for j, values in enumerate(kinds):
+            np.add.at(dense, (row[values], j * n_crit + col[values]), 1.0)
+        by_crit = ()
+    else:
+        by_crit = [post_by_crit(a) for a in kinds]
 
     def per_criterion(weights):
         if dense is not None:
             c_tp, c_fp, c_fn, c_support, c_cells = (  # (the sparse products' layout: same sums)
-                np.asfortranarray(c) for c in np.split(weights @ dense, len(by_crit), axis=1))
+                np.asfortranarray(c) for c in np.split(weights @ dense, len(kinds), axis=1))
         else:
             c_tp, c_fp, c_fn, c_support, c_cells = ((m.T @ weights.T).T for m in by_crit)
         crit_f1 = _f1(c_tp, c_fp, c_fn)
