@@ -832,12 +832,13 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
                          poll=waiting)
         # Once per data set, resamples and filters: the first computation is the long one
         # (every criterion's resamples); later moves update it in a fraction of the time.
-        # The finder first (a second or two), then the criteria (the long one).
-        finder = (_warm_finder(v) if memo.first_time(
-            ("finder", v.source.token, config.filters, config.seed, finder_resamples(v)))
-            else None)
-        if memo.first_time(("groups", v.source.token, config.bootstrap_config, config.filters)):
-            _warm_group_intervals(v.source.evaluator(), config, after=finder)
+        # The criteria's live intervals, then the finder: a second or two each, one after
+        # the other.
+        groups = (_warm_group_intervals(v.source.evaluator(), config) if memo.first_time(
+            ("groups", v.source.token, config.bootstrap_config, config.filters)) else None)
+        if memo.first_time(("finder", v.source.token, config.filters, config.seed,
+                            finder_resamples(v))):
+            _warm_finder(v, after=groups)
     v.pending = None
     st.rerun(scope="fragment" if fragment else "app")
 
@@ -896,8 +897,8 @@ def _warm_group_intervals(evaluator: Evaluator, config: EvalConfig, *,
     """Start the per-criterion intervals of ``config`` with :data:`LIVE_RESAMPLES` (every
     criterion evaluated on its own queries, the Per criterion page's table until the
     configured number is in) on a helper thread once the view's own intervals are refined,
-    after ``after``'s work: a second or two, so that the page is drawn at once when it is
-    opened. The configured number is computed by the page itself, with progress
+    after ``after``'s work (if any): a second or two, so that the page is drawn at once when
+    it is opened. The configured number is computed by the page itself, with progress
     (:func:`refine_group_intervals`). The values are the evaluator's memo: a page that
     needs them sooner waits for the computation in flight instead of starting another."""
     from metrics_core.evaluation.inflight import in_background
@@ -935,15 +936,16 @@ def finder_results(evaluator: Evaluator, target, by: str | None, n_boot: int,
                                                     bootstrap=n_boot, seed=seed)])
 
 
-def _warm_finder(v: View) -> threading.Thread:
+def _warm_finder(v: View, *, after: threading.Thread | None = None) -> threading.Thread:
     """The Decision support page's first finder result (its default target, every resample
-    re-selecting the threshold: the page's one long computation) on a helper thread, so that
-    the page is computed before it is opened."""
+    re-selecting the threshold: the page's one long computation) on a helper thread, after
+    ``after``'s work, so that the page is computed before it is opened."""
     from metrics_core.evaluation.inflight import in_background
 
     evaluator, n_boot, seed = v.evaluator, finder_resamples(v), v.config.seed
     return in_background(
-        (lambda: finder_results(evaluator, default_finder_target(), None, n_boot, seed),),
+        (lambda: after is not None and after.join(),
+         lambda: finder_results(evaluator, default_finder_target(), None, n_boot, seed)),
         "dashboard-finder")
 
 
