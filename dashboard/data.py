@@ -780,6 +780,22 @@ def stop_if_closed() -> None:
         raise StopException()
 
 
+def _bar_progress(bar, text_of) -> Callable[[int, int], None]:
+    """A bootstrap's progress callback that updates ``bar`` with ``text_of(done, total)`` at
+    most four times a second (each update is a message and a redraw in the browser, and the
+    point where a new move stops this run), and stops the run when its tab has closed."""
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        stop_if_closed()
+        now = time.monotonic()
+        if now - last[0] >= 0.25 or done >= total:
+            last[0] = now
+            bar.progress(min(done / max(total, 1), 1.0), text=text_of(done, total))
+
+    return progress
+
+
 def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> None:
     """After a page drew with :data:`LIVE_RESAMPLES`, compute the full bootstrap (with a
     progress bar) and draw again. A setting moved meanwhile stops this run at the next bar
@@ -810,17 +826,8 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
         with contextlib.nullcontext() if fragment else st.sidebar:  # a fragment: in itself
             bar = st.progress(0.0, text="Refining the intervals…")
 
-        last = [0.0]
-
-        def progress(done: int, total: int) -> None:
-            # At most a few updates a second: each is a message and a redraw in the browser
-            # (and the point where a new move stops this run).
-            stop_if_closed()
-            now = time.monotonic()
-            if now - last[0] >= 0.25 or done >= total:
-                last[0] = now
-                bar.progress(done / total, text=f"Refining the intervals: {done:,} of "
-                                                f"{total:,} resamples")
+        progress = _bar_progress(bar, lambda done, total: f"Refining the intervals: "
+                                                          f"{done:,} of {total:,} resamples")
 
         def waiting() -> None:  # another session computes these intervals
             stop_if_closed()
@@ -863,14 +870,8 @@ def _heavy_intervals(v: View, slot) -> None:
     with slot.container():
         bar = st.progress(0.0, text=f"Intervals with {config.bootstrap:,} resamples…")
         st.button("Cancel", key=state.CANCEL_HEAVY, on_click=_ask_heavy, args=(None,))
-    last = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        stop_if_closed()
-        now = time.monotonic()
-        if now - last[0] >= 0.25 or done >= total:
-            last[0] = now
-            bar.progress(done / total, text=f"Intervals: {done:,} of {total:,} resamples")
+    progress = _bar_progress(bar, lambda done, total: f"Intervals: {done:,} of {total:,} "
+                                                      "resamples")
 
     def waiting() -> None:  # another session computes these intervals
         stop_if_closed()
@@ -980,16 +981,8 @@ def refine_group_intervals(v: View, config: EvalConfig) -> None:
     text = (f"Refining the per-criterion intervals: {config.bootstrap:,} resamples for each "
             f"of {n} criteria, one after the other")
     bar = st.progress(0.0, text=text + "…")
-    last = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        stop_if_closed()
-        now = time.monotonic()
-        if now - last[0] >= 0.25 or done >= total:
-            last[0] = now
-            bar.progress(min(done / max(total, 1), 1.0), text=text)
-
-    tables.group_intervals(evaluator, config, "auroc", progress=progress)
+    tables.group_intervals(evaluator, config, "auroc",
+                           progress=_bar_progress(bar, lambda done, total: text))
     bar.empty()
     st.rerun(scope="app")
 
