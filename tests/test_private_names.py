@@ -113,7 +113,7 @@ def test_no_private_name_is_used_across_modules():
      "._probe_only (defined in metrics_core.data.dataset)"),
     ("metrics_core/evaluation/tables.py", "def f(ev):\n    return ev.__class__",
      None),
-    ("metrics_core/engines/dask.py",
+    ("metrics_core/engines/gathered.py",
      "class Probe(Dataset):\n    def _probe_only(self):\n        return 1",
      "Probe._probe_only overrides metrics_core.data.dataset's"),
 ])
