@@ -105,13 +105,14 @@ def main() -> None:
     for note in dict.fromkeys(notes):
         st.warning(escape_markdown(note), icon=":material/link:")
     upload.mapping_step()
-    try:
-        page.run()
-    except Exception as exc:
-        display.show_failure(exc)
-    else:
-        state.write_to_url(always=True)  # the address of the run that finished last
-        data.refine_intervals(st.session_state.get(state.VIEW), slot=top)
+    with data.charged_to_session():  # the engine's helper threads pay the session's budget
+        try:
+            page.run()
+        except Exception as exc:
+            display.show_failure(exc)
+        else:
+            state.write_to_url(always=True)  # the address of the run that finished last
+            data.refine_intervals(st.session_state.get(state.VIEW), slot=top)
 
 
 main()

@@ -469,10 +469,14 @@ def set_source(source: Source) -> None:
 class CpuBudget:
     """The computing time one session spent in the last minute, against the server's budget
     (``[interaction] cpu_seconds_per_minute``): the CPU time of the session's script thread
-    (``time.thread_time``) around each computation of its views (:func:`metered`); the
-    engine's helper threads and what another session computed and this one reads from the
-    shared cache are not counted. Over the budget, the session's views show point values and
-    the intervals it has (no new bootstrap) until the minute's spending falls below it."""
+    (``time.thread_time``) around each computation of its views (:func:`metered`), and the
+    CPU time of every helper thread the engine starts for the session's run (the resamples'
+    draw and index generator, the setting's intervals, the curves, the tables and values
+    built ahead, the warm-ups after a refinement: :mod:`metrics_core.cpu_account`), each
+    measured inside its thread and charged when it ends. What another session computed and
+    this one reads from the shared cache is not counted. Over the budget, the session's
+    views show point values and the intervals it has (no new bootstrap) until the minute's
+    spending falls below it."""
 
     WINDOW = 60.0
 
@@ -529,14 +533,26 @@ def over_budget() -> str | None:
 
 
 @contextlib.contextmanager
-def metered():
-    """Charge the session's :class:`CpuBudget` with the computation inside (also when it
-    fails or is stopped)."""
+def metered(meter: CpuBudget | None = None):
+    """Charge ``meter`` (the session's :class:`CpuBudget` when not given) with the
+    computation inside (also when it fails or is stopped): this thread's CPU time, and that
+    of the helper threads started inside, when each ends (:func:`charged_to_session`)."""
+    meter = cpu_budget() if meter is None else meter
     start = time.thread_time()
     try:
-        yield
+        with charged_to_session(meter):
+            yield
     finally:
-        cpu_budget().charge(time.thread_time() - start)
+        meter.charge(time.thread_time() - start)
+
+
+def charged_to_session(meter: CpuBudget | None = None):
+    """A context in which the helper threads started (by the engine or the app) pay their CPU
+    time to ``meter`` (the session's :class:`CpuBudget` when not given) when they end; this
+    thread's own time is not measured (:func:`metered` does)."""
+    from metrics_core.cpu_account import charged_to
+
+    return charged_to((cpu_budget() if meter is None else meter).charge)
 
 
 # ------------------------------------------------------------------------------- the view
@@ -841,11 +857,12 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
         # (every criterion's resamples); later moves update it in a fraction of the time.
         # The criteria's live intervals, then the finder: a second or two each, one after
         # the other.
-        groups = (_warm_group_intervals(v.source.evaluator(), config) if memo.first_time(
-            ("groups", v.source.token, config.bootstrap_config, config.filters)) else None)
-        if memo.first_time(("finder", v.source.token, config.filters, config.seed,
-                            finder_resamples(v))):
-            _warm_finder(v, after=groups)
+        with charged_to_session():  # the warm-ups' threads pay the session's budget
+            groups = (_warm_group_intervals(v.source.evaluator(), config) if memo.first_time(
+                ("groups", v.source.token, config.bootstrap_config, config.filters)) else None)
+            if memo.first_time(("finder", v.source.token, config.filters, config.seed,
+                                finder_resamples(v))):
+                _warm_finder(v, after=groups)
     v.pending = None
     st.rerun(scope="fragment" if fragment else "app")
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from metrics_core.cpu_account import charged
+
 if TYPE_CHECKING:
     from metrics_core.evaluation.evaluator import Evaluator
     from metrics_core.inputs.audit import AuditReport
@@ -125,7 +127,7 @@ def open_run(queries, candidates=None, *, queries_name: str | None = None,
             names[i] = Path(source).name
         loads.append(source if table is None else table)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        hashing = pool.submit(_fingerprints, sources, names)
+        hashing = pool.submit(charged(_fingerprints), sources, names)
         loaded = loading.load(*loads, queries_name=names[0], candidates_name=names[1],
                          mapping=mapping or None, limits=limits)
         inputs = hashing.result()

@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from metrics_core.cpu_account import charged
+
 __all__ = ["PARALLEL_SORT_ROWS", "by_halves", "grouped_order", "stable_argsort"]
 
 
@@ -88,8 +90,8 @@ def by_halves(fn, work, *, parallel: bool) -> None:
             fn(length, heads)
         return
     with ThreadPoolExecutor(max_workers=1) as pool:
-        helper = pool.submit(lambda: [fn(length, heads[:heads.size // 2])
-                                      for length, heads in work])
+        helper = pool.submit(charged(lambda: [fn(length, heads[:heads.size // 2])
+                                              for length, heads in work]))
         for length, heads in work:
             fn(length, heads[heads.size // 2:])
         helper.result()  # (raises what the helper raised)

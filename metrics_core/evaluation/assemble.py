@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from metrics_core import __version__
+from metrics_core.cpu_account import charged
 from metrics_core.evaluation import sections, tables
 from metrics_core.evaluation.checks import consistency_checks, disjoint_checks
 from metrics_core.evaluation.intervals import (
@@ -95,8 +96,8 @@ def _intervals(ev, cfg, inter, post_cells, progress):
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics_core-intervals")
     try:
         # (the posts' resamples are drawn first: the multi-label intervals can begin at once)
-        side = pool.submit(lambda: (multilabel_intervals(ev, cfg, *post_cells),
-                                    operating_intervals(ev, cfg, inter)))
+        side = pool.submit(charged(lambda: (multilabel_intervals(ev, cfg, *post_cells),
+                                            operating_intervals(ev, cfg, inter))))
         boot = data_intervals(ev, cfg, progress)
         stage(progress, "bootstrap (operating and multi-label metrics)")
         ml_boot, op = side.result()

@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
+from metrics_core.cpu_account import charged
+
 __all__ = ["ComputeOnce", "in_background"]
 
 
@@ -64,6 +66,6 @@ def in_background(parts: Iterable[Callable], name: str) -> threading.Thread:
             except Exception:  # recomputed, and raised, where it is needed
                 continue
 
-    thread = threading.Thread(target=work, name=name, daemon=True)
+    thread = threading.Thread(target=charged(work), name=name, daemon=True)
     thread.start()
     return thread

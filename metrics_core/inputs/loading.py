@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pa_parquet
 from numpy.lib.stride_tricks import sliding_window_view
 
+from metrics_core.cpu_account import charged
 from metrics_core.data.dataset import (
     CANDIDATE_COLUMNS,
     QUERY_COLUMNS,
@@ -491,7 +492,7 @@ def _two_tables(q_table, q_rows, q_file, q_map, c_table, c_file, c_map, errors) 
     increasing = None
     if n_c >= _THREADED_UID_ROWS and dictionary_chunks(c["sent_uid"]) is None:
         pool = ThreadPoolExecutor(max_workers=1)
-        increasing = pool.submit(_uid_steps, c["sent_uid"])
+        increasing = pool.submit(charged(_uid_steps), c["sent_uid"])
         pool.shutdown(wait=False)
     q_post, posts = factorize_values(q["post_id"])
     q_crit, crits = factorize_values(q["criterion"])

@@ -30,6 +30,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from metrics_core.cpu_account import charged
+
 __all__ = [
     "CI",
     "Bootstrap",
@@ -253,7 +255,7 @@ class DrawnCounts:
         self._error: BaseException | None = None
         self._counts = np.empty(self.shape, dtype=np.uint8)
         self._by_unit: np.ndarray | None = None
-        self._thread = threading.Thread(target=self._draw, name="metrics_core-draw",
+        self._thread = threading.Thread(target=charged(self._draw), name="metrics_core-draw",
                                         daemon=True)
         self._thread.start()
 
@@ -301,7 +303,8 @@ class DrawnCounts:
             except BaseException as err:  # raised again on the counting thread
                 put(err)
 
-        threading.Thread(target=generate, name="metrics_core-draw-indices", daemon=True).start()
+        threading.Thread(target=charged(generate), name="metrics_core-draw-indices",
+                         daemon=True).start()
         try:
             while (item := ahead.get()) is not done:
                 if isinstance(item, BaseException):
