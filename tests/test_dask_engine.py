@@ -168,6 +168,67 @@ def test_units_group_files_that_share_posts():
         dask_engine.plan_units(q_posts, [np.array(["z"], dtype=object)], q_files, [Path("c")])
 
 
+def _posts_file(path, posts, table):
+    """A queries (``table`` "q") or candidates file with one row per post."""
+    frame = pd.DataFrame({"post_id": posts, "criterion": "C1"})
+    if table == "c":
+        frame = frame.assign(sent_uid="s1", score=0.5, is_gold=False)
+    else:
+        frame = frame.assign(has_evidence=0, p_has_evidence=0.5)
+    frame.to_parquet(path)
+
+
+def test_the_cluster_plans_the_units_as_one_process_does_without_gathering_posts(tmp_path,
+                                                                                  cluster):
+    """The plan from posts shuffled on the workers equals the in-process plan, and so do its
+    errors; what reaches the client is a few rows per file, not the posts."""
+    from metrics_core.engines import planning
+
+    _, client = cluster
+    frames = {"q": [["a", "b", "e"], ["c", "d"], ["f"]], "c": [["a"], ["c", "f"], ["b", "d"]]}
+    files = {}
+    for table, posts in frames.items():
+        files[table] = []
+        for i, names in enumerate(posts):
+            path = tmp_path / f"{table}{i}.parquet"
+            _posts_file(path, names, table)
+            files[table].append(path)
+    lists = {t: [np.array(p, dtype=object) for p in ps] for t, ps in frames.items()}
+    expected = [([0, 1, 2], [0, 1, 2])]  # q0-c0, q0-c2, q1-c2, q1-c1, q2-c1: one unit
+    assert dask_engine.plan_units(lists["q"], lists["c"], files["q"], files["c"]) == expected
+    assert planning.plan(client, files["q"], files["c"]) == expected
+    # separate groups stay separate units
+    two = [[["a"], ["b"]], [["b"], ["a"]]]
+    for table, posts in zip("qc", two, strict=True):
+        for i, names in enumerate(posts):
+            _posts_file(tmp_path / f"two_{table}{i}.parquet", names, table)
+    q2 = [tmp_path / f"two_q{i}.parquet" for i in range(2)]
+    c2 = [tmp_path / f"two_c{i}.parquet" for i in range(2)]
+    assert planning.plan(client, q2, c2) == [([0], [1]), ([1], [0])]
+    links = planning.post_links(pd.DataFrame({"post": ["a", "b", "a", "b"], "table": [0, 0, 1, 1],
+                                              "file": [0, 1, 1, 0]}))
+    assert sorted(links["kind"]) == ["edge", "edge"] and len(links) == 2
+    # errors: posts split across files of one table, candidates without a query
+    split = tmp_path / "split.parquet"
+    _posts_file(split, ["a", "c", "zz"], "q")
+    orphans = tmp_path / "orphans.parquet"
+    _posts_file(orphans, ["zz", "f", "c", "a"], "c")
+    for plan in (lambda q, c: planning.plan(client, q, c),
+                 lambda q, c: dask_engine.plan_units(
+                     [np.array(pd.read_parquet(f)["post_id"].unique(), dtype=object) for f in q],
+                     [np.array(pd.read_parquet(f)["post_id"].unique(), dtype=object) for f in c],
+                     q, c)):
+        with pytest.raises(InputError) as info:
+            plan([*files["q"], split], files["c"])
+        assert info.value.render().startswith(
+            f"queries table: 2 posts are split across input partitions: post 'a' in "
+            f"{files['q'][0]}, {split}; post 'c' in {files['q'][1]}, {split}")
+        with pytest.raises(InputError, match=r"candidates of posts that have no query: 'a', "
+                                             r"'c', 'zz'") as info:
+            plan(files["q"][2:], [orphans])
+        assert str(orphans) in info.value.render()
+
+
 # ---------------------------------------------------------------------- errors
 def test_post_split_across_input_partitions_exits_2_naming_it(tmp_path, cluster, capsys):
     local, _ = cluster

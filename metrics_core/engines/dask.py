@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from metrics_core.engines.gathered import DaskRun, GatheredEvaluator, QueryLevelDataset, combine
-from metrics_core.engines.planning import plan_units, post_column, posts_of, resolve_files
+from metrics_core.engines.planning import plan, plan_units, post_column, resolve_files
 from metrics_core.engines.units import (
     evaluate_unit,
     merge_resample_sums,
@@ -241,11 +241,7 @@ def _units(client, queries, candidates):
     c_str = [str(p) for p in c_files]
     q_name = q_files[0].name if len(q_files) == 1 else Path(queries).name
     c_name = c_files[0].name if len(c_files) == 1 else Path(candidates).name
-    posts = client.gather(
-        [client.submit(posts_of, p, "queries", pure=False) for p in q_str]
-        + [client.submit(posts_of, p, "candidates", pure=False) for p in c_str])
-    units = plan_units(posts[:len(q_str)], posts[len(q_str):], q_files, c_files)
-    return units, q_str, c_str, q_name, c_name
+    return plan(client, q_files, c_files), q_str, c_str, q_name, c_name
 
 
 def _first_error(*parts):
@@ -281,11 +277,7 @@ def _run(client, q_files, c_files, config, q_name, c_name, task) -> list[dict]:
     q_str = [str(p) for p in q_files]
     c_str = [str(p) for p in c_files]
     try:
-        posts = client.gather(
-            [client.submit(posts_of, p, "queries", pure=False) for p in q_str]
-            + [client.submit(posts_of, p, "candidates", pure=False) for p in c_str])
-        units = plan_units(posts[:len(q_str)], posts[len(q_str):], q_files, c_files)
-        del posts
+        units = plan(client, q_files, c_files)
         futures = {}
         for i, (qi, ci) in enumerate(units):
             future = client.submit(task, [q_str[j] for j in qi], [c_str[j] for j in ci], config,
