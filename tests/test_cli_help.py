@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 
 from metrics_core import cli
+from metrics_core.cli.flags import config_from_flags
+from metrics_core.cli.parser import build_parser
 from metrics_core.config import EvalConfig
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
-    parser = cli._parser()
+    parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     return dict(sub.choices)
 
@@ -50,11 +52,11 @@ def test_defaults_the_issue_names_are_in_the_help():
 
 
 def test_gate_aware_is_a_pair_of_switches():
-    parser = cli._parser()
+    parser = build_parser()
     base = ["evaluate", "q.csv", "c.csv"]
-    assert cli._config(parser.parse_args(base)).gate_aware is True
-    assert cli._config(parser.parse_args([*base, "--no-gate-aware"])).gate_aware is False
-    assert cli._config(parser.parse_args([*base, "--gate-aware"])).gate_aware is True
+    assert config_from_flags(parser.parse_args(base)).gate_aware is True
+    assert config_from_flags(parser.parse_args([*base, "--no-gate-aware"])).gate_aware is False
+    assert config_from_flags(parser.parse_args([*base, "--gate-aware"])).gate_aware is True
     assert EvalConfig().gate_aware is True
     with pytest.raises(SystemExit):  # the old form took a value: now a usage error
         parser.parse_args([*base, "--gate-aware", "false"])
@@ -85,7 +87,7 @@ def test_version_is_the_packages_and_the_changelogs():
 def test_no_help_text_names_a_file_of_the_repository():
     """An installed metrics-core has no docs/ folder: the help points to the installed
     contract (`metrics-core contract`), never to a path of the repository."""
-    texts = [cli._parser().format_help(), *(p.format_help() for p in _commands().values())]
+    texts = [build_parser().format_help(), *(p.format_help() for p in _commands().values())]
     for text in texts:
         assert not re.search(r"docs/|CONTRACT\.md|\.py\b|benchmarks/|\(README", text), text[:300]
     assert "`metrics-core contract` prints it" in texts[0]

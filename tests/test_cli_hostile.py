@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from metrics_core.cli import MAX_NOTES_BYTES, main
+from metrics_core.cli import main
+from metrics_core.cli.flags import MAX_NOTES_BYTES
 from metrics_core.config import MAX_SETTINGS_BYTES
 from metrics_core.errors import SettingsError
 from metrics_core.report import decision_record as record

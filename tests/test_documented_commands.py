@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from metrics_core import cli
+from metrics_core.cli.parser import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = sorted([ROOT / "README.md", *ROOT.glob("docs/*.md"), ROOT / "assets" / "README.md",
@@ -107,7 +107,7 @@ def _without_comment(line: str) -> str:
 
 def help_examples() -> list[str]:
     """The example lines of ``metrics-core --help``."""
-    text = cli._parser().format_help()
+    text = build_parser().format_help()
     return [line.strip() for line in text.splitlines() if line.startswith("  metrics-core ")]
 
 
@@ -322,10 +322,10 @@ def test_interface_addresses_are_the_machines_not_loopback():
 
 
 def test_architecture_lists_every_subcommand():
-    parser = cli._parser()
+    parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     row = next(line for line in (ROOT / "docs" / "ARCHITECTURE.md").read_text().splitlines()
-               if line.startswith("| `cli.py` |"))
+               if line.startswith("| `cli/` |"))
     for command in sub.choices:
         assert f"`{command}`" in row, command
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -159,9 +159,9 @@ def test_a_misbehaving_critic_skips_the_llm_metrics_with_the_reason(tmp_path, ca
 
 
 def test_critic_bounds_in_help_and_checked(tmp_path, capsys):
-    from metrics_core.cli import _parser
+    from metrics_core.cli.parser import build_parser
 
-    text = " ".join(_parser()._subparsers._group_actions[0].choices["rag"]
+    text = " ".join(build_parser()._subparsers._group_actions[0].choices["rag"]
                     .format_help().split())
     assert "--critic-timeout CRITIC_TIMEOUT deadline of one critic request in seconds: " \
            "connect and the whole reply, however slowly it comes (default: 30.0)" in text

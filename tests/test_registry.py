@@ -88,9 +88,10 @@ def test_the_command_line_start_loads_no_heavy_module():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom metrics_core import cli\nparser = cli._parser()\n"
+    code = ("import sys\nfrom metrics_core.cli import flags, parser\n"
+            "parser = parser.build_parser()\n"
             "for argv in (['evaluate', 'q.csv', 'c.csv'], ['triage', 't.csv']):\n"
-            "    cli._config(parser.parse_args(argv)) if argv[0] == 'evaluate' else "
+            "    flags.config_from_flags(parser.parse_args(argv)) if argv[0] == 'evaluate' else "
             "parser.parse_args(argv)\n"
             "print(','.join(m for m in ('pandas', 'pyarrow', 'scipy', 'sklearn') "
             "if m in sys.modules))")

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from metrics_core import cli
+from metrics_core.cli import evaluate
 from metrics_core.config import EvalConfig
 from metrics_core.data.dataset import Dataset
 from metrics_core.evaluation.evaluator import Evaluator
@@ -32,11 +32,11 @@ def test_prefetched_tables_give_the_same_document(dataset):
     cfg = EvalConfig(bootstrap=50, seed=3)
     plain = _document(Evaluator(dataset).evaluate(cfg))
     evaluation = Evaluator(dataset).evaluate(cfg)
-    thread = evaluation.prefetch(*cli._PREFETCHED_TABLES)
+    thread = evaluation.prefetch(*evaluate._PREFETCHED_TABLES)
     got = _document(evaluation)
     thread.join()
     assert got == plain
-    assert not any(callable(evaluation._tables[n]) for n in cli._PREFETCHED_TABLES)
+    assert not any(callable(evaluation._tables[n]) for n in evaluate._PREFETCHED_TABLES)
 
 
 def test_a_table_in_the_making_is_waited_for_not_built_twice(dataset):

@@ -1,0 +1,122 @@
+"""``metrics-core report``: the decision record of a run (HTML, PDF or a zip of everything), with
+the settings and the meeting's notes read from bounded files."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+from metrics_core.cli.flags import MAX_NOTES_BYTES
+from metrics_core.cli.opening import gates_known, open_inputs, read_verdicts
+from metrics_core.cli.output import (
+    EXIT_INPUT,
+    EXIT_OK,
+    check_outputs,
+    printable,
+    with_progress,
+    write_atomically,
+)
+from metrics_core.config import EvalConfig
+from metrics_core.errors import SettingsError
+from metrics_core.settings_file import read_settings
+
+
+def _read_at_most(path: Path, limit: int, refusal) -> bytes:
+    """The bytes of ``path``, refused by ``refusal(size_text)`` (an exception) when larger
+    than ``limit``: a regular file by its size before reading, anything else (a pipe, a
+    device such as /dev/zero) after reading ``limit + 1`` bytes at most."""
+    with open(path, "rb") as f:
+        info = os.fstat(f.fileno())
+        if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+            raise refusal(f"{info.st_size:,} bytes")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise refusal(f"more than {limit:,} bytes")
+    return data
+
+
+def load_settings(path: Path) -> EvalConfig:
+    """The :class:`EvalConfig` of a settings.json (as the dashboard writes it), read with
+    :func:`metrics_core.settings_file.read_settings`: the dashboard's verdict on the same file."""
+    from metrics_core.config import MAX_SETTINGS_BYTES
+
+    def too_large(size: str) -> SettingsError:
+        return SettingsError(None, f"is {size}; a settings file holds at most "
+                             f"{MAX_SETTINGS_BYTES:,} bytes", source=path.name)
+
+    data = _read_at_most(path, MAX_SETTINGS_BYTES, too_large)
+    return EvalConfig(**read_settings(data, source=path.name))
+
+
+def read_notes(path: Path) -> str:
+    """The meeting's notes: UTF-8 text of at most :data:`MAX_NOTES_BYTES` bytes."""
+    def too_large(size: str) -> ValueError:
+        return ValueError(f"--notes {path}: is {size}; notes hold at most "
+                          f"{MAX_NOTES_BYTES // 1024} KiB")
+
+    data = _read_at_most(path, MAX_NOTES_BYTES, too_large)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"--notes {path}: is not UTF-8 text (byte {err.start:,})") from None
+
+
+@with_progress
+def report_command(args) -> int:
+    """``metrics-core report``: the decision record written to ``--out``; the exit status."""
+    out = args.out or Path(f"decision_record.{args.format}")
+    if args.exclude_ambiguous and args.adjudications is None:
+        raise ValueError("--exclude-ambiguous needs --adjudications")
+    check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates),
+                   ("--settings", args.settings), ("--notes", args.notes),
+                   ("--adjudications", args.adjudications)], [("--out", out)])
+    config = load_settings(args.settings) if args.settings else EvalConfig()
+    notes = read_notes(args.notes) if args.notes else ""
+    from metrics_core.report import decision_record as record
+
+    args.progress.stage("reading the inputs")
+    run = open_inputs(args)
+    loaded = run.loaded
+    if args.settings and not gates_known(config, loaded.dataset,
+                                          given_by=f"{args.settings.name}: criterion_gates"):
+        return EXIT_INPUT
+    verdicts = read_verdicts(args, loaded)
+    args.progress.stage("computing the metrics")
+    evaluation = run.evaluator.evaluate(config, progress=args.progress)
+    adjudicated = None
+    if verdicts is not None:
+        from metrics_core.evaluation.adjudicated import evaluate_adjudicated
+
+        adjudicated = evaluate_adjudicated(
+            run.evaluator, verdicts, exclude_ambiguous=args.exclude_ambiguous,
+            original=evaluation, progress=args.progress)
+    args.progress.stage(f"writing the {args.format} record")
+    files = ", ".join(p.name for p in (args.queries, args.candidates) if p is not None)
+    page = record.render_html(evaluation, title=args.title, notes=notes,
+                              data_label=f"Data: {files}", exclusions=loaded.exclusions,
+                              thresholds="Thresholds: pre-specified (" + (
+                                  f"loaded from {args.settings.name}" if args.settings
+                                  else "the defaults") + f"): {config.describe_gate()}, "
+                              f"τ {config.threshold:g}, γ {config.gamma:g}.",
+                              adjudication=adjudicated)
+    if args.format == "html":
+        data = page.encode("utf-8")
+    elif args.format == "pdf":
+        data = record.render_pdf(page)
+    else:
+        try:
+            pdf, missing = record.render_pdf(page), None
+        except RuntimeError as err:  # no browser, or printing failed: the zip says so
+            pdf, missing = None, str(err)
+            print(f"metrics-core: note: the zip holds no PDF ({record.PDF_NOTE} says why): "
+                  f"{printable(err)}", file=sys.stderr)
+        data = record.render_zip(evaluation, html_text=page, pdf=pdf,
+                                 exclusions=loaded.exclusions, pdf_missing=missing,
+                                 adjudication=adjudicated)
+    write_atomically({out: data})
+    args.progress.close()
+    if not args.quiet:
+        print(f"wrote {printable(out)}")
+    return EXIT_OK
