@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from dashboard import chart_data
 from dashboard.safe_text import escape_markdown, neutralise_frame_text
 from metrics_core import registry
 from metrics_core.errors import InputError
@@ -265,7 +266,9 @@ def live_chart(spec: dict, *, key: str) -> None:
     the browser would draw it anew on every change instead of updating its data in place.
     """
     with st.container(key=key):
-        st.vega_lite_chart(spec=spec, width="stretch")
+        # (the data sets as Arrow bytes, those of the curves made once: chart_data)
+        st.vega_lite_chart(spec=chart_data.arrow_datasets(spec, chart_data.session_store()),
+                           width="stretch")
 
 
 def column_config_for(frame: pd.DataFrame, given: dict | None = None, *,

@@ -11,6 +11,11 @@ points, a data set of at most three rows, are all that a slider move sends and r
 What is drawn is what :func:`metrics_core.report.figures.roc_figure` and
 :func:`metrics_core.report.figures.pr_figure` draw (the same thinned curve, band, reference line,
 operating points, names and legend entries); those plotly figures remain the ones exported to files.
+
+The frames that depend on the evaluation only are made once per curve and band (kept while
+those objects live) and serialised once (:func:`dashboard.chart_data.arrow_datasets`): a move
+builds and serialises the three rows of its operating points alone, where it used to rebuild
+and serialise every curve's hover texts.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
+from dashboard.chart_data import ByObject
 from metrics_core.metrics.classification import PrCurve, RocCurve
 from metrics_core.report.figures import (
     MAX_CURVE_POINTS,
@@ -36,6 +42,7 @@ from metrics_core.report.thinning import simplify
 
 __all__ = ["pr_chart", "roc_chart"]
 
+
 #: Plotly marker symbols -> Vega symbol shapes.
 _SHAPES = MappingProxyType({"circle": "circle", "diamond": "diamond", "square": "square",
                             "triangle-up": "triangle-up", "x": "cross"})
@@ -44,6 +51,11 @@ _BAND = "rgba(76,120,168,0.2)"
 _REFERENCE = "grey"
 #: Off the drawn area (marks are clipped to it): where an undefined operating point goes.
 _OFF = -1.0
+
+
+def _kept(kept: ByObject | None, obj, key, make):
+    """``make()``, kept in ``kept`` by ``obj`` and ``key`` when given."""
+    return make() if kept is None else kept.get(obj, key, make)
 
 
 def _points(points: Sequence[OperatingPoint], x: str, y: str) -> pd.DataFrame:
@@ -128,21 +140,29 @@ def _spec(title: str, x_title: str, y_title: str, *, curve: pd.DataFrame, curve_
                                   "symbolStrokeWidth": 1.5}}}
 
 
+def _chance() -> pd.DataFrame:
+    """The ROC chart's chance line."""
+    return pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0], "series": "chance"})
+
+
 def roc_chart(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
               auroc: float | None = None, max_points: int = MAX_CURVE_POINTS,
-              band: pd.DataFrame | None = None) -> dict:
+              band: pd.DataFrame | None = None, kept: ByObject | None = None) -> dict:
     """The ROC chart of :func:`metrics_core.report.figures.roc_figure` as a Vega-Lite
-    specification."""
-    shown = simplify(roc, max_points=max_points)
-    curve = pd.DataFrame({"x": shown.fpr, "y": shown.tpr,
-                          "threshold": threshold_text(shown.thresholds)})
+    specification; ``kept``: where the frames of the curve and band are kept while they live
+    (:func:`dashboard.chart_data.session_store`), so the next call with them reuses the frames."""
     label = curve_name("ROC", "AUROC", auroc)
-    curve["series"] = label
-    lines = None
-    if band is not None:
-        lines = pd.DataFrame({"x": band["fpr"].to_numpy(), "lo": band["tpr_lo"].to_numpy(),
-                              "hi": band["tpr_hi"].to_numpy(), "series": "95% band"})
-    reference = pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0], "series": "chance"})
+
+    def make_curve():
+        shown = simplify(roc, max_points=max_points)
+        return pd.DataFrame({"x": shown.fpr, "y": shown.tpr,
+                             "threshold": threshold_text(shown.thresholds), "series": label})
+
+    curve = _kept(kept, roc, ("roc", label, max_points), make_curve)
+    lines = None if band is None else _kept(kept, band, "roc_band", lambda: pd.DataFrame({
+        "x": band["fpr"].to_numpy(), "lo": band["tpr_lo"].to_numpy(),
+        "hi": band["tpr_hi"].to_numpy(), "series": "95% band"}))
+    reference = _kept(kept, roc, "chance", _chance)
     return _spec("ROC curve (all queries)", "False positive rate (1 − specificity)",
                  "True positive rate (sensitivity)", curve=curve, curve_label=label,
                  interpolate="linear", band_interpolate="step-after", band=lines,
@@ -152,24 +172,29 @@ def roc_chart(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
 
 def pr_chart(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] = (),
              auprc: float | None = None, max_points: int = MAX_CURVE_POINTS,
-             band: pd.DataFrame | None = None) -> dict:
+             band: pd.DataFrame | None = None, kept: ByObject | None = None) -> dict:
     """The precision-recall chart of :func:`metrics_core.report.figures.pr_figure` as a Vega-Lite
-    specification (precision drawn as steps: vertical, then horizontal)."""
-    shown = simplify(pr, max_points=max_points)
-    thresholds = np.r_[shown.thresholds, np.inf][: shown.recall.size]
-    curve = pd.DataFrame({"x": shown.recall, "y": shown.precision,
-                          "threshold": threshold_text(thresholds)})
+    specification (precision drawn as steps: vertical, then horizontal); ``kept`` as in
+    :func:`roc_chart`."""
     label = curve_name("PR", "AUPRC", auprc)
-    curve["series"] = label
-    lines = None
-    if band is not None:
+
+    def make_curve():
+        shown = simplify(pr, max_points=max_points)
+        thresholds = np.r_[shown.thresholds, np.inf][: shown.recall.size]
+        return pd.DataFrame({"x": shown.recall, "y": shown.precision,
+                             "threshold": threshold_text(thresholds), "series": label})
+
+    def make_band():
         defined = band.dropna()
-        lines = pd.DataFrame({"x": defined["recall"].to_numpy(),
-                              "lo": defined["precision_lo"].to_numpy(),
-                              "hi": defined["precision_hi"].to_numpy(), "series": "95% band"})
+        return pd.DataFrame({"x": defined["recall"].to_numpy(),
+                             "lo": defined["precision_lo"].to_numpy(),
+                             "hi": defined["precision_hi"].to_numpy(), "series": "95% band"})
+
+    curve = _kept(kept, pr, ("pr", label, max_points), make_curve)
+    lines = None if band is None else _kept(kept, band, "pr_band", make_band)
     reference_label = f"positive rate {baseline:.3f} (random)"
-    reference = pd.DataFrame({"x": [0.0, 1.0], "y": [baseline, baseline],
-                              "series": reference_label})
+    reference = _kept(kept, pr, ("pr_reference", reference_label), lambda: pd.DataFrame(
+        {"x": [0.0, 1.0], "y": [baseline, baseline], "series": reference_label}))
     return _spec("Precision-recall curve (all queries)", "Recall (sensitivity)",
                  "Precision (PPV)", curve=curve, curve_label=label, interpolate="step-before",
                  band_interpolate="step-before", band=lines, reference=reference,

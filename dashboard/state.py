@@ -74,6 +74,8 @@ VIEW = "_view"
 VIEW_REF = "_view_ref"
 #: Evaluations of the last few settings (per session).
 EVALUATIONS = "_evaluations"
+#: What the live charts made of the curves (dashboard.chart_data.session_store).
+CHART_DATA = "_chart_data"
 #: The configuration whose resamples (above the server's live cap) the user asked for with
 #: the page's button (dashboard.data.refine_intervals runs it, with progress and a cancel
 #: button); the button's key and the cancel button's.

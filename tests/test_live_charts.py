@@ -139,3 +139,41 @@ def test_the_same_point_twice_keeps_both_rows_in_order():
     drawn = live_charts.roc_chart(roc_points(Y, P), points=[point, point])["datasets"]["points"]
     assert drawn["order"].tolist() == [0, 1]
     assert drawn["name"].tolist() == ["τ (p ≥ 0.4)", "τ (p ≥ 0.4), same point as τ"]
+
+
+def test_a_move_reuses_the_curves_frames_and_bytes_and_serialises_its_points_only():
+    import gc
+
+    import pyarrow as pa
+
+    from dashboard.chart_data import ByObject, arrow_datasets
+
+    roc = roc_points(Y, P)
+    band = pd.DataFrame({"fpr": [0.0, 0.5, 1.0], "tpr_lo": [0.0, 0.4, 1.0],
+                         "tpr_hi": [0.2, 0.9, 1.0]})
+    kept = ByObject(64)
+    before = live_charts.roc_chart(roc, points=_points(0.25, 0.65), auroc=0.8, band=band,
+                                   kept=kept)
+    after = live_charts.roc_chart(roc, points=_points(0.3, 0.7), auroc=0.8, band=band,
+                                  kept=kept)
+    for name in ("curve", "band", "reference"):
+        assert after["datasets"][name] is before["datasets"][name]
+    # Kept or not, the same chart.
+    assert _fixed(after) == _fixed(live_charts.roc_chart(roc, points=_points(0.3, 0.7),
+                                                         auroc=0.8, band=band))
+    sent_before, sent_after = arrow_datasets(before, kept), arrow_datasets(after, kept)
+    assert sent_after["datasets"]["curve"] is sent_before["datasets"]["curve"]
+    assert sent_after["datasets"]["points"] != sent_before["datasets"]["points"]
+    for name, frame in after["datasets"].items():  # the bytes are the frames
+        table = pa.ipc.open_stream(sent_after["datasets"][name]).read_all()
+        pd.testing.assert_frame_equal(table.to_pandas(), frame.reset_index(drop=True))
+    assert {k: v for k, v in sent_after.items() if k != "datasets"} == {
+        k: v for k, v in after.items() if k != "datasets"}
+    # What was made of a curve goes with it.
+    n_kept = len(kept)
+    del roc, before, after, sent_before, sent_after, frame, table
+    gc.collect()
+    assert 0 < len(kept) < n_kept  # the band's frames remain while the band lives
+    del band
+    gc.collect()
+    assert len(kept) == 0

@@ -8,7 +8,7 @@ not depend on the gate), so the charts follow the slider quickly.
 
 import streamlit as st
 
-from dashboard import data, display, live_charts, risk_coverage_view, sidebar
+from dashboard import chart_data, data, display, live_charts, risk_coverage_view, sidebar
 from metrics_core.report import figures as charts
 from metrics_core.targets import parse_target
 
@@ -28,15 +28,17 @@ def _curves(v: data.View) -> None:
         st.warning("Only one class is present in the evaluated queries: AUROC and AUPRC are "
                    "undefined (the curves below are degenerate and say nothing about "
                    "ranking).", icon=":material/info:")
+    kept = chart_data.session_store()  # the curves' frames, made once while they are the same
     left, right = st.columns(2)
     with left:
         display.live_chart(live_charts.roc_chart(
             ev.roc, points=points, auroc=auroc.value if auroc.defined else None,
-            band=ev.roc_band), key="roc_chart")
+            band=ev.roc_band, kept=kept), key="roc_chart")
     with right:
         display.live_chart(live_charts.pr_chart(
             ev.pr, ev.summary["positive_rate"] or 0.0, points=points,
-            auprc=auprc.value if auprc.defined else None, band=ev.pr_band), key="pr_chart")
+            auprc=auprc.value if auprc.defined else None, band=ev.pr_band, kept=kept),
+            key="pr_chart")
     # On demand, as the gate card's table: a table redrawn on every move costs the browser
     # more than both charts' updates.
     table = display.on_demand("Operating points as a table (TPR, FPR and precision with 95% "

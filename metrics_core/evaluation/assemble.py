@@ -19,6 +19,7 @@ from metrics_core.evaluation import sections, tables
 from metrics_core.evaluation.checks import consistency_checks, disjoint_checks
 from metrics_core.evaluation.intervals import (
     data_intervals,
+    data_intervals_key,
     multilabel_intervals,
     operating_intervals,
     start_drawing,
@@ -90,7 +91,9 @@ def _intervals(ev, cfg, inter, post_cells, progress):
     """The data's intervals on this thread, the setting's (operating and multi-label) on a
     helper thread meanwhile: both read the resamples as they are drawn. A failure (or a
     cancel raised by ``progress``) of this thread's part leaves the helper to finish alone."""
-    if not cfg.bootstrap:
+    if not cfg.bootstrap or ev.computed(data_intervals_key(cfg)):
+        # (no resamples, or the data's intervals already made for another setting, as after
+        # a threshold move: nothing to overlap, so no helper thread to start)
         return (data_intervals(ev, cfg, progress), operating_intervals(ev, cfg, inter),
                 multilabel_intervals(ev, cfg, *post_cells))
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics_core-intervals")

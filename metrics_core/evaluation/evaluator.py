@@ -279,18 +279,26 @@ class Evaluator:
             return None
         from metrics_core.evaluation.intervals import BAND_GRID
 
-        lo, hi = self._curve_intervals(cfg)["roc"]
-        return pd.DataFrame({"fpr": np.asarray(BAND_GRID), "tpr_lo": lo, "tpr_hi": hi})
+        def band():
+            lo, hi = self._curve_intervals(cfg)["roc"]
+            return pd.DataFrame({"fpr": np.asarray(BAND_GRID), "tpr_lo": lo, "tpr_hi": hi})
+
+        # One frame for every setting with these resamples (a chart keeps what it made of it).
+        return self.cached(("roc_band", cfg.bootstrap_config), band)
 
     def pr_band(self, cfg: EvalConfig) -> pd.DataFrame | None:
-        """Pointwise 95 % bootstrap band of the PR curve over recall (None without resamples)."""
+        """Pointwise 95 % bootstrap band of the PR curve over recall (None without resamples;
+        cached)."""
         if not cfg.bootstrap or self.ds.n_queries == 0:
             return None
         from metrics_core.evaluation.intervals import BAND_GRID
 
-        lo, hi = self._curve_intervals(cfg)["pr"]
-        return pd.DataFrame({"recall": np.asarray(BAND_GRID), "precision_lo": lo,
-                             "precision_hi": hi})
+        def band():
+            lo, hi = self._curve_intervals(cfg)["pr"]
+            return pd.DataFrame({"recall": np.asarray(BAND_GRID), "precision_lo": lo,
+                                 "precision_hi": hi})
+
+        return self.cached(("pr_band", cfg.bootstrap_config), band)
 
     def brier(self) -> float:
         return self.cached(("brier",), lambda: calibration.brier(self.ds.y, self.ds.p))

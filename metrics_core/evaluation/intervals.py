@@ -33,8 +33,8 @@ from metrics_core.metrics.uncertainty import (
 from metrics_core.metrics.uncertainty import divide as _ratio
 from metrics_core.progress import stage
 
-__all__ = ["Intervals", "curve_intervals", "data_intervals", "multilabel_intervals",
-           "operating_intervals", "post_counts", "start_drawing"]
+__all__ = ["Intervals", "curve_intervals", "data_intervals", "data_intervals_key",
+           "multilabel_intervals", "operating_intervals", "post_counts", "start_drawing"]
 
 
 class Intervals(dict):
@@ -130,7 +130,10 @@ def start_drawing(ev, cfg) -> None:
     pass's gathers and cumulative sums)."""
     if cfg.bootstrap and ev.ds.n_queries and _kept_counts(ev, cfg) is not None:
         _kept_counts(ev, cfg, int(ev.ds.posts.size))
-        in_background([lambda: curve_intervals(ev, cfg)], "metrics_core-curves")
+        # Not again for a setting that leaves them as they are (a threshold move): a thread
+        # started only to find the pass done costs the caller its start-up.
+        if not ev.computed(("curve_intervals", cfg.bootstrap_config)):
+            in_background([lambda: curve_intervals(ev, cfg)], "metrics_core-curves")
 
 
 def _batch_rows(n_columns: int) -> int:
@@ -277,8 +280,12 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
         out.update({name: curves[name] for name in ("auroc", "auprc", "auroc_by_criterion")})
         return out
 
-    key = ("bootstrap", cfg.bootstrap_config, cfg.ranking, cfg.calibration)
-    return ev.cached(key, compute)
+    return ev.cached(data_intervals_key(cfg), compute)
+
+
+def data_intervals_key(cfg) -> tuple:
+    """The evaluator's cache key of :func:`data_intervals` (what they depend on)."""
+    return ("bootstrap", cfg.bootstrap_config, cfg.ranking, cfg.calibration)
 
 
 #: The registry's counting metrics with a bootstrap interval (F1, MCC, ... at τ and of the
