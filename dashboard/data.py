@@ -43,6 +43,7 @@ from metrics_core import triage as mtriage
 from metrics_core.config import EvalConfig, Filters
 from metrics_core.demo import DEMO_LABEL, DEMO_PROBLEMS_LABEL, demo_paths
 from metrics_core.errors import InputError
+from metrics_core.evaluation.intervals import only_the_setting_left
 from metrics_core.inputs import loading as mio
 from metrics_core.metrics.classification import confusion_sweep
 from metrics_core.report import Evaluation, Evaluator
@@ -602,10 +603,14 @@ class View:
                 # now, the rest when asked for in the page (refine_intervals).
                 self.heavy = config
                 config = config.replace(bootstrap=most)
-        if (config.bootstrap > LIVE_RESAMPLES
+        quick = only_the_setting_left(self.evaluator, config)
+        if (config.bootstrap > LIVE_RESAMPLES and not quick
                 and (self.source.token, config) not in memo):
             # While the settings move: fewer resamples now, the full run once they rest
-            # (refine_intervals, at the end of the run).
+            # (refine_intervals, at the end of the run). Not when only the setting's own
+            # intervals are left (a threshold move once the data's are made): the full number
+            # at once costs a few milliseconds more than the live one and spares the page a
+            # second run and drawing.
             self.pending = config
             config = config.replace(bootstrap=LIVE_RESAMPLES)
         key = (self.source.token, config)
@@ -620,7 +625,7 @@ class View:
         if found is None:
             with metered():
                 found = memo.compute(key, lambda: self.source.evaluator().evaluate(
-                    config, progress=_progress_bar(config)))
+                    config, progress=None if quick else _progress_bar(config)))
         return found
 
     @cached_property

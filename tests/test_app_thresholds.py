@@ -94,6 +94,26 @@ def test_intervals_use_fewer_resamples_while_moving_then_the_full_number():
     assert run.record("auroc").ci95 is not None
 
 
+def test_a_threshold_move_after_the_refinement_computes_the_full_resamples_at_once():
+    """Once the data's intervals are made with the full resamples, a gate move has only its
+    own intervals left (tens of milliseconds): no live pass and no second run for it."""
+    from dashboard.data import _shared_demo_evaluations
+
+    at = open_app({"ci": "1", "bootstrap": "2500", "gamma": "0.86"}, page="gate")
+    assert state_evaluation(at).config.bootstrap == 2500  # refined
+    lo, hi = at.slider(key="gate").value
+    at.slider(key="gate").set_value((round(lo + 0.013, 3), hi)).run()
+    run = state_evaluation(at)
+    assert run.config.bootstrap == 2500 and run.config.tau_neg == round(lo + 0.013, 3)
+    assert run.record("screening_sensitivity").ci95 is not None
+    assert run.record("f1").ci_method == "bootstrap (query, 2500 resamples, seed 0)"
+    memo = _shared_demo_evaluations()
+    moved = [config.bootstrap for _, config in memo
+             if config.gamma == 0.86 and config.tau_neg == round(lo + 0.013, 3)]
+    assert moved == [2500]  # no live pass for the new threshold
+    assert at.session_state[state.VIEW].pending is None
+
+
 def test_the_typed_boxes_change_key_with_every_value_the_server_sends():
     """Quick slider moves: the browser may send a typed box's older value back after the
     slider moved on. The boxes' widget keys carry a generation that changes with each value

@@ -34,7 +34,8 @@ from metrics_core.metrics.uncertainty import divide as _ratio
 from metrics_core.progress import stage
 
 __all__ = ["Intervals", "curve_intervals", "data_intervals", "data_intervals_key",
-           "multilabel_intervals", "operating_intervals", "post_counts", "start_drawing"]
+           "multilabel_intervals", "only_the_setting_left", "operating_intervals",
+           "post_counts", "start_drawing"]
 
 
 class Intervals(dict):
@@ -281,6 +282,22 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
         return out
 
     return ev.cached(data_intervals_key(cfg), compute)
+
+
+def only_the_setting_left(ev, cfg) -> bool:
+    """Whether :meth:`Evaluator.evaluate` of ``cfg`` has only the setting's own intervals left
+    to compute (the operating and multi-label ones, over kept count matrices): the data's
+    intervals are made and the resamples of the run's unit and of the posts are kept. So after
+    a threshold move: tens of milliseconds, where the data's intervals take seconds."""
+    if not cfg.bootstrap or ev.ds.n_queries == 0:
+        return True
+    if not ev.computed(data_intervals_key(cfg)):
+        return False
+    for n_units in {_units(ev, cfg)[0], int(ev.ds.posts.size)}:
+        if n_units * cfg.bootstrap > KEEP_COUNTS_CELLS or not ev.computed(
+                ("bootstrap_counts", n_units, cfg.bootstrap, cfg.seed)):
+            return False
+    return True
 
 
 def data_intervals_key(cfg) -> tuple:
