@@ -8,9 +8,10 @@ place instead, and only those whose bytes changed. Here the specification and th
 the curve, its band and its reference line depend on the evaluation only; the operating
 points, a data set of at most three rows, are all that a slider move sends and redraws.
 
-What is drawn is what :func:`metrics_core.report.figures.roc_figure` and
-:func:`metrics_core.report.figures.pr_figure` draw (the same thinned curve, band, reference line,
-operating points, names and legend entries); those plotly figures remain the ones exported to files.
+What is drawn is what :func:`metrics_core.report.figures.curves.roc_figure` and
+:func:`metrics_core.report.figures.curves.pr_figure` draw (the same thinned curve, band,
+reference line, operating points, names and legend entries); those plotly figures remain the ones
+exported to files.
 
 The frames that depend on the evaluation only are made once per curve and band (kept while
 those objects live) and serialised once (:func:`dashboard.chart_data.arrow_datasets`): a move
@@ -28,8 +29,7 @@ import pandas as pd
 
 from dashboard.chart_data import ByObject
 from metrics_core.metrics.classification import PrCurve, RocCurve
-from metrics_core.report.figures import (
-    MAX_CURVE_POINTS,
+from metrics_core.report.figures.curves import (
     POINT_COLOURS,
     POINT_SIZES,
     POINT_SYMBOLS,
@@ -38,6 +38,7 @@ from metrics_core.report.figures import (
     point_markers,
     threshold_text,
 )
+from metrics_core.report.figures.style import MAX_CURVE_POINTS
 from metrics_core.report.thinning import simplify
 
 __all__ = ["pr_chart", "roc_chart"]
@@ -148,7 +149,7 @@ def _chance() -> pd.DataFrame:
 def roc_chart(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
               auroc: float | None = None, max_points: int = MAX_CURVE_POINTS,
               band: pd.DataFrame | None = None, kept: ByObject | None = None) -> dict:
-    """The ROC chart of :func:`metrics_core.report.figures.roc_figure` as a Vega-Lite
+    """The ROC chart of :func:`metrics_core.report.figures.curves.roc_figure` as a Vega-Lite
     specification; ``kept``: where the frames of the curve and band are kept while they live
     (:func:`dashboard.chart_data.session_store`), so the next call with them reuses the frames."""
     label = curve_name("ROC", "AUROC", auroc)
@@ -173,8 +174,8 @@ def roc_chart(roc: RocCurve, *, points: Sequence[OperatingPoint] = (),
 def pr_chart(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] = (),
              auprc: float | None = None, max_points: int = MAX_CURVE_POINTS,
              band: pd.DataFrame | None = None, kept: ByObject | None = None) -> dict:
-    """The precision-recall chart of :func:`metrics_core.report.figures.pr_figure` as a Vega-Lite
-    specification (precision drawn as steps: vertical, then horizontal); ``kept`` as in
+    """The precision-recall chart of :func:`metrics_core.report.figures.curves.pr_figure` as a
+    Vega-Lite specification (precision drawn as steps: vertical, then horizontal); ``kept`` as in
     :func:`roc_chart`."""
     label = curve_name("PR", "AUPRC", auprc)
 

@@ -7,7 +7,7 @@ import streamlit as st
 
 from dashboard import display
 from dashboard.safe_text import escape_markdown
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.gate import risk_coverage_figure
 
 
 def _interval(curve: dict, name: str) -> str | None:
@@ -32,4 +32,4 @@ def show(curve: dict, *, key: str, explain: str) -> None:
         value = curve.get(name)
         column.metric(label, "undefined" if value is None else f"{value:.4f}",
                       help=_interval(curve, name))
-    display.plot(charts.risk_coverage_figure(curve), key=key)
+    display.plot(risk_coverage_figure(curve), key=key)

@@ -4,8 +4,8 @@ Streamlit renders markdown (links, images, autolinked URLs, emphasis, ``:materia
 ``:color[...]`` directives, LaTeX) in messages and captions, and plotly renders a subset of HTML
 in labels. Every string that comes from a file, a file name, a column name or the URL goes
 through :func:`escape_markdown` before it reaches a markdown element, and through
-:func:`metrics_core.report.figures.escape_plotly` before it reaches a figure, so it is shown, never
-followed or loaded.
+:func:`metrics_core.report.figures.style.escape_plotly` before it reaches a figure, so it is
+shown, never followed or loaded.
 Both, and :func:`neutralise_bidi` for table cells and widget options, show a bidirectional
 control (a right-to-left override in a name) as a visible code instead of letting it reverse
 the text after it.

@@ -435,12 +435,12 @@ def test_a_long_jsonl_table_loads():
 
 
 def test_an_internal_failure_is_a_plain_message(monkeypatch):
-    from metrics_core.report import figures as charts
+    from metrics_core.report.figures import gate
 
     def broken(*args, **kwargs):
         raise RuntimeError("patient p123 said something private")
 
-    monkeypatch.setattr(charts, "k_histogram", broken)
+    monkeypatch.setattr(gate, "k_histogram", broken)
     at = open_app(page="dynamic_k")
     assert not at.exception
     shown = "\n".join(texts(at))

@@ -299,12 +299,12 @@ def test_the_record_judges_the_targets_as_the_pages_do(demo_evaluator):
 
 def test_the_overview_roc_draws_its_curve_in_the_band_colour():
     from metrics_core.metrics.classification import roc_points
-    from metrics_core.report import figures as charts
+    from metrics_core.report.figures.curves import CURVE_COLOUR, roc_figure
 
     curve = roc_points([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
-    fig = charts.roc_figure(curve, auroc=0.75)
+    fig = roc_figure(curve, auroc=0.75)
     line = next(t for t in fig.data if t.name == "ROC (AUROC 0.750)")
-    assert line.line.color == charts.CURVE_COLOUR == "#4c78a8"  # before: the theme's red
+    assert line.line.color == CURVE_COLOUR == "#4c78a8"  # before: the theme's red
 
 
 def test_the_decision_page_gives_the_same_verdicts(demo_evaluator):

@@ -4,7 +4,7 @@ and the figure draws the curve and the gate's point."""
 from __future__ import annotations
 
 from metrics_core.demo import demo_paths
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.gate import risk_coverage_figure
 from metrics_core.triage import load_triage, triage_metrics
 from tests.test_app import assert_clean, metric, open_app, open_triage_demo
 
@@ -38,7 +38,7 @@ def test_figure_draws_the_curve_and_the_gates_point():
     curve = {"aurc": 0.1, "excess_aurc": 0.02, "curve": {"coverage": [0.5, 1.0],
                                                          "risk": [0.0, 0.2]},
              "gate": {"coverage": 0.8, "risk": 0.1, "tau_neg": 0.2, "tau_pos": 0.6}}
-    fig = charts.risk_coverage_figure(curve)
+    fig = risk_coverage_figure(curve)
     assert list(fig.data[0].x) == [0.5, 1.0] and list(fig.data[0].y) == [0.0, 0.2]
     assert "AURC 0.1000, E-AURC 0.0200" in fig.data[0].name
     assert list(fig.data[1].x) == [0.8] and "τ_neg 0.2" in fig.data[1].name

@@ -1,4 +1,4 @@
-"""Chart builders (metrics_core/report/figures.py): the drawn values are the computed values.
+"""Chart builders (metrics_core/report/figures/): the drawn values are the computed values.
 
 Each builder gets small inputs computed by metrics_core; the tests assert that the traces
 carry exactly those numbers (x / y arrays, marker positions at the operating points, box
@@ -16,7 +16,16 @@ from metrics_core.data.dataset import Dataset
 from metrics_core.metrics.calibration import reliability_bins
 from metrics_core.metrics.classification import confusion_at, pr_points, roc_points
 from metrics_core.report import Evaluator
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.breakdowns import distribution_figure, per_criterion_figure
+from metrics_core.report.figures.calibration import reliability_figure
+from metrics_core.report.figures.curves import (
+    OperatingPoint,
+    operating_point,
+    pr_figure,
+    roc_figure,
+)
+from metrics_core.report.figures.gate import gamma_sweep_figure, gate_grid_heatmap, k_histogram
+from metrics_core.report.figures.style import MAX_CURVE_POINTS
 from tests.conftest import random_frames
 
 # Hand-made toy: 4 positives, 4 negatives, one tie across classes (p = 0.4).
@@ -50,15 +59,15 @@ def evaluation(evaluator):
 # --------------------------------------------------------------------------- ROC / PR
 def test_operating_point_reads_the_confusion():
     # p >= 0.4: TP = 3 (0.9, 0.7, 0.4), FP = 2 (0.6, 0.4), so TPR 3/4, FPR 2/4, PPV 3/5.
-    point = charts.operating_point("τ", confusion_at(Y, P, threshold=0.4))
-    assert point == charts.OperatingPoint("τ", 0.4, 0.5, 0.75, 0.6)
+    point = operating_point("τ", confusion_at(Y, P, threshold=0.4))
+    assert point == OperatingPoint("τ", 0.4, 0.5, 0.75, 0.6)
 
 
 def test_roc_figure_draws_the_curve_and_the_operating_points():
     roc = roc_points(Y, P)
-    points = [charts.operating_point("τ_neg", confusion_at(Y, P, threshold=0.25)),
-              charts.operating_point("τ_pos", confusion_at(Y, P, threshold=0.65))]
-    fig = charts.roc_figure(roc, points=points, auroc=0.8)
+    points = [operating_point("τ_neg", confusion_at(Y, P, threshold=0.25)),
+              operating_point("τ_pos", confusion_at(Y, P, threshold=0.65))]
+    fig = roc_figure(roc, points=points, auroc=0.8)
     curve = _trace(fig, "ROC")
     # Same points as scikit-learn's roc_curve(drop_intermediate=False) (contract §4).
     fpr, tpr, _ = roc_curve(Y, P, drop_intermediate=False)
@@ -75,8 +84,8 @@ def test_roc_figure_draws_the_curve_and_the_operating_points():
 
 def test_pr_figure_draws_the_curve_baseline_and_points():
     pr = pr_points(Y, P)
-    point = charts.operating_point("τ", confusion_at(Y, P, threshold=0.4))
-    fig = charts.pr_figure(pr, 0.5, points=[point])
+    point = operating_point("τ", confusion_at(Y, P, threshold=0.4))
+    fig = pr_figure(pr, 0.5, points=[point])
     curve = _trace(fig, "PR")
     precision, recall, _ = precision_recall_curve(Y, P)
     np.testing.assert_allclose(curve.x, recall)
@@ -90,11 +99,11 @@ def test_pr_figure_draws_the_curve_baseline_and_points():
 
 def test_undefined_operating_point_is_not_drawn():
     # Threshold above every p: no predicted positive, precision 0/0 is undefined.
-    point = charts.operating_point("τ", confusion_at(Y, P, threshold=0.95))
+    point = operating_point("τ", confusion_at(Y, P, threshold=0.95))
     assert np.isnan(point.precision)
-    fig = charts.pr_figure(pr_points(Y, P), 0.5, points=[point])
+    fig = pr_figure(pr_points(Y, P), 0.5, points=[point])
     assert not [t for t in fig.data if (t.name or "").startswith("τ")]
-    roc_fig = charts.roc_figure(roc_points(Y, P), points=[point])
+    roc_fig = roc_figure(roc_points(Y, P), points=[point])
     assert (_trace(roc_fig, "τ").x[0], _trace(roc_fig, "τ").y[0]) == (0.0, 0.0)
 
 
@@ -103,11 +112,11 @@ def test_long_curves_are_thinned_but_operating_points_stay_exact():
     y = (rng.random(50_000) < 0.2).astype(int)
     p = np.clip(rng.normal(0.3 + 0.3 * y, 0.2), 0, 1)
     roc = roc_points(y, p)
-    assert roc.fpr.size > charts.MAX_CURVE_POINTS
+    assert roc.fpr.size > MAX_CURVE_POINTS
     conf = confusion_at(y, p, threshold=0.437)
-    fig = charts.roc_figure(roc, points=[charts.operating_point("τ", conf)])
+    fig = roc_figure(roc, points=[operating_point("τ", conf)])
     curve = _trace(fig, "ROC")
-    assert len(curve.x) <= charts.MAX_CURVE_POINTS
+    assert len(curve.x) <= MAX_CURVE_POINTS
     assert (curve.x[0], curve.y[0]) == (0.0, 0.0)
     assert (curve.x[-1], curve.y[-1]) == (1.0, 1.0)
     # Every drawn point is a real ROC point.
@@ -123,7 +132,7 @@ def test_reliability_figure_draws_bins_counts_and_wilson_bands():
     y = np.array([0, 0, 1, 0, 1, 1, 1, 0, 1, 1])
     p = np.array([0.05, 0.1, 0.2, 0.3, 0.55, 0.6, 0.65, 0.7, 0.9, 1.0])
     table = reliability_bins(y, p, n_bins=4)  # bins [0, .25) [.25, .5) [.5, .75) [.75, 1]
-    fig = charts.reliability_figure(table)
+    fig = reliability_figure(table)
     bars = _trace(fig, "queries in bin")
     np.testing.assert_array_equal(bars.y, [3, 1, 4, 2])
     observed = _trace(fig, "observed")
@@ -137,7 +146,7 @@ def test_reliability_figure_draws_bins_counts_and_wilson_bands():
 
 def test_reliability_figure_leaves_empty_bins_out():
     table = reliability_bins(np.array([0, 1]), np.array([0.1, 0.9]), n_bins=5)
-    fig = charts.reliability_figure(table)
+    fig = reliability_figure(table)
     observed = _trace(fig, "observed")
     np.testing.assert_allclose(observed.x, [0.1, 0.9])
     np.testing.assert_array_equal(_trace(fig, "queries in bin").y, [1, 0, 0, 0, 1])
@@ -148,7 +157,7 @@ def test_gate_grid_heatmap_cells_equal_the_grid(evaluator):
     cfg = EvalConfig(tau_neg=0.2, tau_pos=0.6)
     steps = [0.0, 0.2, 0.4, 0.6, 0.8]
     grid = evaluator.gate_grid(cfg, steps, steps)
-    fig = charts.gate_grid_heatmap(grid, (0.2, 0.6), metric="alert_precision")
+    fig = gate_grid_heatmap(grid, (0.2, 0.6), metric="alert_precision")
     heat = fig.data[0]
     assert list(heat.x) == steps and list(heat.y) == steps
     z = np.asarray(heat.z, dtype=float)
@@ -166,7 +175,7 @@ def test_gate_grid_heatmap_cells_equal_the_grid(evaluator):
 def test_k_histogram_counts_per_state():
     k = np.array([0, 0, 2, 3, 3, 5, 0])
     states = np.array([0, 0, 1, 2, 2, 1, 1])
-    fig = charts.k_histogram(k, states)
+    fig = k_histogram(k, states)
     assert [t.name for t in fig.data] == ["NEG", "UNCERTAIN", "POS"]
     np.testing.assert_array_equal(fig.data[0].y, [2, 0, 0, 0, 0, 0])
     np.testing.assert_array_equal(fig.data[1].y, [1, 0, 1, 0, 0, 1])
@@ -180,7 +189,7 @@ def test_k_histogram_counts_per_state():
 def test_gamma_sweep_figure_plots_recall_against_workload(evaluator):
     cfg = EvalConfig(gamma=0.85, bootstrap=0)
     sweep = evaluator.gamma_sweep(cfg, [0.95, 0.7, 0.85])
-    fig = charts.gamma_sweep_figure(sweep)
+    fig = gamma_sweep_figure(sweep)
     line = _trace(fig, "γ sweep")
     ordered = sweep.sort_values("gamma")
     np.testing.assert_array_equal(line.x, ordered["workload_per_1000"])
@@ -196,7 +205,7 @@ def test_gamma_sweep_figure_plots_recall_against_workload(evaluator):
 # --------------------------------------------------------------------------- breakdowns
 def test_per_criterion_figure_dots_intervals_and_reference_lines(evaluation):
     table = evaluation.per_criterion
-    fig = charts.per_criterion_figure(table, "sensitivity")
+    fig = per_criterion_figure(table, "sensitivity")
     dots = fig.data[0]
     body = table.drop(index=["micro", "macro"])
     assert list(dots.x) == list(body.index)
@@ -213,7 +222,7 @@ def test_per_criterion_figure_dots_intervals_and_reference_lines(evaluation):
 
 
 def test_per_criterion_figure_without_interval_columns(evaluation):
-    fig = charts.per_criterion_figure(evaluation.per_criterion, "mean_k", label="Mean K")
+    fig = per_criterion_figure(evaluation.per_criterion, "mean_k", label="Mean K")
     assert fig.data[0].error_y.array is None
     _assert_labelled(fig, "Mean K by criterion")
 
@@ -222,7 +231,7 @@ def test_distribution_figure_boxes_from_exact_quartiles():
     values = {"recall@5": np.array([0.0, 0.5, 0.5, 1.0, np.nan]),
               "mrr": np.array([1.0, 0.5, 1 / 3, 0.25]),
               "empty": np.array([np.nan])}
-    fig = charts.distribution_figure(values, title="Per-query values")
+    fig = distribution_figure(values, title="Per-query values")
     assert [t.name for t in fig.data] == ["recall@5", "mrr"]
     box = fig.data[0]
     # recall@5 without the NaN: 0, .5, .5, 1 -> quartiles .375, .5, .625 (linear), mean .5.
@@ -237,18 +246,20 @@ def test_builders_import_no_streamlit():
     import ast
     from pathlib import Path
 
-    tree = ast.parse(Path(charts.__file__).read_text())
+    from metrics_core.report import figures
+
     modules = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            modules.add((node.module or "").split(".")[0])
+    for path in Path(figures.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                modules.add((node.module or "").split(".")[0])
     assert "plotly" in modules
     assert "streamlit" not in modules
 
 
 def test_figures_carry_no_external_resources(evaluation):
-    fig = charts.roc_figure(evaluation.roc)
+    fig = roc_figure(evaluation.roc)
     text = fig.to_json()
     assert "http://" not in text and "https://" not in text

@@ -9,7 +9,15 @@ import pandas as pd
 from metrics_core.metrics import bands, classification
 from metrics_core.metrics.calibration import reliability_bins
 from metrics_core.metrics.decision import decision_curve
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.curves import decision_curve_figure, roc_figure
+from metrics_core.report.figures.gate import gate_flow_figure
+from metrics_core.report.figures.runs import (
+    forest_figure,
+    overlay_decision_figure,
+    overlay_pr_figure,
+    overlay_reliability_figure,
+    overlay_roc_figure,
+)
 
 
 def _data(seed=0):
@@ -23,7 +31,7 @@ def test_decision_curve_figure_has_model_and_references():
     curve = decision_curve(y, p)
     curve["net_benefit_ci_lo"] = curve["net_benefit"] - 0.01
     curve["net_benefit_ci_hi"] = curve["net_benefit"] + 0.01
-    fig = charts.decision_curve_figure(curve, tau_pos=0.6)
+    fig = decision_curve_figure(curve, tau_pos=0.6)
     names = [t.name for t in fig.data]
     assert names == ["model 95% band", "model", "treat all", "treat none"]
     assert list(fig.data[1].y) == list(curve["net_benefit"])
@@ -34,20 +42,20 @@ def test_overlays_escape_run_names():
     y, p = _data()
     evil = '<a href="http://evil.example">run</a>'
     roc = {evil: classification.roc_points(y, p), "b": classification.roc_points(y, p[::-1])}
-    fig = charts.overlay_roc_figure(roc, {evil: 0.8, "b": None})
+    fig = overlay_roc_figure(roc, {evil: 0.8, "b": None})
     assert "<a" not in fig.data[1].name and fig.data[1].name.startswith("&lt;a")
-    pr = charts.overlay_pr_figure({evil: classification.pr_points(y, p)}, {evil: 0.5}, 0.3)
+    pr = overlay_pr_figure({evil: classification.pr_points(y, p)}, {evil: 0.5}, 0.3)
     assert "<a" not in pr.data[1].name
-    rel = charts.overlay_reliability_figure({evil: reliability_bins(y, p)})
+    rel = overlay_reliability_figure({evil: reliability_bins(y, p)})
     assert "<a" not in rel.data[1].name
-    dc = charts.overlay_decision_figure({evil: decision_curve(y, p)})
+    dc = overlay_decision_figure({evil: decision_curve(y, p)})
     assert "<a" not in dc.data[0].name
 
 
 def test_forest_figure_draws_differences_and_intervals():
     rows = pd.DataFrame({"subset": ["criterion A", "criterion <b>B</b>"],
                          "difference": [0.1, -0.05], "ci95": [[0.0, 0.2], None]})
-    fig = charts.forest_figure(rows, title="t")
+    fig = forest_figure(rows, title="t")
     trace = fig.data[0]
     assert list(trace.x) == [0.1, -0.05]
     assert list(trace.y) == ["criterion A", "criterion &lt;b&gt;B&lt;/b&gt;"]
@@ -59,7 +67,7 @@ def test_gate_flow_counts_are_the_gate_counts():
 
     y, p = _data(3)
     g = gate_summary(y, assign_states(p, tau_neg=0.2, tau_pos=0.6))
-    fig = charts.gate_flow_figure(g)
+    fig = gate_flow_figure(g)
     link = fig.data[0].link
     assert sum(v for s, v in zip(link.source, link.value, strict=True) if s == 0) == g.n
     assert sum(v for t, v in zip(link.target, link.value, strict=True) if t == 4) == g.n_pos
@@ -74,7 +82,7 @@ def test_roc_band_brackets_the_curve_and_is_drawn():
         j = int(np.argmin(np.abs(grid - g)))
         assert lo[j] <= roc.tpr[i] <= hi[j]
     band = pd.DataFrame({"fpr": grid, "tpr_lo": lo, "tpr_hi": hi})
-    fig = charts.roc_figure(roc, band=band)
+    fig = roc_figure(roc, band=band)
     assert fig.data[0].name == "95% band" and len(fig.data[0].x) == 2 * grid.size
 
 

@@ -17,7 +17,11 @@ from metrics_core.data.dataset import Dataset
 from metrics_core.metrics.calibration import reliability_bins
 from metrics_core.metrics.classification import confusion_at, pr_points, roc_points
 from metrics_core.report import Evaluator
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.breakdowns import distribution_figure, folds_figure
+from metrics_core.report.figures.calibration import reliability_figure
+from metrics_core.report.figures.curves import operating_point, pr_figure, roc_figure
+from metrics_core.report.figures.gate import gamma_sweep_figure, gate_grid_heatmap, k_histogram
+from metrics_core.report.figures.style import count_axis
 from tests.conftest import random_frames
 
 Y = np.array([1, 1, 1, 1, 0, 0, 0, 0])
@@ -34,7 +38,7 @@ def evaluator():
 def test_gamma_sweep_has_no_text_labels_and_one_legend_entry_per_gamma(evaluator):
     cfg = EvalConfig(gamma=0.9, bootstrap=0)
     sweep = evaluator.gamma_sweep(cfg, [0.7, 0.8, 0.9, 0.95])
-    fig = charts.gamma_sweep_figure(sweep)
+    fig = gamma_sweep_figure(sweep)
     # No text drawn on the chart (it overlapped and was clipped: "=0.7").
     assert all("text" not in (t.mode or "") for t in fig.data)
     assert not fig.layout.annotations
@@ -56,7 +60,7 @@ def test_k_histogram_gives_each_state_its_own_count_axis():
     # small bars were 1/1000 of the height; each panel now scales to its own counts.
     k = np.r_[np.zeros(13_600, dtype=int), [1, 2, 2, 3], [3, 3, 4]]
     states = np.r_[np.zeros(13_600, dtype=int), [1, 1, 1, 1], [2, 2, 2]]
-    fig = charts.k_histogram(k, states)
+    fig = k_histogram(k, states)
     neg, unc, pos = fig.data
     np.testing.assert_array_equal(neg.y, [13_600, 0, 0, 0, 0])
     np.testing.assert_array_equal(unc.y, [0, 1, 2, 1, 0])
@@ -83,7 +87,7 @@ def test_k_histogram_gives_each_state_its_own_count_axis():
     (0, 1, 1), (3, 1, 4), (7, 2, 8), (130, 50, 150), (13_620, 5_000, 15_000),
     (449, 100, 500), (1_000, 200, 1_200)])
 def test_count_axis_starts_at_zero_with_round_integer_steps(top, step, end):
-    axis = charts.count_axis(top)
+    axis = count_axis(top)
     assert axis["range"] == [0, end]
     assert axis["dtick"] == step and axis["tick0"] == 0
     assert axis["tickformat"] == ",d"  # 13,620 not 13.62k
@@ -95,7 +99,7 @@ def test_reliability_count_axis_is_integer_and_from_zero():
     p = np.r_[np.full(13_620, 0.02), rng.random(130)]
     y = (rng.random(p.size) < p).astype(int)
     table = reliability_bins(y, p, n_bins=10)
-    fig = charts.reliability_figure(table)
+    fig = reliability_figure(table)
     counts = np.asarray(fig.data[0].y)
     assert counts.sum() == 13_750 and counts[0] >= 13_620  # every query in a bin
     axis = fig.layout.yaxis2
@@ -106,11 +110,11 @@ def test_reliability_count_axis_is_integer_and_from_zero():
 # ------------------------------------------------------- 4. coinciding operating points
 def test_coinciding_operating_points_both_stay_visible():
     # τ_pos = 0.65 and τ = 0.8 give the same confusion (TP 2: 0.9, 0.7; FP 0): same spot.
-    points = [charts.operating_point("τ_neg", confusion_at(Y, P, threshold=0.25)),
-              charts.operating_point("τ_pos", confusion_at(Y, P, threshold=0.65)),
-              charts.operating_point("τ", confusion_at(Y, P, threshold=0.7))]
-    for fig, x, y in ((charts.roc_figure(roc_points(Y, P), points=points), "x", "y"),
-                      (charts.pr_figure(pr_points(Y, P), 0.5, points=points), "x", "y")):
+    points = [operating_point("τ_neg", confusion_at(Y, P, threshold=0.25)),
+              operating_point("τ_pos", confusion_at(Y, P, threshold=0.65)),
+              operating_point("τ", confusion_at(Y, P, threshold=0.7))]
+    for fig, x, y in ((roc_figure(roc_points(Y, P), points=points), "x", "y"),
+                      (pr_figure(pr_points(Y, P), 0.5, points=points), "x", "y")):
         marks = [t for t in fig.data if t.mode == "markers"]
         assert [t.name for t in marks] == [
             "τ_neg (p ≥ 0.25)", "τ_pos (p ≥ 0.65)", "τ (p ≥ 0.7), same point as τ_pos"]
@@ -130,7 +134,7 @@ def _grid():
 
 
 def test_gate_grid_draws_a_contour_at_the_target_and_outlines_meeting_cells():
-    fig = charts.gate_grid_heatmap(_grid(), (0.1, 0.6), target=(">=", 0.995))
+    fig = gate_grid_heatmap(_grid(), (0.1, 0.6), target=(">=", 0.995))
     contour = next(t for t in fig.data if t.type == "contour")
     assert contour.contours.start == contour.contours.end == 0.995
     assert contour.contours.coloring == "none"
@@ -150,20 +154,20 @@ def test_gate_grid_draws_a_contour_at_the_target_and_outlines_meeting_cells():
 
 def test_gate_grid_target_for_an_upper_bound_and_bad_operator():
     grid = _grid().rename(columns={"screening_sensitivity": "review_rate"})
-    fig = charts.gate_grid_heatmap(grid, (0.1, 0.6), metric="review_rate", target=("<", 0.99))
+    fig = gate_grid_heatmap(grid, (0.1, 0.6), metric="review_rate", target=("<", 0.99))
     outline = next(t for t in fig.data if (t.name or "").startswith("meets target"))
     assert outline.name == "meets target < 0.99: 1 of 3 cells"
     with pytest.raises(ValueError, match="target operator"):
-        charts.gate_grid_heatmap(grid, (0.1, 0.6), metric="review_rate", target=("=", 1))
-    assert not [t for t in charts.gate_grid_heatmap(grid, (0.1, 0.6),
-                                                    metric="review_rate").data
+        gate_grid_heatmap(grid, (0.1, 0.6), metric="review_rate", target=("=", 1))
+    assert not [t for t in gate_grid_heatmap(grid, (0.1, 0.6),
+                                             metric="review_rate").data
                 if t.type == "contour"]
 
 
 # ------------------------------------------------------------------------- 6. folds
 def test_folds_figure_draws_each_fold_and_mean_plus_minus_std(evaluator):
     ev = evaluator.evaluate(EvalConfig(bootstrap=0))
-    fig = charts.folds_figure(ev.per_fold, ev.fold_summary, "auroc", label="AUROC")
+    fig = folds_figure(ev.per_fold, ev.fold_summary, "auroc", label="AUROC")
     # Band, mean line, pooled line, then the fold points on top.
     assert [t.name.split(" ")[0] for t in fig.data] == ["mean", "mean", "pooled", "AUROC"]
     dots = fig.data[-1]
@@ -181,15 +185,15 @@ def test_folds_figure_draws_each_fold_and_mean_plus_minus_std(evaluator):
     assert line.name == f"mean {mean:.3f} ± {std:.3f}"
     assert fig.layout.title.text == "AUROC per fold (mean ± std over folds)"
     with pytest.raises(ValueError, match="no row for metric 'nope'"):
-        charts.folds_figure(ev.per_fold, ev.fold_summary, "nope")
+        folds_figure(ev.per_fold, ev.fold_summary, "nope")
 
 
 # ------------------------------------------------------------- 7. mostly-0/1 metrics
 def test_mostly_binary_metrics_are_shares_with_mean_and_interval():
     hit = np.array([1, 1, 1, 0, 1, np.nan, 1, 1, 0, 1])  # 9 defined: 7 at 1, 2 at 0
     mrr = np.array([1, 0.5, 0.25, 1, 0.33, 0.5, 1, 0.2, 0.5, 1.0])  # 4 of 10 at 0 / 1
-    fig = charts.distribution_figure({"hit@10": hit, "mrr": mrr},
-                                     intervals={"hit@10": (0.45, 0.94)})
+    fig = distribution_figure({"hit@10": hit, "mrr": mrr},
+                              intervals={"hit@10": (0.45, 0.94)})
     boxes = [t for t in fig.data if t.type == "box"]
     assert [b.name for b in boxes] == ["mrr"]
     bars = [t for t in fig.data if t.type == "bar"]
@@ -206,7 +210,7 @@ def test_mostly_binary_metrics_are_shares_with_mean_and_interval():
 
 
 def test_only_binary_metrics_use_the_whole_width_and_no_interval_is_nan():
-    fig = charts.distribution_figure({"hit@5": np.array([0.0, 1, 1, 1])})
+    fig = distribution_figure({"hit@5": np.array([0.0, 1, 1, 1])})
     assert not [t for t in fig.data if t.type == "box"]
     assert list(fig.layout.xaxis2.domain) == [0, 1]
     mean = next(t for t in fig.data if t.name == "mean (95% CI)")

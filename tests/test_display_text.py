@@ -27,9 +27,9 @@ from metrics_core.demo import CRITERIA, criterion_names, demo_paths
 from metrics_core.inputs import loading as mio
 from metrics_core.report import Evaluator
 from metrics_core.report import decision_record as record
-from metrics_core.report import figures as charts
 from metrics_core.report.export import csv_bytes
-from metrics_core.report.figures import escape_plotly
+from metrics_core.report.figures.breakdowns import per_criterion_figure
+from metrics_core.report.figures.style import escape_plotly
 from tests.conftest import random_frames
 from tests.test_app import TIMEOUT, assert_clean, open_app, table
 
@@ -87,7 +87,7 @@ def test_bidi_controls_are_shown_as_codes_everywhere():
 def test_chart_names_from_the_data_are_escaped_once_and_not_reversed():
     per_criterion = pd.DataFrame({"sensitivity": [0.8, 0.9], "n": [10, 20]},
                                  index=pd.Index([f'A"1{RLO}x', "<i>B</i>"], name="criterion"))
-    fig = charts.per_criterion_figure(per_criterion, "sensitivity")
+    fig = per_criterion_figure(per_criterion, "sensitivity")
     ticks = list(fig.data[0].x)
     assert [plotly_decode(t) for t in ticks] == ['A"1[U+202E]x', "<i>B</i>"]
     assert not any(RLO in t or "&quot;" in t for t in ticks)
@@ -228,7 +228,7 @@ def test_criterion_names_only_for_the_demos_own_files(demo):
 
 def test_the_per_criterion_chart_shows_codes_with_names(demo):
     evaluation = demo.evaluate(EvalConfig(bootstrap=0))
-    fig = charts.per_criterion_figure(evaluation.per_criterion, "auroc", names=CRITERIA)
+    fig = per_criterion_figure(evaluation.per_criterion, "auroc", names=CRITERIA)
     ticks = list(fig.data[0].x)
     assert ticks[0] == "A.1<br>Depressed<br>mood"
     assert ticks[1] == "A.2<br>Loss of<br>interest or<br>pleasure"

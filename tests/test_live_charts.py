@@ -1,9 +1,9 @@
 """The Gate page's live ROC / PR charts (dashboard/live_charts.py).
 
-They draw what the exported plotly figures (metrics_core/report/figures.py) draw: the same curve
-points, band, reference line, operating points and legend names. And a move of the thresholds
-changes their operating points only: the specification and every other data set stay byte for byte
-the same, which is what lets the browser update the points in place.
+They draw what the exported plotly figures (metrics_core/report/figures/curves.py) draw: the
+same curve points, band, reference line, operating points and legend names. And a move of the
+thresholds changes their operating points only: the specification and every other data set stay
+byte for byte the same, which is what lets the browser update the points in place.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sklearn.metrics import precision_recall_curve, roc_curve
 
 from dashboard import live_charts
 from metrics_core.metrics.classification import confusion_at, pr_points, roc_points
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.curves import operating_point, pr_figure, roc_figure
 
 # The toy of tests/test_charts.py: 4 positives, 4 negatives, one tie across classes (p = 0.4).
 Y = np.array([1, 1, 1, 1, 0, 0, 0, 0])
@@ -24,7 +24,7 @@ P = np.array([0.9, 0.7, 0.4, 0.2, 0.6, 0.4, 0.3, 0.1])
 
 
 def _points(tau_neg: float, tau_pos: float, tau: float = 0.5):
-    return [charts.operating_point(label, confusion_at(Y, P, threshold=t))
+    return [operating_point(label, confusion_at(Y, P, threshold=t))
             for label, t in (("τ_neg", tau_neg), ("τ_pos", tau_pos), ("τ", tau))]
 
 
@@ -55,7 +55,7 @@ def test_roc_chart_draws_the_curve_and_the_points_of_the_plotly_figure():
     # p >= 0.25: TP 3 of 4, FP 3 of 4; p >= 0.65: TP 2, FP 0; p >= 0.5: TP 2, FP 1.
     assert drawn[["x", "y"]].to_numpy().tolist() == [[0.75, 0.75], [0.0, 0.5], [0.25, 0.5]]
     assert drawn["order"].tolist() == [0, 1, 2]
-    fig = charts.roc_figure(roc, points=points, auroc=0.8)
+    fig = roc_figure(roc, points=points, auroc=0.8)
     assert drawn["name"].tolist() == _names(fig)
     assert spec["title"]["text"] == fig.layout.title.text == "ROC curve (all queries)"
     reference = spec["datasets"]["reference"]
@@ -77,7 +77,7 @@ def test_pr_chart_draws_the_curve_baseline_and_points_of_the_plotly_figure():
     drawn = spec["datasets"]["points"]
     # p >= 0.4: TP 3 (0.9, 0.7, 0.4), FP 2 (0.6, 0.4): recall 0.75, precision 0.6.
     assert drawn.iloc[2][["x", "y"]].tolist() == [0.75, 0.6]
-    assert drawn["name"].tolist() == _names(charts.pr_figure(pr, 0.5, points=points))
+    assert drawn["name"].tolist() == _names(pr_figure(pr, 0.5, points=points))
     layers = [layer["mark"]["type"] for layer in spec["layer"]]
     assert layers == ["line", "line", "point", "point"]
     assert spec["layer"][1]["mark"]["interpolate"] == "step-before"  # precision as steps
@@ -101,7 +101,7 @@ def test_coinciding_points_are_named_as_in_the_plotly_figure():
     points = _points(0.5, 0.5, 0.5)
     spec = live_charts.roc_chart(roc_points(Y, P), points=points)
     names = spec["datasets"]["points"]["name"].tolist()
-    assert names == _names(charts.roc_figure(roc_points(Y, P), points=points))
+    assert names == _names(roc_figure(roc_points(Y, P), points=points))
     assert names[2].endswith("same point as τ_neg and τ_pos")
 
 
@@ -135,7 +135,7 @@ def test_the_band_is_drawn_between_its_bounds():
 
 
 def test_the_same_point_twice_keeps_both_rows_in_order():
-    point = charts.operating_point("τ", confusion_at(Y, P, threshold=0.4))
+    point = operating_point("τ", confusion_at(Y, P, threshold=0.4))
     drawn = live_charts.roc_chart(roc_points(Y, P), points=[point, point])["datasets"]["points"]
     assert drawn["order"].tolist() == [0, 1]
     assert drawn["name"].tolist() == ["τ (p ≥ 0.4)", "τ (p ≥ 0.4), same point as τ"]

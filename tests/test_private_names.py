@@ -105,7 +105,7 @@ def test_no_private_name_is_used_across_modules():
 
 
 @pytest.mark.parametrize(("module", "source", "found"), [
-    ("metrics_core/report/figures.py", "from metrics_core.metrics.classification import _x",
+    ("metrics_core/report/figures/curves.py", "from metrics_core.metrics.classification import _x",
      "from metrics_core.metrics.classification import _x"),
     ("dashboard/display.py", "from metrics_core.metrics import ranking\nranking._x",
      "ranking._x (metrics_core.metrics.ranking)"),

@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard import data, display
 from metrics_core.config import VARIANT_LABELS
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.calibration import reliability_figure
 from metrics_core.targets import ece_band
 
 v = data.view()
@@ -44,7 +44,7 @@ display.metric_tile(cols[1], ev, "calibration_intercept", "Calibration intercept
 display.metric_tile(cols[2], ev, "calibration_slope", "Calibration slope")
 
 top = c.calibration_view == "top_label"
-display.plot(charts.reliability_figure(
+display.plot(reliability_figure(
     ev.reliability,
     title="Reliability diagram (top label)" if top else "Reliability diagram",
     x_title="Mean confidence max(p, 1 − p)" if top else "Mean predicted p_has_evidence",

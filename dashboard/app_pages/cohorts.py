@@ -8,7 +8,7 @@ import streamlit as st
 from dashboard import data, display, state
 from dashboard.safe_text import escape_markdown
 from metrics_core import registry
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.breakdowns import cohort_forest_figure
 
 
 def _readable(frame: pd.DataFrame) -> pd.DataFrame:
@@ -40,8 +40,8 @@ else:
                           key=state.COHORT_METRIC)
     record = next((r for r in v.evaluation.records if r.name == metric), None)
     overall = record.value if record is not None and record.defined else None
-    display.plot(charts.cohort_forest_figure(table, metric, overall=overall,
-                                             label=registry.label(metric)),
+    display.plot(cohort_forest_figure(table, metric, overall=overall,
+                                      label=registry.label(metric)),
                  key="cohort_forest")
     st.caption("Each cohort with its 95% interval (the app's resamples of posts); the dotted "
                "line is the value on all data. Red: a flagged disparity (Holm-adjusted p < "

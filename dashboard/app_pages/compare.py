@@ -15,8 +15,14 @@ from metrics_core.errors import InputError
 from metrics_core.inputs import loading as mio
 from metrics_core.metrics.decision import decision_curve
 from metrics_core.report import Evaluator
-from metrics_core.report import figures as charts
-from metrics_core.report.figures import escape_plotly
+from metrics_core.report.figures.runs import (
+    forest_figure,
+    overlay_decision_figure,
+    overlay_pr_figure,
+    overlay_reliability_figure,
+    overlay_roc_figure,
+)
+from metrics_core.report.figures.style import escape_plotly
 from metrics_core.run import open_run
 
 st.title("Compare runs")
@@ -143,23 +149,23 @@ def _defined(evaluators, name: str) -> dict:
 
 left, right = st.columns(2)
 with left:
-    display.plot(charts.overlay_roc_figure(
+    display.plot(overlay_roc_figure(
         {n: ev.classification()["roc"] for n, ev in evaluators.items()},
         _defined(evaluators, "auroc")),
         key="compare_roc_chart")
 with right:
-    display.plot(charts.overlay_decision_figure(
+    display.plot(overlay_decision_figure(
         {n: decision_curve(ev.ds.y, ev.ds.p) for n, ev in evaluators.items()}),
         key="compare_decision_chart")
 left, right = st.columns(2)
 with left:
     positive_rate = float(runs[0].dataset.y.mean()) if runs[0].dataset.n_queries else 0.0
-    display.plot(charts.overlay_pr_figure(
+    display.plot(overlay_pr_figure(
         {n: ev.classification()["pr"] for n, ev in evaluators.items()},
         _defined(evaluators, "auprc"),
         positive_rate), key="compare_pr_chart")
 with right:
-    display.plot(charts.overlay_reliability_figure(
+    display.plot(overlay_reliability_figure(
         {n: ev.reliability(config) for n, ev in evaluators.items()}),
         key="compare_reliability_chart")
 per_criterion = rows[rows["subset"].str.startswith("criterion")]
@@ -167,7 +173,7 @@ for run_name in per_criterion["run"].unique():
     part = per_criterion[per_criterion["run"] == run_name]
     title = f"AUROC difference by criterion: {escape_plotly(run_name)} − " \
             f"{escape_plotly(reference)}"
-    display.plot(charts.forest_figure(part, title=title),
+    display.plot(forest_figure(part, title=title),
                  key=f"forest_{names.index(run_name)}")
     per_criterion_shown = _shown(part)
     display.show_table(per_criterion_shown, key=f"forest_table_{names.index(run_name)}",

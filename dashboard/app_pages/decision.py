@@ -12,7 +12,7 @@ from metrics_core import registry
 from metrics_core.errors import InputError
 from metrics_core.metrics import decision
 from metrics_core.report import decision_record as record
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.curves import decision_curve_figure
 
 #: Plain labels of the re-projected quantities that are no metric of the registry.
 PLAIN = {"auto_cleared_npv": "NPV of the auto-cleared (NEG)",
@@ -224,7 +224,7 @@ st.caption("Net benefit = TP/N − FP/N · t / (1 − t), positive iff p ≥ t. 
            "lines, acting on the model beats treating everyone and treating no one at that "
            "threshold probability.")
 curve = ev.decision_curve
-display.plot(charts.decision_curve_figure(curve, tau_pos=v.config.tau_pos),
+display.plot(decision_curve_figure(curve, tau_pos=v.config.tau_pos),
              key="decision_curve_chart")
 with st.expander("Decision curve as a table"):
     display.show_table(curve, key="decision_curve_table")

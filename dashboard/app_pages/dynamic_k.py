@@ -7,7 +7,7 @@ on γ): a move reruns the fragment only, not the sidebar.
 import streamlit as st
 
 from dashboard import data, display, sidebar
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.gate import gamma_sweep_figure, k_histogram
 
 #: The settings this page draws itself (dashboard.sidebar.PAGE_CONTROLS).
 CONTROLS = sidebar.PAGE_CONTROLS["dynamic-k"]
@@ -33,7 +33,7 @@ def _dynamic_k_view(v: data.View) -> None:
     display.metric_tile(cols[2], ev, "p90_k", "P90 K")
 
     st.subheader("Selected K")
-    display.plot(charts.k_histogram(ev.k, ev.states), key="k_histogram")
+    display.plot(k_histogram(ev.k, ev.states), key="k_histogram")
     display.show_table(ev.k_summary_frame(), key="k_summary_table")
 
     st.subheader("γ sweep")
@@ -42,7 +42,7 @@ def _dynamic_k_view(v: data.View) -> None:
     sweep = v.gamma_sweep()
     # The table takes the full width so that its workload columns are in view.
     display.show_table(sweep, key="gamma_sweep_table")
-    display.plot(charts.gamma_sweep_figure(sweep), key="gamma_sweep_chart")
+    display.plot(gamma_sweep_figure(sweep), key="gamma_sweep_chart")
 
 
 @st.fragment

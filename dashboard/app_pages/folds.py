@@ -5,7 +5,7 @@ import streamlit as st
 
 from dashboard import data, display
 from metrics_core import registry
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.breakdowns import folds_figure
 
 v = data.view()
 display.page_header("Folds", v)
@@ -33,8 +33,8 @@ else:
     fold_metric = st.selectbox("Metric", metrics, index=metrics.index(default) if metrics else 0,
                                format_func=registry.label, key="fold_chart_metric")
     if fold_metric is not None:
-        display.plot(charts.folds_figure(per_fold, ev.fold_summary, fold_metric,
-                                         label=registry.label(fold_metric)),
+        display.plot(folds_figure(per_fold, ev.fold_summary, fold_metric,
+                                  label=registry.label(fold_metric)),
                      key="fold_chart")
     st.subheader("Per fold")
     st.caption("One row per fold and the pooled row; the mean and std over folds are in the "

@@ -9,7 +9,8 @@ not depend on the gate), so the charts follow the slider quickly.
 import streamlit as st
 
 from dashboard import chart_data, data, display, live_charts, risk_coverage_view, sidebar
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.curves import operating_point
+from metrics_core.report.figures.gate import GRID_METRICS, gate_grid_heatmap
 from metrics_core.targets import parse_target
 
 #: The settings this page draws itself (dashboard.sidebar.PAGE_CONTROLS).
@@ -22,7 +23,7 @@ def _curves(v: data.View) -> None:
     st.caption("The markers are the exact operating points of τ_neg (screened in: "
                "p ≥ τ_neg), τ_pos (alert: p ≥ τ_pos) and the fixed threshold τ; they move with "
                "the sliders. Long curves are thinned for drawing only.")
-    points = [charts.operating_point(label, conf) for label, conf in v.operating_points.items()]
+    points = [operating_point(label, conf) for label, conf in v.operating_points.items()]
     auroc, auprc = ev.record("auroc"), ev.record("auprc")
     if not auroc.defined:
         st.warning("Only one class is present in the evaluated queries: AUROC and AUPRC are "
@@ -58,15 +59,15 @@ def _grid(v: data.View) -> None:
                "outlined in red.")
     grid = v.gate_grid()
     # One heatmap at a time: each drawn chart costs the browser a redraw on every slider move.
-    grid_metrics = {name: charts.GRID_METRICS[name]
+    grid_metrics = {name: GRID_METRICS[name]
                     for name in ("screening_sensitivity", "alert_precision", "review_rate")}
     metric = st.segmented_control("Colour the grid by", list(grid_metrics),
                                   format_func=grid_metrics.get, default="screening_sensitivity",
                                   key="grid_metric", required=True)
     grid_targets = {name: (op, value) for name, op, value
                     in (parse_target(t) for t in v.config.targets)}
-    display.plot(charts.gate_grid_heatmap(grid, (v.config.tau_neg, v.config.tau_pos),
-                                          metric=metric, target=grid_targets.get(metric)),
+    display.plot(gate_grid_heatmap(grid, (v.config.tau_neg, v.config.tau_pos),
+                                   metric=metric, target=grid_targets.get(metric)),
                  key="grid_chart")
     table = display.on_demand("Grid as a table", key="grid_table_open")
     if table is not None:

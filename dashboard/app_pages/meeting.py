@@ -7,7 +7,9 @@ from dashboard import data, display, sidebar
 from dashboard.safe_text import escape_markdown
 from metrics_core import registry
 from metrics_core.demo import criterion_names
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.breakdowns import per_criterion_figure
+from metrics_core.report.figures.curves import decision_curve_figure
+from metrics_core.report.figures.gate import gate_grid_heatmap
 from metrics_core.targets import parse_target
 
 # Static styling only (no user text): larger type for a room.
@@ -62,18 +64,18 @@ with st.container(key="meeting_verdicts"):
 chart = st.segmented_control("Chart", ["Threshold grid", "Decision curve", "Per criterion"],
                              default="Threshold grid", key="meeting_chart", required=True)
 if chart == "Threshold grid":
-    display.plot(charts.gate_grid_heatmap(v.gate_grid(), (v.config.tau_neg, v.config.tau_pos),
-                                          metric="screening_sensitivity",
-                                          target=next(((op, value) for name, op, value in
-                                                       map(parse_target, v.config.targets)
-                                                       if name == "screening_sensitivity"),
-                                                      None)),
+    display.plot(gate_grid_heatmap(v.gate_grid(), (v.config.tau_neg, v.config.tau_pos),
+                                   metric="screening_sensitivity",
+                                   target=next(((op, value) for name, op, value in
+                                                map(parse_target, v.config.targets)
+                                                if name == "screening_sensitivity"),
+                                               None)),
                  key="meeting_grid")
 elif chart == "Decision curve":
-    display.plot(charts.decision_curve_figure(ev.decision_curve, tau_pos=v.config.tau_pos),
+    display.plot(decision_curve_figure(ev.decision_curve, tau_pos=v.config.tau_pos),
                  key="meeting_decision")
 else:
-    display.plot(charts.per_criterion_figure(
+    display.plot(per_criterion_figure(
         ev.per_criterion, "screening_sensitivity", label="Screening sensitivity",
         names=criterion_names((ev.run or {}).get("inputs"))),
                  key="meeting_criterion")

@@ -5,7 +5,7 @@ every metric and the consistency checks."""
 import streamlit as st
 
 from dashboard import data, display
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.curves import operating_point, roc_figure
 
 v = data.view()
 display.page_header("Overview", v)
@@ -31,10 +31,10 @@ display.headline_tiles(v)
 
 st.subheader("ROC curve")
 auroc = ev.record("auroc")
-points = [charts.operating_point(label, conf) for label, conf in v.operating_points.items()]
-display.plot(charts.roc_figure(ev.roc, points=points,
-                               auroc=auroc.value if not display.undefined_reason(auroc)
-                               else None, band=ev.roc_band), key="overview_roc")
+points = [operating_point(label, conf) for label, conf in v.operating_points.items()]
+display.plot(roc_figure(ev.roc, points=points,
+                        auroc=auroc.value if not display.undefined_reason(auroc)
+                        else None, band=ev.roc_band), key="overview_roc")
 st.caption("The markers are the operating points of τ_neg, τ_pos and τ. "
            + ("The shaded band is the pointwise 95% bootstrap band." if ev.roc_band is not None
               else "No 95% band: bootstrap intervals are off (*Compute bootstrap CIs* under "

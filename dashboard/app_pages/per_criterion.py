@@ -8,7 +8,7 @@ import streamlit as st
 from dashboard import data, display
 from metrics_core import registry
 from metrics_core.demo import criterion_names
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.breakdowns import per_criterion_figure
 
 v = data.view()
 display.page_header("Per criterion", v)
@@ -33,8 +33,8 @@ shown = pd.concat([shown, pd.DataFrame(
     {metric: [table.loc[row, metric] for row in ("micro", "macro") if row in table.index]},
     index=[row for row in ("micro", "macro") if row in table.index], dtype=float)])
 names = criterion_names((ev.run or {}).get("inputs"))
-display.plot(charts.per_criterion_figure(shown, metric, label=registry.label(metric),
-                                         names=names),
+display.plot(per_criterion_figure(shown, metric, label=registry.label(metric),
+                                  names=names),
              key="per_criterion_chart")
 n_criteria = len(table) - 2
 methods = sorted(set(groups["ci_method"].dropna()))

@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard import data, display
 from metrics_core.config import VARIANT_LABELS
-from metrics_core.report import figures as charts
+from metrics_core.report.figures.breakdowns import distribution_figure
 
 v = data.view()
 protocol = VARIANT_LABELS["ranking_protocol"][v.config.ranking_protocol]
@@ -35,7 +35,7 @@ def _interval(name):
 st.caption("Metrics that are mostly exactly 0 or 1 per query (e.g. hit@K) are shown as the "
            "share of queries at 0 and at 1 with the mean and its 95% interval; the others as "
            "boxes.")
-display.plot(charts.distribution_figure(v.ranking_values(names),
-                                        title=f"Per-query ranking metrics at K = {k}",
-                                        intervals={n: _interval(n) for n in names}),
+display.plot(distribution_figure(v.ranking_values(names),
+                                 title=f"Per-query ranking metrics at K = {k}",
+                                 intervals={n: _interval(n) for n in names}),
              key="ranking_distribution")

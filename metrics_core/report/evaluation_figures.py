@@ -10,7 +10,7 @@ with ``figure.write_html("roc.html")``. The decision record shows the same figur
 from __future__ import annotations
 
 from metrics_core.demo import criterion_names
-from metrics_core.report import figures
+from metrics_core.report.figures import breakdowns, calibration, curves, gate
 
 __all__ = [
     "decision_curve_figure",
@@ -32,44 +32,44 @@ def _area(evaluation, name: str) -> float | None:
 def roc_figure(evaluation):
     """The ROC curve of all queries with its AUROC and its 95% bootstrap band (when the run
     resampled)."""
-    return figures.roc_figure(evaluation.roc, auroc=_area(evaluation, "auroc"),
-                              band=evaluation.roc_band)
+    return curves.roc_figure(evaluation.roc, auroc=_area(evaluation, "auroc"),
+                             band=evaluation.roc_band)
 
 
 def pr_figure(evaluation):
     """The precision-recall curve with the positive-rate baseline, its AUPRC and band."""
-    return figures.pr_figure(evaluation.pr, evaluation.summary["positive_rate"] or 0.0,
-                             auprc=_area(evaluation, "auprc"), band=evaluation.pr_band)
+    return curves.pr_figure(evaluation.pr, evaluation.summary["positive_rate"] or 0.0,
+                            auprc=_area(evaluation, "auprc"), band=evaluation.pr_band)
 
 
 def reliability_figure(evaluation):
     """The reliability diagram: observed frequency against mean probability per bin, with
     Wilson bands and the bins' counts."""
-    return figures.reliability_figure(evaluation.reliability)
+    return calibration.reliability_figure(evaluation.reliability)
 
 
 def gate_flow_figure(evaluation):
     """The queries through the gate (NEG / UNCERTAIN / POS) to the gold outcome."""
-    return figures.gate_flow_figure(evaluation.gate)
+    return gate.gate_flow_figure(evaluation.gate)
 
 
 def per_criterion_figure(evaluation, metric: str = "screening_sensitivity", *,
                          label: str | None = None):
     """``metric`` in each criterion (the per-criterion table's column), with its interval."""
     names = criterion_names((evaluation.run or {}).get("inputs"))
-    return figures.per_criterion_figure(evaluation.per_criterion, metric, label=label,
-                                        names=names)
+    return breakdowns.per_criterion_figure(evaluation.per_criterion, metric, label=label,
+                                           names=names)
 
 
 def k_histogram(evaluation):
     """The selected K (dynamic-K) of each query, by gate state."""
-    return figures.k_histogram(evaluation.k, evaluation.states)
+    return gate.k_histogram(evaluation.k, evaluation.states)
 
 
 def decision_curve_figure(evaluation):
     """Net benefit of the model, treat-all and treat-none, with τ_pos marked."""
-    return figures.decision_curve_figure(evaluation.decision_curve,
-                                         tau_pos=evaluation.config.tau_pos)
+    return curves.decision_curve_figure(evaluation.decision_curve,
+                                        tau_pos=evaluation.config.tau_pos)
 
 
 def record_figures(evaluation) -> list:
