@@ -801,7 +801,7 @@ def stop_if_closed() -> None:
         raise StopException()
 
 
-def _bar_progress(bar, text_of) -> Callable[[int, int], None]:
+def bar_progress(bar, text_of) -> Callable[[int, int], None]:
     """A bootstrap's progress callback that updates ``bar`` with ``text_of(done, total)`` at
     most four times a second (each update is a message and a redraw in the browser, and the
     point where a new move stops this run), and stops the run when its tab has closed."""
@@ -847,7 +847,7 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
         with contextlib.nullcontext() if fragment else st.sidebar:  # a fragment: in itself
             bar = st.progress(0.0, text="Refining the intervals…")
 
-        progress = _bar_progress(bar, lambda done, total: f"Refining the intervals: "
+        progress = bar_progress(bar, lambda done, total: f"Refining the intervals: "
                                                           f"{done:,} of {total:,} resamples")
 
         def waiting() -> None:  # another session computes these intervals
@@ -892,7 +892,7 @@ def _heavy_intervals(v: View, slot) -> None:
     with slot.container():
         bar = st.progress(0.0, text=f"Intervals with {config.bootstrap:,} resamples…")
         st.button("Cancel", key=state.CANCEL_HEAVY, on_click=_ask_heavy, args=(None,))
-    progress = _bar_progress(bar, lambda done, total: f"Intervals: {done:,} of {total:,} "
+    progress = bar_progress(bar, lambda done, total: f"Intervals: {done:,} of {total:,} "
                                                       "resamples")
 
     def waiting() -> None:  # another session computes these intervals
@@ -1004,7 +1004,7 @@ def refine_group_intervals(v: View, config: EvalConfig) -> None:
             f"of {n} criteria, one after the other")
     bar = st.progress(0.0, text=text + "…")
     tables.group_intervals(evaluator, config, "auroc",
-                           progress=_bar_progress(bar, lambda done, total: text))
+                           progress=bar_progress(bar, lambda done, total: text))
     bar.empty()
     st.rerun(scope="app")
 

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -295,11 +296,13 @@ def _decisions(ev, cfg, kind: str) -> np.ndarray:
 
 
 def compare(runs, *, reference: str | None = None, config: EvalConfig | None = None,
-            n_flips: int = 10_000) -> list[dict]:
+            n_flips: int = 10_000,
+            progress: Callable[[int, int], None] | None = None) -> list[dict]:
     """Every run against the reference run (default: the first), metric by metric.
 
     ``config.bootstrap`` resamples (unit ``config.bootstrap_unit``, ``config.seed``) give the
-    paired intervals of the differences; 0 gives none.
+    paired intervals of the differences; 0 gives none. ``progress(done, total)`` is called as
+    the resamples of all the comparisons are computed (raise to cancel).
     """
     from metrics_core.report import Evaluator
 
@@ -309,12 +312,13 @@ def compare(runs, *, reference: str | None = None, config: EvalConfig | None = N
     ev_ref = Evaluator(ref.dataset)
     e_ref = ev_ref.evaluate(cfg.replace(bootstrap=0))
     rows = []
-    for run in runs:
-        if run is ref:
-            continue
+    others = [run for run in runs if run is not ref]
+    for i, run in enumerate(others):
         ev_run = Evaluator(run.dataset)
         e_run = ev_run.evaluate(cfg.replace(bootstrap=0))
-        cis = _paired_intervals(ev_ref, ev_run, cfg)
+        step = None if progress is None else (
+            lambda done, total, i=i: progress(i * total + done, len(others) * total))
+        cis = _paired_intervals(ev_ref, ev_run, cfg, progress=step)
         ds = ref.dataset
         base = {"reference": ref.name, "run": run.name}
         row = _RowMaker(rows, base, e_ref, e_run, cis)
@@ -383,7 +387,7 @@ def _mean_difference(d: np.ndarray, m: np.ndarray):
     return lambda w: (w @ d) / (w @ m)
 
 
-def _paired_intervals(ev_ref, ev_run, cfg) -> dict:
+def _paired_intervals(ev_ref, ev_run, cfg, *, progress=None) -> dict:
     """Percentile intervals of run − reference on identical resamples."""
     if cfg.bootstrap == 0:
         return {}
@@ -412,7 +416,8 @@ def _paired_intervals(ev_ref, ev_run, cfg) -> dict:
     n_units = int(ds.posts.size) if unit_of_row is not None else ds.n_queries
     with np.errstate(invalid="ignore", divide="ignore"):
         cis = bootstrap_cis(statistics, n_units, unit_of_row=unit_of_row,
-                            n_resamples=cfg.bootstrap, seed=cfg.seed, unit=cfg.bootstrap_unit)
+                            n_resamples=cfg.bootstrap, seed=cfg.seed, unit=cfg.bootstrap_unit,
+                            progress=progress)
     return {k: [ci.lo, ci.hi] for k, ci in cis.items() if ci.defined}
 
 

@@ -374,3 +374,98 @@ def test_letting_go_empties_the_shared_caches():
     data.demo_source()  # the demo's run, kept for every session
     data.release_shared_memory()
     assert len(data._shared_demo_evaluations()) == 0  # a new, empty one
+
+
+# ------------------------------------------------------------- a page's own resamples input
+def _live_cap(tmp_path, monkeypatch, most: int) -> None:
+    toml = tmp_path / "metrics_core.toml"
+    toml.write_text(f"[interaction]\nmax_live_resamples = {most}\n")
+    monkeypatch.setattr(data, "LIMITS_FILE", toml)
+
+
+def _offer(at) -> str:
+    return " ".join(str(i.value) for i in at.info if "max_live_resamples" in str(i.value))
+
+
+def test_compare_runs_resamples_above_the_live_cap_run_only_when_asked(tmp_path, monkeypatch):
+    """Compare runs' paired bootstrap input: above the server's live cap the page computes the
+    cap's resamples and offers the number set on a button (a message naming the field, the
+    range and the value); asked for, they run with progress and give the library's intervals
+    at that number."""
+    from metrics_core import compare
+    from metrics_core.config import EvalConfig, Filters
+    from metrics_core.demo import make_runs
+    from metrics_core.inputs import loading as mio
+
+    _live_cap(tmp_path, monkeypatch, 300)
+    seen = []
+    plain = compare.compare
+
+    def recording(*args, **kwargs):
+        calls = []
+        progress = kwargs.get("progress")
+        if progress is not None:
+            kwargs["progress"] = lambda done, total: (calls.append(done), progress(done, total))
+        rows = plain(*args, **kwargs)
+        seen.append((kwargs["config"].bootstrap, progress is not None, len(calls)))
+        return rows
+
+    monkeypatch.setattr(compare, "compare", recording)
+    at = open_app(page="compare")
+    at.toggle(key=state.COMPARE_DEMO).set_value(True).run(timeout=TIMEOUT)
+    at.number_input(key=state.COMPARE_BOOTSTRAP).set_value(500).run(timeout=TIMEOUT)
+    assert_clean(at)
+    offer = _offer(at)
+    assert "Paired bootstrap resamples" in offer and "500" in offer and "0 to 300" in offer
+    assert at.session_state[state.COMPARE_RESULT][0][2].bootstrap == 300
+    assert seen[-1] == (300, False, 0)
+    at.button(key="compare_run_heavy").click().run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert seen[-1][:2] == (500, True) and seen[-1][2] > 0  # with progress
+    assert at.session_state[state.COMPARE_RESULT][0][2].bootstrap == 500
+    assert not _offer(at) and not [b for b in at.button if b.key == "compare_run_heavy"]
+    runs = [compare.Run(n, mio.load(f).dataset) for n, f in make_runs(300).items()]
+    config = at.session_state[state.VIEW].config.replace(bootstrap=500, filters=Filters())
+    assert isinstance(config, EvalConfig)
+    want = {r["metric"]: r["ci95"] for r in plain(runs, reference="baseline", config=config,
+                                                 n_flips=2000) if r["subset"] == "all_queries"}
+    rows = at.session_state[state.COMPARE_RESULT][1]
+    got = dict(zip(rows[rows["subset"] == "all_queries"]["metric"],
+                   rows[rows["subset"] == "all_queries"]["ci95"], strict=True))
+    assert got["auroc"] == pytest.approx(want["auroc"])
+
+
+def test_rag_resamples_above_the_live_cap_run_only_when_asked(tmp_path, monkeypatch):
+    from metrics_core.rag import loader, suite
+    from metrics_core.rag.demo import demo_rag_path
+
+    _live_cap(tmp_path, monkeypatch, 300)
+    at = open_app(page="rag")
+    at.toggle(key=state.RAG_DEMO).set_value(True).run(timeout=TIMEOUT)  # 2,000 set
+    assert_clean(at)
+    offer = _offer(at)
+    assert "Bootstrap resamples" in offer and "2,000" in offer and "0 to 300" in offer
+    assert at.session_state[state.RAG_RESULT][0][2] == 300
+    at.button(key="rag_run_heavy").click().run(timeout=TIMEOUT)
+    assert_clean(at)
+    kept = at.session_state[state.RAG_RESULT]
+    assert kept[0][2] == 2000 and not _offer(at)
+    rag = loader.parse_rag(demo_rag_path().read_bytes(), name="demo")
+    results = suite.evaluate(rag.samples, rag.outputs, suite.default_metrics(semantic=False))
+    want = suite.bootstrap_intervals(results, n_resamples=2000)
+    assert sorted(kept[3]) == sorted(want)
+    assert [(kept[3][k].lo, kept[3][k].hi) for k in want] == [
+        pytest.approx((c.lo, c.hi), nan_ok=True) for c in want.values()]
+    # within the cap: computed at once, no offer
+    at.number_input(key=state.RAG_BOOTSTRAP).set_value(200).run(timeout=TIMEOUT)
+    assert at.session_state[state.RAG_RESULT][0][2] == 200 and not _offer(at)
+
+
+def test_the_cancel_button_withdraws_the_ask(monkeypatch):
+    from dashboard import page_resamples
+
+    monkeypatch.setattr(page_resamples.st, "session_state", {})
+    page_resamples._ask("_rag_asked", 2000)
+    assert page_resamples.st.session_state == {"_rag_asked": 2000}
+    page_resamples._ask("_rag_asked", None)  # Cancel
+    assert page_resamples.st.session_state == {}

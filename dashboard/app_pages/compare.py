@@ -6,7 +6,7 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, display, state, upload
+from dashboard import data, display, page_resamples, state, upload
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core import compare
 from metrics_core.config import Filters
@@ -89,15 +89,25 @@ reference = left.selectbox("Reference run", names, key=state.COMPARE_REFERENCE,
                            format_func=neutralise_bidi)
 n_boot = right.number_input("Paired bootstrap resamples", 0, 10_000, 500, step=100,
                             key=state.COMPARE_BOOTSTRAP)
-config = data.view().config.replace(bootstrap=int(n_boot), filters=Filters())
-result_key = (kept[0], reference, config)
+base = data.view().config.replace(filters=Filters())
 result = st.session_state.get(state.COMPARE_RESULT)
+
+
+def _have(n: int) -> bool:
+    return result is not None and result[0] == (kept[0], reference, base.replace(bootstrap=n))
+
+
+asked = page_resamples.resamples("Paired bootstrap resamples", int(n_boot), key="compare",
+                                 have=_have)
+config = base.replace(bootstrap=asked.now)
+result_key = (kept[0], reference, config)
 if result is None or result[0] != result_key:
-    with st.spinner("Comparing the runs…"):
+    with st.spinner("Comparing the runs…"), data.metered():
         rows = pd.DataFrame(compare.compare(runs, reference=reference, config=config,
-                                            n_flips=2000))
+                                            n_flips=2000, progress=asked.progress))
         ablation = compare.ablation_table(runs, config)
     st.session_state[state.COMPARE_RESULT] = result = (result_key, rows, ablation)
+    asked.done()
 _, rows, ablation = result
 
 st.subheader("Ablation table")

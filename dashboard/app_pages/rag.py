@@ -6,8 +6,8 @@ import hashlib
 
 import streamlit as st
 
-from dashboard import display, state, upload
-from dashboard.data import read_within_budget, release_upload
+from dashboard import display, page_resamples, state, upload
+from dashboard.data import metered, read_within_budget, release_upload
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core.errors import InputError
 from metrics_core.rag import loader, report, suite
@@ -51,8 +51,13 @@ if semantic and not semantic_available():
                '`python -m pip install -e ".[rag-semantic]"`); they are shown as skipped.',
                icon=":material/info:")
 
-key = (hashlib.sha256(raw).hexdigest(), bool(semantic), int(n_boot))
+digest = hashlib.sha256(raw).hexdigest()
 kept = st.session_state.get(state.RAG_RESULT)
+asked = page_resamples.resamples(
+    "Bootstrap resamples", int(n_boot), key="rag",
+    have=lambda n: kept is not None and kept[0] == (digest, bool(semantic), n))
+n_boot = asked.now
+key = (digest, bool(semantic), n_boot)
 if kept is None or kept[0] != key:
     try:
         if file is None:
@@ -64,17 +69,19 @@ if kept is None or kept[0] != key:
     except InputError as exc:
         st.error(escape_markdown(exc.render()), icon=":material/block:")
         st.stop()
-    with st.spinner("Computing the metrics…"):
+    with st.spinner("Computing the metrics…"), metered():
         try:
             metrics = suite.default_metrics(semantic=bool(semantic))
             results = suite.evaluate(data.samples, data.outputs, metrics)
-            cis = suite.bootstrap_intervals(results, n_resamples=int(n_boot)) if n_boot else {}
+            cis = suite.bootstrap_intervals(results, n_resamples=n_boot,
+                                            progress=asked.progress) if n_boot else {}
             scenarios = report.scenario_frame(data.samples, data.outputs, metrics)
         except ValueError as exc:  # a rule the metrics check: the same words as the CLI's
             st.error(escape_markdown(f"{name}: {exc}"), icon=":material/block:")
             st.stop()
     kept = (key, data, results, cis, scenarios)
     st.session_state[state.RAG_RESULT] = kept
+    asked.done()
 _, data, results, cis, scenarios = kept
 st.caption(f"{len(data):,} samples; intervals: 95% percentile bootstrap over samples "
            f"({int(n_boot):,} resamples)" if n_boot else f"{len(data):,} samples; no intervals")

@@ -9,7 +9,7 @@ bootstrap (:func:`metrics_core.metrics.uncertainty.bootstrap_cis`, resampling sa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -101,7 +101,8 @@ def evaluate(samples, outputs, metrics: Sequence[Metric]) -> list[MetricResult]:
 
 
 def bootstrap_intervals(results: Sequence[MetricResult], *, n_resamples: int = 2000,
-                        seed: int = 0, n_samples: int | None = None) -> dict:
+                        seed: int = 0, n_samples: int | None = None,
+                        progress: Callable[[int, int], None] | None = None) -> dict:
     """95% percentile bootstrap intervals over samples, as
     :class:`metrics_core.metrics.uncertainty.CI` by metric name: of the defined results that are
     means over samples (``per_sample``) and of the corpus-level ones with a ``resampled``
@@ -109,6 +110,7 @@ def bootstrap_intervals(results: Sequence[MetricResult], *, n_resamples: int = 2
 
     One resample draws samples with replacement; a resample in which a metric has no evaluated
     sample is left out of that metric's interval (the bootstrap's rule for undefined values).
+    ``progress(done, total)`` is called as the resamples are computed (raise to cancel).
     """
     from metrics_core.metrics.uncertainty import bootstrap_cis, weighted_means
 
@@ -132,5 +134,6 @@ def bootstrap_intervals(results: Sequence[MetricResult], *, n_resamples: int = 2
     statistics = dict(corpus)
     if columns:
         statistics["_means"] = weighted_means(columns)
-    cis = bootstrap_cis(statistics, n, n_resamples=n_resamples, seed=seed, unit="sample")
+    cis = bootstrap_cis(statistics, n, n_resamples=n_resamples, seed=seed, unit="sample",
+                        progress=progress)
     return {name: cis[name] for name in [*columns, *corpus]}
