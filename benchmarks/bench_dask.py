@@ -13,15 +13,18 @@ children) every 0.2 s; the peak of the sum is reported.
 
 The data are written once per size and reused (``--regenerate`` writes them again).
 
-``--reduced`` runs the reductions of issue 30 instead of the gathered run: the point estimates
-of AUROC / AUPRC / TPR@FPR from per-unit score counts merged on the workers
-(``dask.classification_by_reduction``) and, with ``--bootstrap B``, the Poisson bootstrap
-without a gather (``dask.bootstrap_by_reduction``). The client's peak (this process, which
-also hosts the scheduler) is reported apart from the whole cluster's, with the cost of one
-part (seconds and peak RSS of ``unit_resample_sums`` run on part 0 in a child process) for a
-paper estimate at larger sizes.
+``--reduced`` runs ``metrics-core evaluate --engine dask --reduced``
+(``dask.evaluate_reduced``: no per-query value is gathered; the records are made from
+summaries merged on the workers) on a local cluster started as the CLI starts it, and reports
+the client's peak (this process, which also hosts the scheduler) apart from the whole
+cluster's, the wall time, the size of the document and the cost of one part (seconds and peak
+RSS of ``reduced.unit_summary`` on part 0 in a child process) for a paper estimate at larger
+sizes. The machine is shared: run it under ``nice``; 10M and 30M queries take long to write
+and to run (the lead runs them on a quiet machine):
 
     python benchmarks/bench_dask.py --queries 3000000 --reduced --bootstrap 200
+    python benchmarks/bench_dask.py --queries 30000000 --reduced --bootstrap 200 \
+        --results benchmarks/results/dask_reduced.jsonl
 """
 
 from __future__ import annotations
@@ -162,22 +165,20 @@ def compare_memory(folder: Path, dask_doc: dict, bootstrap: int) -> dict:
 
 
 def part_cost(folder: Path, bootstrap: int) -> dict:
-    """Seconds and peak RSS of one part's work (score counts, and resample sums when
-    ``bootstrap``), in a child process so the figure is the part's alone."""
+    """Seconds and peak RSS of one part's summary (``reduced.unit_summary`` on part 0, with
+    ``bootstrap`` resamples), in a child process so the figure is the part's alone."""
     import subprocess
 
     code = f"""
 import resource, sys, time
 sys.path.insert(0, {str(ROOT)!r})
-from metrics_core.engines import dask as d
+from metrics_core.config import EvalConfig
+from metrics_core.engines import reduced
 q = [{str(folder / "queries" / "part-00000.parquet")!r}]
 c = [{str(folder / "candidates" / "part-00000.parquet")!r}]
 t = time.perf_counter()
-d.unit_score_counts(q, c, queries_name="q", candidates_name="c")
-if {bootstrap}:
-    d.unit_resample_sums(q, c, queries_name="q", candidates_name="c", seed=0,
-                         n_resamples={bootstrap}, unit="query", threshold=0.5,
-                         weighted_auroc=True)
+reduced.unit_summary(q, c, EvalConfig(bootstrap={bootstrap}), queries_name="q",
+                     candidates_name="c")
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
@@ -186,41 +187,34 @@ print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
 
 
 def run_reduced(folder: Path, args, parts: int, size: int) -> dict:
-    """The reductions on a local cluster: wall time, client and cluster peaks, part cost."""
-    import logging
-
-    from distributed import Client, LocalCluster
-
+    """``evaluate --engine dask --reduced`` on a local cluster of ``args.workers``, as the CLI
+    runs it: wall time, client and cluster peaks, the document's size, one part's cost."""
     from metrics_core.config import EvalConfig
     from metrics_core.engines import dask as dask_engine
 
     cfg = EvalConfig(bootstrap=args.bootstrap)
-    with PeakMemory() as mem, LocalCluster(
-            n_workers=args.workers, threads_per_worker=1, processes=True,
-            dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
-            Client(cluster) as client:
+    out = folder / "metrics_master_reduced.json"
+    with PeakMemory() as mem:
         t0 = time.perf_counter()
-        point = dask_engine.classification_by_reduction(folder / "queries",
-                                                        folder / "candidates", cfg,
-                                                        client=client)
-        t1 = time.perf_counter()
-        boot = dask_engine.bootstrap_by_reduction(folder / "queries", folder / "candidates",
-                                                  cfg, client=client) \
-            if args.bootstrap else None
-        t2 = time.perf_counter()
+        doc = dask_engine.evaluate_reduced(folder / "queries", folder / "candidates", cfg,
+                                           n_workers=args.workers)
+        text = json.dumps(doc, indent=2, allow_nan=False)
+        out.write_text(text)
+        wall = time.perf_counter() - t0
+    auroc = next(r for r in doc["metrics"] if r["name"] == "auroc")
     figures = {
-        "mode": "reduced", "queries": point["counts"].n,
-        "candidates": args.queries * CANDIDATES_PER_QUERY, "parts": parts,
+        "mode": "reduced", "queries": doc["dataset"]["n_queries"],
+        "candidates": doc["dataset"]["n_candidates"], "parts": parts,
         "parquet_bytes": size, "workers": args.workers, "bootstrap": args.bootstrap,
-        "point_estimates_s": round(t1 - t0, 2), "bootstrap_s": round(t2 - t1, 2),
+        "wall_s": round(wall, 2),
         "peak_rss_client_gb": round(mem.peak_client / 2**30, 3),
         "peak_rss_all_processes_gb": round(mem.peak / 2**30, 2),
-        "counts_bytes_to_client": point["counts"].nbytes,
-        "auroc": point["auroc"].value,
-        "auroc_ci95": boot["auroc"]["ci95"] if boot else None,
-        "auroc_ci_method": boot["auroc"]["method"] if boot else None,
+        "document_bytes": len(text.encode()), "records": len(doc["metrics"]),
+        "auroc": auroc["value"], "auroc_ci95": auroc["ci95"],
+        "auroc_ci_method": auroc["ci_method"],
     }
-    figures.update(part_cost(folder, args.bootstrap))
+    if not args.no_part_cost:
+        figures.update(part_cost(folder, args.bootstrap))
     return figures
 
 
@@ -237,8 +231,11 @@ def main(argv=None) -> int:
                              "process, on the parts joined into one file per table), time it, "
                              "measure its peak memory, and check every metric value agrees")
     parser.add_argument("--reduced", action="store_true",
-                        help="run the reductions on the workers (no gather): point estimates, "
-                             "and the Poisson bootstrap when --bootstrap > 0")
+                        help="run evaluate --engine dask --reduced (no gather): the records "
+                             "from summaries merged on the workers, the Poisson bootstrap when "
+                             "--bootstrap > 0")
+    parser.add_argument("--no-part-cost", action="store_true",
+                        help="with --reduced: skip the one-part cost (a child process)")
     parser.add_argument("--results", type=Path, default=None,
                         help="append the figures as one JSON line to this file")
     args = parser.parse_args(argv)

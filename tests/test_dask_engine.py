@@ -500,3 +500,122 @@ def test_weighted_auroc_and_auprc_equal_the_weighted_in_memory_kernels():
                             rel_tol=1e-12)
         assert math.isclose(auprc[b], classification.average_precision(
             y, p, sample_weight=w[b]).value, rel_tol=1e-12)
+
+
+# ------------------------------------------------------ the reduced run (issue 30)
+def _by_name(records) -> dict:
+    return {r["name"]: r for r in records}
+
+
+@pytest.mark.parametrize("cfg", [
+    EvalConfig(bootstrap=120, seed=7),
+    EvalConfig(bootstrap=60, seed=1, bootstrap_unit="post", tau_neg=0.2, tau_pos=0.5,
+               ks=(1, 2, 5), map_denominator="min_gold_k", evidence_protocol="all_queries",
+               ranking_protocol="all_queries"),
+    EvalConfig(bootstrap=0, filters=Filters(fold="1", criteria=("C1", "C3"))),
+], ids=["query-unit", "post-unit-variants", "filtered-no-bootstrap"])
+def test_reduced_run_equals_the_in_memory_values_record_by_record(paths, cluster, cfg):
+    """Every record the reduced run makes has the in-memory value (1e-12), n, subset and
+    definedness; Wilson intervals are the same; the bootstrap's are Poisson's."""
+    _, client = cluster
+    expected = _memory(paths, cfg)
+    doc = dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"], cfg, client=client)
+    got, want = _by_name(doc["metrics"]), _by_name(expected["metrics"])
+    missing = set(want) - set(got)
+    assert missing == {"ece", "mce", "calibration_in_the_large", "calibration_intercept",
+                       "calibration_slope", "exact_match", "hamming_score", "hamming_loss",
+                       "micro_f1", "samples_f1", "macro_f1", "weighted_f1"}
+    assert not set(got) - set(want) and len(got) > 60
+    for name, r in got.items():
+        e = want[name]
+        for key in ("value", "n", "subset", "defined", "variant"):
+            assert _differences(e[key], r[key]) == [], (name, key, e[key], r[key])
+        if e["ci_method"] == "wilson":
+            assert r["ci95"] == e["ci95"] and r["ci_method"] == "wilson", name
+        elif r["ci95"] is not None:
+            assert r["ci_method"] == "poisson_bootstrap", name
+            assert r["ci95"][0] <= r["value"] <= r["ci95"][1] or not e["defined"], name
+    assert (sum(r["ci_method"] == "poisson_bootstrap" for r in got.values()) > 30) == \
+        bool(cfg.bootstrap)
+    for key in ("n_queries", "n_positive", "n_candidates", "n_excluded_queries",
+                "n_excluded_candidates", "criteria"):
+        assert doc["dataset"][key] == expected["dataset"][key], key
+    assert doc["not_computed"] and doc["engine"] == "dask (reduced)"
+
+
+def test_reduced_run_is_the_same_whatever_the_partitioning_and_survives_a_killed_worker(
+        paths, tmp_path):
+    """One file, 3 parts and 5 parts give the same document (intervals bit for bit); a worker
+    killed while it holds a unit's summary changes nothing (the unit runs again)."""
+    import dask
+
+    cfg = EvalConfig(bootstrap=80, seed=11, bootstrap_unit="post")
+    q, c = _data()
+    other = _write(q, c, tmp_path, n_parts=5)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 2}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         dashboard_address=":0") as local, Client(local) as client:
+        docs = [dask_engine.evaluate_reduced(qs, cs, cfg, client=client)["metrics"]
+                for qs, cs in ((paths["q"], paths["c"]), (paths["q_dir"], paths["c_dir"]),
+                               (other["q_dir"], other["c_dir"]))]
+        # counts, rates and the rank metrics (integer sums) are identical bit for bit;
+        # the means (float sums in another order) to rounding
+        assert _differences(docs[0], docs[1]) == [] and _differences(docs[0], docs[2]) == []
+        exact = [r for r in docs[0] if r["name"].split("@")[0] in
+                 ("auroc", "auprc", "sensitivity", "f1", "mcc", "tp", "tpr", "median_k")]
+        assert exact and all(r in docs[1] and r in docs[2] for r in exact)
+        marker = tmp_path / "died"
+        from metrics_core.engines import reduced
+
+        original = reduced.unit_summary
+        try:
+            reduced.unit_summary = functools.partial(_summary_die_once, marker=str(marker),
+                                                     original=original)
+            again = dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"], cfg,
+                                                 client=client)["metrics"]
+        finally:
+            reduced.unit_summary = original
+        assert marker.exists() and _differences(docs[1], again) == []
+
+
+def _summary_die_once(q_paths, c_paths, config, *, marker, original, **kwargs):
+    """Kill the worker process the first time a unit's summary is asked for."""
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL)
+    except FileExistsError:
+        return original(q_paths, c_paths, config, **kwargs)
+    os.close(fd)
+    os._exit(1)
+
+
+def test_cli_reduced_run_writes_the_records_and_refuses_per_query(paths, cluster, tmp_path,
+                                                                  capsys):
+    local, _ = cluster
+    out = tmp_path / "reduced.json"
+    assert main(["evaluate", str(paths["q_dir"]), str(paths["c_dir"]), "--engine", "dask",
+                 "--reduced", "--scheduler", local.scheduler_address, "--bootstrap", "50",
+                 "--out", str(out), "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    want = _by_name(_memory(paths, EvalConfig(bootstrap=50))["metrics"])
+    assert all(_differences(want[r["name"]]["value"], r["value"]) == []
+               for r in doc["metrics"])
+    assert main(["evaluate", str(paths["q_dir"]), str(paths["c_dir"]), "--engine", "dask",
+                 "--reduced", "--scheduler", local.scheduler_address, "--per-query",
+                 str(tmp_path / "pq.csv"), "--out", str(tmp_path / "x.json")]) == 2
+    assert "--per-query needs the per-query values: leave out --reduced" in \
+        capsys.readouterr().err
+    assert main(["evaluate", str(paths["q"]), str(paths["c"]), "--reduced",
+                 "--out", str(tmp_path / "x.json")]) == 2
+    assert "--reduced needs --engine dask" in capsys.readouterr().err
+
+
+def test_hist_quantile_is_numpy_s_linear_percentile():
+    from metrics_core.engines.reduced import hist_quantile
+
+    rng = np.random.default_rng(2)
+    for size in (1, 2, 7, 100):
+        k = rng.integers(0, 9, size)
+        for q in (50, 90, 25, 0, 100):
+            assert hist_quantile(np.bincount(k), q) == np.percentile(k, q)
+    assert hist_quantile(np.bincount([0, 2, 3, 5]), 90) == pytest.approx(4.4, abs=1e-12)
+    assert math.isnan(hist_quantile(np.zeros(3, dtype=int), 50))

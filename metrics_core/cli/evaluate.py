@@ -4,6 +4,7 @@ summary on stdout."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from metrics_core.cli.flags import config_from_flags, flag_value, input_limits
@@ -73,6 +74,26 @@ def _cohort_attributes(args, run, cohorts: dict) -> list:
     return list(found.values())
 
 
+def _evaluate_reduced(args, config, connect_timeout) -> int:
+    """``evaluate --engine dask --reduced``: the reduced records' document, nothing else."""
+    if args.engine != "dask":
+        raise ValueError("--reduced needs --engine dask")
+    for flag, value in (("--per-query", args.per_query), ("--exclusions", args.exclusions)):
+        if value is not None:
+            raise ValueError(f"{flag} needs the per-query values: leave out --reduced")
+    from metrics_core.engines import dask as dask_engine
+
+    document = dask_engine.evaluate_reduced(args.queries, args.candidates, config,
+                                            scheduler=args.scheduler, timeout=connect_timeout)
+    write_atomically({args.out: json.dumps(document, indent=2, allow_nan=False).encode()})
+    args.progress.close()
+    if not args.quiet:
+        print(f"{document['dataset']['n_queries']:,} queries; wrote {args.out} "
+              f"({len(document['metrics'])} records; not computed: "
+              f"{', '.join(document['not_computed'])})")
+    return EXIT_OK
+
+
 @with_progress
 def evaluate_command(args) -> int:
     """``metrics-core evaluate``: the outputs written together, then the summary; the exit
@@ -91,6 +112,8 @@ def evaluate_command(args) -> int:
     if cohorts["declared"] and args.engine == "dask":
         raise ValueError("--cohort needs the in-memory engine (leave out --engine dask)")
     verdicts = None
+    if args.reduced:
+        return _evaluate_reduced(args, config, connect_timeout)
     if args.engine == "dask":
         from metrics_core.engines import dask as dask_engine
 

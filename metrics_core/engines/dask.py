@@ -18,13 +18,20 @@ Import this module only when the Dask engine is used: it imports ``distributed``
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from metrics_core.engines.gathered import DaskRun, GatheredEvaluator, QueryLevelDataset, combine
+from metrics_core.engines.gathered import (
+    DaskRun,
+    GatheredEvaluator,
+    QueryLevelDataset,
+    combine,
+    criteria_order,
+)
 from metrics_core.engines.planning import plan, plan_units, post_column, resolve_files
 from metrics_core.engines.units import (
     evaluate_unit,
@@ -36,8 +43,8 @@ from metrics_core.errors import InputError
 from metrics_core.run import fingerprint
 
 __all__ = ["DaskRun", "GatheredEvaluator", "QueryLevelDataset", "bootstrap_by_reduction",
-           "classification_by_reduction", "evaluate", "evaluate_unit", "plan_units",
-           "resolve_files", "unit_resample_sums", "unit_score_counts"]
+           "classification_by_reduction", "evaluate", "evaluate_reduced", "evaluate_unit",
+           "plan_units", "resolve_files", "unit_resample_sums", "unit_score_counts"]
 
 #: Seconds to wait for a scheduler given by address before giving up.
 CONNECT_TIMEOUT = 10.0
@@ -130,6 +137,74 @@ def evaluate(queries, candidates, config, *, scheduler: str | None = None, clien
     inputs = [fingerprint(p) for p in (*q_files, *c_files)]
     return combine(results, config, queries_name=q_name, candidates_name=c_name,
                     inputs=inputs)
+
+
+def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = None, client=None,
+                     timeout: float = CONNECT_TIMEOUT, n_workers: int | None = None) -> dict:
+    """``metrics-core evaluate --engine dask --reduced``: the records reduced on the cluster.
+
+    Each work unit sums what the records need where it is loaded
+    (:func:`~metrics_core.engines.reduced.unit_summary`), the sums are merged and turned into
+    per-resample values on the workers, and the client makes the records from them: what
+    reaches it does not grow with the number of queries. Returns the document written as
+    ``metrics_master.json`` (``engine``: ``"dask (reduced)"``; ``not_computed`` names the
+    in-memory report's parts this run does not make). Arguments as :func:`evaluate`.
+    """
+    from datetime import UTC, datetime
+
+    from metrics_core import __version__
+    from metrics_core.engines import reduced
+    from metrics_core.engines.reductions import tree_reduce
+
+    if candidates is None:
+        raise InputError("the Dask engine needs a queries and a candidates table",
+                         hint="give both QUERIES and CANDIDATES (files, folders or globs)",
+                         code="unreadable_file")
+
+    def run(on):
+        units, q_str, c_str, q_name, c_name = _units(on, queries, candidates)
+        futures = [on.submit(reduced.unit_summary, [q_str[j] for j in qi],
+                             [c_str[j] for j in ci], config, queries_name=q_name,
+                             candidates_name=c_name, pure=False) for qi, ci in units]
+        return tree_reduce(on, futures, reduced.merge_summaries, finish=reduced.finish), \
+            q_name, c_name
+
+    q_files = resolve_files(queries, table="queries")
+    c_files = resolve_files(candidates, table="candidates")
+    for f, kind in ((q_files[0], "queries"), (c_files[0], "candidates")):
+        post_column(f, kind)
+    with _failures():
+        if client is None:
+            with _Cluster(scheduler, timeout, n_workers) as own:
+                summary, q_name, c_name = run(own)
+        else:
+            summary, q_name, c_name = run(client)
+    if "error" in summary:
+        raise InputError(summary["error"], code=summary["code"])
+    if "empty" in summary:
+        raise InputError(f"no queries match the filter ({summary['empty']})",
+                         hint="choose another fold, split or criteria")
+    records = reduced.reduced_records(summary, config)
+    reduced.ranking_and_k_records(records, summary, config)
+    criteria = list(criteria_order(summary["criteria"]))
+    n = summary["n_queries"]
+    return {
+        "engine": "dask (reduced)", "generated_by": f"metrics_core {__version__}",
+        "run": {"generated_by": f"metrics_core {__version__}", "version": __version__,
+                "created": datetime.now(UTC).isoformat(timespec="seconds"),
+                "inputs": [dict(fingerprint(p)) for p in (*q_files, *c_files)]},
+        "config": config.to_dict(),
+        "dataset": {"n_queries": n, "n_positive": summary["n_positive"],
+                    "positive_rate": summary["n_positive"] / n if n else None,
+                    "n_posts": summary["n_posts"], "n_candidates": summary["n_candidates"],
+                    "criteria": criteria, "queries_file": q_name, "candidates_file": c_name,
+                    "n_excluded_queries": summary["n_excluded_queries"],
+                    "n_excluded_candidates": summary["n_excluded_candidates"]},
+        "metrics": [r.to_dict() for r in records],
+        "n_resamples": int(config.bootstrap),
+        "warnings": summary["warnings"],
+        "not_computed": list(reduced.NOT_COMPUTED),
+    }
 
 
 def classification_by_reduction(queries, candidates, config, *, client) -> dict:
@@ -264,19 +339,41 @@ def _owned(value):
     return value
 
 
-def _run(client, q_files, c_files, config, q_name, c_name, task) -> list[dict]:
-    from distributed import as_completed
+@contextlib.contextmanager
+def _failures():
+    """A cluster's failures as plain messages (``RuntimeError``); bad input stays an
+    :class:`InputError`."""
     from distributed.client import FutureCancelledError
 
     try:
         from distributed import KilledWorker
     except ImportError:  # older distributed
         from distributed.scheduler import KilledWorker
+    try:
+        yield
+    except KilledWorker as err:
+        raise RuntimeError(
+            f"a Dask worker died each time it ran a part of this evaluation ({err}); the "
+            f"task was retried and failed every time (out of memory?). No output was "
+            f"written.") from None
+    except FutureCancelledError as err:
+        raise RuntimeError(f"the Dask computation was cancelled ({err}); no output was "
+                           f"written") from None
+    except InputError:
+        raise
+    except Exception as err:  # raised in a task on a worker (unreadable file, ...)
+        raise RuntimeError(f"a Dask task failed: {type(err).__name__}: "
+                           f"{str(err).splitlines()[0][:300] if str(err) else ''}; no output "
+                           f"was written") from None
+
+
+def _run(client, q_files, c_files, config, q_name, c_name, task) -> list[dict]:
+    from distributed import as_completed
 
     task = task or evaluate_unit
     q_str = [str(p) for p in q_files]
     c_str = [str(p) for p in c_files]
-    try:
+    with _failures():
         units = plan(client, q_files, c_files)
         futures = {}
         for i, (qi, ci) in enumerate(units):
@@ -295,17 +392,3 @@ def _run(client, q_files, c_files, config, q_name, c_name, task) -> list[dict]:
                 raise InputError(result["error"], code=result["code"])
             results[i] = result
         return results
-    except KilledWorker as err:
-        raise RuntimeError(
-            f"a Dask worker died each time it ran a part of this evaluation ({err}); the "
-            f"task was retried and failed every time (out of memory?). No output was "
-            f"written.") from None
-    except FutureCancelledError as err:
-        raise RuntimeError(f"the Dask computation was cancelled ({err}); no output was "
-                           f"written") from None
-    except InputError:
-        raise
-    except Exception as err:  # raised in a task on a worker (unreadable file, ...)
-        raise RuntimeError(f"a Dask task failed: {type(err).__name__}: "
-                           f"{str(err).splitlines()[0][:300] if str(err) else ''}; no output "
-                           f"was written") from None

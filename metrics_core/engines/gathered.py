@@ -22,7 +22,7 @@ from metrics_core.errors import InputError
 from metrics_core.evaluation.evaluator import GAMMA_SWEEP, Evaluator, reference_k
 from metrics_core.run import run_of
 
-__all__ = ["DaskRun", "GatheredEvaluator", "QueryLevelDataset", "combine"]
+__all__ = ["DaskRun", "GatheredEvaluator", "QueryLevelDataset", "combine", "criteria_order"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,7 +153,7 @@ class GatheredEvaluator(Evaluator):
 
 
 # ----------------------------------------------------------------------- combining
-def _criteria_order(names) -> tuple[str, ...]:
+def criteria_order(names) -> tuple[str, ...]:
     """The criteria in the data set's order (natural sort), by the public constructor."""
     names = sorted(set(names))
     probe = pd.DataFrame({"post_id": ["p"] * len(names), "criterion": names,
@@ -173,7 +173,7 @@ def _canonical(results: list[dict]) -> tuple[dict, np.ndarray]:
     posts = np.sort(np.concatenate([r["queries"]["posts"] for r in results]))
     if posts.size > 1 and np.any(posts[1:] == posts[:-1]):
         raise RuntimeError("a post was evaluated in two work units")
-    criteria = _criteria_order(c for r in results for c in r["queries"]["criteria"])
+    criteria = criteria_order(c for r in results for c in r["queries"]["criteria"])
     index = {c: i for i, c in enumerate(criteria)}
     n_crit = max(len(criteria), 1)
     keys = []

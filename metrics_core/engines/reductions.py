@@ -108,8 +108,10 @@ def counted_scores(counts: ScoreCounts) -> PreparedScores:
     return _CountedScores(counts)
 
 
-def tree_reduce(client, futures: Sequence, combine: Callable, *, fan_in: int = 4):
-    """Combine ``futures`` on the cluster, ``fan_in`` at a time, and return the one result.
+def tree_reduce(client, futures: Sequence, combine: Callable, *, fan_in: int = 4,
+                finish: Callable | None = None):
+    """Combine ``futures`` on the cluster, ``fan_in`` at a time, and return the one result
+    (``finish`` of it, run on the cluster too, when given).
 
     Only the final value is sent to the client; every intermediate stays on a worker.
     """
@@ -120,4 +122,5 @@ def tree_reduce(client, futures: Sequence, combine: Callable, *, fan_in: int = 4
         layer = [client.submit(combine, *layer[i:i + fan_in], pure=False)
                  if len(layer[i:i + fan_in]) > 1 else layer[i]
                  for i in range(0, len(layer), fan_in)]
-    return layer[0].result()
+    last = layer[0] if finish is None else client.submit(finish, layer[0], pure=False)
+    return last.result()

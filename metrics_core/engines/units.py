@@ -18,7 +18,7 @@ import pandas as pd
 from metrics_core.errors import InputError
 from metrics_core.evaluation.evaluator import GAMMA_SWEEP, Evaluator, reference_k
 
-__all__ = ["empty_candidates", "evaluate_unit", "merge_resample_sums", "read_parts",
+__all__ = ["empty_candidates", "evaluate_unit", "load_unit", "merge_resample_sums", "read_parts",
            "unit_resample_sums", "unit_score_counts"]
 
 
@@ -109,17 +109,24 @@ def evaluate_unit(q_paths: Sequence[str], c_paths: Sequence[str], config, *,
             "n_excluded_candidates": int(ds.meta.get("n_excluded_candidates", 0))}
 
 
-def _load_unit(q_paths, c_paths, queries_name, candidates_name):
-    """The unit's data set, or an error dict (as :func:`evaluate_unit`)."""
+def load_unit(q_paths, c_paths, queries_name, candidates_name):
+    """The unit's :class:`~metrics_core.inputs.loading.Loaded`, or an error dict (as
+    :func:`evaluate_unit`)."""
     from metrics_core.inputs import loading
 
     q_df = read_parts(q_paths)[0]
     c_df = read_parts(c_paths)[0] if c_paths else empty_candidates()
     try:
         return loading.load(q_df, c_df, queries_name=queries_name,
-                            candidates_name=candidates_name).dataset
+                            candidates_name=candidates_name)
     except InputError as err:
         return {"error": err.render(), "code": err.code}
+
+
+def _load_unit(q_paths, c_paths, queries_name, candidates_name):
+    """The unit's data set, or an error dict (as :func:`evaluate_unit`)."""
+    loaded = load_unit(q_paths, c_paths, queries_name, candidates_name)
+    return loaded if isinstance(loaded, dict) else loaded.dataset
 
 
 def unit_score_counts(q_paths: Sequence[str], c_paths: Sequence[str], *, queries_name: str,

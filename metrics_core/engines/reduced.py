@@ -1,0 +1,339 @@
+"""The reduced Dask run: records built from per-unit summaries merged on the workers.
+
+``metrics-core evaluate --engine dask --reduced`` gathers no per-query value. Each work unit,
+where it is loaded, runs the in-memory kernels on its queries
+(:meth:`~metrics_core.evaluation.evaluator.Evaluator.intermediate`) and sums what the records
+need (:func:`unit_summary`): its queries' counts by distinct ``p`` and class, the outcome
+tables at τ and at the gate, the sums of the per-query means (ranking, evidence, K, Brier) and
+the histogram of K; with resamples, the same sums under Poisson(1) weights keyed by (seed,
+unit) (:mod:`metrics_core.engines.resampling`), resample by resample. The summaries are merged
+pairwise on the workers and turned into per-resample values there (:func:`finish`), so what
+reaches the client is a few numbers per record and per resample, whatever the number of
+queries. :func:`reduced_records` makes the records with the in-memory sections' rules
+(:func:`~metrics_core.evaluation.sections.counting_records`, Wilson intervals).
+
+The point estimates equal the in-memory engine's (exact for AUROC, AUPRC, TPR@FPR and every
+count; means to rounding, 1e-12). The records of calibration (ECE, MCE, the logistic fits) and
+of the multi-label section, and the tables, are not made by this run (``not_computed``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from metrics_core.engines.reductions import ScoreCounts, counted_scores, merge_counts, score_counts
+from metrics_core.engines.resampling import (
+    WEIGHTED_SORT_LIMIT,
+    auprc_of_weighted,
+    auroc_of_weighted,
+    delong_interval,
+    merge_weighted,
+    percentile_interval,
+    poisson_weights,
+    unit_keys,
+    weighted_counts,
+)
+
+__all__ = ["NOT_COMPUTED", "finish", "hist_quantile", "merge_summaries", "ranking_and_k_records",
+           "reduced_records", "unit_summary"]
+
+#: Sections of the in-memory report this run does not make.
+NOT_COMPUTED = ("ece", "mce", "calibration_in_the_large", "calibration_intercept",
+                "calibration_slope", "the multi-label metrics (§8)", "every table and curve",
+                "the consistency checks", "the audit")
+#: Resamples weighted at once on a worker (weights: this many x the unit's queries, int32).
+RESAMPLE_BATCH = 64
+#: The interval method the records name.
+METHOD = "poisson_bootstrap"
+
+
+def hist_quantile(hist: np.ndarray, q: float) -> float:
+    """``numpy.percentile(values, q)`` (linear) of the integers whose counts are ``hist``
+    (``hist[v]`` values equal to ``v``); ``nan`` when empty."""
+    hist = np.asarray(hist)
+    n = int(hist.sum())
+    if n == 0:
+        return math.nan
+    cum = np.cumsum(hist)
+    pos = q / 100 * (n - 1)
+    lo = math.floor(pos)
+    a = float(np.searchsorted(cum, lo, side="right"))
+    b = float(np.searchsorted(cum, min(lo + 1, n - 1), side="right"))
+    t = pos - lo
+    return a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)
+
+
+def _means(inter, ds) -> dict:
+    """Per-query values and masks of the mean records: name -> (values, mask)."""
+    sq = (ds.p - ds.y) ** 2
+    out = {"brier": (sq, None), "evidence_recall": (inter.rec, inter.emask),
+           "evidence_precision": (inter.prec, inter.emask), "mean_k": (inter.k, None)}
+    for name, values in inter.rk.items():
+        out[name] = (values, inter.rmask)
+    return out
+
+
+def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, queries_name: str,
+                 candidates_name: str) -> dict:
+    """One unit's sums for the reduced records (on a worker); an error dict for bad input."""
+    from metrics_core.engines.units import load_unit
+    from metrics_core.errors import InputError
+    from metrics_core.evaluation.evaluator import Evaluator
+    from metrics_core.metrics import gate, outcomes
+
+    loaded = load_unit(q_paths, c_paths, queries_name, candidates_name)
+    if isinstance(loaded, dict):
+        return loaded
+    cfg = config
+    kept = {"n_excluded_queries": int(loaded.dataset.meta.get("n_excluded_queries", 0)),
+            "n_excluded_candidates": int(loaded.dataset.meta.get("n_excluded_candidates", 0)),
+            "warnings": list(loaded.warnings)}
+    try:
+        ev = Evaluator(loaded.dataset).for_filters(cfg.filters)
+    except InputError:  # no query of this unit passes the filters
+        return {"empty": cfg.filters.describe(), **kept}
+    ds = ev.ds
+    inter = ev.intermediate(cfg)
+    gate_pred = gate.states_to_prediction(inter.states)
+    means = _means(inter, ds)
+    k = inter.k.astype(np.int64)
+    out = {"n_queries": ds.n_queries, "n_positive": ds.n_positive, "n_posts": int(ds.posts.size),
+           "n_candidates": ds.n_candidates, "criteria": set(ds.criteria), **kept,
+           "counts": score_counts(ds.y, ds.p),
+           "tau": outcomes.outcome_counts(ds.y, inter.pred)[0],
+           "gate": outcomes.outcome_counts(ds.y, gate_pred)[0],
+           "sums": {n: (float(np.sum(v if m is None else v[m])),
+                        int(v.size if m is None else m.sum())) for n, (v, m) in means.items()},
+           "k_hist": np.bincount(k, minlength=1)}
+    b_total = int(cfg.bootstrap)
+    if b_total < 1:
+        return out
+    post_id = np.asarray(ds.posts, dtype=object)[ds.post_code]
+    if cfg.bootstrap_unit == "post":
+        keys, inverse = np.unique(post_id, return_inverse=True)
+        keys = unit_keys(keys)
+    else:
+        keys = unit_keys(post_id, np.asarray(ds.criteria, dtype=object)[ds.criterion_code])
+        inverse = None
+    cells = {"tau": _cells(ds.y, inter.pred), "gate": _cells(ds.y, gate_pred)}
+    weighted = b_total * out["counts"].values.size <= WEIGHTED_SORT_LIMIT
+    parts = {"tau": [], "gate": [], "auroc": [], "k_hist": [],
+             **{n: [] for n in means}}
+    width = int(k.max()) + 1 if k.size else 1
+    for start in range(0, b_total, RESAMPLE_BATCH):
+        w = poisson_weights(cfg.seed, keys, min(RESAMPLE_BATCH, b_total - start), start=start)
+        if inverse is not None:
+            w = w[:, inverse]
+        for name in ("tau", "gate"):
+            parts[name].append(w.astype(np.int64) @ cells[name])
+        wf = w.astype(np.float64)
+        for name, (v, m) in means.items():
+            mask = np.ones(v.size, dtype=bool) if m is None else m
+            parts[name].append(np.stack([wf @ np.where(mask, v, 0.0), wf @ mask], axis=1))
+        key = (np.arange(w.shape[0], dtype=np.int64)[:, None] * width + k[None, :]).ravel()
+        parts["k_hist"].append(np.bincount(key, weights=wf.ravel(), minlength=w.shape[0] * width)
+                               .reshape(w.shape[0], width).astype(np.int64))
+        if weighted:
+            parts["auroc"].append(weighted_counts(ds.y, ds.p, w))
+    out["resampled"] = {
+        "tau": np.concatenate(parts["tau"]), "gate": np.concatenate(parts["gate"]),
+        "k_hist": np.concatenate(parts["k_hist"], axis=0),
+        "means": {n: np.concatenate(parts[n]) for n in means},
+        "auroc": _stack_weighted(parts["auroc"]) if weighted else None}
+    return out
+
+
+def _cells(y, pred) -> np.ndarray:
+    """One-hot outcome cells ``(rows, 6)`` in :func:`outcomes.outcome_counts`' order."""
+    cell = (np.asarray(pred, dtype=np.int64) + 1) * 2 + np.asarray(y, dtype=np.int64)
+    return (cell[:, None] == np.arange(6)[None, :]).astype(np.int64)
+
+
+def _stack_weighted(parts):
+    """Weighted counts of consecutive resample batches (same values) as one."""
+    from metrics_core.engines.resampling import WeightedCounts
+
+    return WeightedCounts(parts[0].values, np.concatenate([p.pos for p in parts]),
+                          np.concatenate([p.neg for p in parts]))
+
+
+def _add_hist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    width = max(a.shape[-1], b.shape[-1])
+    pad = [(0, 0)] * (a.ndim - 1)
+    return (np.pad(a, [*pad, (0, width - a.shape[-1])])
+            + np.pad(b, [*pad, (0, width - b.shape[-1])]))
+
+
+def merge_summaries(*parts: dict) -> dict:
+    """The summary of the union of units (exact: sums of counts, and of floats)."""
+    error = next((p for p in parts if "error" in p), None)
+    if error is not None:
+        return error
+    full = [p for p in parts if "empty" not in p]
+    out = dict(full[0] if full else parts[0])
+    for name in ("n_excluded_queries", "n_excluded_candidates"):  # whatever the filters kept
+        out[name] = sum(p[name] for p in parts)
+    out["warnings"] = list(dict.fromkeys(w for p in parts for w in p["warnings"]))
+    for p in full[1:]:
+        for name in ("n_queries", "n_positive", "n_posts", "n_candidates"):
+            out[name] = out[name] + p[name]
+        out["criteria"] = out["criteria"] | p["criteria"]
+        out["counts"] = merge_counts(out["counts"], p["counts"])
+        out["tau"] = out["tau"] + p["tau"]
+        out["gate"] = out["gate"] + p["gate"]
+        out["sums"] = {n: (s + p["sums"][n][0], c + p["sums"][n][1])
+                       for n, (s, c) in out["sums"].items()}
+        out["k_hist"] = _add_hist(out["k_hist"], p["k_hist"])
+        if "resampled" in out:
+            a, b = out["resampled"], p["resampled"]
+            out["resampled"] = {
+                "tau": a["tau"] + b["tau"], "gate": a["gate"] + b["gate"],
+                "k_hist": _add_hist(a["k_hist"], b["k_hist"]),
+                "means": {n: a["means"][n] + b["means"][n] for n in a["means"]},
+                "auroc": _merged_weighted(a["auroc"], b["auroc"])}
+    return out
+
+
+def _merged_weighted(a, b):
+    """Two units' weighted counts merged, or None once ``resamples x distinct p`` passes
+    :data:`WEIGHTED_SORT_LIMIT` (so the choice depends on the whole data only)."""
+    if a is None or b is None:
+        return None
+    merged = merge_weighted(a, b)
+    return merged if merged.pos.size <= WEIGHTED_SORT_LIMIT else None
+
+
+def finish(summary: dict) -> dict:
+    """The merged summary with each resample's values in place of its weighted sums (run on
+    the cluster: the client receives numbers per resample, not per distinct ``p``)."""
+    if "error" in summary or "empty" in summary or "resampled" not in summary:
+        return summary
+    r = summary["resampled"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = {n: v[:, 0] / v[:, 1] for n, v in r["means"].items()}
+    hist = r["k_hist"]
+    values = {"tau": r["tau"].reshape(-1, 3, 2), "gate": r["gate"].reshape(-1, 3, 2),
+              "means": means,
+              "median_k": np.array([hist_quantile(h, 50) for h in hist]),
+              "p90_k": np.array([hist_quantile(h, 90) for h in hist]),
+              "auroc": None if r["auroc"] is None else auroc_of_weighted(r["auroc"]),
+              "auprc": None if r["auroc"] is None else auprc_of_weighted(r["auroc"])}
+    return {**summary, "resampled": values}
+
+
+class _Resampled(dict):
+    """Metric name -> percentile interval of its resample values (``Intervals``' ``pair``)."""
+
+    method = METHOD
+
+    def pair(self, name):
+        values = self.get(name)
+        if values is None:
+            return None, None
+        values = np.asarray(values, dtype=np.float64)
+        valid = int(np.isfinite(values).sum())
+        return percentile_interval(values), valid
+
+
+def _counting_values(tables: np.ndarray, which: str) -> dict:
+    """Each bootstrapped counting metric of outcome table ``which``, per resample."""
+    from metrics_core import registry
+    from metrics_core.metrics import outcomes
+
+    return {spec.name: outcomes.counted(tables, spec.counting)[0]
+            for spec in registry.counting(which) if spec.interval == "bootstrap"}
+
+
+def reduced_records(summary: dict, config) -> list:
+    """The records of the reduced run, in report order (see the module's docstring)."""
+    from metrics_core.evaluation import sections
+    from metrics_core.metrics import classification
+    from metrics_core.registry import fmt_t
+
+    cfg = config
+    n, n_pos = summary["n_queries"], summary["n_positive"]
+    counts: ScoreCounts = summary["counts"]
+    resampled = summary.get("resampled")
+    boot = _Resampled()
+    if resampled is not None:
+        boot.update(_counting_values(resampled["tau"], "tau"))
+        op_gate = _Resampled(_counting_values(resampled["gate"], "gate"))
+        boot["brier"] = resampled["means"]["brier"]
+    else:
+        op_gate = _Resampled()
+    records = sections.RecordList(n_positive=n_pos, n_negative=n - n_pos)
+    s = counted_scores(counts)
+    for name, kernel in (("auroc", classification.roc_auc),
+                         ("auprc", classification.average_precision)):
+        score = kernel(s)
+        ci, method = None, None
+        if resampled is not None and resampled[name] is not None:
+            ci, method = percentile_interval(resampled[name]), METHOD
+        elif resampled is not None and name == "auroc":
+            ci, method = delong_interval(counts), "delong"
+        records.add(name, score.value, sections.ALL, n, ci=ci, ci_method=method,
+                    defined=score.defined)
+    for t in classification.tpr_at_fpr(s, targets=cfg.tpr_fprs):
+        fmt = fmt_t(t.target)
+        records.add(f"tpr@fpr={fmt}", t.tpr, sections.ALL, n_pos,
+                    ci=sections.wilson(round(t.tpr * n_pos), n_pos)
+                    if math.isfinite(t.tpr) else None,
+                    ci_method="wilson", defined=t.defined and math.isfinite(t.tpr))
+        records.add(f"threshold@fpr={fmt}", t.threshold, sections.ALL, n,
+                    defined=t.defined and math.isfinite(t.threshold))
+    sections.counting_records(records, summary["tau"][None], "tau",
+                              f"{sections.ALL} @ τ={cfg.threshold:g}", boot)
+    sum_sq, n_sq = summary["sums"]["brier"]
+    records.add_boot("brier", sum_sq / n_sq if n_sq else None, sections.ALL, n, boot,
+                     variant="positive class p")
+    sections.counting_records(records, summary["gate"][None], "gate",
+                              f"{sections.ALL} @ {cfg.describe_gate()}", op_gate)
+    return records
+
+
+def ranking_and_k_records(records, summary: dict, config) -> None:
+    """Ranking means (§3), evidence and K (§7) of the reduced run, after :func:`reduced_records`.
+    """
+    from metrics_core import registry
+    from metrics_core.config import VARIANT_LABELS
+    from metrics_core.evaluation import sections
+
+    cfg = config
+    resampled = summary.get("resampled")
+    boot = _Resampled()
+    if resampled is not None:
+        boot.update(resampled["means"])
+        boot["median_k"], boot["p90_k"] = resampled["median_k"], resampled["p90_k"]
+        boot["workload_per_1000"] = resampled["means"]["mean_k"] * 1000
+    variant = (f"precision {VARIANT_LABELS['precision_denominator'][cfg.precision_denominator]}"
+               f"; map {VARIANT_LABELS['map_denominator'][cfg.map_denominator]}"
+               f"; {VARIANT_LABELS['gain'][cfg.gain]}")
+    skip = {"brier", "evidence_recall", "evidence_precision", "mean_k"}
+    for name, (total, count) in summary["sums"].items():
+        if name in skip:
+            continue
+        mean = total / count if count else None
+        if registry.spec(name).interval == "wilson":
+            ci = sections.wilson(round(mean * count), count) if count else None
+            records.add(name, mean, cfg.ranking_protocol, count, ci=ci, ci_method="wilson",
+                        variant=variant)
+        else:
+            records.add_boot(name, mean, cfg.ranking_protocol, count, boot, variant=variant)
+    variant = (f"γ={cfg.gamma:g}, γ_uncertain={cfg.gamma_uncertain:g}, k_min={cfg.k_min}, "
+               f"hard_cap={cfg.hard_cap}, k_max_ratio={cfg.k_max_ratio:g}, "
+               f"{'gate-aware' if cfg.gate_aware else 'gate-blind'}, "
+               f"{VARIANT_LABELS['mass'][cfg.mass]}")
+    for name in ("evidence_recall", "evidence_precision"):
+        total, count = summary["sums"][name]
+        records.add_spec(name, total / count if count else None, cfg.evidence_protocol, count,
+                         boot, variant=variant)
+    total_k, n = summary["sums"]["mean_k"]
+    hist = summary["k_hist"]
+    for name, value in (("mean_k", total_k / n if n else None),
+                        ("median_k", hist_quantile(hist, 50)),
+                        ("p90_k", hist_quantile(hist, 90)), ("workload", total_k),
+                        ("workload_per_1000", total_k / max(n, 1) * 1000)):
+        records.add_spec(name, value, sections.ALL, n, boot, variant=variant)
