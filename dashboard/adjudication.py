@@ -11,44 +11,43 @@ line applies to the same file, and the adjudicated run is the library's
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
+from types import MappingProxyType
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, state
-from metrics_core.evaluation.adjudicated import AdjudicatedRun, adjudicated_evaluator
+from dashboard import display, gold, state
+from dashboard.safe_text import escape_markdown
+from metrics_core import registry
+from metrics_core.evaluation.adjudicated import AdjudicatedRun
 from metrics_core.inputs.adjudications import (
     COLUMNS,
     CORRECTING,
     adjudications_of,
-    empty_frame,
     read_adjudications,
     to_csv,
 )
 
-__all__ = ["adjudicated", "download_bytes", "read_upload", "remove_verdict", "set_verdict",
-           "verdict_of", "verdicts"]
+__all__ = ["VERDICT_LABELS", "adjudicated", "download_bytes", "read_upload", "remove_verdict",
+           "set_verdict", "show_differences", "verdict_of", "verdicts"]
+
+#: How the verdicts are named on the pages.
+VERDICT_LABELS = MappingProxyType({"label_error": "Label error", "model_error": "Model error",
+                                   "ambiguous": "Ambiguous", "acceptable": "Acceptable"})
 
 #: The file name of the download.
-FILE_NAME = "adjudications.csv"
-
-
-def _store() -> dict:
-    """data source token -> its verdicts (a table of :data:`COLUMNS`), in the session."""
-    return st.session_state.setdefault(state.ADJ_VERDICTS, {})
+FILE_NAME = gold.FILE_NAME
 
 
 def verdicts(source) -> pd.DataFrame:
-    """The session's verdicts on ``source`` (an empty table when there are none)."""
-    return _store().get(source.token, empty_frame())
+    """The session's verdicts on ``source``'s data (an empty table when there are none)."""
+    return gold.verdicts(source)
 
 
 def _put(source, frame: pd.DataFrame) -> None:
-    _store()[source.token] = frame.reset_index(drop=True)
-
-
+    store = st.session_state.setdefault(state.ADJ_VERDICTS, {})
+    store[gold.original_source(source).token] = frame.reset_index(drop=True)
 def _key(post_id, criterion, sent_uid) -> tuple[str, str, str]:
     return str(post_id), str(criterion), "" if sent_uid is None else str(sent_uid)
 
@@ -71,6 +70,7 @@ def set_verdict(source, post_id, criterion, sent_uid: str = "", *, verdict: str,
     its other value (the labels are 0 / 1); the table is checked against the data set before
     it is kept (InputError otherwise, the session's verdicts unchanged)."""
     key = _key(post_id, criterion, sent_uid)
+    source = gold.original_source(source)
     ds = source.dataset
     corrected_y = corrected_gold = ""
     if verdict == CORRECTING:
@@ -119,34 +119,37 @@ def read_upload(source, content: bytes, name: str) -> int:
     """Replace the session's verdicts on ``source`` by an uploaded adjudication file (checked
     whole first: InputError naming the file, line, column and rule, the verdicts unchanged).
     Returns the number of verdicts read."""
-    adj = read_adjudications(bytes(content), source.dataset, name=name)
+    adj = read_adjudications(bytes(content), gold.original_source(source).dataset, name=name)
     _put(source, adj.frame)
     return len(adj)
 
 
-def _digest(frame: pd.DataFrame) -> str:
-    return hashlib.sha256(to_csv(frame)).hexdigest()
+def adjudicated(v) -> AdjudicatedRun | None:
+    """The view's numbers on both labelings (:func:`dashboard.gold.adjudicated_run`): None
+    without verdicts."""
+    return gold.adjudicated_run(v)
 
 
-def adjudicated(v, *, exclude_ambiguous: bool = False) -> AdjudicatedRun | None:
-    """The view's run on the adjudicated gold beside its own (None without verdicts).
-
-    Point values (no resamples): the page sets the numbers side by side. The last one is
-    kept in the session for the same data, settings and verdicts.
-    """
-    frame = verdicts(v.source)
-    if frame.empty:
-        return None
-    config = v.config.replace(filters=v.filters, bootstrap=0)
-    key = (v.source.token, config, _digest(frame), exclude_ambiguous)
-    kept = st.session_state.get(state.ADJ_RUN)
-    if kept is not None and kept[0] == key:
-        return kept[1]
-    adj = adjudications_of(frame, v.source.dataset, file=FILE_NAME)
-    with data.metered():
-        evaluation = adjudicated_evaluator(v.source.evaluator(), adj,
-                                           exclude_ambiguous=exclude_ambiguous).evaluate(config)
-    run = AdjudicatedRun(adjudications=adj, original=v.evaluation, adjudicated=evaluation,
-                         exclude_ambiguous=exclude_ambiguous)
-    st.session_state[state.ADJ_RUN] = (key, run)
-    return run
+def show_differences(run: AdjudicatedRun, *, key: str) -> None:
+    """The verdicts' counts, the headline numbers that changed and every headline number on
+    both labelings with the difference (adjudicated − original)."""
+    counts = run.adjudications.counts()
+    st.caption("Verdicts: " + ", ".join(f"{VERDICT_LABELS[k]} {n:,}" for k, n in counts.items())
+               + (" (ambiguous queries left out of the adjudicated gold)"
+                  if run.exclude_ambiguous else "")
+               + ". The original numbers are never replaced.")
+    diff = run.differences().set_index("name")
+    names = [n for n in display.HEADLINE if n in diff.index]
+    changed = [f"{registry.label(n)} {display.fmt_metric(n, diff.loc[n, 'original'])}"
+               f" → {display.fmt_metric(n, diff.loc[n, 'adjudicated'])}"
+               for n in names if display.fmt_metric(n, diff.loc[n, "original"])
+               != display.fmt_metric(n, diff.loc[n, "adjudicated"])]
+    with st.container(key=f"{key}_changes"):
+        st.markdown("**Changed on the adjudicated gold:** " + escape_markdown(
+            "; ".join(changed) if changed else "no headline number."))
+    rows = [{"metric": registry.label(n),
+             "original": display.fmt_metric(n, diff.loc[n, "original"]),
+             "adjudicated": display.fmt_metric(n, diff.loc[n, "adjudicated"]),
+             "difference": display.fmt_metric(n, diff.loc[n, "difference"]), "name": n}
+            for n in names]
+    display.show_table(pd.DataFrame(rows), key=key)

@@ -73,7 +73,7 @@ def _view(source: data.Source, notes: list[str], *, widgets: bool = True,
         sidebar.settings_sidebar(source, notes, on_page=sidebar.PAGE_CONTROLS.get(page, ()))
     v = sidebar.build_view(source, notes)
     if widgets:
-        sidebar.downloads_sidebar()
+        sidebar.downloads_sidebar(v)
     return v
 
 

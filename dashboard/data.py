@@ -17,6 +17,7 @@ Sources: "contract §N" is section N of ``docs/CONTRACT.md``; "seed 003" is
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
@@ -93,6 +94,10 @@ class Source:
     by_hand: dict = field(default_factory=dict)
     #: The queries table's columns that may name cohorts (contract §9), or None.
     cohorts: object | None = None
+    #: A source whose gold is adjudicated (:mod:`dashboard.gold`): the original source, the
+    #: verdicts and the queries kept; ``base`` is then the adjudicated evaluator. None for the
+    #: files' own gold.
+    adjudicated: object | None = None
 
     @property
     def is_triage(self) -> bool:
@@ -107,8 +112,8 @@ class Source:
         """The evaluator of the filtered data set (the whole one's caches it)."""
         if self.loaded is None:
             raise InputError("this source has no evidence data (queries / candidates)")
-        base = (_demo_evaluator(self.token == DEMO_PROBLEMS) if self.kind == "demo"
-                else self.base)
+        base = (_demo_evaluator(self.token == DEMO_PROBLEMS)
+                if self.kind == "demo" and self.base is None else self.base)
         return base if filters is None else base.for_filters(filters)
 
 
@@ -174,6 +179,10 @@ def cohort_result(v: View, columns):
 
     source = v.source
     attributes = source.cohorts.attributes(source.loaded, list(columns))
+    kept = None if source.adjudicated is None else source.adjudicated.kept
+    if kept is not None:  # the adjudicated gold without its ambiguous queries
+        attributes = {k: dataclasses.replace(a, codes=a.codes[kept])
+                      for k, a in attributes.items()}
     # The app's live resamples (2,000 at most): the page answers in seconds.
     config = v.config.replace(filters=v.filters, bootstrap=finder_resamples(v))
     return evaluate_cohorts(source.evaluator(), config, list(attributes.values()))
@@ -580,6 +589,9 @@ class View:
     #: Why this view's intervals were not computed: the session's computing budget is spent
     #: (:func:`over_budget`'s message).
     paused: str | None = None
+    #: Which gold the view is computed on, in words for the pages' headers
+    #: (:func:`dashboard.gold.gold_source`).
+    gold: str = "original (the files' labels)"
 
     @property
     def evaluator(self) -> Evaluator:
@@ -654,6 +666,27 @@ class View:
 
     def sentences(self, post_id: str, criterion: str) -> pd.DataFrame:
         return self.evaluator.sentences(self.config, post_id, criterion)
+
+
+def evaluations_of(source: Source) -> Callable[..., Evaluation]:
+    """A function giving the evaluation of ``source`` at exactly a configuration (filters
+    included), from the same kept evaluations as the views' (computed when called if it is
+    not kept): the original gold's beside an adjudicated view, at the resamples that view has.
+    It holds what it needs, so a download can call it on click, outside the session's run."""
+    memo, evaluator = _memo(source), source.evaluator()
+
+    def at(config: EvalConfig, progress: Callable[[int, int], None] | None = None):
+        return memo.compute((source.token, config),
+                            lambda: evaluator.evaluate(config, progress=progress))
+
+    return at
+
+
+def evaluation_at(source: Source, config: EvalConfig) -> Evaluation:
+    """:func:`evaluations_of`' evaluation now (charged to the session's budget, with a
+    progress bar for a long bootstrap)."""
+    with metered():
+        return evaluations_of(source)(config, _progress_bar(config))
 
 
 class _Evaluations:
@@ -755,8 +788,8 @@ def _shared_demo_evaluations() -> _Evaluations:
 
 def _memo(source: Source) -> _Evaluations:
     """Where the evaluations of ``source`` are kept: shared between sessions for a demo, in
-    the session alone for an upload (never shared)."""
-    if source.kind == "demo":
+    the session alone for an upload or an adjudicated gold (never shared)."""
+    if source.kind == "demo" and source.adjudicated is None:
         return _shared_demo_evaluations()
     memo = st.session_state.get(_EVAL_KEY)
     if not isinstance(memo, _Evaluations):

@@ -61,6 +61,7 @@ __all__ = [
     "gate_card",
     "gate_card_frame",
     "gate_denominator",
+    "gold_caption",
     "group_frame",
     "headline_frame",
     "headline_tiles",
@@ -220,8 +221,15 @@ def page_header(title: str, v, *, caption: str | None = None,
     if caption:
         text += f" · {caption}"
     st.caption(text)
+    gold_caption(v)
     if thresholds:
         thresholds_caption(v)
+
+
+def gold_caption(v) -> None:
+    """Which gold labels the view is computed on (the ``gold`` setting, contract §14)."""
+    with st.container(key="gold_header"):
+        st.caption(f"**Gold labels: {escape_markdown(v.gold)}.**")
 
 
 def thresholds_caption(v) -> None:

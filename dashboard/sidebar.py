@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 import streamlit as st
 
-from dashboard import data, display, state
+from dashboard import data, display, gold, state
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from dashboard.state import ALL, SETTINGS, Setting
 from metrics_core.config import SECTIONS
@@ -50,6 +50,8 @@ def _widget(s: Setting, *, options: tuple = (), disabled: bool = False,
         st.number_input(s.label, int(s.low), int(s.high), step=int(s.step), **common)
     elif s.kind == "bool":
         st.toggle(s.label, **common)
+    elif s.kind == "choice" and s.control == "radio":
+        st.radio(s.label, s.options, format_func=s.format_option, **common)
     elif s.kind == "choice":
         st.selectbox(s.label, s.options, format_func=s.format_option, **common)
     elif s.kind == "text":  # values from the data: direction controls shown as codes
@@ -236,6 +238,11 @@ def settings_sidebar(source: data.Source, notes: list[str], *,
             notes.append("Per-criterion thresholds for criteria this data set does not have "
                          "were dropped.")
         state.set_value("criterion_gates", kept)
+    _widget(state.setting("gold"))
+    n = len(gold.verdicts(source))
+    st.caption(f"{n:,} verdict{'' if n == 1 else 's'} in this session (Case review)." if n
+               else "No verdict yet: mark cases on Case review, or upload an adjudication "
+                    "file there.")
     for section in _SECTIONS:
         with st.expander(SECTIONS[section], expanded=section in _OPEN):
             for s in SETTINGS:
@@ -261,8 +268,9 @@ def build_view(source: data.Source, notes: list[str]) -> data.View:
     except ValueError as exc:
         notes.append(f"{exc}; the defaults are used.")
         config = state.build_config({})
+    source, words = gold.gold_source(source, values["gold"], notes)
     return data.View(source=source, filters=filters(values), config=config,
-                     show_bootstrap=bool(values["ci"]), marks=state.marks())
+                     show_bootstrap=bool(values["ci"]), marks=state.marks(), gold=words)
 
 
 def fragment_view(keys: tuple[str, ...]) -> data.View:
@@ -302,19 +310,24 @@ def end_fragment(v: data.View) -> None:
         data.refine_intervals(v, fragment=True)
 
 
-def downloads_sidebar() -> None:
-    """The downloads of the view shown. Each file is made when it is clicked, from the view
-    the page shows then (a page fragment's rerun may have replaced the app run's view)."""
+def downloads_sidebar(v: data.View) -> None:
+    """The downloads of the view ``v`` (this run's). Each file is made when it is clicked, from
+    the view the page shows then (a page fragment's rerun may have replaced the app run's view,
+    on the same gold)."""
     ref = data.view_ref()
     st.subheader("Downloads")
-    st.download_button("metrics_master.json", data=lambda: ref.view.evaluation.to_json(),
+    on_gold = "" if v.source.adjudicated is None else "_adjudicated"
+    st.download_button("metrics_master.json", data=gold.master_json(ref, v),
                        file_name="metrics_master.json", mime="application/json",
                        key="download_master", on_click="ignore", icon=":material/download:",
-                       help="Every metric, the configuration and the checks at these settings.")
+                       help="Every metric, the configuration and the checks at these settings"
+                            + (" on the original gold, with the adjudicated gold's records "
+                               "beside them (its 'adjudication' block)." if on_gold else "."))
     display.download_csv("Per-query results (CSV)", lambda: ref.view.evaluation.per_query,
-                         "per_query.csv", key="download_per_query")
+                         f"per_query{on_gold}.csv", key="download_per_query")
     display.download_csv("Per-criterion table (CSV)", lambda: ref.view.evaluation.per_criterion,
-                         "per_criterion.csv", key="download_per_criterion", index=True)
+                         f"per_criterion{on_gold}.csv", key="download_per_criterion",
+                         index=True)
     st.download_button("settings.json", data=lambda: record.settings_json(
                            ref.view.evaluation, marks=ref.view.marks),
                        file_name="settings.json", mime="application/json",
@@ -342,7 +355,8 @@ def _apply_settings() -> None:
     if error is not None:
         st.session_state["_settings_error"] = error
         return
-    values["ci"] = state.value("ci")  # not a setting of the run: the session's stays
+    # Not settings of the run: the session's stay.
+    values["ci"], values["gold"] = state.value("ci"), state.value("gold")
     state.replace_all(values, explored)
     _sync_inputs()
 

@@ -106,9 +106,10 @@ RELEASE_MARKED = "_release_marked"
 #: This session's key in the server-wide memory budget for uploads (dashboard.budget.Holder).
 UPLOAD_HOLDER = "_upload_holder"
 #: Case review's verdicts (per data source token: the adjudication table, in the session
-#: only), the last adjudicated run, the verdict form's widgets and the adjudication upload.
+#: only), the verdict form's widgets and the adjudication upload.
 ADJ_VERDICTS = "_adjudication_verdicts"
-ADJ_RUN = "_adjudicated_run"
+#: The session's sources on an adjudicated gold (dashboard.gold.gold_source), newest last.
+ADJ_SOURCES = "_adjudicated_sources"
 ADJ_UPLOAD_SEEN = "_adjudication_upload_seen"
 ADJ_ERROR = "_adjudication_error"
 ADJ_NOTICE = "_adjudication_notice"
@@ -120,7 +121,6 @@ COHORT_METRIC = "cohort_metric"
 #: The chosen cohort columns, kept when the Data page (and its widget) is not drawn.
 COHORTS_CHOSEN = "_cohorts_chosen"
 ADJ_DOWNLOAD = "adjudication_download"
-ADJ_EXCLUDE = "adjudication_exclude_ambiguous"
 VERDICT_CHOICE = "verdict_choice"
 VERDICT_TARGET = "verdict_target"
 VERDICT_REVIEWER = "verdict_reviewer"
@@ -216,7 +216,7 @@ class Setting:
     help: str = ""
     section: str = ""
     option_labels: Mapping[str, str] = field(default_factory=dict)
-    control: str = "slider"  # float settings: "slider" or "number"
+    control: str = "slider"  # float settings: "slider" or "number"; a choice: "radio"
 
     # ------------------------------------------------------------------ encoding
     def encode(self, value) -> str | list[str]:
@@ -420,6 +420,17 @@ SETTINGS: tuple[Setting, ...] = (
     _from_field("seed"),
     Setting("targets", "Targets", "multi", _DEFAULT.targets, ("targets",), section="targets",
             help=option("targets").help),
+    Setting("gold", "Gold labels", "choice", "original",
+            options=("original", "adjudicated", "adjudicated_unambiguous"),
+            option_labels={"original": "Original gold",
+                           "adjudicated": "Adjudicated gold",
+                           "adjudicated_unambiguous": "Adjudicated, ambiguous left out"},
+            section="gold", control="radio",
+            help="Which labels every page, download and the record are computed on: the "
+                 "files' own (original), or those corrected by the reviewers' verdicts of "
+                 "Case review (adjudicated; the original numbers stay beside them). Not a "
+                 "setting of the run: settings.json keeps the configuration only, and the "
+                 "verdicts come with the adjudication file (contract §14)."),
 )
 
 _BY_KEY = {s.key: s for s in SETTINGS}
@@ -539,6 +550,11 @@ def _normalise(s: Setting, value):
         if s.kind == "multi":
             return tuple(str(v) for v in (value or ()))
         return ALL if value in (None, ALL) else str(value)
+    if not s.fields and s.kind == "choice":  # the gold switch
+        if value not in s.options:
+            raise ValueError(f"{s.key}={_short(value)} is not valid: expected one of "
+                             f"{', '.join(s.options)}")
+        return value
     if not s.fields:  # the bootstrap switch
         if not isinstance(value, bool):
             raise ValueError(f"{s.key}={_short(value)} is not valid: expected true or false")

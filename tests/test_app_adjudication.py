@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import state
+from dashboard import display, state
 from metrics_core.config import EvalConfig
 from metrics_core.demo import demo_paths
 from metrics_core.evaluation.adjudicated import evaluate_adjudicated
 from metrics_core.inputs.adjudications import read_adjudications, to_csv
 from metrics_core.run import open_run
-from tests.test_app import APP
+from tests.test_app import APP, table
 
 #: Seconds a run may take: a few pages on a loaded machine (the Decision support page among them).
 TIMEOUT = 180
@@ -68,11 +68,13 @@ def test_marking_cases_counts_down_and_shows_the_adjudicated_numbers(demo_run):
     # The numbers beside each other are the library's for the same file.
     adj = read_adjudications(to_csv(frame), demo_run.dataset)
     lib = evaluate_adjudicated(demo_run.evaluator, adj, EvalConfig(bootstrap=0))
-    shown = at.session_state[state.ADJ_RUN][1]
-    assert [r.to_dict() for r in shown.adjudicated.records] == [
-        r.to_dict() for r in lib.adjudicated.records]
-    assert shown.adjudicated.record("sensitivity").value != shown.original.record(
-        "sensitivity").value
+    shown = table(at, "adjudicated").set_index("name")
+    for name in shown.index:
+        assert shown.loc[name, "original"] == display.fmt_metric(
+            name, lib.original.record(name).value)
+        assert shown.loc[name, "adjudicated"] == display.fmt_metric(
+            name, lib.adjudicated.record(name).value)
+    assert shown.loc["sensitivity", "adjudicated"] != shown.loc["sensitivity", "original"]
     # Review first: the library's suggestions, as listed.
     at.segmented_control(key="case_kind").set_value("suggested").run(timeout=TIMEOUT)
     assert not at.exception
@@ -112,8 +114,7 @@ def test_the_adjudication_file_round_trips_through_download_and_upload():
     assert not fresh.exception and not fresh.error
     pd.testing.assert_frame_equal(verdicts(fresh), before)
     assert any("Read 3 verdicts" in str(s.value) for s in fresh.success)
-    assert fresh.session_state[state.ADJ_RUN][1].adjudicated.to_dict()["metrics"] == \
-        at.session_state[state.ADJ_RUN][1].adjudicated.to_dict()["metrics"]
+    pd.testing.assert_frame_equal(table(fresh, "adjudicated"), table(at, "adjudicated"))
 
 
 def test_a_bad_file_is_refused_naming_its_line_and_keeps_the_verdicts():

@@ -48,6 +48,7 @@ class DashboardSettings(RuleBasedStateMachine):
                        "threshold": DEFAULT.threshold, "gamma": DEFAULT.gamma}
         self.explored: set[str] = set()
         self.ci = True  # intervals on by default
+        self.gold = "original"  # the Gold labels switch (no verdicts here: the original shown)
         self.page = "overview"
         self.at = open_app({"bootstrap": str(RESAMPLES)})
 
@@ -62,6 +63,8 @@ class DashboardSettings(RuleBasedStateMachine):
                 out[name] = _num(v[name])
         if not self.ci:
             out["ci"] = "0"
+        if self.gold != "original":
+            out["gold"] = self.gold
         if self.explored:
             out["explored"] = ",".join(n for n in ORDER if n in self.explored)
         return out
@@ -134,6 +137,14 @@ class DashboardSettings(RuleBasedStateMachine):
         else:
             self.run(self.at.toggle(key="ci").set_value(self.ci))
 
+    @rule(gold=st.sampled_from(state.setting("gold").options))
+    def switch_gold(self, gold):
+        self.gold = gold
+        if self.page == "meeting":  # no sidebar there: the link carries the switch
+            self.open_link()
+        else:
+            self.run(self.at.radio(key="gold").set_value(gold))
+
     @precondition(lambda self: self.page != "meeting")
     @rule(variant=st.sampled_from((data.DEMO, data.DEMO_PROBLEMS)))
     def switch_demo(self, variant):
@@ -181,6 +192,11 @@ class DashboardSettings(RuleBasedStateMachine):
             assert boxes["τ_neg (type exactly)"] == v["tau_neg"]
             assert boxes["τ_pos (type exactly)"] == v["tau_pos"]
             assert at.toggle(key="ci").value == self.ci
+            assert at.radio(key="gold").value == self.gold
+        # the gold the page names (no verdict in these sessions: the original, and why)
+        gold = [str(c.value) for c in at.caption if str(c.value).startswith("**Gold labels:")]
+        assert gold == ["**Gold labels: original (the files' labels).**" if self.gold ==
+                        "original" else "**Gold labels: original (no verdict yet).**"], gold
         # the thresholds line of the page
         shown = [str(c.value).replace("\\_", "_") for c in at.caption
                  if str(c.value).startswith("Thresholds:")]

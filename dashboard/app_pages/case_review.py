@@ -1,12 +1,10 @@
 """Case review: the queries behind the numbers at the current settings, with their sentences,
 the reviewers' verdicts on them (contract §14) and the metrics on the adjudicated gold."""
 
-import pandas as pd
 import streamlit as st
 
 from dashboard import adjudication, data, display, state
 from dashboard.safe_text import escape_markdown, neutralise_bidi
-from metrics_core import registry
 from metrics_core.errors import InputError
 from metrics_core.evaluation.adjudicated import SUGGESTIONS, review_suggestions
 from metrics_core.inputs.adjudications import CORRECTING, VERDICTS
@@ -27,8 +25,7 @@ KINDS = {
                   + "; ".join(f"{k.replace('_', ' ')}: {why}" for k, why in SUGGESTIONS.items())
                   + " (column why)."),
 }
-VERDICT_LABELS = {"label_error": "Label error", "model_error": "Model error",
-                  "ambiguous": "Ambiguous", "acceptable": "Acceptable"}
+VERDICT_LABELS = adjudication.VERDICT_LABELS
 kind = st.segmented_control("Cases", list(KINDS), format_func=lambda k: (
     f"{KINDS[k][0]} ({len(cases[k]):,})"), default="missed_positives", required=True,
     key="case_kind", persist_state="session")
@@ -170,31 +167,14 @@ if notice:
     st.success(escape_markdown(notice))
 
 st.subheader("Metrics on the original and the adjudicated gold")
-exclude = st.toggle("Leave ambiguous cases out of the adjudicated gold", key=state.ADJ_EXCLUDE)
+st.caption("The pages, downloads and the record follow the *Gold labels* switch in the "
+           "sidebar (ambiguous cases can be left out there).")
 try:
-    run = adjudication.adjudicated(v, exclude_ambiguous=exclude)
+    run = adjudication.adjudicated(v)
 except (InputError, ValueError) as err:
     run = None
     st.error(escape_markdown(str(err)), icon=":material/error:")
 if run is None:
     st.caption("No verdict yet: the numbers are those of the original gold.")
 else:
-    counts = run.adjudications.counts()
-    st.caption("Verdicts: " + ", ".join(f"{VERDICT_LABELS[k]} {n:,}" for k, n in counts.items())
-               + ". The original numbers are never replaced.")
-    diff = run.differences().set_index("name")
-    changed = [f"{registry.label(name)} {display.fmt_metric(name, diff.loc[name, 'original'])}"
-               f" → {display.fmt_metric(name, diff.loc[name, 'adjudicated'])}"
-               for name in display.HEADLINE if name in diff.index
-               and display.fmt_metric(name, diff.loc[name, "original"])
-               != display.fmt_metric(name, diff.loc[name, "adjudicated"])]
-    with st.container(key="adjudicated_changes"):
-        st.markdown("**Changed on the adjudicated gold:** " + escape_markdown(
-            "; ".join(changed) if changed else "no headline number."))
-    rows = [{"metric": label, "original": display.fmt_metric(name, diff.loc[name, "original"]),
-             "adjudicated": display.fmt_metric(name, diff.loc[name, "adjudicated"]),
-             "difference": display.fmt_metric(name, diff.loc[name, "difference"]),
-             "name": name}
-            for name, label in ((n, registry.label(n)) for n in display.HEADLINE)
-            if name in diff.index]
-    display.show_table(pd.DataFrame(rows), key="adjudicated_metrics")
+    adjudication.show_differences(run, key="adjudicated")

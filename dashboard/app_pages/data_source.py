@@ -14,6 +14,11 @@ if source.synthetic:
 else:
     st.caption(escape_markdown(source.label))
 st.caption("Files: " + escape_markdown(", ".join(source.files)))
+if source.loaded is not None:
+    display.gold_caption(v)
+    if source.adjudicated is not None:
+        st.caption("The loader's counts and the audit below are the files' own; the pages' "
+                   "numbers are computed on the adjudicated gold.")
 
 if source.loaded is not None:
     loaded = source.loaded

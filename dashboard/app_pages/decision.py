@@ -6,7 +6,7 @@ import subprocess
 import pandas as pd
 import streamlit as st
 
-from dashboard import adjudication, data, display, guarantee_view, state
+from dashboard import data, display, gold, guarantee_view, state
 from dashboard.safe_text import escape_markdown
 from metrics_core import registry
 from metrics_core.errors import InputError
@@ -239,17 +239,19 @@ title = st.text_input("Title", "Decision record", key=state.RECORD_TITLE)
 notes = st.text_area("Meeting notes", key=state.RECORD_NOTES,
                      placeholder="What was decided, by whom, and why.")
 exclusions = v.source.loaded.exclusions if v.source.loaded is not None else None
-# Case review's verdicts on this view, for the record (read now: the downloads' data is made
-# on click, outside the session's run); None without any, or when they no longer fit.
+# Case review's verdicts on this view, for the record (what the run needs is held now: the
+# downloads' data is made on click, outside the session's run); None without any, or when
+# they no longer fit.
 try:
-    adjudicated = adjudication.adjudicated(v, exclude_ambiguous=bool(
-        st.session_state.get(state.ADJ_EXCLUDE)))
+    _adjudicated = gold.run_maker(v)
 except (InputError, ValueError):
-    adjudicated = None
+    _adjudicated = None
 
 
 def _html() -> str:
+    adjudicated = _adjudicated() if _adjudicated is not None else None
     return record.render_html(ev, title=title, notes=notes, data_label=v.source.label,
+                              gold=v.gold,
                               exclusions=exclusions,
                               thresholds=state.describe_thresholds(v.config, v.marks) + "."
                               + guarantee_view.record_text(),
@@ -276,7 +278,8 @@ def _zip() -> bytes:
     except (RuntimeError, OSError, subprocess.SubprocessError) as err:
         pdf, missing = None, str(err)
     return record.render_zip(ev, html_text=page, pdf=pdf, exclusions=exclusions,
-                             pdf_missing=missing, marks=v.marks, adjudication=adjudicated)
+                             pdf_missing=missing, marks=v.marks,
+                             adjudication=_adjudicated() if _adjudicated is not None else None)
 
 
 left, right = st.columns(2)

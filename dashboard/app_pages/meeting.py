@@ -27,6 +27,7 @@ if v.source.synthetic:
     st.info(f"**{label}**", icon=":material/science:")
 st.caption(f"{'' if v.source.synthetic else label + ' · '}Every other setting stays as set on "
            "the other pages.")
+display.gold_caption(v)
 display.thresholds_caption(v)
 left, right = st.columns([2, 1])
 with left:  # the settings' own widgets: a move here is a move everywhere (and exploratory)

@@ -4,7 +4,7 @@ every metric and the consistency checks."""
 
 import streamlit as st
 
-from dashboard import data, display
+from dashboard import adjudication, data, display
 from metrics_core.report.figures.curves import operating_point, roc_figure
 
 v = data.view()
@@ -28,6 +28,10 @@ st.caption("Met: the whole 95% interval clears the target. Not met: the whole in
 
 st.subheader("Headline numbers")
 display.headline_tiles(v)
+
+if v.source.adjudicated is not None:  # the original numbers beside the adjudicated ones
+    st.subheader("Original and adjudicated gold")
+    adjudication.show_differences(adjudication.adjudicated(v), key="overview_gold")
 
 st.subheader("ROC curve")
 auroc = ev.record("auroc")

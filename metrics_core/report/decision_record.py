@@ -168,8 +168,13 @@ def _flow(evaluation) -> pd.DataFrame:
 def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
                 data_label: str = "", exclusions: pd.DataFrame | None = None,
                 created: datetime | None = None, thresholds: str = "",
-                marks: dict | None = None, adjudication=None, cohorts=None) -> str:
+                marks: dict | None = None, adjudication=None, cohorts=None,
+                gold: str = "") -> str:
     """The decision record as one self-contained HTML page (no network needed to open it).
+
+    ``gold`` names the labels ``evaluation`` was computed on (the app's *Gold labels*
+    switch: the original gold, or the adjudicated one with the original beside it in the
+    adjudication section); it is said under the title.
 
     ``cohorts`` (a :class:`~metrics_core.evaluation.cohorts.CohortResult`) adds the cohorts'
     section (:func:`cohorts_section`).
@@ -186,6 +191,8 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
     parts = [f"<h1>{_e(title)}</h1>",
              f"<p class='muted'>{_e(created.strftime('%Y-%m-%d %H:%M UTC'))} · "
              f"{_e(run.get('generated_by', ''))}</p>"]
+    if gold:
+        parts.append(f"<p><strong>Gold labels: {_e(gold)}.</strong></p>")
     if notes.strip():
         parts += ["<h2>Meeting notes</h2>", f"<div class='notes'>{_e(notes)}</div>"]
     s = evaluation.summary
@@ -376,7 +383,10 @@ def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
 
     Without ``pdf``, ``pdf_missing`` (why it could not be printed) is written as
     :data:`PDF_NOTE` in its place; ``marks``: the thresholds' provenance (settings.json);
-    ``adjudication``: the review's run (its block in metrics_master.json, and its file)."""
+    ``adjudication``: the review's run (its block in metrics_master.json, and its file);
+    metrics_master.json is then the original gold's document with that block, as
+    ``metrics-core evaluate --adjudications`` writes it, whichever gold ``evaluation`` (the
+    record's and the CSV tables') is on."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("decision_record.html", html_text)
@@ -389,7 +399,7 @@ def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
         if adjudication is not None:  # the adjudicated records beside, and the file itself
             from metrics_core.evaluation.adjudicated import with_adjudication
 
-            document = with_adjudication(document, adjudication)
+            document = with_adjudication(adjudication.original.to_json(), adjudication)
             z.writestr("adjudications.csv", adjudication.adjudications.to_csv())
         z.writestr("metrics_master.json", document)
         z.writestr("settings.json", settings_json(evaluation, marks=marks))
