@@ -12,7 +12,12 @@ computed from the spec alone: its :class:`Counting` says which outcome table (pr
 or the gate's three-way prediction) and which cells (or which named ratio of the cells) make
 the value; the records, the per-criterion / per-fold tables and the bootstrap of the operating
 sums read it (:func:`counting`). Adding such a metric is one spec here.
-Other metrics are one spec here and one kernel that computes it (docs/ARCHITECTURE.md).
+The other metrics (ranking, calibration, dynamic-K, multi-label: contract §3, §5, §7, §8) are
+computed from the spec too: its :class:`Kernel` names the per-query values it reduces (and
+how, over which queries) or the whole-sample kernel it reads, and the wording of its variant;
+the records, the per-group tables and the bootstrap read it (:func:`kernels`). Adding such a
+metric over existing per-query values is one spec here; over new values, one spec and the
+kernel that computes them (docs/ARCHITECTURE.md).
 Sources: "contract §N" is section N of docs/CONTRACT.md; "seed 00N" is a file of docs/seeds/.
 
 >>> label("ndcg@10"), spec("ndcg@10").section, describe("recall@5")
@@ -34,12 +39,14 @@ __all__ = [
     "INTERVALS",
     "SPECS",
     "Counting",
+    "Kernel",
     "MetricSpec",
     "counting",
     "describe",
     "fmt_t",
     "headline",
     "in_range",
+    "kernels",
     "label",
     "record_names",
     "spec",
@@ -116,6 +123,66 @@ def _cells(numerator: str, denominator: str = "", *, table: str, scale: float = 
     return Counting(table, split(numerator), split(denominator), scale)
 
 
+#: Per-query values a :class:`Kernel` reduces (one float per query): the ranking kernel's
+#: values of the family member (contract §3), evidence recall / precision of the selected K and
+#: the selected K itself (§7), the squared error (p − y)² (§5).
+SOURCES = ("ranking", "evidence_recall", "evidence_precision", "k", "squared_error")
+#: Of :data:`SOURCES`, those that depend on the data only (not on τ, the gate or γ): their
+#: bootstrap is the data's, the others' the operating sums' (contract §9).
+DATA_SOURCES = ("ranking", "squared_error")
+#: Whole-sample kernels (metrics that are no reduction of per-query values): the reliability
+#: bins (ECE, MCE), the logistic recalibration fit (O/E, intercept, slope), the per-post
+#: multi-label metrics under the decision rule (§8).
+WHOLE = ("reliability", "logistic", "multilabel")
+#: The queries a kernel reduces over: every query, the ranking protocol's, the evidence
+#: protocol's; ``posts``: the posts of the run (multi-label metrics).
+OVER = ("all", "ranking", "evidence", "posts")
+#: How per-query values become the metric: their mean, median, 90th percentile (numpy's linear
+#: percentile), sum, or sum per 1,000 queries reduced over.
+REDUCTIONS = ("mean", "median", "p90", "sum", "per_1000")
+#: The variant wordings of a record (what setting the value depends on; contract §11).
+VARIANTS = ("ranking", "reliability", "positive_p", "logistic_intercept", "logistic_slope",
+            "dynamic_k", "multilabel_rule")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """How a metric that is not a count of outcomes comes from the run (contract §3-§8).
+
+    ``source``: a per-query source (:data:`SOURCES`; the value is ``reduce`` of its values over
+    the queries ``over``) or a whole-sample kernel (:data:`WHOLE`; the value is its result's
+    ``field``, the metric's name by default, and a Wald or Poisson interval its
+    ``<field>_ci``). ``variant`` names the wording of the setting the value depends on
+    (:data:`VARIANTS`).
+    """
+
+    source: str
+    over: str = "all"
+    reduce: str = "mean"
+    field: str | None = None
+    variant: str | None = None
+
+    def __post_init__(self):
+        if self.source not in SOURCES and self.source not in WHOLE:
+            raise ValueError(f"Kernel.source must be one of {SOURCES + WHOLE}, got "
+                             f"{self.source!r}")
+        for name, value, allowed in (("over", self.over, OVER),
+                                     ("reduce", self.reduce, REDUCTIONS),
+                                     ("variant", self.variant, (*VARIANTS, None))):
+            if value not in allowed:
+                raise ValueError(f"Kernel.{name} must be one of {allowed}, got {value!r}")
+
+    @property
+    def per_query(self) -> bool:
+        """True for a reduction of per-query values (else a whole-sample kernel)."""
+        return self.source in SOURCES
+
+    @property
+    def data_only(self) -> bool:
+        """True when the value depends on the data only (not on τ, the gate or γ)."""
+        return self.source in DATA_SOURCES or self.source in ("reliability", "logistic")
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     """One metric of the contract.
@@ -135,6 +202,9 @@ class MetricSpec:
     ``None`` for a metric with a kernel of its own). ``undefined``: why the value is undefined
     when its denominator is empty (the record's ``reason``; ``None``: the generic one).
     ``group_ci``: the per-group tables carry its Wilson bounds (``<name>_ci_lo`` / ``_hi``).
+    ``kernel``: how any other metric is computed (:class:`Kernel`); a spec has a ``counting``
+    or a ``kernel`` (the discrimination metrics of §4, AUROC, AUPRC and TPR at FPR, neither:
+    their score-ordered kernels are wired in their section).
     """
 
     name: str
@@ -153,8 +223,11 @@ class MetricSpec:
     undefined: str | None = None
     record: bool = False
     group_ci: bool = False
+    kernel: Kernel | None = None
 
     def __post_init__(self):
+        if self.counting is not None and self.kernel is not None:
+            raise ValueError(f"{self.name}: a spec has a counting or a kernel, not both")
         if self.group_ci and (self.interval != "wilson" or self.counting is None
                               or not self.counting.denominator):
             raise ValueError(f"{self.name}: group_ci needs a counting proportion with a Wilson "
@@ -194,6 +267,15 @@ _COUNT = MappingProxyType({"bounds": None, "higher_is_better": None, "unit": "co
 _BOTH = MappingProxyType({"needs": "both"})
 _POS = MappingProxyType({"needs": "positive"})
 _NEG = MappingProxyType({"needs": "negative"})
+_RANKED = Kernel("ranking", over="ranking", variant="ranking")
+_PER_POST = Kernel("multilabel", over="posts", variant="multilabel_rule")
+_NOT_PER_CRITERION = frozenset({"overall", "fold", "cohort"})
+
+
+def _K(reduce: str) -> Kernel:
+    """The selected K of every query, reduced by ``reduce``."""
+    return Kernel("k", reduce=reduce, variant="dynamic_k")
+
 
 #: The reason a record is undefined when its data lack a class the metric needs.
 ONE_CLASS_REASONS = MappingProxyType({
@@ -258,24 +340,27 @@ SPECS: tuple[MetricSpec, ...] = (
     # §5 calibration
     _s("ece", "ECE", "average gap between predicted probability and observed frequency "
        "(0 = calibrated)", 5, _CAL, higher_is_better=False, headline=True,
-       record=True),
+       kernel=Kernel("reliability", variant="reliability"), record=True),
     _s("mce", "MCE", "largest gap between predicted probability and observed frequency in any "
-       "bin", 5, _CAL, higher_is_better=False),
+       "bin", 5, _CAL, higher_is_better=False,
+       kernel=Kernel("reliability", variant="reliability")),
     _s("brier", "Brier score", "mean squared error of the probabilities (0 = perfect; lower is "
        "better)", 5, _CAL, higher_is_better=False, headline=True,
-       record=True),
+       kernel=Kernel("squared_error", variant="positive_p"), record=True),
     _s("calibration_in_the_large", "Calibration in the large (O/E)", "observed over expected "
        "events, Σy / Σp (1 = right on average)", 5, _CAL, bounds=None, higher_is_better=None,
        unit="ratio",
-       interval="poisson"),
+       interval="poisson",
+       kernel=Kernel("logistic", field="in_the_large", variant="positive_p")),
     _s("calibration_intercept", "Calibration intercept", "a of logit P(y=1) = a + logit(p) "
        "(0 = right on average; > 0 = under-predicts)", 5, _CAL, bounds=None,
        higher_is_better=None, unit="log-odds",
-       interval="wald", **_BOTH),
+       interval="wald", kernel=Kernel("logistic", field="intercept",
+                                      variant="logistic_intercept"), **_BOTH),
     _s("calibration_slope", "Calibration slope", "b of logit P(y=1) = a + b·logit(p) (1 = well "
        "spread; < 1 = too extreme)", 5, _CAL, bounds=None, higher_is_better=None, unit="ratio",
        interval="wald", record=True,
-       **_BOTH),
+       kernel=Kernel("logistic", field="slope", variant="logistic_slope"), **_BOTH),
     # §6 gate
     _s("neg_rate", "NEG rate (auto-cleared)", "share of queries the gate screens out (NEG, "
        "skipped)", 6, _GATE, higher_is_better=None,
@@ -360,64 +445,66 @@ SPECS: tuple[MetricSpec, ...] = (
        interval="wilson", counting=_cells("tp", "n_pos", table="gate"), **_POS),
     _s("pass_rate", "Pass rate", "share of no-evidence queries answered NEG", 6, _ABST,
        interval="wilson", counting=_cells("tn", "n_neg", table="gate"), **_NEG),
-    # §3 ranking
+    # §3 ranking: the mean of the ranking kernel's per-query values over the protocol's queries
     _s("recall@", "Recall@{k}", "share of a query's gold sentences in the top {k}, averaged",
-       3, _RANK,
+       3, _RANK, kernel=_RANKED,
        record=True),
     _s("precision@", "Precision@{k}", "share of the top {k} sentences that are gold, averaged",
-       3, _RANK),
+       3, _RANK, kernel=_RANKED),
     _s("hit@", "Hit@{k}", "share of queries with at least one gold sentence in the top {k}", 3,
-       _RANK,
+       _RANK, kernel=_RANKED,
        interval="wilson"),
     _s("map@", "MAP@{k}", "average precision at the gold hits within the top {k}, averaged", 3,
-       _RANK),
+       _RANK, kernel=_RANKED),
     _s("ndcg@", "nDCG@{k}", "rank-discounted gain of gold in the top {k} relative to the ideal "
-       "(1 = perfect)", 3, _RANK,
+       "(1 = perfect)", 3, _RANK, kernel=_RANKED,
        record=True),
     _s("mrr@", "MRR@{k}", "1 / rank of the first gold sentence if within the top {k}, "
-       "averaged", 3, _RANK),
+       "averaged", 3, _RANK, kernel=_RANKED),
     _s("mrr", "MRR", "1 / rank of the first gold sentence, averaged (1/MRR ≈ typical first gold "
-       "rank)", 3, _RANK, headline=True,
+       "rank)", 3, _RANK, headline=True, kernel=_RANKED,
        record=True),
-    # §7 dynamic-K
+    # §7 dynamic-K: reductions of each query's evidence recall / precision and selected K
     _s("evidence_recall", "Evidence recall", "share of gold sentences inside the dynamically "
        "selected K, averaged", 7, _DK, headline=True,
-       record=True),
+       kernel=Kernel("evidence_recall", over="evidence", variant="dynamic_k"), record=True),
     _s("evidence_precision", "Evidence precision", "share of selected sentences that are gold, "
-       "averaged", 7, _DK, headline=True),
+       "averaged", 7, _DK, headline=True,
+       kernel=Kernel("evidence_precision", over="evidence", variant="dynamic_k")),
     _s("mean_k", "Mean K", "sentences selected per query on average", 7, _DK, bounds=None,
        higher_is_better=None, unit="sentences", headline=True,
-       record=True),
+       kernel=_K("mean"), record=True),
     _s("median_k", "Median K", "median sentences selected per query", 7, _DK, bounds=None,
-       higher_is_better=None, unit="sentences"),
+       higher_is_better=None, unit="sentences", kernel=_K("median")),
     _s("p90_k", "P90 K", "90th percentile of sentences selected per query (workload planning)",
-       7, _DK, bounds=None, higher_is_better=None, unit="sentences"),
+       7, _DK, bounds=None, higher_is_better=None, unit="sentences", kernel=_K("p90")),
     _s("workload", "Workload", "sentences extracted in total", 7, _DK,
-       interval=None, **_COUNT),
+       interval=None, kernel=_K("sum"), **_COUNT),
     _s("workload_per_1000", "Sentences per 1,000 queries", "sentences to read per 1,000 "
        "queries", 7, _DK, bounds=None, higher_is_better=False, unit="per_1000",
-       headline=True,
+       headline=True, kernel=_K("per_1000"),
        record=True),
-    # §8 per-post multi-label
+    # §8 per-post multi-label: the whole-sample kernel of the posts (not per criterion: a post
+    # holds every criterion)
     _s("exact_match", "Exact match", "share of posts whose every criterion prediction is "
        "right", 8, _ML, headline=True,
-       interval="wilson", applies=frozenset({"overall", "fold", "cohort"})),
+       interval="wilson", kernel=_PER_POST, applies=_NOT_PER_CRITERION),
     _s("hamming_score", "Hamming score", "share of (post, criterion) predictions that are "
        "right", 8, _ML,
-       applies=frozenset({"overall", "fold", "cohort"})),
+       kernel=_PER_POST, applies=_NOT_PER_CRITERION),
     _s("hamming_loss", "Hamming loss", "share of (post, criterion) predictions that are wrong",
        8, _ML, higher_is_better=False,
-       applies=frozenset({"overall", "fold", "cohort"})),
+       kernel=_PER_POST, applies=_NOT_PER_CRITERION),
     _s("micro_f1", "Micro F1", "F1 pooled over all (post, criterion) pairs", 8, _ML,
        headline=True,
-       applies=frozenset({"overall", "fold", "cohort"})),
+       kernel=_PER_POST, applies=_NOT_PER_CRITERION),
     _s("samples_f1", "Samples F1", "mean of per-post F1 (called “Macro F1” in some reports)", 8,
        _ML, headline=True,
-       applies=frozenset({"overall", "fold", "cohort"})),
+       kernel=_PER_POST, applies=_NOT_PER_CRITERION),
     _s("macro_f1", "Macro F1", "mean of per-criterion F1", 8, _ML,
-       applies=frozenset({"overall", "fold", "cohort"})),
+       kernel=_PER_POST, applies=_NOT_PER_CRITERION),
     _s("weighted_f1", "Weighted F1", "per-criterion F1 weighted by gold positives", 8, _ML,
-       applies=frozenset({"overall", "fold", "cohort"})),
+       kernel=_PER_POST, applies=_NOT_PER_CRITERION),
 )
 
 _BY_NAME = MappingProxyType({s.name: s for s in SPECS})
@@ -517,6 +604,16 @@ def counting(table: str | None = None, *,
     return tuple(s for s in SPECS if s.counting is not None
                  and (where is None or where in s.applies)
                  and (table is None or s.counting.table == table))
+
+
+def kernels(group: str | None = None, *, where: str | None = "overall",
+            source: str | None = None) -> tuple[MetricSpec, ...]:
+    """The metrics with a :class:`Kernel` of record ``group`` (None: any) that apply ``where``
+    (:data:`APPLIES`; None: anywhere) and read ``source`` (None: any), in report order."""
+    return tuple(s for s in SPECS if s.kernel is not None
+                 and (group is None or s.group == group)
+                 and (where is None or where in s.applies)
+                 and (source is None or s.kernel.source == source))
 
 
 def record_names(reference_k: int = 10) -> tuple[str, ...]:

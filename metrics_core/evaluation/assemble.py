@@ -44,12 +44,13 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
 
     records = sections.RecordList(n_positive=ds.n_positive,
                                   n_negative=ds.n_queries - ds.n_positive)
+    run = sections.RunKernels(ev, inter, ml=ml, n_posts=n_posts)
+    intervals = {"data": boot, "operating": op, "posts": ml_boot}
     confusion = sections.classification_records(records, ev, inter, boot, op)
-    sections.calibration_records(records, ev, inter, boot)
+    sections.kernel_records(records, "calibration", run, intervals)
     sections.gate_records(records, ev, inter, op)
-    sections.ranking_records(records, ev, inter, boot, ranking_summary)
-    sections.dynamic_k_records(records, ev, inter, op, ks)
-    sections.multilabel_records(records, ml, n_posts, cfg, ml_boot)
+    for group in ("ranking", "dynamic_k", "multilabel"):
+        sections.kernel_records(records, group, run, intervals)
 
     g = gate.gate_summary(ds.y, inter.states)
     codes, _ = tables.group_codes(ev, "criterion")

@@ -2,8 +2,10 @@
 
 Two sets of statistics share the seeded resamples: the data-only ones (AUROC, AUPRC, ECE,
 Brier, the ranking means, AUROC per criterion), cached per bootstrap / ranking / calibration
-settings, and the setting-dependent means (evidence recall / precision, mean K). Every interval
-keeps the number of resamples on which its statistic was defined.
+settings, and the setting-dependent ones (evidence recall / precision, K's statistics, the
+counting metrics with a bootstrap interval). Which metrics each set holds comes from the
+registry (their interval kind and kernel); the per-post multi-label metrics have their own.
+Every interval keeps the number of resamples on which its statistic was defined.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from types import MappingProxyType
 
 import numpy as np
 
 from metrics_core import registry
 from metrics_core.evaluation.inflight import in_background
+from metrics_core.evaluation.kernels import bootstrap_columns
 from metrics_core.metrics import calibration, gate, multilabel, outcomes
 from metrics_core.metrics.curve_replicates import ScoreLayout, curve_replicates
 from metrics_core.metrics.uncertainty import (
@@ -217,10 +221,25 @@ def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
     return ev.cached(("curve_intervals", cfg.bootstrap_config), compute)
 
 
+#: The reliability bins' metrics with a bootstrap interval (the registry's ``reliability``
+#: kernels: ECE, MCE) and how each resample's value comes from its weighted bin sums (``count``
+#: and ``residual`` per bin, the total weight).
+RELIABILITY_FROM_SUMS = MappingProxyType({
+    "ece": lambda count, residual, total: calibration.ece_from_sums(residual, total),
+    "mce": lambda count, residual, total: calibration.mce_from_sums(count, residual),
+})
+BOOTSTRAP_RELIABILITY = tuple(s.name for s in registry.kernels(source="reliability")
+                              if s.interval == "bootstrap")
+for _name in BOOTSTRAP_RELIABILITY:
+    if (registry.spec(_name).kernel.field or _name) not in RELIABILITY_FROM_SUMS:
+        raise ValueError(f"{_name}: no bootstrap of the reliability field from the bin sums")
+
+
 def _linear_statistic(columns: dict, bins: np.ndarray):
     """Statistic of the weighted means of ``columns`` (name -> ``(values, mask)``, as
-    :func:`~metrics_core.metrics.uncertainty.weighted_means`) and of ECE / MCE on the bin matrix
-    ``bins`` (:func:`~metrics_core.metrics.calibration.bin_matrix`), on one batch of weights: one
+    :func:`~metrics_core.metrics.uncertainty.weighted_means`) and of the reliability metrics
+    (:data:`BOOTSTRAP_RELIABILITY`) on the bin matrix ``bins``
+    (:func:`~metrics_core.metrics.calibration.bin_matrix`), on one batch of weights: one
     product of the weights with the columns, the bin matrix (ECE and MCE share it) and each
     distinct mask (its weighted count: whole numbers, exact in any order)."""
     names = tuple(columns)
@@ -249,27 +268,25 @@ def _linear_statistic(columns: dict, bins: np.ndarray):
         counted, total = sums[:, :m], sums[:, 0]
         means = _ratio(sums[:, m:m + len(names)], counted[:, which])
         count, residual = sums[:, m + len(names):m + len(names) + k], sums[:, m + len(names) + k:]
-        return np.column_stack([means, calibration.ece_from_sums(residual, total),
-                                calibration.mce_from_sums(count, residual)])
+        return np.column_stack([means, *(
+            RELIABILITY_FROM_SUMS[registry.spec(name).kernel.field or name](count, residual,
+                                                                           total)
+            for name in BOOTSTRAP_RELIABILITY)])
 
-    statistic.names = (*names, "ece", "mce")
+    statistic.names = (*names, *BOOTSTRAP_RELIABILITY)
     return statistic
 
 
 def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
     """Percentile CIs of the data-only metrics (cached per bootstrap settings and variants):
-    the ranking means and Brier (weighted means), ECE and MCE (weighted bin sums), and the
-    score-ordered ones of :func:`curve_intervals`."""
+    the registry's data-only means with a bootstrap interval (the ranking means and Brier:
+    :func:`~metrics_core.evaluation.kernels.bootstrap_columns`, weighted means), ECE and MCE
+    (weighted bin sums), and the score-ordered ones of :func:`curve_intervals`."""
     if cfg.bootstrap == 0 or ev.ds.n_queries == 0:
         return Intervals(None)
 
     def compute():
-        ds = ev.ds
-        y, p = ds.y, ds.p
-        rk, rmask = ev.ranking(cfg), ev.ranking_mask(cfg)
-        columns = {name: (values, rmask) for name, values in rk.items()
-                   if registry.spec(name).interval == "bootstrap"}  # (hit@K: Wilson)
-        columns["brier"] = ((p - y) ** 2, None)
+        columns = bootstrap_columns(ev, cfg)
         conf, outcome = ev.calibration_inputs(cfg)
         bins = calibration.bin_matrix(outcome, conf, n_bins=cfg.n_bins, strategy=cfg.binning)
         out = Intervals(_method(cfg))
@@ -310,10 +327,23 @@ def data_intervals_key(cfg) -> tuple:
 #: weighted outcome tables (:func:`_operating_values`).
 BOOTSTRAP_COUNTING = tuple(s for s in registry.counting() if s.interval == "bootstrap")
 
+#: The registry's setting-dependent kernels with a bootstrap interval (evidence recall /
+#: precision, mean, median and P90 of K, sentences per 1,000: §7), each resample's value from
+#: the operating sums: the (source, over, reduce) the sums can give.
+OPERATING_REDUCTIONS = (("evidence_recall", "evidence", "mean"),
+                        ("evidence_precision", "evidence", "mean"), ("k", "all", "mean"),
+                        ("k", "all", "per_1000"), ("k", "all", "median"), ("k", "all", "p90"))
+BOOTSTRAP_OPERATING = tuple(s for s in registry.kernels() if s.interval == "bootstrap"
+                            and s.kernel.per_query and not s.kernel.data_only)
+for _spec in BOOTSTRAP_OPERATING:
+    if (_spec.kernel.source, _spec.kernel.over, _spec.kernel.reduce) not in OPERATING_REDUCTIONS:
+        raise ValueError(f"{_spec.name}: no bootstrap from the operating sums for its kernel "
+                         f"{_spec.kernel}; they give {OPERATING_REDUCTIONS}")
+
 #: The names of the setting-dependent intervals, in the order :func:`_operating_values`
 #: returns them.
-OPERATING_NAMES = ("evidence_recall", "evidence_precision", "mean_k", "workload_per_1000",
-                   "median_k", "p90_k", *(s.name for s in BOOTSTRAP_COUNTING))
+OPERATING_NAMES = (*(s.name for s in BOOTSTRAP_OPERATING),
+                   *(s.name for s in BOOTSTRAP_COUNTING))
 
 #: A setting change that alters the integer columns of at most this share of the queries
 #: updates their kept sums by those queries' rows; a larger change sums every row again.
@@ -392,9 +422,10 @@ def _category_sums(batches, codes: np.ndarray, n_codes: int, n_resamples: int,
 
 def _operating_values(float_sums: np.ndarray, int_sums: np.ndarray) -> np.ndarray:
     """Each resample's value of every :data:`OPERATING_NAMES` metric from its weighted sums:
-    the means of §7 (evidence recall / precision over the evidence mask, mean K, workload per
-    1,000), K's median and P90 (numpy's linear quantiles of the resample, from its weighted K
-    histogram), and the registry's counting metrics with a bootstrap interval
+    the registry's kernels of §7 (:data:`BOOTSTRAP_OPERATING`: evidence recall / precision over
+    the evidence mask, mean K, workload per 1,000, K's median and P90, numpy's linear quantiles
+    of the resample from its weighted K histogram), and the counting metrics with a bootstrap
+    interval
     (:data:`BOOTSTRAP_COUNTING`: F1 / MCC / balanced accuracy at τ, §4, those of the gate's
     abstention view and the workup per detection, §6), each from the resample's weighted
     outcome table at τ or of the gate. Equal to computing each on the repeated rows."""
@@ -406,9 +437,11 @@ def _operating_values(float_sums: np.ndarray, int_sums: np.ndarray) -> np.ndarra
     histogram = int_sums[:, _N_FIXED:]
     quantiles = weighted_int_quantiles(np.arange(histogram.shape[1]), (0.5, 0.9))
     median_p90 = quantiles.from_histogram(histogram)
-    return np.column_stack([
+    reduced = dict(zip(OPERATING_REDUCTIONS, (
         _ratio(recall_num, e_den), _ratio(precision_num, e_den), _ratio(k_sum, n),
-        _ratio(work_sum, n), median_p90[:, 0], median_p90[:, 1],
+        _ratio(work_sum, n), median_p90[:, 0], median_p90[:, 1]), strict=True))
+    return np.column_stack([
+        *(reduced[s.kernel.source, s.kernel.over, s.kernel.reduce] for s in BOOTSTRAP_OPERATING),
         *(outcomes.counted(tables[s.counting.table], s.counting)[0]
           for s in BOOTSTRAP_COUNTING)])
 

@@ -1,9 +1,13 @@
-"""The records of a run, one function per contract section (§3-§8).
+"""The records of a run (§3-§8), generated from the registry.
 
-Each function takes the evaluator (data-only parts), the run's :class:`Intermediate` and the
-bootstrap intervals, and appends :class:`MetricRecord` s to a :class:`RecordList`, which takes
-each record's group and interpretation from the registry. Undefined values become ``None``
-with ``defined: false``; a seed convention (one-class AUROC = 0.5) keeps its value, flagged.
+The counting metrics' records come from their :class:`~metrics_core.registry.Counting`
+(:func:`counting_records`), those of every metric with a :class:`~metrics_core.registry.Kernel`
+(ranking, calibration, dynamic-K, multi-label) from it (:func:`kernel_records`); the
+discrimination metrics of §4 (AUROC, AUPRC, TPR at FPR) are written out in
+:func:`classification_records`. Each appends :class:`MetricRecord` s to a :class:`RecordList`,
+which takes each record's group and interpretation from the registry. Undefined values become
+``None`` with ``defined: false``; a seed convention (one-class AUROC = 0.5) keeps its value,
+flagged.
 """
 
 from __future__ import annotations
@@ -13,16 +17,17 @@ import math
 import numpy as np
 
 from metrics_core import registry
-from metrics_core.config import VARIANT_LABELS
+from metrics_core.evaluation import kernels
 from metrics_core.evaluation.intervals import Intervals
+from metrics_core.evaluation.kernels import RunKernels, multilabel_values
 from metrics_core.evaluation.result import MetricRecord
-from metrics_core.metrics import dynamic_k, gate, multilabel, outcomes
+from metrics_core.metrics import dynamic_k, gate, outcomes
 from metrics_core.metrics.classification import confusion_from_counts
 from metrics_core.metrics.uncertainty import wilson_interval
 from metrics_core.registry import fmt_t
 
-__all__ = ["RecordList", "calibration_records", "classification_records", "counting_records",
-           "dynamic_k_records", "gate_records", "multilabel_records", "ranking_records"]
+__all__ = ["RecordList", "classification_records", "counting_records", "gate_records",
+           "kernel_records", "multilabel_values"]
 
 ALL = "all_queries"
 
@@ -135,25 +140,6 @@ def counting_records(out: RecordList, table: np.ndarray, which: str, subset: str
             out.add_spec(spec.name, value[0], subset, n, op, reason=reason)
 
 
-# ---------------------------------------------------------------------------------- §5
-def calibration_records(out: RecordList, ev, inter, boot: Intervals) -> None:
-    """ECE, MCE (of the calibration view and binning) and Brier (§5)."""
-    cfg, n = inter.cfg, ev.ds.n_queries
-    rel = ev.reliability(cfg)
-    view = VARIANT_LABELS["calibration_view"][cfg.calibration_view]
-    variant = f"{view}; {cfg.n_bins} {VARIANT_LABELS['binning'][cfg.binning]}"
-    out.add_boot("ece", rel.ece, ALL, n, boot, variant=variant)
-    out.add_boot("mce", rel.mce, ALL, n, boot, variant=variant)
-    out.add_boot("brier", ev.brier(), ALL, n, boot, variant="positive class p")
-    lc = ev.logistic_calibration()
-    out.add("calibration_in_the_large", lc.in_the_large, ALL, n, ci=lc.in_the_large_ci,
-            ci_method="poisson", variant="positive class p")
-    out.add("calibration_intercept", lc.intercept, ALL, n, ci=lc.intercept_ci,
-            ci_method="wald", variant="logit P(y=1) = a + logit(p)")
-    out.add("calibration_slope", lc.slope, ALL, n, ci=lc.slope_ci, ci_method="wald",
-            variant="logit P(y=1) = a + b·logit(p)")
-
-
 # ---------------------------------------------------------------------------------- §6
 def gate_records(out: RecordList, ev, inter, op: Intervals) -> None:
     """Workload, screening and alert metrics of the gate, then its abstention view (§6): the
@@ -163,65 +149,37 @@ def gate_records(out: RecordList, ev, inter, op: Intervals) -> None:
     counting_records(out, table, "gate", f"{ALL} @ {cfg.describe_gate()}", op)
 
 
-# ---------------------------------------------------------------------------------- §3
-def ranking_records(out: RecordList, ev, inter, boot: Intervals, summary: dict) -> None:
-    """Mean of every ranking metric on the ranking protocol's queries (§3)."""
-    cfg = inter.cfg
-    variant = (f"precision {VARIANT_LABELS['precision_denominator'][cfg.precision_denominator]}"
-               f"; map {VARIANT_LABELS['map_denominator'][cfg.map_denominator]}"
-               f"; {VARIANT_LABELS['gain'][cfg.gain]}")
-    for name, s in summary.items():
-        if registry.spec(name).interval == "wilson":  # hit@K: a proportion of queries
-            ci = wilson(round(s.mean * s.n), s.n) if s.n and math.isfinite(s.mean) else None
-            out.add(name, s.mean, cfg.ranking_protocol, s.n, ci=ci, ci_method="wilson",
-                    variant=variant)
-        else:
-            out.add_boot(name, s.mean, cfg.ranking_protocol, s.n, boot, variant=variant)
-
-
-# ---------------------------------------------------------------------------------- §7
-def dynamic_k_records(out: RecordList, ev, inter, boot: Intervals, k_summary) -> None:
-    """Evidence recall / precision of the selected K, K statistics and workload (§7)."""
-    cfg, n = inter.cfg, ev.ds.n_queries
-    variant = (f"γ={cfg.gamma:g}, γ_uncertain={cfg.gamma_uncertain:g}, k_min={cfg.k_min}, "
-               f"hard_cap={cfg.hard_cap}, k_max_ratio={cfg.k_max_ratio:g}, "
-               f"{'gate-aware' if cfg.gate_aware else 'gate-blind'}, "
-               f"{VARIANT_LABELS['mass'][cfg.mass]}")
-    n_e = int(inter.emask.sum())
-    for name, values in (("evidence_recall", inter.rec), ("evidence_precision", inter.prec)):
-        out.add_spec(name, np.mean(values[inter.emask]) if n_e else None,
-                     cfg.evidence_protocol, n_e, boot, variant=variant)
-    for name, value in (("mean_k", k_summary.mean), ("median_k", k_summary.median),
-                        ("p90_k", k_summary.p90), ("workload", k_summary.total),
-                        ("workload_per_1000", k_summary.workload_per_1000)):
-        out.add_spec(name, value, ALL, n, boot, variant=variant)
+# --------------------------------------------------------------------------- §3, §5, §7, §8
+def kernel_records(out: RecordList, group: str, run: RunKernels,
+                   intervals: dict[str, Intervals]) -> None:
+    """The records of every metric of record ``group`` with a registry kernel (ranking §3,
+    calibration §5, dynamic-K §7, multi-label §8), in report order, each as its spec says: the
+    value from its kernel on the run (:class:`~metrics_core.evaluation.kernels.RunKernels`),
+    its subset, its variant's wording, and the interval of its kind: Wilson (a proportion of
+    its ``n`` queries or posts), the bootstrap (``intervals["data"]`` for a data-only kernel,
+    ``["posts"]`` for the per-post ones, else ``["operating"]``), its kernel's own (Poisson,
+    Wald) or none."""
+    cfg = run.cfg
+    for spec in registry.kernels(group):
+        kernel = spec.kernel
+        variant = None if kernel.variant is None else kernels.VARIANTS[kernel.variant](cfg)
+        where = kernels.subset(cfg, kernel.over)
+        boot = intervals["data" if kernel.data_only
+                         else "posts" if kernel.over == "posts" else "operating"]
+        for name in kernels.names(spec, run.inter.rk):
+            value, n, ci = run.value(name)
+            if spec.interval == "wilson":
+                ci = (wilson(round(value * n), n) if n and value is not None
+                      and math.isfinite(value) else None)
+                out.add(name, value, where, n, ci=ci, ci_method="wilson", variant=variant)
+            elif spec.interval == "bootstrap":
+                out.add_boot(name, value, where, n, boot, variant=variant)
+            elif spec.interval is None:
+                out.add(name, value, where, n, variant=variant)
+            else:
+                out.add(name, value, where, n, ci=ci, ci_method=spec.interval,
+                        variant=variant)
 
 
 def k_summary(inter, y) -> dynamic_k.KSummary:
     return dynamic_k.k_summary(inter.k, states=inter.states, y=y)
-
-
-# ---------------------------------------------------------------------------------- §8
-def multilabel_values(ds, cfg, states) -> tuple[dict, int, tuple]:
-    """Per-post multi-label metrics of a data set under the decision rule, the number of
-    posts, and the ``(gold, predicted, present)`` post × criterion matrices."""
-    labels = multilabel.decision_labels(ds, rule=cfg.multilabel_rule, threshold=cfg.threshold,
-                                        states=states)
-    matrix, predicted, mask = multilabel.post_matrix(ds, labels)
-    return (multilabel.multilabel_metrics(matrix, predicted, mask), int(matrix.shape[0]),
-            (matrix, predicted, mask))
-
-
-def multilabel_records(out: RecordList, ml: dict, n_posts: int, cfg,
-                       boot: Intervals | None = None) -> None:
-    """Exact match, Hamming and the F1 family over posts (§8): exact match with its Wilson
-    interval, the others with the bootstrap over posts."""
-    variant = VARIANT_LABELS["multilabel_rule"][cfg.multilabel_rule]
-    boot = boot if boot is not None else Intervals(None)
-    for name in multilabel.MULTILABEL_NAMES:
-        if registry.spec(name).interval == "wilson":  # exact match: a proportion of posts
-            ci = wilson(round(ml[name] * n_posts), n_posts) if math.isfinite(ml[name]) else None
-            out.add(name, ml[name], f"{ALL} (per post)", n_posts, ci=ci, ci_method="wilson",
-                    variant=variant)
-        else:
-            out.add_boot(name, ml[name], f"{ALL} (per post)", n_posts, boot, variant=variant)

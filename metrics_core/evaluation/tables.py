@@ -4,23 +4,24 @@ A group table has one row per group (criterion or fold) and one column per metri
 registry says applies to it (``applies``; ranking families at every K), plus ``n``,
 ``n_positive``, ``positive_rate``, ``auroc_defined`` and Wilson / bootstrap interval columns.
 Counting metrics come from their registry spec over the grouped outcome kernel
-(:mod:`metrics_core.metrics.outcomes`), means from grouped sums; the pooled row is the same
-computation with a single group. Undefined values are NaN, never a convention such as AUROC
+(:mod:`metrics_core.metrics.outcomes`), the other metrics from their spec's kernel per group
+(:func:`metrics_core.evaluation.kernels.group_values`: grouped sums of per-query values, or
+the whole-sample kernel on each group); the pooled row is the same computation with a single
+group. Undefined values are NaN, never a convention such as AUROC
 0.5, and are left out of the macro / fold means; the table's ``attrs["n_groups"]`` says over
 how many groups each mean averages.
 """
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pandas as pd
 
 from metrics_core import registry
-from metrics_core.data.ordering import stable_argsort
-from metrics_core.evaluation.sections import fmt_t, multilabel_values
-from metrics_core.metrics import calibration, classification, gate, outcomes
+from metrics_core.evaluation import kernels
+from metrics_core.evaluation.kernels import members, members_by_p
+from metrics_core.metrics import classification, gate, outcomes
+from metrics_core.registry import fmt_t
 
 __all__ = ["fold_summary", "group_body", "group_codes", "group_intervals",
            "group_intervals_ready", "group_table"]
@@ -48,59 +49,9 @@ def group_codes(ev, label: str) -> tuple[np.ndarray, list[str]]:
     return ev.cached(("group_codes", label), compute)
 
 
-def _grouped_mean(codes, g, values, mask=None) -> np.ndarray:
-    return _grouped_means(codes, g, {None: values}, mask)[None]
-
-
-def _grouped_means(codes, g, columns: dict, mask=None) -> dict:
-    """:func:`_grouped_mean` of several columns under one mask (the mask applied once)."""
-    rows = None
-    if mask is not None and not mask.all():
-        rows = np.flatnonzero(mask)  # once: a gather per column instead of a mask pass
-        codes = codes[rows]
-    count = np.bincount(codes, minlength=g)
-    out = {}
-    for name, values in columns.items():
-        kept = values if rows is None else values.take(rows)
-        num = np.bincount(codes, weights=np.nan_to_num(kept), minlength=g)
-        out[name] = outcomes.ratio(num, count)
-    return out
-
-
-def _members(codes, g) -> list[np.ndarray]:
-    """The query indices of each group (ascending), from one stable sort; a few groups (folds,
-    criteria) by one scan each instead."""
-    if g == 1:
-        return [np.arange(codes.size)]
-    if g <= 32:
-        return [np.flatnonzero(codes == i) for i in range(g)]
-    order = stable_argsort(codes)
-    return np.split(order, np.searchsorted(codes[order], np.arange(1, g)))
-
-
 def _per_group(codes, g, fn) -> list:
     """``fn(indices)`` for each group (a loop over groups, never over queries)."""
-    return [fn(m) for m in _members(codes, g)]
-
-
-def _members_by_p(ev, label) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(query indices ascending, their order by p ascending) of each group of ``label``
-    (cached): the run's one sort of p split by group, a stable partition instead of a sort
-    per group. Ties of p stay in query order, as ``np.argsort(p[m], kind="stable")``."""
-    def compute():
-        codes, names = group_codes(ev, label)
-        g = len(names)
-        members = _members(codes, g)
-        order = ev.p_order()
-        by_group = order[stable_argsort(codes[order])]  # each group's rows, in p order
-        bounds = np.cumsum([m.size for m in members])[:-1]
-        local = np.empty(codes.size, dtype=np.int64)  # a query's place within its group
-        for m in members:
-            local[m] = np.arange(m.size, dtype=np.int64)
-        return [(m, local.take(rows))
-                for m, rows in zip(members, np.split(by_group, bounds), strict=True)]
-
-    return ev.cached(("group_members_by_p", label), compute)
+    return [fn(m) for m in members(codes, g)]
 
 
 def _discrimination(ev, label, cfg) -> dict[str, np.ndarray]:
@@ -109,7 +60,8 @@ def _discrimination(ev, label, cfg) -> dict[str, np.ndarray]:
 
     def compute():
         out: dict[str, list] = {}
-        for m, order in _members_by_p(ev, label):
+        codes, names = group_codes(ev, label)
+        for m, order in members_by_p(ev, label, codes, len(names)):
             # A group of every query (the pooled row) is the run's own prepared scores.
             prepared = (ev.prepared() if m.size == ds.n_queries
                         else classification.prepare(ds.y[m], ds.p[m], order=order))
@@ -129,28 +81,6 @@ def _discrimination(ev, label, cfg) -> dict[str, np.ndarray]:
     return ev.cached(("group_discrimination", label, cfg.tpr_fprs), compute)
 
 
-def _calibration(ev, label, cfg) -> dict[str, np.ndarray]:
-    """ECE, MCE and Brier per group (data-only per calibration settings, cached)."""
-    def compute():
-        codes, names = group_codes(ev, label)
-        conf, outcome = ev.calibration_inputs(cfg)
-        n = ev.ds.n_queries  # a group of every query (pooled) reuses the run's own values
-        rel = _per_group(codes, len(names), lambda m: None if not m.size else (
-            ev.reliability(cfg) if m.size == n else calibration.reliability_bins(
-                outcome[m], conf[m], n_bins=cfg.n_bins, strategy=cfg.binning)))
-        sq = (ev.ds.p - ev.ds.y) ** 2
-        fits = [ev.logistic_calibration() if m.size == n else calibration.logistic_calibration(
-            ev.ds.y[m], ev.ds.p[m], order=order) for m, order in _members_by_p(ev, label)]
-        return {"ece": np.array([np.nan if r is None else r.ece for r in rel]),
-                "mce": np.array([np.nan if r is None else r.mce for r in rel]),
-                "brier": _grouped_mean(codes, len(names), sq),
-                "calibration_in_the_large": np.array([f.in_the_large for f in fits]),
-                "calibration_intercept": np.array([f.intercept for f in fits]),
-                "calibration_slope": np.array([f.slope for f in fits])}
-
-    return ev.cached(("group_calibration", label, cfg.calibration), compute)
-
-
 def _counting(ds, inter, codes, g, label) -> dict[str, np.ndarray]:
     """The registry's counting metrics per group (confusion at τ, gate and abstention view:
     :func:`metrics_core.registry.counting`), from the grouped outcome tables, with the Wilson
@@ -167,34 +97,6 @@ def _counting(ds, inter, codes, g, label) -> dict[str, np.ndarray]:
     return out
 
 
-def _ranking_and_k(inter, codes, g, n) -> dict[str, np.ndarray]:
-    out = _grouped_means(codes, g, inter.rk, inter.rmask)
-    out["evidence_recall"] = _grouped_mean(codes, g, inter.rec, inter.emask)
-    out["evidence_precision"] = _grouped_mean(codes, g, inter.prec, inter.emask)
-    k = inter.k.astype(np.float64)
-    out["mean_k"] = _grouped_mean(codes, g, k)
-    out["median_k"] = np.array(_per_group(codes, g, lambda m: np.median(k[m]) if m.size
-                                          else np.nan))
-    out["p90_k"] = np.array(_per_group(codes, g, lambda m: np.percentile(k[m], 90)
-                                       if m.size else np.nan))
-    out["workload"] = np.bincount(codes, weights=k, minlength=g)
-    out["workload_per_1000"] = outcomes.ratio(out["workload"], n, 1000.0)
-    return out
-
-
-def _multilabel(ds, inter, codes, g) -> dict[str, np.ndarray]:
-    """Per-post multi-label metrics of each group's queries (folds: posts do not straddle)."""
-    rows = []
-    for m in _members(codes, g):
-        posts, post_code = np.unique(ds.post_code[m], return_inverse=True)
-        view = SimpleNamespace(n_queries=int(m.size), posts=posts, criteria=ds.criteria,
-                               post_code=post_code, criterion_code=ds.criterion_code[m],
-                               y=ds.y[m], p=ds.p[m])
-        rows.append(multilabel_values(view, inter.cfg, inter.states[m])[0])
-    names = [s.name for s in registry.SPECS if s.group == "multilabel"]
-    return {name: np.array([r[name] for r in rows], dtype=np.float64) for name in names}
-
-
 def _columns(ev, inter, label, boot) -> tuple[pd.DataFrame, list[str]]:
     """The body (one row per group of ``label``) and its metric columns in registry order."""
     ds, cfg = ev.ds, inter.cfg
@@ -204,12 +106,9 @@ def _columns(ev, inter, label, boot) -> tuple[pd.DataFrame, list[str]]:
     n_pos = np.bincount(codes, weights=ds.y, minlength=g).astype(np.int64)
     values = {"n": n, "n_positive": n_pos, "positive_rate": outcomes.ratio(n_pos, n)}
     values.update(_discrimination(ev, label, cfg))
-    values.update(_calibration(ev, label, cfg))
     values.update(_counting(ds, inter, codes, g, label))
-    values.update(_ranking_and_k(inter, codes, g, n))
-    if any(_place(label) in s.applies or label == "pooled" for s in registry.SPECS
-           if s.group == "multilabel"):
-        values.update(_multilabel(ds, inter, codes, g))
+    values.update(kernels.group_values(ev, inter, label, codes, g,
+                                       None if label == "pooled" else _place(label)))
     if boot is not None and isinstance(boot.get("auroc_by_criterion"), tuple):
         cis = boot["auroc_by_criterion"]
         values["auroc_ci_lo"] = np.array([c.lo for c in cis])
