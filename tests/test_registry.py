@@ -276,6 +276,132 @@ def test_every_metric_of_the_registry_is_in_the_tables_it_applies_to(common, nam
                                   & (rows[name] <= rows[bounds[1]] + 1e-12)).all(), name
 
 
+#: Every metric of the per-criterion / per-fold tables.
+PER_GROUP = tuple(s.name for s in registry.SPECS if s.per_group)
+_SUMMARY_ROWS = ("micro", "macro", "mean", "std", "pooled")
+
+
+@pytest.mark.parametrize("name", PER_GROUP)
+def test_every_per_group_metric_is_in_range_per_group_and_pooled_equals_its_record(common, name):
+    """Each group's value lies in the metric's range, and the pooled row (``micro`` per
+    criterion, ``pooled`` per fold: the table's computation on one group of every query) is
+    the run's record, whatever computes it (counting cells, a grouped mean, a whole-sample
+    kernel)."""
+    evaluation, _ = common
+    s = registry.spec(name)
+    records = {r.name: r for r in _records_of(evaluation, name)}
+    for label, table, pooled in (("criterion", evaluation.per_criterion, "micro"),
+                                 ("fold", evaluation.per_fold, "pooled")):
+        if label not in s.applies:
+            continue
+        groups = table.drop(index=[r for r in _SUMMARY_ROWS if r in table.index])
+        for column in (c for c in table.columns if "_ci_" not in c and _resolves(c, s)):
+            values = groups[column].to_numpy(dtype=float)
+            assert np.isfinite(values).any(), (column, label)
+            assert all(registry.in_range(column, v) for v in values[np.isfinite(values)]), (
+                column, label)
+            record, cell = records[column], float(table.loc[pooled, column])
+            if record.defined:
+                assert math.isclose(cell, record.value, rel_tol=1e-9, abs_tol=1e-12), (
+                    column, label, cell, record.value)
+            else:
+                assert math.isnan(cell), (column, label)
+
+
+@pytest.mark.parametrize("name", PER_GROUP)
+def test_every_per_group_metric_is_invariant_to_the_order_of_the_queries(common, name):
+    a, b = common
+    s = registry.spec(name)
+    for table in ("per_criterion", "per_fold"):
+        ta, tb = getattr(a, table), getattr(b, table)
+        columns = [c for c in ta.columns if _resolves(c, s)]
+        np.testing.assert_allclose(ta[columns].to_numpy(dtype=float),
+                                   tb.loc[ta.index, columns].to_numpy(dtype=float),
+                                   rtol=1e-10, atol=1e-12, err_msg=f"{name} {table}")
+
+
+#: Every metric whose spec has a kernel (ranking, calibration, dynamic-K, multi-label).
+KERNEL_METRICS = tuple(s.name for s in registry.kernels(where=None))
+
+
+@pytest.mark.parametrize("name", KERNEL_METRICS)
+def test_a_kernel_metric_s_record_follows_its_spec(common, name):
+    """Subset, n and variant come from the kernel: the queries (posts) it reduces over, the
+    wording of its variant; a bootstrap interval's method is the resampling of its kernel's
+    sums (posts for the per-post metrics)."""
+    evaluation, _ = common
+    s = registry.spec(name)
+    cfg, pq = evaluation.config, evaluation.per_query
+    over = {"all": len(pq), "ranking": int((pq["has_evidence"] == 1).sum()),
+            "evidence": int((pq["has_evidence"] == 1).sum()),
+            "posts": evaluation.summary["n_posts"]}[s.kernel.over]
+    for r in _records_of(evaluation, name):
+        assert r.n == over, r.name
+        assert r.subset == {"all": "all_queries", "ranking": cfg.ranking_protocol,
+                            "evidence": cfg.evidence_protocol,
+                            "posts": "all_queries (per post)"}[s.kernel.over], r.name
+        assert r.variant, r.name
+        if s.interval == "bootstrap":
+            unit = "post" if s.kernel.over == "posts" else cfg.bootstrap_unit
+            assert r.ci_method.startswith(f"bootstrap ({unit}, "), (r.name, r.ci_method)
+
+
+@pytest.mark.parametrize("name", [n for n in KERNEL_METRICS
+                                  if registry.spec(n).kernel.per_query])
+def test_a_per_query_kernel_metric_equals_its_reduction_of_the_per_query_table(common, name):
+    """A hand reduction of the per-query values (the per-query table's column, or the ranking
+    kernel's) over the queries of its protocol gives the record."""
+    evaluation, _ = common
+    s, pq = registry.spec(name), evaluation.per_query
+    for r in _records_of(evaluation, name):
+        kept = pq if s.kernel.over == "all" else pq[pq["has_evidence"] == 1]
+        if s.kernel.source == "ranking":
+            if r.name not in pq.columns:
+                continue  # (the per-query table holds the reference K's and MRR)
+            values = kept[r.name].to_numpy(dtype=float)
+        elif s.kernel.source == "k":
+            values = kept["selected_k"].to_numpy(dtype=float)
+        elif s.kernel.source == "squared_error":
+            values = ((kept["p_has_evidence"] - kept["has_evidence"]) ** 2).to_numpy()
+        else:
+            values = kept[s.kernel.source].to_numpy(dtype=float)
+        want = {"mean": np.mean, "median": np.median, "sum": np.sum,
+                "p90": lambda v: np.percentile(v, 90),
+                "per_1000": lambda v: v.sum() / v.size * 1000}[s.kernel.reduce](values)
+        assert math.isclose(r.value, want, rel_tol=1e-12, abs_tol=1e-12), (r.name, want)
+
+
+def test_a_metric_added_to_the_registry_is_computed_everywhere_from_its_spec(monkeypatch):
+    """One spec over existing per-query values (the mean K of the queries with evidence, no
+    interval) and no other edit: its record, its per-criterion and per-fold columns and the
+    fold summary, equal to a hand computation from the per-query table."""
+    from types import MappingProxyType
+
+    new = registry.MetricSpec(
+        "mean_k_evidence", "Mean K (evidence)", "sentences selected per evidence query on "
+        "average", 7, "dynamic_k", bounds=None, higher_is_better=None, unit="sentences",
+        interval=None, kernel=registry.Kernel("k", over="evidence", variant="dynamic_k"))
+    specs = (*registry.SPECS, new)
+    monkeypatch.setattr(registry, "SPECS", specs)
+    monkeypatch.setattr(registry, "_BY_NAME", MappingProxyType({s.name: s for s in specs}))
+    q, c = random_frames(n_posts=40, seed=4)
+    evaluation = Evaluator(Dataset.from_frames(q, c)).evaluate(EvalConfig(bootstrap=0))
+    pq = evaluation.per_query
+    evidence = pq[pq["has_evidence"] == 1]
+    record = evaluation.record("mean_k_evidence")
+    assert record.value == pytest.approx(evidence["selected_k"].mean(), abs=1e-12)
+    assert (record.n, record.subset, record.group) == (len(evidence), "positives_only",
+                                                       "dynamic_k")
+    assert record.interpretation == new.description and record.variant.startswith("γ=")
+    assert record.ci95 is None and record.defined
+    for label in ("criterion", "fold"):
+        table = getattr(evaluation, f"per_{label}")
+        want = evidence.groupby(evidence[label].astype(str))["selected_k"].mean()
+        np.testing.assert_allclose(table.loc[want.index, "mean_k_evidence"], want, atol=1e-12)
+    row = evaluation.fold_summary.set_index("metric").loc["mean_k_evidence"]
+    assert row["pooled"] == pytest.approx(record.value, abs=1e-12)
+
+
 def _resolves(column: str, s) -> bool:
     try:
         return registry.spec(column) is s
@@ -333,6 +459,22 @@ def test_the_registry_validates_its_specs():
         registry.MetricSpec("x", "X", "x", 4, "confusion", group_ci=True)
     with pytest.raises(ValueError, match="formula must be one of"):
         registry.Counting("gate", formula="kappa")
+    with pytest.raises(ValueError, match=r"Kernel\.source must be one of"):
+        registry.Kernel("hits")
+    with pytest.raises(ValueError, match=r"Kernel\.reduce must be one of"):
+        registry.Kernel("k", reduce="max")
+    with pytest.raises(ValueError, match=r"Kernel\.over must be one of"):
+        registry.Kernel("k", over="criterion")
+    with pytest.raises(ValueError, match="a counting or a kernel, not both"):
+        registry.MetricSpec("x", "X", "x", 4, "confusion", counting=registry.Counting(
+            "tau", ("tp",)), kernel=registry.Kernel("k"))
+
+
+def test_every_metric_but_the_discrimination_ones_is_computed_from_its_spec():
+    """Each spec has a counting or a kernel; only AUROC, AUPRC and TPR / threshold at FPR
+    (§4, score-ordered kernels wired in their section) have neither."""
+    by_hand = {s.name for s in registry.SPECS if s.counting is None and s.kernel is None}
+    assert by_hand == {"auroc", "auprc", "tpr@fpr=", "threshold@fpr="}
 
 
 def test_the_counting_specs_agree_with_the_gate_and_abstention_kernels():
