@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from metrics_core.config import EvalConfig
 from metrics_core.data.dataset import Dataset
-from metrics_core.evaluation import tables
+from metrics_core.evaluation import kernels, tables
 from metrics_core.evaluation.evaluator import Evaluator
 from metrics_core.metrics import calibration, classification, decision
 from tests.conftest import random_frames
@@ -93,7 +93,7 @@ def test_group_orders_are_each_groups_own_stable_sort(label):
     queries, candidates = random_frames(60, ("A", "B", "C", "D"), seed=5, tie_share=0.6)
     ev = Evaluator(Dataset.from_frames(queries, candidates))
     codes, names = tables.group_codes(ev, label)
-    groups = tables._members_by_p(ev, label)
+    groups = kernels.members_by_p(ev, label, codes, len(names))
     assert len(groups) == len(names)
     for i, (members, order) in enumerate(groups):
         np.testing.assert_array_equal(members, np.flatnonzero(codes == i))
