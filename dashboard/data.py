@@ -134,8 +134,9 @@ def _demo_parts(problems: bool = False) -> tuple[Run, mtriage.TriageData, object
     """The demo's run (a failed audit is logged, not shown: it must not hide the data), the
     triage demo and the demo's cohort columns (synthetic)."""
     run = open_run(*_demo_files(problems), audit_failure="log")
-    return (run, mtriage.load_triage(demo_paths().triage),
-            _cohort_columns(_demo_files(problems)[0], run.loaded))
+    cohorts = _cohort_columns(_demo_files(problems)[0], run.loaded)
+    _attach_cohorts(run, cohorts)
+    return run, mtriage.load_triage(demo_paths().triage), cohorts
 
 
 def _demo_evaluator(problems: bool = False) -> Evaluator:
@@ -170,6 +171,31 @@ def _cohort_columns(queries, loaded, name=None, limits=None):
         return cohort_columns(queries, loaded, name=name, limits=limits)
     except (InputError, ValueError, KeyError):
         return None
+
+
+def _attach_cohorts(run, columns) -> None:
+    """The run's evaluator reads its cohort filter from ``columns`` (none: no cohort filter)."""
+    if columns is not None:
+        from metrics_core.inputs.cohort_columns import CohortSource
+
+        run.evaluator.cohorts = CohortSource(columns, run.loaded)
+
+
+def cohort_options(source: Source) -> tuple[str, ...]:
+    """``column=value`` for every value of the source's suggested cohort columns (the
+    sidebar's cohort filter; a missing value is the value ``missing``); a column that cannot
+    be read is left out."""
+    if source.cohorts is None or source.loaded is None:
+        return ()
+    reader = source.evaluator().cohorts
+    out = []
+    for column in source.cohorts.suggested:
+        try:
+            values = reader.values([column])[column]
+        except (InputError, ValueError):
+            continue
+        out.extend(f"{column}={value}" for value in values)
+    return tuple(out)
 
 
 def cohort_result(v: View, columns):
@@ -296,11 +322,12 @@ def _read_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
                        candidates_name=upload.candidates_name, mapping=mapping,
                        limits=upload_limits(), audit_failure="log")
     files = tuple(n for n in (upload.queries_name, upload.candidates_name) if n)
+    cohorts = _cohort_columns(upload.queries, run.loaded, upload.queries_name, upload_limits())
+    _attach_cohorts(run, cohorts)
     return Source(kind="upload", label=f"Uploaded data: {name}", synthetic=False,
                   token=upload.digest + _mapping_digest(mapping), loaded=run.loaded,
                   audit=run.audit, files=files, by_hand=_by_hand(mapping), base=run.evaluator,
-                  cohorts=_cohort_columns(upload.queries, run.loaded, upload.queries_name,
-                                          upload_limits()))
+                  cohorts=cohorts)
 
 
 def _by_hand(mapping) -> dict:

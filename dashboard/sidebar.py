@@ -57,9 +57,10 @@ def _widget(s: Setting, *, options: tuple = (), disabled: bool = False,
     elif s.kind == "text":  # values from the data: direction controls shown as codes
         st.selectbox(s.label, options, format_func=lambda v: "all" if v == ALL
                      else neutralise_bidi(str(v)), **common)
-    elif s.kind == "multi":
+    elif s.kind == "multi":  # a cohort filter's "site=S1" shown as "site = S1"
         st.multiselect(s.label, options, placeholder="all", format_func=lambda v: (
-            neutralise_bidi(str(v))), **common)
+            neutralise_bidi(str(v).replace("=", " = ", 1) if s.key == "cohort"
+                            else str(v))), **common)
     elif s.kind == "gates":
         _gates_widget(s, options)
 
@@ -208,7 +209,8 @@ def _filter_options(source: data.Source) -> dict[str, tuple]:
     folds = () if ds is None or ds.fold is None else tuple(str(f) for f in ds.folds)
     splits = () if ds is None or ds.split is None else tuple(ds.splits)
     criteria = () if ds is None else tuple(ds.criteria)
-    return {"fold": (ALL, *folds), "split": (ALL, *splits), "criterion": criteria}
+    return {"fold": (ALL, *folds), "split": (ALL, *splits), "criterion": criteria,
+            "cohort": data.cohort_options(source)}
 
 
 def settings_sidebar(source: data.Source, notes: list[str], *,
@@ -231,6 +233,12 @@ def settings_sidebar(source: data.Source, notes: list[str], *,
             notes.append("Some criteria in the link are not in this data set and were "
                          "dropped.")
         state.set_value("criterion", chosen)
+    chosen = [c for c in state.value("cohort") if c in options["cohort"]]
+    if chosen != list(state.value("cohort")):
+        if not switched:
+            notes.append("Some cohort values in the link are not in this data set and were "
+                         "dropped.")
+        state.set_value("cohort", chosen)
     gates = tuple(state.value("criterion_gates"))
     kept = tuple(g for g in gates if g[0] in options["criterion"])
     if kept != gates:
@@ -253,8 +261,9 @@ def settings_sidebar(source: data.Source, notes: list[str], *,
                 elif s.kind == "gates":
                     _widget(s, options=options["criterion"])
                 elif s.kind in ("text", "multi"):
-                    _widget(s, options=options[s.key], disabled=len(options[s.key]) <= 1
-                            and s.kind == "text")
+                    _widget(s, options=options[s.key], disabled=(
+                        len(options[s.key]) <= 1 and s.kind == "text")
+                        or (s.key == "cohort" and not options[s.key]))
                 else:
                     _widget(s)
     st.caption("Every setting is in the page address: copy it to share this exact view.")
@@ -398,6 +407,4 @@ def settings_verdict(payload: bytes, name: str, caps) -> tuple[dict | None, tupl
 
 
 def filters(values: dict) -> data.Filters:
-    return data.Filters(fold=None if values["fold"] == ALL else str(values["fold"]),
-                        split=None if values["split"] == ALL else str(values["split"]),
-                        criteria=tuple(values["criterion"]))
+    return state.filters_of(values)

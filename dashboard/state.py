@@ -188,6 +188,8 @@ SETTING_MOVED = "_setting_moved"
 REASSIGNED = "_settings_reassigned"
 
 _DEFAULT = EvalConfig()
+#: The list filters' settings -> their :class:`Filters` fields.
+_FILTER_FIELDS = MappingProxyType({"criterion": "criteria", "cohort": "cohorts"})
 #: Most values a list setting may hold in a link, and the longest value a link may carry.
 MAX_ITEMS = 64
 MAX_TEXT = 200
@@ -290,6 +292,9 @@ class Setting:
                 value = round(float(value), 6)
             elif self.kind in ("multi", "gates"):
                 value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+            if self.key in _FILTER_FIELDS:  # the configuration's own rule of the filter
+                value = getattr(Filters(**{_FILTER_FIELDS[self.key]: value}),
+                                _FILTER_FIELDS[self.key])
             if self.fields and self.fields != ("filters",):
                 given = dict(zip(self.fields, value if self.kind == "range" else (value,),
                                  strict=True))
@@ -406,6 +411,11 @@ SETTINGS: tuple[Setting, ...] = (
             help="Evaluate one split only (e.g. TUNE / TEST)."),
     Setting("criterion", "Criteria", "multi", (), ("filters",), section="filters",
             help="Evaluate these criteria only (empty = all)."),
+    Setting("cohort", "Cohort", "multi", (), ("filters",), section="filters",
+            help="Look at every page for one cohort (empty = all): values of the cohort "
+                 "columns of the queries table (site, sex, age band…). Values of one column "
+                 "are alternatives; values of two columns their intersection (site = S1 and "
+                 "sex = F). 'missing' is the cohort of a missing value."),
     *_section("ranking"),
     *_section("calibration"),
     *_section("multilabel"),
@@ -434,7 +444,7 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 _BY_KEY = {s.key: s for s in SETTINGS}
-FILTER_KEYS = ("fold", "split", "criterion")
+FILTER_KEYS = ("fold", "split", "criterion", "cohort")
 
 
 def setting(key: str) -> Setting:
@@ -507,7 +517,8 @@ def values_of(config: EvalConfig) -> dict[str, Any]:
             f = config.filters
             out[s.key] = {"fold": f.fold if f.fold is not None else ALL,
                           "split": f.split if f.split is not None else ALL,
-                          "criterion": tuple(f.criteria)}[s.key]
+                          "criterion": tuple(f.criteria),
+                          "cohort": tuple(f.cohorts)}[s.key]
         elif s.kind == "range":
             out[s.key] = tuple(getattr(config, name) for name in s.fields)
         elif s.fields:
@@ -521,7 +532,8 @@ def filters_of(values: Mapping[str, Any]) -> Filters:
     fold, split = values.get("fold", ALL), values.get("split", ALL)
     return Filters(fold=None if fold in (ALL, None) else str(fold),
                    split=None if split in (ALL, None) else str(split),
-                   criteria=tuple(values.get("criterion", ()) or ()))
+                   criteria=tuple(values.get("criterion", ()) or ()),
+                   cohorts=tuple(values.get("cohort", ()) or ()))
 
 
 # ------------------------------------------------------------------ the settings model
@@ -548,7 +560,7 @@ def _normalise(s: Setting, value):
     """A setting's value in its stored shape (validated where the configuration has a rule)."""
     if s.fields == ("filters",):
         if s.kind == "multi":
-            return tuple(str(v) for v in (value or ()))
+            return s.validate(tuple(str(v) for v in (value or ())))
         return ALL if value in (None, ALL) else str(value)
     if not s.fields and s.kind == "choice":  # the gold switch
         if value not in s.options:

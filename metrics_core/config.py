@@ -115,6 +115,8 @@ MAX_BOOTSTRAP = 100_000
 MAX_K = 10_000
 #: Most criteria a filter or the per-criterion gates may name.
 MAX_CRITERIA = 1_000
+#: Most ``column=value`` items of a cohort filter.
+MAX_COHORT_FILTERS = 64
 #: Longest text of one name: a criterion, a fold, a split, a target.
 MAX_NAME_CHARS = 200
 #: Longest text of one number written in a link or a command-line flag.
@@ -175,11 +177,22 @@ def _name_or_none(name: str, value) -> str | None:
 
 @dataclass(frozen=True)
 class Filters:
-    """Which queries a run evaluates: one fold, one split, some criteria (None / () = all)."""
+    """Which queries a run evaluates: one fold, one split, some criteria, one cohort (None /
+    () = all).
+
+    ``cohorts``: ``"column=value"`` items naming values of cohort columns (contract §9,
+    cohorts; ``missing`` is the cohort of a missing value): values of one column are
+    alternatives, columns are combined (``("site=S1", "sex=F")`` is the cohort ``S1*F``).
+
+    >>> f = Filters(cohorts=("site=S1", "sex=F", "site=S2"))
+    >>> f.cohort_values(), f.describe()
+    ({'site': ('S1', 'S2'), 'sex': ('F',)}, 'cohort site = S1 or S2, sex = F')
+    """
 
     fold: str | None = None
     split: str | None = None
     criteria: tuple[str, ...] = ()
+    cohorts: tuple[str, ...] = ()
 
     def __post_init__(self):
         for name in ("fold", "split"):
@@ -194,10 +207,33 @@ class Filters:
                 raise SettingsError("filters", f"criteria: item {i} must be a criterion name "
                                     f"(text of 1 to {MAX_NAME_CHARS} characters)", name)
         object.__setattr__(self, "criteria", tuple(criteria))
+        cohorts = self.cohorts
+        if not isinstance(cohorts, list | tuple) or len(cohorts) > MAX_COHORT_FILTERS:
+            raise SettingsError("filters", f"cohorts must be a list of at most "
+                                f"{MAX_COHORT_FILTERS} 'column=value' items (not one text)",
+                                cohorts)
+        for i, item in enumerate(cohorts, 1):
+            column, sep, value = item.partition("=") if isinstance(item, str) else ("", "", "")
+            if (not sep or not column.strip() or not value.strip()
+                    or len(item) > MAX_NAME_CHARS):
+                raise SettingsError("filters", f"cohorts: item {i} must be 'column=value' "
+                                    f"(a cohort column, '=', one of its values; at most "
+                                    f"{MAX_NAME_CHARS} characters)", item)
+        object.__setattr__(self, "cohorts", tuple(dict.fromkeys(
+            "=".join(p.strip() for p in c.partition("=")[::2]) for c in cohorts)))
 
     @property
     def active(self) -> bool:
-        return self.fold is not None or self.split is not None or bool(self.criteria)
+        return (self.fold is not None or self.split is not None or bool(self.criteria)
+                or bool(self.cohorts))
+
+    def cohort_values(self) -> dict[str, tuple[str, ...]]:
+        """The cohort filter by column: ``{column: values}`` (in the order given)."""
+        out: dict[str, tuple[str, ...]] = {}
+        for item in self.cohorts:
+            column, _, value = item.partition("=")
+            out[column] = (*out.get(column, ()), value)
+        return out
 
     def describe(self) -> str:
         """Plain words, e.g. ``fold 2; criteria A.1, A.3`` (``all queries`` when inactive)."""
@@ -208,10 +244,18 @@ class Filters:
             parts.append(f"split {self.split}")
         if self.criteria:
             parts.append("criteria " + ", ".join(self.criteria))
+        if self.cohorts:
+            parts.append("cohort " + ", ".join(f"{column} = {' or '.join(values)}"
+                                               for column, values in
+                                               self.cohort_values().items()))
         return "; ".join(parts) if parts else "all queries"
 
     def to_dict(self) -> dict:
-        return {"fold": self.fold, "split": self.split, "criteria": list(self.criteria)}
+        """JSON-ready; ``cohorts`` only when a cohort is chosen."""
+        out = {"fold": self.fold, "split": self.split, "criteria": list(self.criteria)}
+        if self.cohorts:
+            out["cohorts"] = list(self.cohorts)
+        return out
 
 
 @dataclass(frozen=True)
@@ -475,7 +519,7 @@ class FieldSchema:
         if k == "targets":
             return (f"must be a list of at most {self.max_items} targets such as "
                     f"'auroc>=0.85' (metric>=value, or >, <=, <)")
-        return "must be an object with fold, split and criteria"
+        return "must be an object with fold, split, criteria and cohorts"
 
     # ------------------------------------------------------------------ checks
     def check(self, value, mode: str = "json"):
@@ -635,10 +679,11 @@ class FieldSchema:
             return value
         if not isinstance(value, Mapping):
             raise self._error(value)
-        unknown = sorted(str(k) for k in value if k not in ("fold", "split", "criteria"))
+        unknown = sorted(str(k) for k in value
+                         if k not in ("fold", "split", "criteria", "cohorts"))
         if unknown:
             raise self._error(value, f"has no key {', '.join(map(repr, unknown))} (it holds "
-                                     f"fold, split and criteria)")
+                                     f"fold, split, criteria and cohorts)")
         return Filters(**value)
 
 

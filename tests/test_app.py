@@ -548,6 +548,8 @@ def test_every_setting_round_trips_through_the_url(setting):
         value = setting.options[-1]
     elif setting.key == "targets":
         value = ("auroc>=0.9", "ece<0.02")
+    elif setting.key == "cohort":
+        value = ("site=S 1", "age=[40, 65)")
     elif setting.kind == "multi":
         value = ("A.1", "B 2")
     elif setting.kind == "gates":

@@ -1,11 +1,12 @@
 """A model of the dashboard's settings state, checked against the app after every step.
 
 Hypothesis draws random sequences of what a meeting does (open a page, move a slider, type a
-threshold, switch intervals on or off, switch the demo, open the link in a new session,
-restore a settings.json) and runs them through AppTest. After each step every drawn widget,
-the thresholds line the pages show, the link, settings.json and the record's thresholds must
-equal the model, which is written here from the rules alone (what was moved is exploratory,
-what was typed, loaded or left at its default is pre-specified), not from the app's code.
+threshold, switch intervals on or off, look at one cohort, switch the demo, open the link in a
+new session, restore a settings.json) and runs them through AppTest. After each step every
+drawn widget, the thresholds line and the cohort the pages show, the link, settings.json and
+the record's thresholds must equal the model, which is written here from the rules alone (what
+was moved is exploratory, what was typed, loaded or left at its default is pre-specified; a
+cohort stays chosen until data without that cohort is shown), not from the app's code.
 
 CI runs a bounded number of sequences; ``STATE_MODEL_EXAMPLES=500`` runs more.
 """
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from dashboard import data, state
-from metrics_core.config import EvalConfig
+from metrics_core.config import EvalConfig, Filters
 from metrics_core.report import decision_record as record
 from tests.test_app import TIMEOUT, open_app
 
@@ -33,6 +34,8 @@ PAGES = ("overview", "gate", "dynamic_k", "calibration", "decision", "meeting")
 RESAMPLES = 400
 DEFAULT = EvalConfig()
 ORDER = ("tau_neg", "tau_pos", "threshold", "gamma")
+#: Cohorts of the plain demo (the one with data problems has no cohort column).
+COHORTS = ("site=site_A", "site=site_E", "sex=F", "sex=M", "age_band=80+")
 
 cents = st.integers(0, 100).map(lambda i: i / 100)
 
@@ -49,6 +52,8 @@ class DashboardSettings(RuleBasedStateMachine):
         self.explored: set[str] = set()
         self.ci = True  # intervals on by default
         self.gold = "original"  # the Gold labels switch (no verdicts here: the original shown)
+        self.cohort: tuple[str, ...] = ()  # every query
+        self.demo = data.DEMO
         self.page = "overview"
         self.at = open_app({"bootstrap": str(RESAMPLES)})
 
@@ -61,6 +66,8 @@ class DashboardSettings(RuleBasedStateMachine):
         for name in ("threshold", "gamma"):
             if v[name] != getattr(DEFAULT, name):
                 out[name] = _num(v[name])
+        if self.cohort:
+            out["cohort"] = self.cohort[0] if len(self.cohort) == 1 else list(self.cohort)
         if not self.ci:
             out["ci"] = "0"
         if self.gold != "original":
@@ -79,6 +86,16 @@ class DashboardSettings(RuleBasedStateMachine):
             f"τ_pos {v['tau_pos']:g} ({self.mark('tau_pos')})",
             f"τ {v['threshold']:g} ({self.mark('threshold')})",
             f"γ {v['gamma']:g} ({self.mark('gamma')})"]))
+
+    def evaluated(self) -> str:
+        """What the pages say they evaluate: the cohort, values of a column as alternatives."""
+        if not self.cohort:
+            return "Evaluated: all queries"
+        by: dict[str, list[str]] = {}
+        for item in self.cohort:
+            column, _, value = item.partition("=")
+            by.setdefault(column, []).append(value)
+        return "Evaluated: cohort " + ", ".join(f"{c} = {' or '.join(v)}" for c, v in by.items())
 
     def move(self, name: str, value: float) -> None:
         if self.values[name] != value:
@@ -145,22 +162,34 @@ class DashboardSettings(RuleBasedStateMachine):
         else:
             self.run(self.at.radio(key="gold").set_value(gold))
 
+    @precondition(lambda self: self.page != "meeting" and self.demo == data.DEMO)
+    @rule(cohort=st.lists(st.sampled_from(COHORTS), max_size=2, unique=True))
+    def choose_cohort(self, cohort):
+        self.run(self.at.multiselect(key="cohort").set_value(cohort))
+        self.cohort = tuple(cohort)
+
     @precondition(lambda self: self.page != "meeting")
     @rule(variant=st.sampled_from((data.DEMO, data.DEMO_PROBLEMS)))
     def switch_demo(self, variant):
         self.run(self.at.radio(key=state.DEMO_VARIANT).set_value(variant))
+        if variant != self.demo and variant == data.DEMO_PROBLEMS:
+            self.cohort = ()  # no cohort column there: the filter is dropped silently
+        self.demo = variant
 
     @rule()
     def open_link(self):
         """The link of the view in a new session (a colleague opens it)."""
         self.at = open_app(self.link(), page=self.page)
+        self.demo = data.DEMO  # a new session shows the plain demo
 
     @precondition(lambda self: self.page != "meeting")
     @rule(lo=cents, hi=cents, gamma=st.integers(5, 100).map(lambda i: i / 100),
-          explored=st.sets(st.sampled_from(ORDER)))
-    def restore_settings(self, lo, hi, gamma, explored):
+          explored=st.sets(st.sampled_from(ORDER)), cohort=st.sampled_from(COHORTS))
+    def restore_settings(self, lo, hi, gamma, explored, cohort):
         lo, hi = min(lo, hi), max(lo, hi)
-        config = EvalConfig(tau_neg=lo, tau_pos=hi, gamma=gamma, bootstrap=RESAMPLES)
+        cohorts = (cohort,) if self.demo == data.DEMO else ()
+        config = EvalConfig(tau_neg=lo, tau_pos=hi, gamma=gamma, bootstrap=RESAMPLES,
+                            filters=Filters(cohorts=cohorts))
         payload = {"schema": "metrics_core_settings/1", "config": config.to_dict(),
                    "provenance": {n: ("exploratory" if n in explored else "pre-specified")
                                   for n in ORDER}}
@@ -171,6 +200,7 @@ class DashboardSettings(RuleBasedStateMachine):
         self.values = {"tau_neg": lo, "tau_pos": hi, "threshold": DEFAULT.threshold,
                        "gamma": gamma}
         self.explored = set(explored)
+        self.cohort = cohorts
 
     # ------------------------------------------------------------------------- invariants
     @invariant()
@@ -182,6 +212,8 @@ class DashboardSettings(RuleBasedStateMachine):
         assert (cfg.tau_neg, cfg.tau_pos, cfg.threshold, cfg.gamma) == (
             v["tau_neg"], v["tau_pos"], v["threshold"], v["gamma"])
         assert view.show_bootstrap == self.ci
+        assert view.filters.cohorts == cfg.filters.cohorts == self.cohort
+        assert view.evaluation.config.filters.cohorts == self.cohort
         # the widgets drawn
         assert tuple(at.slider(key="gate").value) == (v["tau_neg"], v["tau_pos"])
         assert at.slider(key="gamma").value == v["gamma"]
@@ -193,10 +225,16 @@ class DashboardSettings(RuleBasedStateMachine):
             assert boxes["τ_pos (type exactly)"] == v["tau_pos"]
             assert at.toggle(key="ci").value == self.ci
             assert at.radio(key="gold").value == self.gold
+            assert at.multiselect(key="cohort").value == list(self.cohort)
         # the gold the page names (no verdict in these sessions: the original, and why)
         gold = [str(c.value) for c in at.caption if str(c.value).startswith("**Gold labels:")]
         assert gold == ["**Gold labels: original (the files' labels).**" if self.gold ==
                         "original" else "**Gold labels: original (no verdict yet).**"], gold
+        # the page says which queries (which cohort) it shows
+        if self.page != "meeting" or self.cohort:
+            said = [str(c.value).replace("\\_", "_") for c in at.caption
+                    if str(c.value).startswith("Evaluated:")]
+            assert said and said[0].split(" · ")[0] == self.evaluated(), (said, self.cohort)
         # the thresholds line of the page
         shown = [str(c.value).replace("\\_", "_") for c in at.caption
                  if str(c.value).startswith("Thresholds:")]
@@ -208,6 +246,7 @@ class DashboardSettings(RuleBasedStateMachine):
         assert {k: settings_file["config"][k] for k in ORDER} == v
         assert {k: settings_file["provenance"][k] for k in ORDER} == {
             k: self.mark(k) for k in ORDER}
+        assert settings_file["config"]["filters"].get("cohorts", []) == list(self.cohort)
         assert state.describe_thresholds(cfg, view.marks) == self.line()
 
 

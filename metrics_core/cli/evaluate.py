@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from metrics_core.cli.flags import config_from_flags, flag_value, input_limits
-from metrics_core.cli.opening import gates_known, open_inputs, read_verdicts
+from metrics_core.cli.flags import config_from_flags, flag_value
+from metrics_core.cli.opening import cohort_options, gates_known, open_inputs, read_verdicts
 from metrics_core.cli.output import (
     EXIT_INPUT,
     EXIT_OK,
@@ -23,33 +23,6 @@ from metrics_core.config import FieldSchema
 _TIMEOUT = FieldSchema("timeout", "float", 0.001, 86_400.0)
 
 
-def _cohort_options(args) -> dict:
-    """The cohort flags checked: ``{"declared", "bins", "max_values", "min_size"}``."""
-    bins = {}
-    for item in args.cohort_bins:
-        column, sep, value = item.partition("=")
-        if not sep or not column.strip():
-            raise ValueError(f"--cohort-bins {item!r}: write COLUMN=qN or COLUMN=40,65")
-        bins[column.strip()] = value
-    declared = {p.strip() for d in args.cohort for p in d.split("*")}
-    for column in bins:
-        if column not in declared:
-            raise ValueError(f"--cohort-bins {column}: not a --cohort column")
-    out = {"declared": list(args.cohort), "bins": bins}
-    for key, flag, value, low in (("max_values", "--cohort-max-values",
-                                   args.cohort_max_values, 2),
-                                  ("min_size", "--cohort-min-segment",
-                                   args.cohort_min_segment, 1)):
-        try:
-            number = int(value)
-        except ValueError:
-            number = None
-        if number is None or number < low:
-            raise ValueError(f"{flag} {value!r}: must be a whole number of at least {low}")
-        out[key] = number
-    return out
-
-
 def _csv_bytes(frame) -> bytes:
     from metrics_core.report.export import csv_bytes
 
@@ -62,16 +35,11 @@ _PREFETCHED_TABLES = ("smoothed_calibration", "per_criterion", "decision_curve",
                       "gate_risk_coverage")
 
 
-def _cohort_attributes(args, run, cohorts: dict) -> list:
+def _cohort_attributes(run, cohorts: dict) -> list:
     """The declared cohort columns of the queries file (none declared: ``[]``)."""
     if not cohorts["declared"]:
         return []
-    from metrics_core.inputs.cohort_columns import cohort_attributes
-
-    found = cohort_attributes(args.queries, run.loaded, cohorts["declared"],
-                              name=args.queries.name, bins=cohorts["bins"],
-                              max_values=cohorts["max_values"], limits=input_limits(args))
-    return list(found.values())
+    return list(run.evaluator.cohorts.attributes(cohorts["declared"]).values())
 
 
 def _evaluate_reduced(args, config, connect_timeout) -> int:
@@ -108,7 +76,7 @@ def evaluate_command(args) -> int:
                    ("--adjudications", args.adjudications)],
                   [("--out", args.out), ("--per-query", args.per_query),
                    ("--exclusions", args.exclusions)])
-    cohorts = _cohort_options(args)
+    cohorts = cohort_options(args)
     if cohorts["declared"] and args.engine == "dask":
         raise ValueError("--cohort needs the in-memory engine (leave out --engine dask)")
     verdicts = None
@@ -130,7 +98,7 @@ def evaluate_command(args) -> int:
         loaded, report = run.loaded, run.audit
         if not gates_known(config, loaded.dataset):
             return EXIT_INPUT
-        attributes = _cohort_attributes(args, run, cohorts)
+        attributes = _cohort_attributes(run, cohorts)
         verdicts = read_verdicts(args, loaded)  # (a bad file stops the run before computing)
         args.progress.stage("computing the metrics")
         evaluation = run.evaluator.evaluate(config, progress=args.progress)

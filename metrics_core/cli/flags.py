@@ -68,16 +68,19 @@ def config_from_flags(args) -> EvalConfig:
             values[name] = setting(name, text, flag)
         except FlagError as err:
             problems.append(str(err))
-    for flag, key in (("--fold", "fold"), ("--split", "split"), ("--criterion", "criteria")):
-        value = getattr(args, "criterion" if key == "criteria" else key)
+    for flag, key, attr in (("--fold", "fold", "fold"), ("--split", "split", "split"),
+                            ("--criterion", "criteria", "criterion"),
+                            ("--cohort-filter", "cohorts", "cohort_filter")):
+        value = getattr(args, attr)
         try:
-            Filters(**{key: tuple(value) if key == "criteria" else value})
+            Filters(**{key: tuple(value) if key in ("criteria", "cohorts") else value})
         except SettingsError as err:
             problems.append(f"{flag}: {err.rule.split(' ', 1)[1]}; got {err.shown}")
     if not problems:
         try:
             values["filters"] = Filters(fold=args.fold, split=args.split,
-                                        criteria=tuple(args.criterion))
+                                        criteria=tuple(args.criterion),
+                                        cohorts=tuple(args.cohort_filter))
             return EvalConfig(**values)
         except SettingsError as err:
             problems.extend(e.render(_flag(e.field) if e.field in SCHEMA else None)

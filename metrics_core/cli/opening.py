@@ -10,10 +10,57 @@ from metrics_core.config import EvalConfig
 
 
 def open_inputs(args):
-    """:func:`metrics_core.run.open_run` of the inputs."""
+    """:func:`metrics_core.run.open_run` of the inputs; its evaluator reads a cohort filter
+    and the declared cohorts from the queries table's columns (read when first asked for)."""
+    from metrics_core.inputs.cohort_columns import CohortSource
     from metrics_core.run import open_run
 
-    return open_run(args.queries, args.candidates, limits=input_limits(args))
+    run = open_run(args.queries, args.candidates, limits=input_limits(args))
+    run.evaluator.cohorts = CohortSource(lambda names: _read_cohorts(args, run, names),
+                                         run.loaded)
+    return run
+
+
+def _read_cohorts(args, run, names) -> dict:
+    """The cohort columns ``names`` of the queries file (with the command's ``--cohort-bins``
+    and ``--cohort-max-values``, where it has them)."""
+    from metrics_core.inputs.cohort_columns import MAX_COHORT_VALUES, cohort_attributes
+
+    options = cohort_options(args) if hasattr(args, "cohort_bins") else {
+        "bins": {}, "max_values": MAX_COHORT_VALUES}
+    parts = {p.strip() for n in names for p in str(n).split("*")}
+    return cohort_attributes(args.queries, run.loaded, list(names), name=args.queries.name,
+                             bins={k: v for k, v in options["bins"].items() if k in parts},
+                             max_values=options["max_values"], limits=input_limits(args))
+
+
+def cohort_options(args) -> dict:
+    """The cohort flags checked: ``{"declared", "bins", "max_values", "min_size"}``."""
+    bins = {}
+    for item in args.cohort_bins:
+        column, sep, value = item.partition("=")
+        if not sep or not column.strip():
+            raise ValueError(f"--cohort-bins {item!r}: write COLUMN=qN or COLUMN=40,65")
+        bins[column.strip()] = value
+    declared = {p.strip() for d in args.cohort for p in d.split("*")}
+    for column in bins:
+        if column not in declared:
+            raise ValueError(f"--cohort-bins {column}: not a --cohort column")
+    out = {"declared": list(args.cohort), "bins": bins}
+    for key, flag, value, low in (("max_values", "--cohort-max-values",
+                                   args.cohort_max_values, 2),
+                                  ("min_size", "--cohort-min-segment",
+                                   args.cohort_min_segment, 1)):
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+        if number is None or number < low:
+            raise ValueError(f"{flag} {value!r}: must be a whole number of at least {low}")
+        out[key] = number
+    return out
+
+
 
 
 def gates_known(config: EvalConfig, dataset, *, given_by: str = "--criterion-gate") -> bool:

@@ -58,6 +58,11 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
     filters.add_argument("--split", default=None, help="evaluate this split only")
     filters.add_argument("--criterion", action="append", default=[],
                          help="evaluate this criterion only (repeat for several)")
+    filters.add_argument("--cohort-filter", action="append", default=[],
+                         metavar="COLUMN=VALUE",
+                         help="evaluate one cohort only: a value of a cohort column of the "
+                              "queries table ('missing' for a missing value; repeat: values "
+                              "of one column are alternatives, of two columns combined)")
 
 
 def _limit_flags(parser: argparse.ArgumentParser) -> None:

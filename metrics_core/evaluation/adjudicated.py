@@ -74,7 +74,8 @@ def adjudicated_evaluator(evaluator: Evaluator, adjudications, *,
     """The evaluator of the adjudicated data set (the original's audit and input files)."""
     return Evaluator(adjudicated_dataset(evaluator.ds, adjudications,
                                          exclude_ambiguous=exclude_ambiguous),
-                     audit=evaluator.audit, inputs=evaluator.inputs)
+                     audit=evaluator.audit, inputs=evaluator.inputs,
+                     cohorts=getattr(evaluator, "cohorts", None))
 
 
 #: Columns of :meth:`AdjudicatedRun.differences`.

@@ -93,12 +93,16 @@ class Evaluator:
         Attached to every :class:`Evaluation` (fold / split disjointness feeds the checks).
     inputs : sequence of dict, optional
         ``{"file", "sha256", "bytes"}`` of each input file, for the run fingerprint.
+    cohorts : CohortSource, optional
+        The cohort columns of the data (:class:`metrics_core.inputs.cohort_columns.CohortSource`),
+        which a cohort filter (``Filters.cohorts``) reads; kept by the evaluators of subsets.
     """
 
-    def __init__(self, dataset: Dataset, *, audit=None, inputs=()):
+    def __init__(self, dataset: Dataset, *, audit=None, inputs=(), cohorts=None):
         self.ds = dataset
         self.audit = audit
         self.inputs = tuple(inputs)
+        self.cohorts = cohorts
         self._cache: OrderedDict = OrderedDict()
         self._sizes: dict = {}
         # The memo is shared by threads (the prefetch below; app sessions sharing the demo's
@@ -170,16 +174,24 @@ class Evaluator:
                 keep &= ds.split.astype(str) == filters.split
             if filters.criteria:
                 keep &= np.isin(ds.criterion, np.array(filters.criteria, dtype=object))
+            if filters.cohorts:
+                if self.cohorts is None:
+                    raise InputError("a cohort filter needs the data's cohort columns",
+                                     hint=f"the filter names {', '.join(filters.cohorts)}; "
+                                          f"the queries table (or a posts table) must carry "
+                                          f"those columns")
+                keep &= self.cohorts.keep(ds, filters.cohort_values())
             if not keep.any():
                 raise InputError(f"no queries match the filter ({filters.describe()})",
-                                 hint="choose another fold, split or criteria")
+                                 hint="choose another fold, split, criteria or cohort")
             return self.subset(keep)
 
         return self.cached(("filtered", filters), compute)
 
     def subset(self, keep: np.ndarray) -> Evaluator:
         """The evaluator of the queries in ``keep`` (filters)."""
-        return Evaluator(self.ds.subset(keep), audit=self.audit, inputs=self.inputs)
+        return Evaluator(self.ds.subset(keep), audit=self.audit, inputs=self.inputs,
+                         cohorts=self.cohorts)
 
     # ---- data-only parts (cached) ----
     def ranking(self, cfg: EvalConfig) -> dict[str, np.ndarray]:

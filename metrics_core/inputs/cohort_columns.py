@@ -36,7 +36,7 @@ import pandas as pd
 
 from metrics_core.errors import InputError
 
-__all__ = ["MAX_COHORT_VALUES", "MISSING", "CohortAttribute", "CohortColumns",
+__all__ = ["MAX_COHORT_VALUES", "MISSING", "CohortAttribute", "CohortColumns", "CohortSource",
            "cohort_attributes", "cohort_columns", "parse_bins"]
 
 #: Most distinct values a cohort column may have (a finer column is refused or binned).
@@ -355,3 +355,73 @@ def cohort_columns(queries, loaded, *, name: str | None = None, limits=None,
         few = values.nunique(dropna=True) <= max_values
         (suggested if numeric or few else others).append(column)
     return CohortColumns(frame[[*ids, *extra]], tuple(suggested), tuple(others), file)
+
+
+class CohortSource:
+    """The cohort columns of one loaded data set, read when first asked for: what an
+    :class:`~metrics_core.evaluation.evaluator.Evaluator` filters a cohort with
+    (``Filters.cohorts``, contract §9).
+
+    ``columns``: a :class:`CohortColumns` (the table as read) or a callable
+    ``(declared) -> {name: CohortAttribute}`` in the order of ``loaded``'s queries.
+
+    >>> import pandas as pd
+    >>> from metrics_core.inputs.loading import load
+    >>> q = pd.DataFrame({"post_id": ["1", "1", "2"], "criterion": ["A", "B", "A"],
+    ...                   "has_evidence": [1, 0, 0], "p_has_evidence": [.9, .2, .3],
+    ...                   "site": ["x", "x", "y"]})
+    >>> loaded = load(q)
+    >>> source = CohortSource(cohort_columns(q, loaded), loaded)
+    >>> source.keep(loaded.dataset, {"site": ("y",)}).tolist()
+    [False, False, True]
+    """
+
+    def __init__(self, columns, loaded):
+        self._read = columns.attributes if isinstance(columns, CohortColumns) else columns
+        self.columns = columns if isinstance(columns, CohortColumns) else None
+        self.loaded = loaded
+        self._kept: dict[str, CohortAttribute] = {}
+
+    def attributes(self, names: Sequence[str]) -> dict[str, CohortAttribute]:
+        """The cohort columns ``names`` (each read once, then kept)."""
+        names = ["*".join(p.strip() for p in str(n).split("*")) for n in names]
+        wanted = [n for n in dict.fromkeys(names) if n not in self._kept]
+        if wanted:
+            if self.columns is not None:
+                found = self._read(self.loaded, wanted)
+            else:
+                found = self._read(wanted)
+            self._kept.update(found)
+        return {n: self._kept[n] for n in names}
+
+    def values(self, names: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The cohort values of each column in ``names``."""
+        return {n: a.values for n, a in self.attributes(names).items()}
+
+    def keep(self, ds, wanted: Mapping[str, Sequence[str]]) -> np.ndarray:
+        """Which queries of ``ds`` (the loaded data set, or a data set of some of its queries)
+        are in the cohort ``wanted`` (``{column: values}``: any of a column's values, every
+        column). Raises :class:`InputError` naming the column and the value it lacks."""
+        base = self.loaded.dataset
+        attrs = self.attributes(list(wanted))
+        keep = np.ones(base.n_queries, dtype=bool)
+        for column, values in wanted.items():
+            attr = attrs[column]
+            unknown = [v for v in values if v not in attr.values]
+            if unknown:
+                shown = ", ".join(attr.values[:20]) + (", …" if len(attr.values) > 20 else "")
+                raise InputError(f"the cohort filter names a value the column does not have: "
+                                 f"{', '.join(map(repr, unknown))}", column=column,
+                                 file=self.columns.name if self.columns is not None else None,
+                                 hint=f"values: {shown}", code="invalid_value")
+            codes = [attr.values.index(v) for v in values]
+            keep &= np.isin(attr.codes, codes)
+        if ds is base or (ds.n_queries == base.n_queries
+                          and np.array_equal(ds.post_id, base.post_id)
+                          and np.array_equal(ds.criterion, base.criterion)):
+            return keep
+        keys = pd.Index(pd.Series(base.post_id.astype(str)) + "\x1f"
+                        + pd.Series(base.criterion.astype(str)))
+        rows = keys.get_indexer(pd.Series(ds.post_id.astype(str)) + "\x1f"
+                                + pd.Series(ds.criterion.astype(str)))
+        return np.where(rows >= 0, keep[np.maximum(rows, 0)], False)
