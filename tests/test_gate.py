@@ -21,6 +21,7 @@ from sklearn.metrics import (
     recall_score,
 )
 
+from metrics_core.metrics.classification import Confusion
 from metrics_core.metrics.gate import (
     AbstentionMetrics,
     GateState,
@@ -344,6 +345,31 @@ def test_abstention_result_is_frozen():
     assert isinstance(m, AbstentionMetrics)
     with pytest.raises(AttributeError):
         m.coverage = 0.5
+
+
+def test_the_answered_ratios_are_those_of_the_answered_confusion():
+    """One definition of the confusion ratios (contract §4): the abstention view's per-class
+    precision / recall / F1, MCC and balanced accuracy are its answered samples' Confusion's,
+    the negative class's F1 that of the Confusion with the classes swapped."""
+    y, pred = hand_abstention()
+    m = abstention_metrics(y, pred)
+    assert m.confusion == Confusion(3, 2, 4, 1)
+    assert (m.precision_pos, m.recall_pos, m.f1_pos) == (3 / 5, 3 / 4, 6 / 9)
+    assert (m.precision_neg, m.recall_neg) == (m.confusion.npv, m.confusion.specificity)
+    assert m.f1_neg == Confusion(4, 1, 3, 2).f1 == pytest.approx(8 / 11, abs=1e-15)
+    assert (m.mcc, m.balanced_accuracy) == (m.confusion.mcc, m.confusion.balanced_accuracy)
+    assert m.answered == m.confusion.n == 10
+
+
+def test_with_nothing_answered_the_answered_ratios_stay_undefined():
+    m = abstention_metrics([0, 1, 1], [-1, -1, -1])
+    answered = ("precision_pos", "recall_pos", "f1_pos", "precision_neg", "recall_neg", "f1_neg",
+                "balanced_accuracy", "mcc", "accuracy_answered")
+    assert all(math.isnan(getattr(m, name)) for name in answered)
+    assert all(m.ci(name) is None for name in answered)
+    scores = m.confusion.metrics()
+    assert not scores["precision"].defined
+    assert scores["precision"].reason == "no predicted positives (0/0)"
 
 
 # ------------------------------------------------------- workup per detection (one registry spec)

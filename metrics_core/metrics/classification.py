@@ -15,7 +15,10 @@ of all queries as plain arrays, so the evidence pipeline and the triage files sh
 - :func:`tpr_at_fpr`: operating points at fixed false-positive rates (seed 000 §2.3).
 - :func:`confusion_at`, :func:`confusion_sweep`, :func:`confusion_from_counts`,
   :func:`confusion_rates`: confusion counts at ``p >= threshold`` and their ratios, with 0/0
-  reported as undefined (one implementation of the ratios, reused by the gate and triage code).
+  reported as undefined. :func:`confusion_fractions` and :func:`confusion_rates` are the one
+  definition of the ratios; :class:`Confusion` and the gate's and triage's abstention view
+  (:class:`metrics_core.metrics.gate.AbstentionMetrics`, which holds the :class:`Confusion` of
+  its answered samples) read them from there.
 
 Everything that depends only on the data (the sort by score, cumulative counts at every
 distinct threshold) is held by a :class:`PreparedScores` from :func:`prepare`. Every function
@@ -58,6 +61,7 @@ __all__ = [
     "average_precision_weighted",
     "check_binary_inputs",
     "confusion_at",
+    "confusion_fractions",
     "confusion_from_counts",
     "confusion_rates",
     "confusion_sweep",
@@ -596,26 +600,38 @@ _UNDEFINED_REASON = MappingProxyType({
 })
 
 
+def confusion_fractions(tp, fp, tn, fn) -> dict[str, tuple]:
+    """The ratios of confusion counts that are a count over a count, as ``(numerator,
+    denominator)`` in the type of the counts (integers keep their Wilson intervals) (§4).
+
+    sensitivity = TP / (TP + FN); specificity = TN / (TN + FP); fpr = FP / (TN + FP);
+    precision = TP / (TP + FP); npv = TN / (TN + FN); f1 = 2 TP / (2 TP + FP + FN).
+
+    >>> confusion_fractions(3, 1, 5, 2)["precision"]
+    (3, 4)
+    """
+    return {
+        "sensitivity": (tp, tp + fn),
+        "specificity": (tn, tn + fp),
+        "fpr": (fp, tn + fp),
+        "precision": (tp, tp + fp),
+        "npv": (tn, tn + fn),
+        "f1": (2 * tp, 2 * tp + fp + fn),
+    }
+
+
 def confusion_rates(tp, fp, tn, fn) -> dict[str, np.ndarray]:
     """The ratios of confusion counts, vectorised; ``nan`` where a ratio is 0/0 (§4, §10).
 
-    sensitivity = TP / (TP + FN); specificity = TN / (TN + FP); fpr = FP / (TN + FP);
-    precision = TP / (TP + FP); npv = TN / (TN + FN); f1 = 2 TP / (2 TP + FP + FN);
-    mcc = (TP TN - FP FN) / sqrt((TP + FP)(TP + FN)(TN + FP)(TN + FN)) (undefined, not 0 as in
-    scikit-learn, when a factor is 0); balanced_accuracy = (sensitivity + specificity) / 2.
-    Every other module computing these ratios calls this function.
+    The ratios of :func:`confusion_fractions`, and mcc = (TP TN - FP FN) / sqrt((TP + FP)(TP +
+    FN)(TN + FP)(TN + FN)) (undefined, not 0 as in scikit-learn, when a factor is 0);
+    balanced_accuracy = (sensitivity + specificity) / 2. Every other module computing these
+    ratios calls this function.
     """
     tp, fp, tn, fn = (np.asarray(v, dtype=np.float64) for v in (tp, fp, tn, fn))
-    rates = {
-        "sensitivity": divide(tp, tp + fn),
-        "specificity": divide(tn, tn + fp),
-        "fpr": divide(fp, tn + fp),
-        "precision": divide(tp, tp + fp),
-        "npv": divide(tn, tn + fn),
-        "f1": divide(2.0 * tp, 2.0 * tp + fp + fn),
-        "mcc": divide(tp * tn - fp * fn,
-                       np.sqrt((tp + fp) * (tp + fn)) * np.sqrt((tn + fp) * (tn + fn))),
-    }
+    rates = {name: divide(k, n) for name, (k, n) in confusion_fractions(tp, fp, tn, fn).items()}
+    rates["mcc"] = divide(tp * tn - fp * fn,
+                          np.sqrt((tp + fp) * (tp + fn)) * np.sqrt((tn + fp) * (tn + fn)))
     rates["balanced_accuracy"] = (rates["sensitivity"] + rates["specificity"]) / 2.0
     return rates
 
@@ -699,6 +715,11 @@ class Confusion:
     def rates(self) -> dict[str, float]:
         """All ratios of :data:`RATE_NAMES` as floats (``nan`` when undefined)."""
         return dict(self._rates)
+
+    def of_negative_class(self) -> Confusion:
+        """The same counts with the negative class as the positive one (its F1 is the
+        negative class's F1)."""
+        return Confusion(self.tn, self.fn, self.tp, self.fp, self.threshold)
 
     def metrics(self) -> dict[str, Score]:
         """All ratios as :class:`Score`, undefined ones with their reason."""

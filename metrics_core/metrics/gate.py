@@ -26,12 +26,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import cached_property
 from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
 
 from metrics_core.metrics import calibration, outcomes
+from metrics_core.metrics.classification import Confusion
 from metrics_core.metrics.uncertainty import wilson_interval
 
 __all__ = [
@@ -412,6 +414,10 @@ class AbstentionMetrics:
     it is correct) and ``brier`` (mean of (confidence - correct)²) are over answered samples
     and NaN without a confidence. Undefined values are NaN.
 
+    The ratios of the answered samples are those of their :class:`Confusion` (:attr:`confusion`:
+    ``precision_pos`` is its precision, ``recall_neg`` its specificity, ...), defined once in
+    :mod:`metrics_core.metrics.classification`.
+
     Attribute names are generic (``precision_pos``); :meth:`as_dict` gives the seed 004 keys
     with the class names substituted (``precision_fake``, ``fake_slip_rate``, ...).
     """
@@ -433,14 +439,6 @@ class AbstentionMetrics:
     coverage_neg: float
     accuracy: float
     accuracy_answered: float
-    precision_pos: float
-    recall_pos: float
-    f1_pos: float
-    precision_neg: float
-    recall_neg: float
-    f1_neg: float
-    balanced_accuracy: float
-    mcc: float
     slip_rate: float
     false_flag_rate: float
     catch_rate: float
@@ -452,9 +450,47 @@ class AbstentionMetrics:
     fractions: dict = field(default_factory=dict, repr=False)
     intervals: dict = field(default_factory=dict, repr=False)
 
+    @cached_property
+    def confusion(self) -> Confusion:
+        """The confusion counts of the answered samples (abstentions left out) and their
+        ratios."""
+        return Confusion(self.tp, self.fp, self.tn, self.fn)
+
+    @property
+    def precision_pos(self) -> float:
+        return self.confusion.precision
+
+    @property
+    def recall_pos(self) -> float:
+        return self.confusion.sensitivity
+
+    @property
+    def f1_pos(self) -> float:
+        return self.confusion.f1
+
+    @property
+    def precision_neg(self) -> float:
+        return self.confusion.npv
+
+    @property
+    def recall_neg(self) -> float:
+        return self.confusion.specificity
+
+    @property
+    def f1_neg(self) -> float:
+        return self.confusion.of_negative_class().f1
+
+    @property
+    def balanced_accuracy(self) -> float:
+        return self.confusion.balanced_accuracy
+
+    @property
+    def mcc(self) -> float:
+        return self.confusion.mcc
+
     @property
     def answered(self) -> int:
-        return self.tp + self.fp + self.tn + self.fn
+        return self.confusion.n
 
     @property
     def abstain(self) -> int:
@@ -528,10 +564,9 @@ def abstention_metrics(y, pred, *, confidence=None, positive_name: str = "fake",
     (abstain_neg, abstain_pos), (tn, fn), (fp, tp) = (tuple(int(v) for v in row) for row in table)
     fractions = {name: _scalar(f)
                  for name, f in outcomes.abstention_fractions(table[None]).items()}
-    values = {name: _ratio(*f) for name, f in fractions.items()}
-    # Ratios that are not proportions come from the shared confusion kernel (contract §4).
-    values.update({name: float(v[0])
-                   for name, v in outcomes.abstention_ratios(table[None]).items()})
+    # The answered samples' ratios are properties of their confusion (contract §4).
+    values = {name: _ratio(*f) for name, f in fractions.items()
+              if name not in outcomes.ANSWERED_RATIOS}
     n = int(table.sum())
     n_pos, n_neg = tp + fn + abstain_pos, tn + fp + abstain_neg
     ece_value, brier_value = _calibration(y, pred, confidence)

@@ -22,11 +22,12 @@ from types import MappingProxyType
 
 import numpy as np
 
-from metrics_core.metrics.classification import confusion_rates
+from metrics_core.metrics.classification import confusion_fractions, confusion_rates
 from metrics_core.metrics.uncertainty import wilson_interval
 from metrics_core.registry import Counting
 
 __all__ = [
+    "ANSWERED_RATIOS",
     "FORMULAS",
     "abstention_fractions",
     "abstention_ratios",
@@ -102,6 +103,12 @@ def confusion_cells(table: np.ndarray) -> tuple[np.ndarray, ...]:
     return table[:, 2, 1], table[:, 2, 0], table[:, 1, 0], table[:, 1, 1]
 
 
+#: The abstention view's per-class precision and recall over the answered rows, and the
+#: confusion ratio each one is (:func:`~metrics_core.metrics.classification.confusion_fractions`).
+ANSWERED_RATIOS = MappingProxyType({"precision_pos": "precision", "recall_pos": "sensitivity",
+                                    "precision_neg": "npv", "recall_neg": "specificity"})
+
+
 def abstention_fractions(table: np.ndarray) -> dict[str, Fraction]:
     """Proportions of the abstention view (seed 004): TP / FP / TN / FN count answered rows."""
     tp, fp, tn, fn = confusion_cells(table)
@@ -109,6 +116,7 @@ def abstention_fractions(table: np.ndarray) -> dict[str, Fraction]:
     n = table.sum(axis=(1, 2))
     n_pos, n_neg = tp + fn + abstain_pos, tn + fp + abstain_neg
     answered = tp + fp + tn + fn
+    of_answered = confusion_fractions(tp, fp, tn, fn)
     return {
         "coverage": (answered, n, 1.0),
         "abstain_rate": (abstain_pos + abstain_neg, n, 1.0),
@@ -118,10 +126,7 @@ def abstention_fractions(table: np.ndarray) -> dict[str, Fraction]:
         "coverage_neg": (tn + fp, n_neg, 1.0),
         "accuracy": (tp + tn, n, 1.0),
         "accuracy_answered": (tp + tn, answered, 1.0),
-        "precision_pos": (tp, tp + fp, 1.0),
-        "recall_pos": (tp, tp + fn, 1.0),
-        "precision_neg": (tn, tn + fn, 1.0),
-        "recall_neg": (tn, tn + fp, 1.0),
+        **{name: (*of_answered[rate], 1.0) for name, rate in ANSWERED_RATIOS.items()},
         "slip_rate": (fn, n_pos, 1.0),
         "false_flag_rate": (fp, n_neg, 1.0),
         "catch_rate": (tp, n_pos, 1.0),
