@@ -18,19 +18,31 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import display, gold, state
-from dashboard.safe_text import escape_markdown
+from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core import registry
+from metrics_core.errors import InputError
 from metrics_core.evaluation.adjudicated import AdjudicatedRun
 from metrics_core.inputs.adjudications import (
     COLUMNS,
     CORRECTING,
+    VERDICTS,
     adjudications_of,
     read_adjudications,
     to_csv,
 )
 
-__all__ = ["VERDICT_LABELS", "adjudicated", "download_bytes", "read_upload", "remove_verdict",
-           "set_verdict", "show_differences", "verdict_of", "verdicts"]
+__all__ = [
+    "VERDICT_LABELS",
+    "adjudicated",
+    "case_panel",
+    "download_bytes",
+    "read_upload",
+    "remove_verdict",
+    "set_verdict",
+    "show_differences",
+    "verdict_of",
+    "verdicts",
+]
 
 #: How the verdicts are named on the pages.
 VERDICT_LABELS = MappingProxyType({"label_error": "Label error", "model_error": "Model error",
@@ -153,3 +165,71 @@ def show_differences(run: AdjudicatedRun, *, key: str) -> None:
              "difference": display.fmt_metric(n, diff.loc[n, "difference"]), "name": n}
             for n in names]
     display.show_table(pd.DataFrame(rows), key=key)
+
+
+def _save(source, post_id: str, criterion: str, advance, args) -> None:
+    """The verdict form's submit: keep the verdict, then ``advance(*args)`` (on to the next
+    case)."""
+    choice = st.session_state.get(state.VERDICT_CHOICE)
+    if choice is None:
+        st.session_state[state.ADJ_ERROR] = "Choose a verdict first."
+        return
+    try:
+        set_verdict(source, post_id, criterion, st.session_state.get(state.VERDICT_TARGET) or "",
+                    verdict=choice, reviewer=st.session_state.get(state.VERDICT_REVIEWER) or "",
+                    note=st.session_state.get(state.VERDICT_NOTE) or "")
+    except InputError as err:
+        st.session_state[state.ADJ_ERROR] = err.render()
+        return
+    st.session_state[state.VERDICT_CHOICE] = None
+    st.session_state[state.VERDICT_NOTE] = ""
+    st.session_state[state.VERDICT_TARGET] = ""
+    if advance is not None:
+        advance(*args)
+
+
+def case_panel(v, row, *, key: str, advance=None, args: tuple = ()) -> None:
+    """One query shown on its own, wherever a page shows one: its candidate sentences (with
+    their verdicts) and the verdict form (the query or one of its sentences, the verdict, the
+    reviewer, a note; Enter saves, then ``advance(*args)`` moves on). ``row``: the query's
+    row of a case table (``post_id``, ``criterion``, ``has_evidence``). The verdicts are the
+    session's, the same on every page (:func:`verdicts`)."""
+    source = v.source
+    post_id, criterion = str(row["post_id"]), str(row["criterion"])
+    frame = verdicts(source)
+    sentences = v.sentences(post_id, criterion)
+    on_sentence = frame[(frame["post_id"] == post_id) & (frame["criterion"] == criterion)
+                        & (frame["sent_uid"] != "")]
+    marks = dict(zip(on_sentence["sent_uid"], on_sentence["verdict"], strict=True))
+    sentences = sentences.assign(verdict=[marks.get(str(u), "") for u in sentences["sent_uid"]])
+    display.show_table(sentences, key=key, column_config={
+        "is_gold": "gold", "selected": "selected",
+        "sentence": st.column_config.TextColumn(width="large")})
+
+    st.subheader("Verdict")
+    current = verdict_of(source, post_id, criterion)
+    if current is not None:
+        who = f" by {escape_markdown(current['reviewer'])}" if current["reviewer"] else ""
+        st.caption(f"This query's verdict: **{VERDICT_LABELS[current['verdict']]}**{who}.")
+    error = st.session_state.pop(state.ADJ_ERROR, None)
+    if error:
+        st.error(escape_markdown(error), icon=":material/error:")
+    uids = [str(u) for u in sentences["sent_uid"]]
+    is_gold = dict(zip(uids, sentences["is_gold"].astype(int), strict=True))
+    with st.form("verdict_form", enter_to_submit=True):
+        st.selectbox("Case", ["", *uids], key=state.VERDICT_TARGET, format_func=lambda u: (
+            f"the query (has_evidence = {int(row['has_evidence'])})" if u == "" else
+            neutralise_bidi(f"sentence {u} (is_gold = {is_gold[u]})")))
+        st.radio("Verdict", VERDICTS, index=None, horizontal=True, key=state.VERDICT_CHOICE,
+                 format_func=VERDICT_LABELS.get,
+                 help=f"{VERDICT_LABELS[CORRECTING]} corrects the gold to its other value: "
+                      "has_evidence for the query, is_gold for a sentence.")
+        st.text_input("Reviewer", key=state.VERDICT_REVIEWER)
+        st.text_input("Note (Enter saves)", key=state.VERDICT_NOTE)
+        st.form_submit_button("Save and go to the next case", key=state.VERDICT_SAVE,
+                              on_click=_save, args=(source, post_id, criterion, advance, args),
+                              type="primary")
+    if current is not None and st.button("Remove this query's verdict",
+                                         key=state.VERDICT_REMOVE):
+        remove_verdict(source, post_id, criterion)
+        st.rerun()

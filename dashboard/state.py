@@ -440,7 +440,7 @@ SETTINGS: tuple[Setting, ...] = (
                  "files' own (original), or those corrected by the reviewers' verdicts of "
                  "Case review (adjudicated; the original numbers stay beside them). Not a "
                  "setting of the run: settings.json keeps the configuration only, and the "
-                 "verdicts come with the adjudication file (contract §14)."),
+                 "verdicts come with the adjudication file."),
 )
 
 _BY_KEY = {s.key: s for s in SETTINGS}

@@ -128,3 +128,46 @@ def test_a_bad_file_is_refused_naming_its_line_and_keeps_the_verdicts():
     assert any("adj.csv: column 'post_id': no such query" in e and "line 2" in e
                for e in errors), errors
     pd.testing.assert_frame_equal(verdicts(at), before)
+
+
+def test_meeting_mode_marks_its_cases_into_the_same_verdicts(demo_run):
+    """Meeting mode shows the Review first cases one at a time with the same verdict form:
+    a verdict given there is Case review's, and the gold switch there applies it."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.run(timeout=TIMEOUT)
+    at.switch_page("app_pages/meeting.py").run(timeout=TIMEOUT)
+    at.segmented_control(key="meeting_chart").set_value("Cases to review").run(timeout=TIMEOUT)
+    assert not at.exception
+    from metrics_core.evaluation.adjudicated import review_suggestions
+
+    top = review_suggestions(demo_run.evaluator, demo_run.evaluator.evaluate(
+        EvalConfig(bootstrap=0)))
+    first = top.iloc[0]
+    assert at.selectbox(key="meeting_case").value == 0
+    assert any(c.startswith(f"**{len(top):,} of {len(top):,} cases left to review**")
+               for c in captions(at))
+    mark(at, "label_error", reviewer="Dr M")
+    frame = verdicts(at)
+    assert frame[["post_id", "criterion", "verdict", "reviewer"]].values.tolist() == [
+        [first["post_id"], first["criterion"], "label_error", "Dr M"]]
+    assert frame["corrected_has_evidence"].tolist() == [str(1 - int(first["has_evidence"]))]
+    assert at.selectbox(key="meeting_case").value == 1  # on to the next case
+    assert any(c.startswith(f"**{len(top) - 1:,} of {len(top):,} cases left")
+               for c in captions(at))
+    # Case review lists the same verdict.
+    at.switch_page("app_pages/case_review.py").run(timeout=TIMEOUT)
+    at.segmented_control(key="case_kind").set_value("suggested").run(timeout=TIMEOUT)
+    listed = table(at, "case_table")
+    assert listed.loc[(listed["post_id"] == first["post_id"])
+                      & (listed["criterion"] == first["criterion"]), "verdict"].tolist() == [
+        "label_error"]
+    # The gold switch drawn in Meeting mode applies it there.
+    at.switch_page("app_pages/meeting.py").run(timeout=TIMEOUT)
+    at.radio(key="gold").set_value("adjudicated").run(timeout=TIMEOUT)
+    assert not at.exception
+    lib = evaluate_adjudicated(demo_run.evaluator,
+                               read_adjudications(to_csv(frame), demo_run.dataset),
+                               EvalConfig(bootstrap=0))
+    shown = at.session_state[state.VIEW].evaluation
+    assert [(r.name, r.value) for r in shown.records] == [
+        (r.name, r.value) for r in lib.adjudicated.records]

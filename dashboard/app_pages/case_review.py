@@ -7,7 +7,7 @@ from dashboard import adjudication, data, display, state
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core.errors import InputError
 from metrics_core.evaluation.adjudicated import SUGGESTIONS, review_suggestions
-from metrics_core.inputs.adjudications import CORRECTING, VERDICTS
+from metrics_core.inputs.adjudications import VERDICTS
 
 v = data.view()
 display.page_header("Case review", v, caption=(
@@ -65,24 +65,9 @@ display.download_csv(f"Download {KINDS[kind][0].lower()} (CSV)", lambda: table,
                      f"{kind}.csv", key="download_cases")
 
 
-def _save(post_id: str, criterion: str, n_listed: int, index: int) -> None:
-    """The form's submit: keep the verdict, then go on to the next case."""
-    choice = st.session_state.get(state.VERDICT_CHOICE)
-    if choice is None:
-        st.session_state[state.ADJ_ERROR] = "Choose a verdict first."
-        return
-    try:
-        adjudication.set_verdict(
-            source, post_id, criterion, st.session_state.get(state.VERDICT_TARGET) or "",
-            verdict=choice, reviewer=st.session_state.get(state.VERDICT_REVIEWER) or "",
-            note=st.session_state.get(state.VERDICT_NOTE) or "")
-    except InputError as err:
-        st.session_state[state.ADJ_ERROR] = err.render()
-        return
-    st.session_state[state.VERDICT_CHOICE] = None
-    st.session_state[state.VERDICT_NOTE] = ""
-    st.session_state[state.VERDICT_TARGET] = ""
-    # A list of unreviewed cases loses the one just marked: the same place is the next case.
+def _next_case(n_listed: int, index: int) -> None:
+    """After a verdict is saved: on to the next case (a list of unreviewed cases loses the one
+    just marked: the same place is the next case)."""
     step = 0 if st.session_state.get(state.CASE_REVIEWED) == "unreviewed" else 1
     st.session_state["case_query"] = min(index + step, max(n_listed - 1 - (1 - step), 0))
 
@@ -105,42 +90,8 @@ else:
     st.caption(f"p_has_evidence = {display.fmt_probability(row['p_has_evidence'])}, "
                f"state {row['state']}, "
                f"selected K = {int(row['selected_k'])}, gold {int(row['n_gold'])}")
-    sentences = v.sentences(post_id, criterion)
-    on_sentence = verdicts[(verdicts["post_id"] == post_id)
-                           & (verdicts["criterion"] == criterion) & (verdicts["sent_uid"] != "")]
-    marks = dict(zip(on_sentence["sent_uid"], on_sentence["verdict"], strict=True))
-    sentences = sentences.assign(verdict=[marks.get(str(u), "") for u in sentences["sent_uid"]])
-    display.show_table(sentences, key="case_sentences", column_config={
-        "is_gold": "gold", "selected": "selected",
-        "sentence": st.column_config.TextColumn(width="large")})
-
-    st.subheader("Verdict")
-    current = adjudication.verdict_of(source, post_id, criterion)
-    if current is not None:
-        who = f" by {escape_markdown(current['reviewer'])}" if current["reviewer"] else ""
-        st.caption(f"This query's verdict: **{VERDICT_LABELS[current['verdict']]}**{who}.")
-    error = st.session_state.pop(state.ADJ_ERROR, None)
-    if error:
-        st.error(escape_markdown(error), icon=":material/error:")
-    uids = [str(u) for u in sentences["sent_uid"]]
-    gold = dict(zip(uids, sentences["is_gold"].astype(int), strict=True))
-    with st.form("verdict_form", enter_to_submit=True):
-        st.selectbox("Case", ["", *uids], key=state.VERDICT_TARGET, format_func=lambda u: (
-            f"the query (has_evidence = {int(row['has_evidence'])})" if u == "" else
-            neutralise_bidi(f"sentence {u} (is_gold = {gold[u]})")))
-        st.radio("Verdict", VERDICTS, index=None, horizontal=True, key=state.VERDICT_CHOICE,
-                 format_func=VERDICT_LABELS.get,
-                 help=f"{VERDICT_LABELS[CORRECTING]} corrects the gold to its other value: "
-                      "has_evidence for the query, is_gold for a sentence.")
-        st.text_input("Reviewer", key=state.VERDICT_REVIEWER)
-        st.text_input("Note (Enter saves)", key=state.VERDICT_NOTE)
-        st.form_submit_button("Save and go to the next case", key=state.VERDICT_SAVE,
-                              on_click=_save, args=(post_id, criterion, len(labels), index),
-                              type="primary")
-    if current is not None and st.button("Remove this query's verdict",
-                                         key=state.VERDICT_REMOVE):
-        adjudication.remove_verdict(source, post_id, criterion)
-        st.rerun()
+    adjudication.case_panel(v, row, advance=_next_case, args=(len(labels), index),
+                            key="case_sentences")
 
 st.subheader("Adjudication file")
 verdicts = adjudication.verdicts(source)

@@ -1,12 +1,14 @@
 """Meeting mode: large type for a projector, the headline numbers with their intervals, one
-chart at a time, and only the controls a meeting decides on (τ_neg, τ_pos, γ)."""
+chart at a time (or the cases to review, one at a time, with the verdict form of Case review),
+and only the controls a meeting decides on (τ_neg, τ_pos, γ, the gold labels)."""
 
 import streamlit as st
 
-from dashboard import data, display, sidebar
-from dashboard.safe_text import escape_markdown
+from dashboard import adjudication, data, display, sidebar
+from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core import registry
 from metrics_core.demo import criterion_names
+from metrics_core.evaluation.adjudicated import review_suggestions
 from metrics_core.report.figures.breakdowns import per_criterion_figure
 from metrics_core.report.figures.curves import decision_curve_figure
 from metrics_core.report.figures.gate import gate_grid_heatmap
@@ -19,6 +21,11 @@ st.html("""<style>
 [data-testid="stMetricLabel"] p {font-size: 1.15rem !important;}
 [data-testid="stMain"] h1 {font-size: 2.4rem;}
 </style>""")
+
+
+def _next_case(n: int, index: int) -> None:
+    st.session_state["meeting_case"] = min(index + 1, n - 1)
+
 
 v = data.view()
 st.title("Meeting mode")
@@ -36,6 +43,7 @@ with left:  # the settings' own widgets: a move here is a move everywhere (and e
     sidebar.setting_widget("gate", typed=False)
 with right:
     sidebar.setting_widget("gamma", typed=False)
+sidebar.setting_widget("gold")
 
 ev = v.evaluation
 verdicts = display.verdict_frame(ev).set_index("metric", drop=False)
@@ -64,7 +72,8 @@ with st.container(key="meeting_verdicts"):
     for line in display.verdict_lines(verdicts):
         st.markdown(line)
 
-chart = st.segmented_control("Chart", ["Threshold grid", "Decision curve", "Per criterion"],
+chart = st.segmented_control("Chart", ["Threshold grid", "Decision curve", "Per criterion",
+                                       "Cases to review"],
                              default="Threshold grid", key="meeting_chart", required=True)
 if chart == "Threshold grid":
     display.plot(gate_grid_heatmap(v.gate_grid(), (v.config.tau_neg, v.config.tau_pos),
@@ -77,8 +86,28 @@ if chart == "Threshold grid":
 elif chart == "Decision curve":
     display.plot(decision_curve_figure(ev.decision_curve, tau_pos=v.config.tau_pos),
                  key="meeting_decision")
-else:
+elif chart == "Per criterion":
     display.plot(per_criterion_figure(
         ev.per_criterion, "screening_sensitivity", label="Screening sensitivity",
         names=criterion_names((ev.run or {}).get("inputs"))),
                  key="meeting_criterion")
+else:  # one case at a time, where a label is likeliest wrong, marked here as on Case review
+    cases = review_suggestions(v.evaluator, ev)
+    if cases.empty:
+        st.info("No case to review first at these settings.")
+    else:
+        frame = adjudication.verdicts(v.source)
+        marked = set(zip(frame["post_id"], frame["criterion"], strict=True))
+        done = sum((str(p), str(c)) in marked
+                   for p, c in zip(cases["post_id"], cases["criterion"], strict=True))
+        st.caption(f"**{len(cases) - done:,} of {len(cases):,} cases left to review** (the "
+                   "Review first list of Case review, where a label is likeliest wrong).")
+        labels = [neutralise_bidi(f"{p} · {c} ({why.replace('_', ' ')})") for p, c, why in
+                  zip(cases["post_id"], cases["criterion"], cases["why"], strict=True)]
+        index = int(st.selectbox("Case", range(len(labels)), format_func=lambda i: labels[i],
+                                 key="meeting_case") or 0)
+        row = cases.iloc[index]
+        st.caption(f"p_has_evidence = {display.fmt_probability(row['p_has_evidence'])}, "
+                   f"state {row['state']}, has_evidence {int(row['has_evidence'])}")
+        adjudication.case_panel(v, row, key="meeting_sentences", advance=_next_case,
+                                args=(len(labels), index))
