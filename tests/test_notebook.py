@@ -138,3 +138,47 @@ def test_import_of_the_report_draws_nothing_until_asked(tmp_path):
                           text=True, timeout=120, env={"PYTHONPATH": str(ROOT),
                                                        "PATH": "/usr/bin:/bin"})
     assert done.stdout.split() == ["False", "True"], done.stderr
+
+
+def test_adjudications_give_the_clis_document(tmp_path):
+    """``evaluate(..., adjudications=...)``: the numbers ``metrics-core evaluate
+    --adjudications`` writes for the same file and settings (its ``metrics`` and its
+    ``adjudication`` block); a frame of the same verdicts gives the same adjudicated records;
+    the original is the plain evaluation."""
+    from metrics_core.cli import main
+
+    frame = pd.read_parquet(QUERIES).head(3)
+    adj = tmp_path / "adj.csv"
+    adj.write_text("post_id,criterion,sent_uid,verdict,corrected_has_evidence\n"
+                   f"{frame.post_id[0]},{frame.criterion[0]},,label_error,"
+                   f"{1 - int(frame.has_evidence[0])}\n"
+                   f"{frame.post_id[1]},{frame.criterion[1]},,ambiguous,\n")
+    for extra in ((), ("--exclude-ambiguous",)):
+        out = tmp_path / "m.json"
+        assert main(["evaluate", str(QUERIES), str(CANDIDATES), "--out", str(out),
+                     "--bootstrap", "50", "--seed", "3", "--adjudications", str(adj),
+                     "--quiet", *extra]) == 0
+        cli = json.loads(out.read_text())
+        both = metrics_core.evaluate(QUERIES, CANDIDATES, bootstrap=50, seed=3,
+                                     adjudications=adj, exclude_ambiguous=bool(extra))
+        mine = json.loads(both.to_json())
+        assert mine["adjudication"] == cli["adjudication"]
+        assert mine["metrics"] == cli["metrics"]
+        assert mine["adjudication"]["exclude_ambiguous"] is bool(extra)
+        assert mine["adjudication"]["file"]["file"] == "adj.csv"
+    assert json.loads(both.original.to_json())["metrics"] == json.loads(
+        metrics_core.evaluate(QUERIES, CANDIDATES, bootstrap=50, seed=3).to_json())["metrics"]
+    # The same verdicts as a frame: the same adjudicated records.
+    as_frame = metrics_core.evaluate(QUERIES, CANDIDATES, bootstrap=50, seed=3,
+                                     adjudications=pd.read_csv(adj, dtype=str,
+                                                               keep_default_na=False),
+                                     exclude_ambiguous=True)
+    assert [r.to_dict() for r in as_frame.adjudicated.records] == [
+        r.to_dict() for r in both.adjudicated.records]
+    with pytest.raises(ValueError, match="exclude_ambiguous needs adjudications"):
+        metrics_core.evaluate(QUERIES, CANDIDATES, exclude_ambiguous=True)
+    with pytest.raises(metrics_core.InputError, match=r"adj\.csv"):
+        bad = tmp_path / "bad" / "adj.csv"
+        bad.parent.mkdir()
+        bad.write_text("post_id,criterion,verdict\nnope,A,model_error\n")
+        metrics_core.evaluate(QUERIES, CANDIDATES, bootstrap=0, adjudications=bad)

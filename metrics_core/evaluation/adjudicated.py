@@ -133,6 +133,11 @@ class AdjudicatedRun:
             corrected_is_gold=frame.loc[fix, "corrected_is_gold"].astype(int))
         return queries.reset_index(drop=True), sentences.reset_index(drop=True)
 
+    def to_json(self, *, indent: int = 2) -> str:
+        """``metrics_master.json`` as ``metrics-core evaluate --adjudications`` writes it: the
+        original run's document with the ``adjudication`` block (:func:`with_adjudication`)."""
+        return with_adjudication(self.original.to_json(), self, indent=indent)
+
     def to_dict(self) -> dict:
         """The ``adjudication`` block of ``metrics_master.json`` (contract §14)."""
         adj = self.adjudications
