@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -608,6 +608,8 @@ class View:
     #: How each threshold got its value when the view was made (dashboard.state.marks): the
     #: pages, settings.json and the record say what the view says.
     marks: Mapping[str, str] = field(default_factory=dict)
+    #: The guarantees of the thresholds marked guaranteed (dashboard.state.guarantees).
+    guarantees: Mapping[str, Any] = field(default_factory=dict)
     #: The full-resample configuration still to compute (set by a live-resample evaluation).
     pending: EvalConfig | None = None
     #: The configuration set, when its resamples are above the server's live cap

@@ -236,10 +236,16 @@ def thresholds_caption(v) -> None:
     """The thresholds of the view and whether each was pre-specified or exploratory."""
     from dashboard import state
 
-    st.caption(escape_markdown(state.describe_thresholds(v.config, v.marks)) + ". Exploratory: "
-               "moved or found on the data shown, so the numbers computed with it are optimistic; "
-               "pre-specified: the default, typed in, or loaded from settings or a link.",
-               help="STARD 2015: report whether cut-offs were pre-specified or exploratory.")
+    text = (escape_markdown(state.describe_thresholds(v.config, v.marks, v.guarantees))
+            + ". Exploratory: moved or found on the data shown, so the numbers computed with "
+            "it are optimistic; pre-specified: the default, typed in, or loaded from settings "
+            "or a link.")
+    if state.GUARANTEED in v.marks.values():
+        text += (" Guaranteed: found on the data with a guarantee for new queries like the "
+                 "calibration data (Decision support's guarantee mode; the numbers computed "
+                 "on these data with it are still optimistic, the guarantee is not).")
+    st.caption(text, help="STARD 2015: report whether cut-offs were pre-specified or "
+                          "exploratory.")
 
 
 def show_failure(exc: BaseException) -> None:

@@ -61,35 +61,23 @@ def plain_language(r: risk_control.GuaranteeResult) -> str:
             f"Method: {r.method}.")
 
 
-def record_sentence(note: dict | None, gate: tuple[float, float]) -> str:
-    """The sentence the decision record adds when the gate was set with a guarantee
-    (``note``, as "Set the gate" stores it) and ``gate`` still holds that value; empty
-    otherwise (a threshold moved since carries no guarantee)."""
-    if not note:
-        return ""
-    current = gate[0] if note["parameter"] == "tau_neg" else gate[1]
-    if abs(current - note["value"]) > 1e-9:
-        return ""
-    return " " + note["text"]
-
-
-def record_text() -> str:
-    """:func:`record_sentence` of this session."""
-    return record_sentence(st.session_state.get(state.GUARANTEE_SET), state.value("gate"))
-
-
-def _apply(parameter: str, value: float, text: str) -> None:
-    """Set the gate's end to the guaranteed threshold: found on data (exploratory), with a
-    guarantee the record states; the other end follows only to keep τ_neg ≤ τ_pos."""
+def _apply(parameter: str, value: float, mark: risk_control.ThresholdGuarantee) -> None:
+    """Set the gate's end to the guaranteed threshold, marked guaranteed with ``mark`` (the
+    value held to six decimals on the safe side: :func:`risk_control.floor_threshold`).
+    τ_neg ≤ τ_pos: a guaranteed τ_neg above τ_pos comes down to it (a lower τ_neg keeps its
+    guarantee: the missed-positive risk only falls); a guaranteed τ_pos below τ_neg takes
+    τ_neg down with it, which keeps τ_neg's own mark if it was guaranteed and makes it
+    exploratory otherwise."""
     lo, hi = state.value("gate")
+    value = risk_control.floor_threshold(value, parameter)
     if parameter == "tau_neg":
-        state.set_value("gate", (min(value, hi), hi), how=state.EXPLORATORY,
-                        mark=("tau_neg", *(("tau_pos",) if value > hi else ())))
+        state.set_value("gate", (min(value, hi), hi), how=state.GUARANTEED,
+                        mark=("tau_neg",), guarantee=mark)
     else:
-        state.set_value("gate", (lo, max(value, lo)), how=state.EXPLORATORY,
-                        mark=("tau_pos", *(("tau_neg",) if value < lo else ())))
-    st.session_state[state.GUARANTEE_SET] = {"parameter": parameter, "value": value,
-                                             "text": text}
+        state.set_value("gate", (min(lo, value), value), how=state.GUARANTEED,
+                        mark=("tau_pos",), guarantee=mark)
+        if value < lo and state.provenance("tau_neg") != state.GUARANTEED:
+            state.set_mark("tau_neg", state.EXPLORATORY)
     state.setting_moved()
 
 
@@ -155,8 +143,10 @@ def show(ds, target, plain: float | None, *, by_criterion: bool = False) -> None
     st.markdown(escape_markdown("Workload: " + workload(ds.p, r.parameter, r.value, plain)
                                 + "."))
     st.caption(escape_markdown(plain_language(r)))
-    text = (f"{name} {r.value:.6g} was found on data with a guarantee: {r.statement}. "
-            f"δ = {r.delta:g}; calibration data: {r.calibration} ({r.n_calibration:,} "
-            f"queries); method: {r.method}.")
     st.button(f"Set the gate: {name} = {r.value:.4f} (with a guarantee)",
-              key="guarantee_apply", on_click=_apply, args=(r.parameter, r.value, text))
+              key="guarantee_apply", on_click=_apply,
+              args=(r.parameter, r.value, risk_control.ThresholdGuarantee.of(r)),
+              help="Marks the threshold guaranteed (every page's thresholds line, the link, "
+                   "settings.json and the decision record say so, with the target, δ, the "
+                   "calibration data and the method); moving it afterwards makes it "
+                   "exploratory.")

@@ -279,7 +279,8 @@ def build_view(source: data.Source, notes: list[str]) -> data.View:
         config = state.build_config({})
     source, words = gold.gold_source(source, values["gold"], notes)
     return data.View(source=source, filters=filters(values), config=config,
-                     show_bootstrap=bool(values["ci"]), marks=state.marks(), gold=words)
+                     show_bootstrap=bool(values["ci"]), marks=state.marks(),
+                     guarantees=state.guarantees(), gold=words)
 
 
 def fragment_view(keys: tuple[str, ...]) -> data.View:
@@ -338,7 +339,8 @@ def downloads_sidebar(v: data.View) -> None:
                          f"per_criterion{on_gold}.csv", key="download_per_criterion",
                          index=True)
     st.download_button("settings.json", data=lambda: record.settings_json(
-                           ref.view.evaluation, marks=ref.view.marks),
+                           ref.view.evaluation, marks=ref.view.marks,
+                           guarantees=ref.view.guarantees),
                        file_name="settings.json", mime="application/json",
                        key="download_settings", on_click="ignore", icon=":material/tune:",
                        help="Every setting of this view; load it below (or give it to "
@@ -359,20 +361,21 @@ def _apply_settings() -> None:
     st.session_state.pop("_settings_error", None)
     if uploaded is None:
         return
-    values, explored, error = settings_verdict(uploaded.getvalue(), uploaded.name,
-                                               data.interaction_caps())
+    values, (explored, guaranteed), error = settings_verdict(
+        uploaded.getvalue(), uploaded.name, data.interaction_caps())
     if error is not None:
         st.session_state["_settings_error"] = error
         return
     # Not settings of the run: the session's stay.
     values["ci"], values["gold"] = state.value("ci"), state.value("gold")
-    state.replace_all(values, explored)
+    state.replace_all(values, explored, guaranteed)
     _sync_inputs()
 
 
 def settings_verdict(payload: bytes, name: str, caps) -> tuple[dict | None, tuple, str | None]:
-    """What a settings.json does to the view: ``(values, explored, None)`` (the setting
-    values of the view it restores and its exploratory thresholds) or ``(None, (), message)``.
+    """What a settings.json does to the view: ``(values, (explored, guaranteed), None)`` (the
+    setting values of the view it restores, its exploratory thresholds and its thresholds set
+    with a guarantee, field -> ThresholdGuarantee) or ``(None, ((), {}), message)``.
 
     The file is read by the configuration's own schema, as ``metrics-core report --settings``
     reads it, so the same file gets the same verdict: a file with any invalid setting is
@@ -383,19 +386,20 @@ def settings_verdict(payload: bytes, name: str, caps) -> tuple[dict | None, tupl
     from metrics_core.settings_file import read_settings_file
 
     refused = f"{name} was not applied; nothing changed. "
-    values, errors, explored = read_settings_file(payload, source=name)
+    values, errors, explored, guaranteed = read_settings_file(payload, source=name)
+    none = ((), {})
     if errors:
-        return None, (), refused + str(SettingsError.combine(errors, source=name))
+        return None, none, refused + str(SettingsError.combine(errors, source=name))
     over = state.capped(values, caps, "settings file")
     if over:
-        return None, (), refused + " ".join(
+        return None, none, refused + " ".join(
             r.replace("the default is used instead. ", "") for r in over)
     config = EvalConfig(**values)
     # The dashboard has no control for these: a file that sets them is refused, never applied
     # without them (the view would silently differ from the file).
     fixed = [f for f in ("ks", "tpr_fprs") if getattr(config, f) != getattr(EvalConfig(), f)]
     if fixed:
-        return None, (), (
+        return None, none, (
             refused + "It sets "
             + " and ".join(f"{f} = {', '.join(f'{v:g}' for v in getattr(config, f))}"
                            for f in fixed)
@@ -403,7 +407,7 @@ def settings_verdict(payload: bytes, name: str, caps) -> tuple[dict | None, tupl
             + " and ".join(f"{f} = {', '.join(f'{v:g}' for v in getattr(EvalConfig(), f))}"
                            for f in fixed)
             + "); run the file with metrics-core report --settings instead.")
-    return state.values_of(config), explored, None
+    return state.values_of(config), (explored, guaranteed), None
 
 
 def filters(values: dict) -> data.Filters:

@@ -25,6 +25,7 @@ import streamlit as st
 
 from metrics_core.config import (
     EXPLORATORY,
+    GUARANTEED,
     PRESPECIFIED,
     VARIANT_LABELS,
     VARIANTS,
@@ -44,10 +45,12 @@ __all__ = [
     "build_config",
     "current_settings",
     "filters_of",
+    "guarantees",
     "link_params",
     "load_from_url",
     "model",
     "prepare_widget",
+    "set_mark",
     "set_value",
     "setting",
     "setting_kind",
@@ -157,11 +160,11 @@ RAG_PAIR_SCENARIO = "rag_pair_scenario"
 #: Decision record: title, notes, and the settings.json uploader.
 RECORD_TITLE = "record_title"
 RECORD_NOTES = "record_notes"
-#: The gate's end last set with a guarantee (Decision support), for the record's sentence.
-GUARANTEE_SET = "_guarantee_set"
 SETTINGS_FILE = "settings_file"
-#: How each threshold got its value: field -> "pre-specified" or "exploratory".
+#: How each threshold got its value: field -> "exploratory" or "guaranteed" (absent:
+#: pre-specified); the guaranteed ones' guarantees: field -> risk_control.ThresholdGuarantee.
 PROVENANCE = "_threshold_provenance"
+GUARANTEES = "_threshold_guarantees"
 #: The one source of truth of the view's settings: setting key -> value (validated). Widgets
 #: are drawn from it and write into it; a widget's own state (kept under the setting's key) is
 #: dropped by Streamlit whenever a page does not draw it, the model is not.
@@ -169,6 +172,9 @@ MODEL = "_settings_model"
 #: Query-string key listing the thresholds that are exploratory (so a shared link or a
 #: restored settings.json cannot turn an exploratory threshold into a pre-specified one).
 EXPLORED_PARAM = "explored"
+#: Query-string key of each threshold set with a guarantee (repeated): field;target;delta;
+#: tests;calibration;n (risk_control.ThresholdGuarantee.link).
+GUARANTEED_PARAM = "guaranteed"
 #: Number inputs beside the gate and γ sliders (typing = pre-specified): the base of their
 #: widget keys.
 GATE_INPUTS = ("gate_tau_neg_input", "gate_tau_pos_input")
@@ -551,9 +557,16 @@ def value(key: str):
 
 
 def marks() -> dict[str, str]:
-    """How each threshold field got its value (a copy): field -> pre-specified / exploratory."""
+    """How each threshold field got its value (a copy): field -> pre-specified / exploratory /
+    guaranteed."""
     return {name: provenance(name) for fields_ in THRESHOLD_FIELDS.values()
             for name in fields_}
+
+
+def guarantees() -> dict:
+    """The guarantees of the thresholds marked guaranteed (a copy): field ->
+    :class:`~metrics_core.metrics.risk_control.ThresholdGuarantee`."""
+    return dict(st.session_state.get(GUARANTEES, {}))
 
 
 def _normalise(s: Setting, value):
@@ -581,12 +594,12 @@ def _changed_fields(s: Setting, old, new) -> tuple[str, ...]:
 
 
 def set_value(key: str, new, *, how: str | None = None,
-              mark: tuple[str, ...] | None = None) -> bool:
+              mark: tuple[str, ...] | None = None, guarantee=None) -> bool:
     """Set the setting ``key`` to ``new`` (validated; ValueError naming it otherwise).
 
-    ``how`` (:data:`PRESPECIFIED` / :data:`EXPLORATORY`) marks the threshold fields this change
-    changed, and only those (``mark``: these fields, changed or not). Returns whether the value
-    changed.
+    ``how`` (:data:`PRESPECIFIED` / :data:`EXPLORATORY` / :data:`GUARANTEED`, the latter with
+    its ``guarantee``) marks the threshold fields this change changed, and only those
+    (``mark``: these fields, changed or not). Returns whether the value changed.
     """
     s = _BY_KEY[key]
     new = _normalise(s, new)
@@ -595,19 +608,25 @@ def set_value(key: str, new, *, how: str | None = None,
     m[key] = new
     if how is not None and key in THRESHOLD_FIELDS:
         for name in (mark if mark is not None else _changed_fields(s, old, new)):
-            _set_mark(name, how)
+            set_mark(name, how, guarantee)
     return old != new
 
 
-def replace_all(values: Mapping[str, Any], explored: tuple[str, ...] = ()) -> None:
+def replace_all(values: Mapping[str, Any], explored: tuple[str, ...] = (),
+                guaranteed: Mapping[str, Any] | None = None) -> None:
     """The settings of a link or a settings.json: every setting given is set, every other one
     returns to its default; every threshold is pre-specified except the fields in
-    ``explored``."""
+    ``explored`` and those in ``guaranteed`` (field -> its ThresholdGuarantee; a field in
+    both is exploratory)."""
     m = model()
     for s in SETTINGS:
         m[s.key] = _normalise(s, values[s.key]) if s.key in values else s.default
-    st.session_state[PROVENANCE] = {name: EXPLORATORY for name in explored
-                                    if name in _THRESHOLD_NAMES}
+    kept = {name: g for name, g in (guaranteed or {}).items()
+            if name in _THRESHOLD_NAMES and name not in explored}
+    st.session_state[PROVENANCE] = {
+        **dict.fromkeys(kept, GUARANTEED),
+        **{name: EXPLORATORY for name in explored if name in _THRESHOLD_NAMES}}
+    st.session_state[GUARANTEES] = kept
     st.session_state.pop(LINK_NOTES, None)
 
 
@@ -675,7 +694,8 @@ def setting_moved() -> None:
 # ------------------------------------------------------------------ the link
 def _query() -> dict[str, str | list[str]]:
     params = {key: st.query_params.get_all(key) for key in st.query_params}
-    return {k: (v[0] if len(v) == 1 and setting_kind(k) not in ("multi", "gates") else v)
+    return {k: (v[0] if len(v) == 1 and setting_kind(k) not in ("multi", "gates")
+                and k != GUARANTEED_PARAM else v)
             for k, v in params.items()}
 
 
@@ -692,6 +712,40 @@ def explored_from_params(params: Mapping[str, str | list[str]]) -> tuple[tuple[s
               f"({', '.join(unknown[:5])}); known: {', '.join(_THRESHOLD_NAMES)}."]
              if unknown else [])
     return tuple(n for n in names if n in _THRESHOLD_NAMES), notes
+
+
+def guaranteed_from_params(params: Mapping[str, str | list[str]]
+                           ) -> tuple[dict, tuple[str, ...], list[str]]:
+    """The thresholds a link names as set with a guarantee (``guaranteed=`` values, see
+    :data:`GUARANTEED_PARAM`): ``(field -> ThresholdGuarantee, fields, notes)``. A value
+    that is not a valid guarantee is noted, and its threshold, if named, counts as
+    exploratory (it was found on the data; a broken mark cannot make it pre-specified)."""
+    from metrics_core.metrics.risk_control import ThresholdGuarantee
+
+    raw = params.get(GUARANTEED_PARAM)
+    if raw is None:
+        return {}, (), []
+    items = [raw] if isinstance(raw, str) else list(raw)
+    found: dict[str, Any] = {}
+    broken: list[str] = []
+    notes: list[str] = []
+    for item in items[:len(_THRESHOLD_NAMES)]:
+        try:
+            name, g = ThresholdGuarantee.from_link(str(item)[:MAX_TEXT])
+        except ValueError as exc:
+            name = str(item).partition(";")[0]
+            if name in _THRESHOLD_NAMES:
+                broken.append(name)
+            notes.append(f"{GUARANTEED_PARAM}={_short(item)} in the link is not a valid "
+                         f"guarantee: {exc}"
+                         + (f"; {name} counts as exploratory." if name in _THRESHOLD_NAMES
+                            else "."))
+            continue
+        found[name] = g
+    if len(items) > len(_THRESHOLD_NAMES):
+        notes.append(f"{GUARANTEED_PARAM} in the link is given {len(items)} times; at most "
+                     f"{len(_THRESHOLD_NAMES)} are read.")
+    return found, tuple(broken), notes
 
 
 #: The settings whose cost grows with their value, each with the key of the server's cap on
@@ -734,7 +788,9 @@ def load_from_url(*, caps: Mapping[str, int] | None = None) -> list[str]:
     values, notes = settings_from_params(params)
     notes += capped(values, caps or {}, "link")
     explored, more = explored_from_params(params)
-    replace_all(values, explored)
+    guaranteed, broken, broken_notes = guaranteed_from_params(params)
+    replace_all(values, explored + broken, guaranteed)
+    more += broken_notes
     st.session_state[LINK_NOTES] = notes + more
     return notes + more
 
@@ -763,13 +819,20 @@ def current_settings() -> dict[str, Any]:
     return out
 
 
-def link_params(values: Mapping[str, Any], threshold_marks: Mapping[str, str]
+def link_params(values: Mapping[str, Any], threshold_marks: Mapping[str, str],
+                threshold_guarantees: Mapping[str, Any] | None = None
                 ) -> dict[str, str | list[str]]:
-    """The query string of a view: its non-default settings and its exploratory thresholds."""
+    """The query string of a view: its non-default settings, its exploratory thresholds and
+    its thresholds set with a guarantee (with the guarantee)."""
     out = url_params(values)
     explored = [n for n in _THRESHOLD_NAMES if threshold_marks.get(n) == EXPLORATORY]
     if explored:
         out[EXPLORED_PARAM] = ",".join(explored)
+    kept = threshold_guarantees or {}
+    guaranteed = [kept[n].link(n) for n in _THRESHOLD_NAMES
+                  if threshold_marks.get(n) == GUARANTEED and n in kept]
+    if guaranteed:
+        out[GUARANTEED_PARAM] = guaranteed
     return out
 
 
@@ -778,7 +841,7 @@ def write_to_url(*, always: bool = False) -> None:
 
     ``always``: write even when the server's copy already matches (at the end of a run: an
     earlier, interrupted run's address may reach the browser after this run's start)."""
-    wanted = link_params(current_settings(), marks())
+    wanted = link_params(current_settings(), marks(), guarantees())
     if always or _query() != wanted:
         st.query_params.from_dict(wanted)
 
@@ -792,27 +855,42 @@ THRESHOLD_FIELDS = MappingProxyType({
 _THRESHOLD_NAMES = THRESHOLD_NAMES
 
 
-def _set_mark(name: str, how: str) -> None:
+def set_mark(name: str, how: str, guarantee=None) -> None:
+    """Mark the threshold field ``name``: pre-specified, exploratory, or guaranteed with
+    ``guarantee`` (a ThresholdGuarantee); any other mark drops the field's guarantee."""
     current = dict(st.session_state.get(PROVENANCE, {}))
-    if how == EXPLORATORY:
+    kept = dict(st.session_state.get(GUARANTEES, {}))
+    kept.pop(name, None)
+    if how == GUARANTEED:
+        if guarantee is None:
+            raise ValueError(f"{name}: a guaranteed threshold needs its guarantee")
+        current[name], kept[name] = GUARANTEED, guarantee
+    elif how == EXPLORATORY:
         current[name] = EXPLORATORY
     else:
         current.pop(name, None)
     st.session_state[PROVENANCE] = current
+    st.session_state[GUARANTEES] = kept
 
 
 def provenance(field_name: str) -> str:
-    """``pre-specified`` (the default, typed, loaded) or ``exploratory`` (moved on the data)."""
+    """``pre-specified`` (the default, typed, loaded), ``exploratory`` (moved on the data) or
+    ``guaranteed`` (found on the data with a guarantee)."""
     return st.session_state.get(PROVENANCE, {}).get(field_name, PRESPECIFIED)
 
 
-def describe_thresholds(config: EvalConfig, threshold_marks: Mapping[str, str] | None = None
-                        ) -> str:
+def describe_thresholds(config: EvalConfig, threshold_marks: Mapping[str, str] | None = None,
+                        threshold_guarantees: Mapping[str, Any] | None = None) -> str:
     """One line for every page and the record: each threshold, its value and how it was
-    chosen (``threshold_marks``: the view's marks; default: the session's)."""
+    chosen (``threshold_marks`` and ``threshold_guarantees``: the view's; default: the
+    session's). A guaranteed threshold names its target, δ and calibration data."""
     got = marks() if threshold_marks is None else threshold_marks
+    kept = (guarantees() if threshold_marks is None else {}) \
+        if threshold_guarantees is None else threshold_guarantees
 
     def mark(name):
+        if got.get(name) == GUARANTEED:
+            return kept[name].describe() if name in kept else GUARANTEED
         return EXPLORATORY if got.get(name) == EXPLORATORY else PRESPECIFIED
 
     parts = [f"τ_neg {config.tau_neg:g} ({mark('tau_neg')})",

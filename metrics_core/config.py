@@ -805,9 +805,10 @@ def checked_mapping(data, source: str | None) -> tuple[dict, list[SettingsError]
 SCHEMA_DEFAULTS: Mapping = MappingProxyType({f.name: f.default for f in fields(EvalConfig)})
 
 
-#: The thresholds whose provenance a settings file records, and the two marks: a threshold
-#: is pre-specified (the default, typed in, loaded) or exploratory (moved or found on the
-#: data shown); a file that records a threshold as exploratory keeps it so wherever it is
-#: loaded.
+#: The thresholds whose provenance a settings file records, and the three marks: a threshold
+#: is pre-specified (the default, typed in, loaded), exploratory (moved or found on the
+#: data shown) or guaranteed (found on the data with a guarantee for new queries, Decision
+#: support's guarantee mode: the file's ``guarantees`` say which); a file that records a
+#: threshold as exploratory or guaranteed keeps it so wherever it is loaded.
 THRESHOLD_FIELDS = ("tau_neg", "tau_pos", "threshold", "gamma", "criterion_gates")
-PRESPECIFIED, EXPLORATORY = "pre-specified", "exploratory"
+PRESPECIFIED, EXPLORATORY, GUARANTEED = "pre-specified", "exploratory", "guaranteed"

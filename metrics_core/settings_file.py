@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from metrics_core.config import (
     EXPLORATORY,
+    GUARANTEED,
     MAX_NAME_CHARS,
     MAX_SETTINGS_BYTES,
     MAX_SETTINGS_DEPTH,
@@ -112,8 +113,9 @@ def _settings_mapping(data: bytes | str, source: str) -> Mapping:
     return _settings_parts(data, source)[0]
 
 
-def _settings_parts(data: bytes | str, source: str) -> tuple[Mapping, tuple[str, ...]]:
-    """The configuration mapping of a settings file and its exploratory thresholds."""
+def _settings_parts(data: bytes | str, source: str) -> tuple[Mapping, tuple[str, ...], dict]:
+    """The configuration mapping of a settings file, its exploratory thresholds and its
+    thresholds set with a guarantee (with their guarantees)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     data = bytes(data)
@@ -136,19 +138,21 @@ def _settings_parts(data: bytes | str, source: str) -> tuple[Mapping, tuple[str,
     if not isinstance(top, dict):
         raise SettingsError(None, "must hold a JSON object of settings", top, source=source)
     if "config" not in top:
-        return top, ()
-    extra = sorted(k for k in top if k not in ("config", "schema", "provenance"))
+        return top, (), {}
+    extra = sorted(k for k in top if k not in ("config", "schema", "provenance", "guarantees"))
     if extra:
         raise SettingsError(None, f"has keys a settings file does not have: "
-                            f"{', '.join(map(repr, extra))} (it holds schema, config and "
-                            f"provenance)", source=source)
+                            f"{', '.join(map(repr, extra))} (it holds schema, config, "
+                            f"provenance and guarantees)", source=source)
     if top.get("schema", SETTINGS_SCHEMA_ID) != SETTINGS_SCHEMA_ID:
         raise SettingsError("schema", f"must be {SETTINGS_SCHEMA_ID!r}", top["schema"],
                             source=source)
     if not isinstance(top["config"], dict):
         raise SettingsError("config", "must be a JSON object of settings", top["config"],
                             source=source)
-    return top["config"], _explored(top.get("provenance", {}), source)
+    explored = _explored(top.get("provenance", {}), source)
+    return top["config"], explored, _guaranteed(top.get("provenance", {}),
+                                                top.get("guarantees", {}), source)
 
 
 
@@ -161,22 +165,54 @@ def _explored(marks, source: str) -> tuple[str, ...]:
         if name not in THRESHOLD_FIELDS:
             raise SettingsError("provenance", f"names thresholds only "
                                 f"({', '.join(THRESHOLD_FIELDS)})", name, source=source)
-        if mark not in (PRESPECIFIED, EXPLORATORY):
-            raise SettingsError(f"provenance.{name}", f"must be {PRESPECIFIED!r} or "
-                                f"{EXPLORATORY!r}", mark, source=source)
+        if mark not in (PRESPECIFIED, EXPLORATORY, GUARANTEED):
+            raise SettingsError(f"provenance.{name}", f"must be {PRESPECIFIED!r}, "
+                                f"{EXPLORATORY!r} or {GUARANTEED!r}", mark, source=source)
     return tuple(n for n in THRESHOLD_FIELDS if marks.get(n) == EXPLORATORY)
 
 
+def _guaranteed(marks: dict, given, source: str) -> dict:
+    """The guarantees of the thresholds the file marks guaranteed: field ->
+    ThresholdGuarantee. Each such threshold needs one, and only they may have one."""
+    from metrics_core.metrics.risk_control import ThresholdGuarantee
+
+    if not isinstance(given, dict):
+        raise SettingsError("guarantees", "must be a JSON object of thresholds", given,
+                            source=source)
+    wanted = [n for n in THRESHOLD_FIELDS if marks.get(n) == GUARANTEED]
+    for name in given:
+        if name not in wanted:
+            raise SettingsError(f"guarantees.{name}", "is given for a threshold the "
+                                f"provenance does not mark {GUARANTEED!r}", name,
+                                source=source)
+    out = {}
+    for name in wanted:
+        if name not in given:
+            raise SettingsError(f"provenance.{name}", f"is {GUARANTEED!r} but guarantees "
+                                f"has no {name}", GUARANTEED, source=source)
+        try:
+            g = ThresholdGuarantee.from_dict(given[name])
+        except ValueError as err:
+            raise SettingsError(f"guarantees.{name}", str(err), given[name],
+                                source=source) from None
+        if not g.fits(name):
+            raise SettingsError(f"guarantees.{name}", f"{g.target} sets {g.parameter}, not "
+                                f"{name}", g.target, source=source)
+        out[name] = g
+    return out
+
+
 def read_settings_file(data: bytes, *, source: str
-                       ) -> tuple[dict, list[SettingsError], tuple[str, ...]]:
-    """:func:`read_settings_partial`, and the thresholds the file records as exploratory:
-    ``(valid, errors, explored)``."""
+                       ) -> tuple[dict, list[SettingsError], tuple[str, ...], dict]:
+    """:func:`read_settings_partial`, the thresholds the file records as exploratory and
+    those it records as set with a guarantee: ``(valid, errors, explored, guaranteed)``
+    (``guaranteed``: field -> :class:`~metrics_core.metrics.risk_control.ThresholdGuarantee`)."""
     try:
-        config, explored = _settings_parts(data, source)
+        config, explored, guaranteed = _settings_parts(data, source)
     except SettingsError as err:
-        return {}, [err], ()
+        return {}, [err], (), {}
     values, errors = checked_mapping(config, source)
-    return values, errors, explored
+    return values, errors, explored, guaranteed
 
 
 def read_settings_partial(data: bytes, *, source: str) -> tuple[dict, list[SettingsError]]:

@@ -1,8 +1,12 @@
 """Decision support's guarantee mode: the guaranteed threshold shown is the library's, "Set the
-gate" moves the slider and marks it found on data (exploratory) with the guarantee in the
-record's text, and the workload line compares it with the finder's threshold."""
+gate" moves the slider and marks it guaranteed (its own provenance mark, with the target, δ, the
+calibration data and the method) on every page's thresholds line, in the link, settings.json and
+the record, a later move makes it exploratory, and the workload line compares it with the
+finder's threshold."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -21,7 +25,24 @@ def demo():
     return mio.load(paths.queries, paths.candidates).dataset
 
 
+def _unescaped(text) -> str:
+    """Text as shown (Markdown's escapes removed)."""
+    return re.sub(r"\\(.)", r"\1", str(text))
+
+
+def _line(at) -> str:
+    return next(_unescaped(c.value) for c in at.caption
+                if str(c.value).startswith("Thresholds:"))
+
+
 def test_guarantee_mode_sets_the_gate_with_a_guarantee(demo):
+    """Set the gate: τ_neg takes the guaranteed value (six decimals, rounded down so that no
+    calibration positive falls below it), marked guaranteed with its target, δ and
+    calibration data on the thresholds line, in the link and in settings.json."""
+    import json
+
+    from metrics_core.report import decision_record as record
+
     at = open_app(page="decision")
     at.selectbox(key="finder_target").set_value(("screening_sensitivity", ">=")).run()
     at.number_input(key="finder_value").set_value(0.99).run()
@@ -35,35 +56,114 @@ def test_guarantee_mode_sets_the_gate_with_a_guarantee(demo):
     assert "exchangeable" in shown and "does not say that every batch" in shown
     at.button(key="guarantee_apply").click().run()
     assert_clean(at)
-    assert at.session_state[state.MODEL]["gate"][0] == pytest.approx(want.value)
-    assert at.session_state[state.PROVENANCE]["tau_neg"] == state.EXPLORATORY
-    note = at.session_state[state.GUARANTEE_SET]
-    assert note["value"] == want.value and "with a guarantee" in note["text"]
-    assert "δ = 0.1" in note["text"] and "calibration data: all queries" in note["text"]
-    assert guarantee_view.record_sentence(note, at.session_state[state.MODEL]["gate"]) \
-        == " " + note["text"]
+    tau = at.session_state[state.MODEL]["gate"][0]
+    assert tau == risk_control.floor_threshold(want.value, "tau_neg") <= want.value
+    assert want.value - tau < 1e-6
+    # the positives missed at the set value are those missed at the guaranteed one
+    pos = demo.p[demo.y == 1]
+    assert int((pos < tau).sum()) == int((pos < want.value).sum())
+    assert at.session_state[state.PROVENANCE] == {"tau_neg": state.GUARANTEED}
+    mark = at.session_state[state.GUARANTEES]["tau_neg"]
+    assert mark == risk_control.ThresholdGuarantee(
+        "screening_sensitivity>=0.99", 0.1, 1, "all", demo.n_queries)
+    assert _line(at).startswith(
+        f"Thresholds: τ_neg {tau:g} (guaranteed: screening_sensitivity>=0.99, δ 0.1, "
+        f"calibrated on all queries); τ_pos 0.6 (pre-specified);")
+    assert dict(at.query_params) == {
+        "gate": f"{tau:g},0.6",
+        "guaranteed": f"tau_neg;screening_sensitivity>=0.99;0.1;1;all;{demo.n_queries}"}
+    view = at.session_state[state.VIEW]
+    saved = json.loads(record.settings_json(view.evaluation, marks=view.marks,
+                                            guarantees=view.guarantees))
+    assert saved["provenance"]["tau_neg"] == "guaranteed"
+    assert saved["guarantees"] == {"tau_neg": {
+        "target": "screening_sensitivity>=0.99", "delta": 0.1, "tests": 1, "delta_each": 0.1,
+        "calibration": "all", "n_calibration": demo.n_queries,
+        "method": "Learn-then-Test: fixed-sequence testing over the observed thresholds (the "
+                  "risk grows with τ_neg), Hoeffding–Bentkus p-values (binomial tail)"}}
+    # Meeting mode's thresholds line says the same
+    at.switch_page("app_pages/meeting.py").run()
+    assert_clean(at)
+    assert "(guaranteed: screening_sensitivity>=0.99, δ 0.1" in _line(at)
+    # moving the gate's other end leaves τ_neg guaranteed; moving τ_neg makes it exploratory
+    at.slider(key="gate").set_value((tau, 0.7)).run()
+    assert at.session_state[state.PROVENANCE] == {"tau_neg": state.GUARANTEED,
+                                                  "tau_pos": state.EXPLORATORY}
+    at.slider(key="gate").set_value((0.05, 0.7)).run()
+    assert_clean(at)
+    assert at.session_state[state.PROVENANCE] == {"tau_neg": state.EXPLORATORY,
+                                                  "tau_pos": state.EXPLORATORY}
+    assert at.session_state[state.GUARANTEES] == {}
+    assert _line(at).startswith("Thresholds: τ_neg 0.05 (exploratory); τ_pos 0.7 "
+                                "(exploratory);")
+    assert dict(at.query_params) == {"gate": "0.05,0.7", "explored": "tau_neg,tau_pos"}
 
 
-def test_the_record_states_the_guarantee_while_the_gate_holds_it(demo):
-    """The sentence "Set the gate" stores goes into the decision record's thresholds line
-    (the page's ``_html``) while the gate holds the guaranteed value, and not once it moved."""
+def test_a_link_carries_the_guarantee_and_a_broken_one_is_exploratory(demo):
+    g = risk_control.ThresholdGuarantee("alert_precision>=0.9", 0.2, 4, "split=TUNE", 812)
+    at = open_app({"gate": "0.05,0.71", "guaranteed": g.link("tau_pos")}, page="overview")
+    assert_clean(at)
+    assert at.session_state[state.GUARANTEES] == {"tau_pos": g}
+    assert _line(at).startswith(
+        "Thresholds: τ_neg 0.05 (pre-specified); τ_pos 0.71 (guaranteed: "
+        "alert_precision>=0.9, δ 0.2 over 4 guarantees, calibrated on split TUNE);")
+    # a target that sets τ_neg cannot guarantee τ_pos: noted, and τ_pos is exploratory
+    at = open_app({"gate": "0.05,0.71",
+                   "guaranteed": "tau_pos;screening_sensitivity>=0.99;0.1;1;all;10"})
+    assert at.session_state[state.PROVENANCE] == {"tau_pos": state.EXPLORATORY}
+    shown = _unescaped("\n".join(texts(at)))
+    assert "is not a valid guarantee: screening_sensitivity>=0.99 sets tau_neg, not " \
+           "tau_pos; tau_pos counts as exploratory" in shown
+
+
+def test_a_settings_file_carries_the_guarantee():
+    import json
+
+    from dashboard import sidebar
+    from metrics_core.config import EvalConfig
+
+    g = risk_control.ThresholdGuarantee("screening_fn_per_1000<=5", 0.05, 1, "fold=2", 300)
+    payload = {"schema": "metrics_core_settings/1",
+               "config": EvalConfig(tau_neg=0.04, bootstrap=0).to_dict(),
+               "provenance": {"tau_neg": "guaranteed", "gamma": "exploratory"},
+               "guarantees": {"tau_neg": g.to_dict()}}
+    values, (explored, guaranteed), error = sidebar.settings_verdict(
+        json.dumps(payload).encode(), "s.json", {})
+    assert error is None and explored == ("gamma",) and guaranteed == {"tau_neg": g}
+    assert values["gate"] == (0.04, 0.6)
+    # a guaranteed mark needs its guarantee, and a guarantee needs its mark
+    bad = dict(payload, guarantees={})
+    _, marks, error = sidebar.settings_verdict(json.dumps(bad).encode(), "s.json", {})
+    assert marks == ((), {}) and "provenance.tau_neg" in error
+    assert "is 'guaranteed' but guarantees has no tau_neg" in error
+    bad = dict(payload, guarantees={"tau_neg": dict(g.to_dict(), delta=1.5)})
+    _, _, error = sidebar.settings_verdict(json.dumps(bad).encode(), "s.json", {})
+    assert "guarantees.tau_neg" in error and "delta must be a number within (0, 1)" in error
+
+
+def test_the_record_states_the_guarantee(demo):
+    """The decision record's section: the guarantee, δ, the calibration data, the method."""
     from metrics_core.config import EvalConfig
     from metrics_core.report import Evaluator
     from metrics_core.report import decision_record as record
 
     r = risk_control.guarantee(demo, ["alert_precision>=0.9"], delta=0.1,
                                calibrate_on="split=TUNE")[0]
-    note = {"parameter": "tau_pos", "value": r.value,
-            "text": f"τ_pos {r.value:.6g} was found on data with a guarantee: {r.statement}. "
-                    f"δ = {r.delta:g}; calibration data: {r.calibration}; method: {r.method}."}
-    sentence = guarantee_view.record_sentence(note, (0.1, r.value))
-    assert sentence == " " + note["text"]
-    assert guarantee_view.record_sentence(note, (0.1, r.value + 0.01)) == ""
-    assert guarantee_view.record_sentence(None, (0.1, r.value)) == ""
-    evaluation = Evaluator(demo).evaluate(EvalConfig(bootstrap=0))
-    html = record.render_html(evaluation, thresholds="Thresholds: …." + sentence)
-    assert "was found on data with a guarantee" in html and "split TUNE" in html
+    g = risk_control.ThresholdGuarantee.of(r)
+    assert (g.calibration, g.tests, g.n_calibration) == ("split=TUNE", 1, r.n_calibration)
+    evaluation = Evaluator(demo).evaluate(EvalConfig(tau_pos=r.value, bootstrap=0))
+    html = record.render_html(evaluation, marks={"tau_pos": "guaranteed"},
+                              guarantees={"tau_pos": g})
+    assert "Thresholds with a guarantee" in html
+    assert (f"τ_pos = {r.value:g} was found on data with a guarantee: the probability that "
+            f"false alerts among alerts on new queries exceeds 0.1 (alert_precision&gt;=0.9) "
+            f"is at most 0.1, over the draw of the calibration data (split TUNE, "
+            f"{r.n_calibration:,} queries") in html
     assert "Learn-then-Test: Bonferroni over a fixed grid of 100 thresholds" in html
+    assert '&quot;tau_pos&quot;: &quot;guaranteed&quot;' in html
+    # no mark, no section
+    assert "Thresholds with a guarantee" not in record.render_html(
+        evaluation, guarantees={"tau_pos": g})
 
 
 def test_guarantee_mode_calibrates_on_tune_and_shows_the_held_out_value(demo):

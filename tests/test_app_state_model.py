@@ -2,11 +2,13 @@
 
 Hypothesis draws random sequences of what a meeting does (open a page, move a slider, type a
 threshold, switch intervals on or off, look at one cohort, switch the demo, open the link in a
-new session, restore a settings.json) and runs them through AppTest. After each step every
-drawn widget, the thresholds line and the cohort the pages show, the link, settings.json and
-the record's thresholds must equal the model, which is written here from the rules alone (what
-was moved is exploratory, what was typed, loaded or left at its default is pre-specified; a
-cohort stays chosen until data without that cohort is shown), not from the app's code.
+new session, restore a settings.json, set the gate with a guarantee on Decision support) and
+runs them through AppTest. After each step every drawn widget, the thresholds line and the
+cohort the pages show, the link, settings.json and the record's thresholds must equal the
+model, which is written here from the rules alone (what was moved is exploratory, what was
+typed, loaded or left at its default is pre-specified, what was set with a guarantee is
+guaranteed until it moves: contract §9; a cohort stays chosen until data without that cohort
+is shown), not from the app's code.
 
 CI runs a bounded number of sequences; ``STATE_MODEL_EXAMPLES=500`` runs more.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -22,6 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from dashboard import data, state
 from metrics_core.config import EvalConfig, Filters
+from metrics_core.metrics import risk_control
 from metrics_core.report import decision_record as record
 from tests.test_app import TIMEOUT, open_app
 
@@ -38,6 +42,11 @@ ORDER = ("tau_neg", "tau_pos", "threshold", "gamma")
 COHORTS = ("site=site_A", "site=site_E", "sex=F", "sex=M", "age_band=80+")
 
 cents = st.integers(0, 100).map(lambda i: i / 100)
+#: The guarantee mode's targets the sequences set the gate with (δ 0.1, all queries).
+GUARANTEE_TARGETS = (("screening_sensitivity", 0.95), ("alert_precision", 0.9))
+#: A guarantee a restored settings.json may carry for τ_neg.
+RESTORED = risk_control.ThresholdGuarantee("screening_sensitivity>=0.9", 0.1, 1, "split=TUNE",
+                                           1000)
 
 
 def _num(x: float) -> str:
@@ -50,6 +59,7 @@ class DashboardSettings(RuleBasedStateMachine):
         self.values = {"tau_neg": DEFAULT.tau_neg, "tau_pos": DEFAULT.tau_pos,
                        "threshold": DEFAULT.threshold, "gamma": DEFAULT.gamma}
         self.explored: set[str] = set()
+        self.guaranteed: dict[str, risk_control.ThresholdGuarantee] = {}
         self.ci = True  # intervals on by default
         self.gold = "original"  # the Gold labels switch (no verdicts here: the original shown)
         self.cohort: tuple[str, ...] = ()  # every query
@@ -74,18 +84,27 @@ class DashboardSettings(RuleBasedStateMachine):
             out["gold"] = self.gold
         if self.explored:
             out["explored"] = ",".join(n for n in ORDER if n in self.explored)
+        links = [self.guaranteed[n].link(n) for n in ORDER if n in self.guaranteed]
+        if links:  # AppTest shows a key given once as text, a repeated one as a list
+            out["guaranteed"] = links[0] if len(links) == 1 else links
         return out
 
     def mark(self, name: str) -> str:
+        if name in self.guaranteed:
+            return "guaranteed"
         return "exploratory" if name in self.explored else "pre-specified"
+
+    def shown_mark(self, name: str) -> str:
+        return (self.guaranteed[name].describe() if name in self.guaranteed
+                else self.mark(name))
 
     def line(self) -> str:
         v = self.values
         return ("Thresholds: " + "; ".join([
-            f"τ_neg {v['tau_neg']:g} ({self.mark('tau_neg')})",
-            f"τ_pos {v['tau_pos']:g} ({self.mark('tau_pos')})",
-            f"τ {v['threshold']:g} ({self.mark('threshold')})",
-            f"γ {v['gamma']:g} ({self.mark('gamma')})"]))
+            f"τ_neg {v['tau_neg']:g} ({self.shown_mark('tau_neg')})",
+            f"τ_pos {v['tau_pos']:g} ({self.shown_mark('tau_pos')})",
+            f"τ {v['threshold']:g} ({self.shown_mark('threshold')})",
+            f"γ {v['gamma']:g} ({self.shown_mark('gamma')})"]))
 
     def evaluated(self) -> str:
         """What the pages say they evaluate: the cohort, values of a column as alternatives."""
@@ -101,6 +120,7 @@ class DashboardSettings(RuleBasedStateMachine):
         if self.values[name] != value:
             self.values[name] = value
             self.explored.add(name)
+            self.guaranteed.pop(name, None)
 
     def run(self, widget) -> None:
         widget.run(timeout=TIMEOUT)
@@ -142,9 +162,11 @@ class DashboardSettings(RuleBasedStateMachine):
         other = "tau_pos" if end == "tau_neg" else "tau_neg"
         v[end] = value
         self.explored.discard(end)
+        self.guaranteed.pop(end, None)
         if v["tau_neg"] > v["tau_pos"]:  # the other end follows the typed one
             v[other] = value
             self.explored.discard(other)
+            self.guaranteed.pop(other, None)
 
     @rule()
     def toggle_intervals(self):
@@ -182,17 +204,55 @@ class DashboardSettings(RuleBasedStateMachine):
         self.at = open_app(self.link(), page=self.page)
         self.demo = data.DEMO  # a new session shows the plain demo
 
+    @rule(goal=st.sampled_from(GUARANTEE_TARGETS))
+    def set_gate_with_guarantee(self, goal):
+        """Decision support's guarantee mode, "Set the gate": the end the target sets takes
+        the guaranteed threshold (τ_neg rounded down to six decimals) and is guaranteed."""
+        metric, bound = goal
+        if self.page != "decision":
+            self.navigate("decision")
+        at = self.at
+        at.selectbox(key="finder_target").set_value((metric, ">=")).run(timeout=TIMEOUT)
+        at.number_input(key="finder_value").set_value(bound).run(timeout=TIMEOUT)
+        if not at.toggle(key="guarantee_mode").value:
+            at.toggle(key="guarantee_mode").set_value(True).run(timeout=TIMEOUT)
+        ds = at.session_state[state.VIEW].evaluator.ds
+        r = risk_control.guarantee(ds, [f"{metric}>={bound}"], delta=0.1)[0]
+        if r.value is None:  # nothing guaranteed: no button
+            assert not [b for b in at.button if b.key == "guarantee_apply"]
+            return
+        self.run(at.button(key="guarantee_apply").click())
+        value = risk_control.floor_threshold(r.value, r.parameter)
+        mark = risk_control.ThresholdGuarantee(f"{metric}>={bound}", 0.1, 1, "all",
+                                               ds.n_queries)
+        v = self.values
+        if r.parameter == "tau_neg":  # above τ_pos: down to τ_pos, still guaranteed
+            v["tau_neg"] = min(value, v["tau_pos"])
+        else:
+            if value < v["tau_neg"]:  # τ_neg comes down; guaranteed stays guaranteed
+                v["tau_neg"] = value
+                if "tau_neg" not in self.guaranteed:
+                    self.explored.add("tau_neg")
+            v["tau_pos"] = value
+        self.explored.discard(r.parameter)
+        self.guaranteed[r.parameter] = mark
+
     @precondition(lambda self: self.page != "meeting")
     @rule(lo=cents, hi=cents, gamma=st.integers(5, 100).map(lambda i: i / 100),
-          explored=st.sets(st.sampled_from(ORDER)), cohort=st.sampled_from(COHORTS))
-    def restore_settings(self, lo, hi, gamma, explored, cohort):
+          explored=st.sets(st.sampled_from(ORDER)), cohort=st.sampled_from(COHORTS),
+          guaranteed=st.booleans())
+    def restore_settings(self, lo, hi, gamma, explored, cohort, guaranteed):
         lo, hi = min(lo, hi), max(lo, hi)
         cohorts = (cohort,) if self.demo == data.DEMO else ()
         config = EvalConfig(tau_neg=lo, tau_pos=hi, gamma=gamma, bootstrap=RESAMPLES,
                             filters=Filters(cohorts=cohorts))
+        guaranteed = guaranteed and "tau_neg" not in explored
         payload = {"schema": "metrics_core_settings/1", "config": config.to_dict(),
                    "provenance": {n: ("exploratory" if n in explored else "pre-specified")
                                   for n in ORDER}}
+        if guaranteed:
+            payload["provenance"]["tau_neg"] = "guaranteed"
+            payload["guarantees"] = {"tau_neg": RESTORED.to_dict()}
         self.at.sidebar.file_uploader(key=state.SETTINGS_FILE).set_value(
             ("settings.json", json.dumps(payload).encode(), "application/json")).run(
             timeout=TIMEOUT)
@@ -201,6 +261,7 @@ class DashboardSettings(RuleBasedStateMachine):
                        "gamma": gamma}
         self.explored = set(explored)
         self.cohort = cohorts
+        self.guaranteed = {"tau_neg": RESTORED} if guaranteed else {}
 
     # ------------------------------------------------------------------------- invariants
     @invariant()
@@ -236,18 +297,21 @@ class DashboardSettings(RuleBasedStateMachine):
                     if str(c.value).startswith("Evaluated:")]
             assert said and said[0].split(" · ")[0] == self.evaluated(), (said, self.cohort)
         # the thresholds line of the page
-        shown = [str(c.value).replace("\\_", "_") for c in at.caption
+        shown = [re.sub(r"\\(.)", r"\1", str(c.value)) for c in at.caption
                  if str(c.value).startswith("Thresholds:")]
         assert shown and shown[0].startswith(self.line() + "."), (shown, self.line())
         # the link
         assert dict(at.query_params) == self.link()
         # settings.json and the record, as the downloads make them from the view
-        settings_file = json.loads(record.settings_json(view.evaluation, marks=view.marks))
+        settings_file = json.loads(record.settings_json(view.evaluation, marks=view.marks,
+                                                        guarantees=view.guarantees))
         assert {k: settings_file["config"][k] for k in ORDER} == v
         assert {k: settings_file["provenance"][k] for k in ORDER} == {
             k: self.mark(k) for k in ORDER}
         assert settings_file["config"]["filters"].get("cohorts", []) == list(self.cohort)
-        assert state.describe_thresholds(cfg, view.marks) == self.line()
+        assert settings_file.get("guarantees", {}) == {
+            k: g.to_dict() for k, g in self.guaranteed.items()}
+        assert state.describe_thresholds(cfg, view.marks, view.guarantees) == self.line()
 
 
 DashboardSettings.TestCase.settings = settings(
@@ -257,3 +321,29 @@ DashboardSettings.TestCase.settings = settings(
     # printed steps of the failing sequence say what happened.
     phases=(Phase.explicit, Phase.reuse, Phase.generate))
 test_dashboard_settings_state = DashboardSettings.TestCase
+
+
+def test_a_guaranteed_gate_through_the_model():
+    """One fixed sequence through the model's rules: both ends set with a guarantee, the link
+    opened in a new session (both marks carried), τ_pos moved (exploratory, τ_neg still
+    guaranteed), a settings.json with a guaranteed τ_neg restored, then τ_neg typed."""
+    machine = DashboardSettings()
+    steps = [lambda: machine.set_gate_with_guarantee(GUARANTEE_TARGETS[0]),
+             lambda: machine.set_gate_with_guarantee(GUARANTEE_TARGETS[1]),
+             machine.open_link,
+             lambda: machine.navigate("meeting"),
+             lambda: machine.move_gate(machine.values["tau_neg"], 0.8),
+             lambda: machine.navigate("gate"),
+             lambda: machine.restore_settings(0.1, 0.7, 0.5, {"gamma"}, COHORTS[0], True),
+             lambda: machine.type_threshold("tau_neg", 0.05)]
+    machine.everything_says_the_same()
+    marks = []
+    for step in steps:
+        step()
+        machine.everything_says_the_same()
+        marks.append({n: machine.mark(n) for n in ("tau_neg", "tau_pos")})
+    assert marks[2] == {"tau_neg": "guaranteed", "tau_pos": "guaranteed"}
+    assert marks[4] == {"tau_neg": "guaranteed", "tau_pos": "exploratory"}
+    assert marks[6] == {"tau_neg": "guaranteed", "tau_pos": "pre-specified"}
+    assert marks[7] == {"tau_neg": "pre-specified", "tau_pos": "pre-specified"}
+    machine.teardown()

@@ -253,10 +253,10 @@ def _html() -> str:
     return record.render_html(ev, title=title, notes=notes, data_label=v.source.label,
                               gold=v.gold,
                               exclusions=exclusions,
-                              thresholds=state.describe_thresholds(v.config, v.marks) + "."
-                              + guarantee_view.record_text(),
-                              marks=v.marks, adjudication=adjudicated,
-                              cohorts=_cohorts())
+                              thresholds=state.describe_thresholds(v.config, v.marks,
+                                                                   v.guarantees) + ".",
+                              marks=v.marks, guarantees=v.guarantees,
+                              adjudication=adjudicated, cohorts=_cohorts())
 
 
 # Read while the page is drawn: a download's data is made on click, outside the session's
@@ -278,7 +278,7 @@ def _zip() -> bytes:
     except (RuntimeError, OSError, subprocess.SubprocessError) as err:
         pdf, missing = None, str(err)
     return record.render_zip(ev, html_text=page, pdf=pdf, exclusions=exclusions,
-                             pdf_missing=missing, marks=v.marks,
+                             pdf_missing=missing, marks=v.marks, guarantees=v.guarantees,
                              adjudication=_adjudicated() if _adjudicated is not None else None)
 
 

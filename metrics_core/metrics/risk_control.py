@@ -52,7 +52,8 @@ from types import MappingProxyType
 import numpy as np
 
 __all__ = ["GUARANTEES", "PRECISION_GRID", "Guarantee", "GuaranteeResult", "GuaranteedThreshold",
-           "guarantee", "guaranteed_threshold", "hb_p_value", "n_needed"]
+           "ThresholdGuarantee", "floor_threshold", "guarantee", "guaranteed_threshold",
+           "hb_p_value", "n_needed"]
 
 #: What each guarantee sets: metric -> (operator, parameter, the risk it controls in words).
 GUARANTEES = MappingProxyType({
@@ -412,3 +413,185 @@ def guarantee(ds, targets, *, delta: float, by: str | None = None,
                 int((m & cal).sum()), t.risk, t.alpha, subset,
                 described, calibration_value, f.n_needed, f.n, held, f.reason, note))
     return out
+
+
+def floor_threshold(value: float, parameter: str, digits: int = 6) -> float:
+    """A guaranteed threshold as a setting holds it (``digits`` decimals) without losing the
+    guarantee: τ_neg rounded *down* (a lower τ_neg clears fewer queries, so its missed-positive
+    risk is no higher; rounding up could put a calibration positive below it), τ_pos as it is
+    when it already has ``digits`` decimals (the grid's points do), else rounded up.
+
+    >>> floor_threshold(0.1234567, "tau_neg"), floor_threshold(0.12, "tau_pos")
+    (0.123456, 0.12)
+    """
+    step = 10.0 ** -digits
+    out = round(value, digits)
+    if parameter == "tau_neg":
+        while out > value:  # compared as the gate compares: p < τ_neg
+            out = round(out - step, digits)
+    else:
+        while out < value:
+            out = round(out + step, digits)
+    return out
+
+
+#: Link form of a threshold set with a guarantee: field;target;delta;tests;calibration;n.
+_LINK_PARTS = 6
+#: The threshold fields a guarantee may set (the gate's ends and the per-criterion gates).
+GUARANTEED_FIELDS = ("tau_neg", "tau_pos", "criterion_gates")
+
+
+@dataclass(frozen=True)
+class ThresholdGuarantee:
+    """How a threshold was set with a guarantee: the provenance mark *found on data with a
+    guarantee* of the dashboard's thresholds (contract §9), carried by its link and its
+    settings.json and stated on every page and in the decision record.
+
+    ``target`` (e.g. ``screening_sensitivity>=0.99``), ``delta`` (the chance that any of the
+    guarantees computed together fails), ``tests`` (how many guarantees δ was split over:
+    all queries and each criterion with Per criterion on), ``calibration`` (``all``,
+    ``split=NAME`` or ``fold=K``: the calibration data) and ``n_calibration`` (its queries).
+    The method follows from the target.
+
+    >>> g = ThresholdGuarantee("screening_sensitivity>=0.99", 0.1, 1, "split=TUNE", 500)
+    >>> ThresholdGuarantee.from_link(g.link("tau_neg")) == ("tau_neg", g)
+    True
+    >>> g.describe()
+    'guaranteed: screening_sensitivity>=0.99, δ 0.1, calibrated on split TUNE'
+    """
+
+    target: str
+    delta: float
+    tests: int
+    calibration: str
+    n_calibration: int
+
+    def __post_init__(self) -> None:
+        g = Guarantee.parse(self.target)  # ValueError naming the valid forms
+        object.__setattr__(self, "target", str(g))
+        if not (isinstance(self.delta, int | float) and not isinstance(self.delta, bool)
+                and 0.0 < self.delta < 1.0):
+            raise ValueError(f"delta must be a number within (0, 1); got {self.delta!r}")
+        if not (isinstance(self.tests, int) and not isinstance(self.tests, bool)
+                and 1 <= self.tests <= 10_000):
+            raise ValueError(f"tests must be a whole number within [1, 10000]; got "
+                             f"{self.tests!r}")
+        if not (isinstance(self.n_calibration, int) and not isinstance(self.n_calibration, bool)
+                and self.n_calibration >= 0):
+            raise ValueError(f"n_calibration must be a whole number ≥ 0; got "
+                             f"{self.n_calibration!r}")
+        key, sep, name = str(self.calibration).partition("=")
+        if not (self.calibration == "all" or (sep and key in ("split", "fold") and name
+                                              and len(name) <= 100)):
+            raise ValueError(f"calibration must be 'all', 'split=NAME' or 'fold=K'; got "
+                             f"{self.calibration!r}")
+        if key == "fold" and not re.fullmatch(r"-?\d{1,18}", name):
+            raise ValueError(f"calibration {self.calibration!r}: fold must be a whole number")
+
+    @classmethod
+    def of(cls, result: GuaranteeResult, tests: int | None = None) -> ThresholdGuarantee:
+        """The mark of a :class:`GuaranteeResult` (``tests``: how many guarantees δ was split
+        over; default: as the result's δ and δ each say)."""
+        if tests is None:
+            tests = max(1, round(result.delta / result.delta_each))
+        key, _, name = result.calibration.partition(" ")
+        calibration = "all" if result.calibration == "all queries" else f"{key}={name}"
+        return cls(result.target, result.delta, tests, calibration, result.n_calibration)
+
+    @property
+    def parameter(self) -> str:
+        return Guarantee.parse(self.target).parameter
+
+    @property
+    def delta_each(self) -> float:
+        return self.delta / self.tests
+
+    @property
+    def method(self) -> str:
+        return _method(Guarantee.parse(self.target), PRECISION_GRID.size)
+
+    @property
+    def calibration_text(self) -> str:
+        """``all queries``, ``split TUNE``, ``fold 2``."""
+        return "all queries" if self.calibration == "all" else \
+            self.calibration.replace("=", " ", 1)
+
+    def fits(self, field_name: str) -> bool:
+        """Whether this guarantee can set ``field_name`` (τ_neg targets set τ_neg, τ_pos
+        targets τ_pos, either the per-criterion gates)."""
+        return field_name == "criterion_gates" or field_name == self.parameter
+
+    def describe(self) -> str:
+        """The mark as the thresholds line shows it."""
+        return (f"guaranteed: {self.target}, δ {self.delta:g}"
+                + (f" over {self.tests} guarantees" if self.tests > 1 else "")
+                + f", calibrated on {self.calibration_text}")
+
+    def sentence(self, field_name: str, value: float | None = None) -> str:
+        """The record's statement of this guarantee for the threshold ``field_name``."""
+        g = Guarantee.parse(self.target)
+        name = {"tau_neg": "τ_neg", "tau_pos": "τ_pos"}.get(field_name,
+                                                              "the per-criterion gates' "
+                                                              + ("τ_neg" if g.parameter ==
+                                                                 "tau_neg" else "τ_pos"))
+        at = "" if value is None else f" = {value:g}"
+        split = (f"; δ is split evenly over the {self.tests} guarantees computed together "
+                 f"({self.delta_each:.3g} each), so the chance that any of them fails is at "
+                 f"most {self.delta:g}" if self.tests > 1 else "")
+        return (f"{name}{at} was found on data with a guarantee: the probability that "
+                f"{g.risk} on new queries exceeds {g.alpha:.6g} ({self.target}) is at most "
+                f"{self.delta_each:.3g}, over the draw of the calibration data "
+                f"({self.calibration_text}, {self.n_calibration:,} queries; exchangeable "
+                f"queries assumed){split}. Method: {self.method}.")
+
+    def to_dict(self) -> dict:
+        """The settings.json form (``method`` and ``delta_each`` written to be read; the
+        method is the target's)."""
+        return {"target": self.target, "delta": self.delta, "tests": self.tests,
+                "delta_each": self.delta_each, "calibration": self.calibration,
+                "n_calibration": self.n_calibration, "method": self.method}
+
+    @classmethod
+    def from_dict(cls, raw) -> ThresholdGuarantee:
+        """A settings.json entry (ValueError naming the key and the rule)."""
+        if not isinstance(raw, dict):
+            raise ValueError(f"must be a JSON object with target, delta, tests, calibration "
+                             f"and n_calibration; got {raw!r}")
+        need = ("target", "delta", "tests", "calibration", "n_calibration")
+        missing = [k for k in need if k not in raw]
+        if missing:
+            raise ValueError(f"misses {', '.join(missing)}")
+        extra = sorted(set(raw) - {*need, "delta_each", "method"})
+        if extra:
+            raise ValueError(f"has keys a guarantee does not have: {', '.join(extra)}")
+        if not isinstance(raw["target"], str) or not isinstance(raw["calibration"], str):
+            raise ValueError("target and calibration must be text")
+        return cls(raw["target"], raw["delta"], raw["tests"], raw["calibration"],
+                   raw["n_calibration"])
+
+    def link(self, field_name: str) -> str:
+        """The link's form, ``field;target;delta;tests;calibration;n``."""
+        return (f"{field_name};{self.target};{self.delta:g};{self.tests};{self.calibration};"
+                f"{self.n_calibration}")
+
+    @classmethod
+    def from_link(cls, text: str) -> tuple[str, ThresholdGuarantee]:
+        """``(field, guarantee)`` of a link's ``guaranteed=`` value (ValueError with the rule)."""
+        parts = str(text).split(";")
+        if len(parts) < _LINK_PARTS:
+            raise ValueError("expected field;target;delta;tests;calibration;n")
+        field_name, target, delta, tests = parts[:4]
+        calibration, n = ";".join(parts[4:-1]), parts[-1]
+        if field_name not in GUARANTEED_FIELDS:
+            raise ValueError(f"{field_name!r} is no threshold a guarantee sets (one of "
+                             f"{', '.join(GUARANTEED_FIELDS)})")
+        try:
+            delta_value = float(delta)
+        except ValueError:
+            raise ValueError(f"delta {delta!r} is not a number") from None
+        if not (re.fullmatch(r"\d{1,6}", tests) and re.fullmatch(r"\d{1,12}", n)):
+            raise ValueError("tests and n must be whole numbers")
+        g = cls(target, delta_value, int(tests), calibration, int(n))
+        if not g.fits(field_name):
+            raise ValueError(f"{g.target} sets {g.parameter}, not {field_name}")
+        return field_name, g

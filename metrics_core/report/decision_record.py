@@ -28,13 +28,19 @@ import pandas as pd
 
 from metrics_core import registry
 from metrics_core.bidi import neutralise_bidi
-from metrics_core.config import PRESPECIFIED, SETTINGS_SCHEMA_ID, THRESHOLD_FIELDS
+from metrics_core.config import (
+    EXPLORATORY,
+    GUARANTEED,
+    PRESPECIFIED,
+    SETTINGS_SCHEMA_ID,
+    THRESHOLD_FIELDS,
+)
 from metrics_core.report import evaluation_figures
 from metrics_core.report.export import csv_bytes
 from metrics_core.report.wording import plain_subset, verdict_frame, verdict_summary
 
-__all__ = ["CHROMIUM", "PDF_NOTE", "adjudication_section", "render_html", "render_pdf",
-           "render_zip", "settings_json"]
+__all__ = ["CHROMIUM", "PDF_NOTE", "adjudication_section", "guarantees_section", "render_html",
+           "render_pdf", "render_zip", "settings_json"]
 
 #: The plotly template of the record's figures, whoever makes it: importing Streamlit makes its
 #: own template plotly's default, whose placeholder colours only Streamlit's front end replaces.
@@ -113,16 +119,27 @@ def _table(frame: pd.DataFrame, *, max_rows: int = 200, digits: int = 4,
             "</table>")
 
 
-def settings_json(evaluation, *, marks: dict | None = None) -> str:
+def settings_json(evaluation, *, marks: dict | None = None,
+                  guarantees: dict | None = None) -> str:
     """The run's settings as JSON: what the app loads to restore the same view, with how each
-    threshold was chosen (``marks``: field -> pre-specified / exploratory; none given: every
-    threshold pre-specified, as the command line's runs are)."""
+    threshold was chosen (``marks``: field -> pre-specified / exploratory / guaranteed; none
+    given: every threshold pre-specified, as the command line's runs are) and, for the
+    guaranteed ones, their guarantee (``guarantees``: field -> ThresholdGuarantee; a
+    guaranteed mark without one is written exploratory)."""
     cfg = evaluation.config
+    kept = guarantees or {}
     provenance = {name: (marks or {}).get(name, PRESPECIFIED) for name in THRESHOLD_FIELDS}
+    for name, mark in provenance.items():
+        if mark == GUARANTEED and name not in kept:
+            provenance[name] = EXPLORATORY
     if not cfg.criterion_gates:
         provenance.pop("criterion_gates")
-    return json.dumps({"schema": SETTINGS_SCHEMA_ID, "config": cfg.to_dict(),
-                       "provenance": provenance}, indent=2)
+    out = {"schema": SETTINGS_SCHEMA_ID, "config": cfg.to_dict(), "provenance": provenance}
+    guaranteed = {name: kept[name].to_dict() for name, mark in provenance.items()
+                  if mark == GUARANTEED}
+    if guaranteed:
+        out["guarantees"] = guaranteed
+    return json.dumps(out, indent=2)
 
 
 
@@ -169,7 +186,7 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
                 data_label: str = "", exclusions: pd.DataFrame | None = None,
                 created: datetime | None = None, thresholds: str = "",
                 marks: dict | None = None, adjudication=None, cohorts=None,
-                gold: str = "") -> str:
+                gold: str = "", guarantees: dict | None = None) -> str:
     """The decision record as one self-contained HTML page (no network needed to open it).
 
     ``gold`` names the labels ``evaluation`` was computed on (the app's *Gold labels*
@@ -182,7 +199,9 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
     ``thresholds`` says how each threshold was chosen (pre-specified or exploratory), as
     ``marks`` records it for the settings file (see :func:`settings_json`); ``adjudication``
     (an :class:`~metrics_core.evaluation.adjudicated.AdjudicatedRun`) adds the review's
-    section (:func:`adjudication_section`)."""
+    section (:func:`adjudication_section`); ``guarantees`` (field -> ThresholdGuarantee, the
+    thresholds ``marks`` says were set with a guarantee) adds what each guarantees
+    (:func:`guarantees_section`)."""
     import plotly.io as pio
 
     created = created or datetime.now(UTC)
@@ -210,6 +229,7 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
     parts += ["<h2>Settings</h2>",
               f"<p><strong>{_e(thresholds)}</strong></p>" if thresholds else "",
               _table(settings),
+              guarantees_section(cfg, marks, guarantees),
               "<h2>Headline numbers</h2>", _table(_records_frame(evaluation)),
               "<h2>Targets</h2>", _targets(evaluation),
               adjudication_section(adjudication) if adjudication is not None else "",
@@ -239,13 +259,39 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
               "<p class='muted'>settings.json of this record: load it in the dashboard (sidebar, "
               "<em>Restore settings</em>) or give it to <code>metrics-core report "
               "--settings</code> to reproduce every number.</p>",
-              f"<pre id='settings-json'>{_e(settings_json(evaluation, marks=marks))}</pre>"]
+              f"<pre id='settings-json'>"
+              f"{_e(settings_json(evaluation, marks=marks, guarantees=guarantees))}</pre>"]
     body = "\n".join(parts)
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
             f"script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
             f"img-src data:; font-src data:\"><title>{_e(title)}</title>"
             f"<style>{_CSS}</style></head><body>{body}</body></html>")
+
+
+def guarantees_section(cfg, marks: dict | None, guarantees: dict | None) -> str:
+    """The record's section on the thresholds set with a guarantee (contract §6, §9): for
+    each, what is guaranteed, δ, the calibration data and the method; empty without any."""
+    kept = guarantees or {}
+    rows = [(name, kept[name]) for name in THRESHOLD_FIELDS
+            if (marks or {}).get(name) == GUARANTEED and name in kept]
+    if not rows:
+        return ""
+    table = pd.DataFrame([{
+        "threshold": name,
+        "value": (getattr(cfg, name) if name != "criterion_gates" else
+                  "; ".join(f"{c}: {lo:g}–{hi:g}" for c, lo, hi in cfg.criterion_gates)),
+        "guarantee": g.target, "δ": g.delta, "δ each": g.delta_each,
+        "calibration data": f"{g.calibration_text} ({g.n_calibration:,} queries)",
+        "method": g.method} for name, g in rows])
+    sentences = "".join(
+        f"<p>{_e(g.sentence(name, getattr(cfg, name) if name != 'criterion_gates' else None))}"
+        "</p>" for name, g in rows)
+    return ("<h3 id='guarantees'>Thresholds with a guarantee</h3>" + sentences
+            + _table(table) + "<p class='muted'>What is not guaranteed: a batch of new queries "
+            "can still miss the target by chance (the guarantee is over the draw of the "
+            "calibration data); it does not hold if the population, the model or the "
+            "prevalence changes; it covers its target only.</p>")
 
 
 def cohorts_section(result) -> str:
@@ -378,7 +424,8 @@ PDF_NOTE = "decision_record.pdf.txt"
 
 def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
                exclusions: pd.DataFrame | None = None, pdf_missing: str | None = None,
-               marks: dict | None = None, adjudication=None) -> bytes:
+               marks: dict | None = None, adjudication=None,
+               guarantees: dict | None = None) -> bytes:
     """HTML, PDF, metrics_master.json, settings.json and the CSV tables in one zip.
 
     Without ``pdf``, ``pdf_missing`` (why it could not be printed) is written as
@@ -402,7 +449,8 @@ def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
             document = with_adjudication(adjudication.original.to_json(), adjudication)
             z.writestr("adjudications.csv", adjudication.adjudications.to_csv())
         z.writestr("metrics_master.json", document)
-        z.writestr("settings.json", settings_json(evaluation, marks=marks))
+        z.writestr("settings.json", settings_json(evaluation, marks=marks,
+                                                  guarantees=guarantees))
         z.writestr("per_criterion.csv", csv_bytes(evaluation.per_criterion.reset_index()))
         z.writestr("per_query.csv", csv_bytes(evaluation.per_query))
         z.writestr("records.csv", csv_bytes(evaluation.records_frame()))
