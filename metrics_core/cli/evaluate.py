@@ -73,12 +73,13 @@ def evaluate_command(args) -> int:
     if args.adjudications is not None and args.engine == "dask":
         raise ValueError("--adjudications needs --engine memory (the default)")
     check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates),
-                   ("--adjudications", args.adjudications)],
+                   ("--adjudications", args.adjudications), ("--posts", args.posts)],
                   [("--out", args.out), ("--per-query", args.per_query),
                    ("--exclusions", args.exclusions)])
     cohorts = cohort_options(args)
-    if cohorts["declared"] and args.engine == "dask":
-        raise ValueError("--cohort needs the in-memory engine (leave out --engine dask)")
+    if (cohorts["declared"] or args.posts is not None) and args.engine == "dask":
+        raise ValueError("--cohort and --posts need the in-memory engine (leave out "
+                         "--engine dask)")
     verdicts = None
     if args.reduced:
         return _evaluate_reduced(args, config, connect_timeout)

@@ -16,22 +16,26 @@ def open_inputs(args):
     from metrics_core.run import open_run
 
     run = open_run(args.queries, args.candidates, limits=input_limits(args))
-    run.evaluator.cohorts = CohortSource(lambda names: _read_cohorts(args, run, names),
+    tables = [(args.queries, args.queries.name)]
+    if getattr(args, "posts", None) is not None:  # checked now, before anything is computed
+        from metrics_core.inputs.cohort_columns import posts_table
+
+        tables.append((posts_table(args.posts, run.loaded, name=args.posts.name,
+                                   limits=input_limits(args)), args.posts.name))
+    run.evaluator.cohorts = CohortSource(lambda names: _read_cohorts(args, run, names, tables),
                                          run.loaded)
     return run
 
 
-def _read_cohorts(args, run, names) -> dict:
-    """The cohort columns ``names`` of the queries file (with the command's ``--cohort-bins``
-    and ``--cohort-max-values``, where it has them)."""
-    from metrics_core.inputs.cohort_columns import MAX_COHORT_VALUES, cohort_attributes
+def _read_cohorts(args, run, names, tables) -> dict:
+    """The cohort columns ``names`` of the queries file, else of ``--posts`` (with the
+    command's ``--cohort-bins`` and ``--cohort-max-values``, where it has them)."""
+    from metrics_core.inputs.cohort_columns import MAX_COHORT_VALUES, read_cohorts
 
     options = cohort_options(args) if hasattr(args, "cohort_bins") else {
         "bins": {}, "max_values": MAX_COHORT_VALUES}
-    parts = {p.strip() for n in names for p in str(n).split("*")}
-    return cohort_attributes(args.queries, run.loaded, list(names), name=args.queries.name,
-                             bins={k: v for k, v in options["bins"].items() if k in parts},
-                             max_values=options["max_values"], limits=input_limits(args))
+    return read_cohorts(names, tables, run.loaded, bins=options["bins"],
+                        max_values=options["max_values"], limits=input_limits(args))
 
 
 def cohort_options(args) -> dict:

@@ -84,11 +84,16 @@ def _inputs(parser: argparse.ArgumentParser) -> None:
 def _cohort_flags(parser: argparse.ArgumentParser) -> None:
     """--cohort and its options (contract §9, cohorts)."""
     group = parser.add_argument_group("cohorts", "metrics per group of queries named by an "
-                                      "extra column of the queries table (site, sex, age)")
+                                      "extra column of the queries table or of a posts table "
+                                      "(site, sex, age)")
     group.add_argument("--cohort", action="append", default=[], metavar="COLUMN",
-                       help="a cohort column of the queries table (repeat for several; "
-                            "'site*sex' is an intersection); writes the cohorts and "
+                       help="a cohort column of the queries table or of --posts (repeat for "
+                            "several; 'site*sex' is an intersection); writes the cohorts and "
                             "weak_segments tables")
+    group.add_argument("--posts", type=Path, default=None, metavar="POSTS",
+                       help="a posts table (CSV, TSV, Parquet or JSON Lines): one row per "
+                            "post_id, its other columns cohort columns of every query of the "
+                            "post (a post it does not list: the cohort 'missing')")
     group.add_argument("--cohort-bins", action="append", default=[], metavar="COLUMN=BINS",
                        help="bins of a numeric cohort column: qN (N quantile bins, q4 by "
                             "default) or edges such as 40,65")

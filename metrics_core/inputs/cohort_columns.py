@@ -37,7 +37,7 @@ import pandas as pd
 from metrics_core.errors import InputError
 
 __all__ = ["MAX_COHORT_VALUES", "MISSING", "CohortAttribute", "CohortColumns", "CohortSource",
-           "cohort_attributes", "cohort_columns", "parse_bins"]
+           "cohort_attributes", "cohort_columns", "parse_bins", "posts_table", "read_cohorts"]
 
 #: Most distinct values a cohort column may have (a finer column is refused or binned).
 MAX_COHORT_VALUES = 20
@@ -425,3 +425,98 @@ class CohortSource:
         rows = keys.get_indexer(pd.Series(ds.post_id.astype(str)) + "\x1f"
                                 + pd.Series(ds.criterion.astype(str)))
         return np.where(rows >= 0, keep[np.maximum(rows, 0)], False)
+
+
+def posts_table(posts, loaded, *, name: str | None = None, limits=None) -> pd.DataFrame:
+    """A posts table (path, bytes or DataFrame: one row per ``post_id``, any other columns)
+    as cohort columns of ``loaded``'s queries: one row per query, in the data set's order,
+    with the query id columns of the queries table and the posts' other columns.
+
+    Checked (every broken rule at once, each naming the file, the column, the rule and the
+    rows): a ``post_id`` column, every post id given, each once, each a post of the data set.
+    A post of the data set the table does not list has missing values (the cohort
+    ``missing``), never dropped.
+
+    >>> import pandas as pd
+    >>> from metrics_core.inputs.loading import load
+    >>> q = pd.DataFrame({"post_id": ["1", "1", "2"], "criterion": ["A", "B", "A"],
+    ...                   "has_evidence": [1, 0, 0], "p_has_evidence": [.9, .2, .3]})
+    >>> loaded = load(q)
+    >>> posts_table(pd.DataFrame({"post_id": ["1"], "site": ["x"]}), loaded)["site"].tolist()
+    ['x', nan, nan]
+    """
+    from metrics_core.errors import InputErrors
+    from metrics_core.inputs.loading import read_table
+
+    file = name or "posts"
+    frame = posts if isinstance(posts, pd.DataFrame) else read_table(
+        posts, name=file, string_columns=["post_id"], limits=limits)
+    columns = [str(c) for c in frame.columns]
+    post_col = _find(columns, "post_id")
+    if post_col is None:
+        raise InputError("a posts table needs a post_id column", file=file, column="post_id",
+                         hint="columns found: " + ", ".join(columns[:20]),
+                         code="invalid_value")
+    ids = pd.Series(_text_ids(frame[post_col]))
+    errors = []
+    empty = np.flatnonzero(_missing(frame[post_col].reset_index(drop=True)))
+    if empty.size:
+        errors.append(InputError("post_id must be given on every row", file=file,
+                                 column=post_col, rows=empty + 1, n_rows=int(empty.size)))
+    given = np.flatnonzero(~_missing(frame[post_col].reset_index(drop=True)))
+    twice = given[ids.iloc[given].duplicated(keep=False).to_numpy()]
+    if twice.size:
+        errors.append(InputError("post_id must be unique: one row per post", file=file,
+                                 column=post_col, rows=twice + 1, n_rows=int(twice.size)))
+    ds = loaded.dataset
+    known = pd.Index(pd.Series(ds.posts).astype(str))
+    unknown = given[known.get_indexer(ids.iloc[given]) < 0]
+    if unknown.size:
+        errors.append(InputError("post_id names posts the data set does not have", file=file,
+                                 column=post_col, rows=unknown + 1, n_rows=int(unknown.size),
+                                 hint="first: " + ", ".join(map(repr, ids.iloc[unknown[:5]]))))
+    InputErrors.raise_if_any(errors)
+    rows = pd.Index(ids.iloc[given]).get_indexer(pd.Series(ds.post_id).astype(str))
+    others = frame.drop(columns=[post_col]).iloc[given].reset_index(drop=True)
+    out = others.reindex(rows).reset_index(drop=True)  # -1: a post not listed, all missing
+    q_map = loaded.column_map.get("queries", {})
+    ids_out = {q_map.get("post_id", "post_id"): ds.post_id.astype(str),
+               q_map.get("criterion", "criterion"): ds.criterion.astype(str)}
+    clash = [c for c in ids_out if c in out.columns]
+    out = out.drop(columns=clash)
+    return pd.concat([pd.DataFrame(ids_out), out], axis=1)
+
+
+def read_cohorts(names: Sequence[str], tables: Sequence[tuple[object, str]], loaded, *,
+                 bins: Mapping[str, object] | None = None,
+                 max_values: int = MAX_COHORT_VALUES, limits=None
+                 ) -> dict[str, CohortAttribute]:
+    """The cohort columns ``names`` (``"a*b"``: intersections) from the first of ``tables``
+    (``(source, file name)``: the queries table, then a posts table from :func:`posts_table`)
+    that has each column; :func:`cohort_attributes` reads and checks them. A column none of
+    them has is refused naming every table."""
+    bins = dict(bins or {})
+    keys = ["*".join(p.strip() for p in str(n).split("*")) for n in names]
+    singles = list(dict.fromkeys(p for k in keys for p in k.split("*")))
+    found: dict[str, CohortAttribute] = {}
+    for single in singles:
+        for i, (source, file) in enumerate(tables):
+            try:
+                found.update(cohort_attributes(
+                    source, loaded, [single], name=file, max_values=max_values, limits=limits,
+                    bins={single: bins[single]} if single in bins else None))
+                break
+            except InputError as err:
+                if err.rule != "cohort column not found" or i == len(tables) - 1:
+                    if len(tables) > 1 and err.rule == "cohort column not found":
+                        raise InputError("cohort column not found", column=single,
+                                         file=", ".join(f for _, f in tables),
+                                         hint="neither the queries table nor the posts table "
+                                              "has it", code="invalid_value") from None
+                    raise
+    out = {}
+    for key in keys:
+        parts = key.split("*")
+        out[key] = found[key] if len(parts) == 1 else _intersection(
+            key, [found[p] for p in parts])
+    return out
