@@ -198,9 +198,11 @@ def cohort_options(source: Source) -> tuple[str, ...]:
     return tuple(out)
 
 
-def cohort_result(v: View, columns):
+def cohort_result(v: View, columns, *, in_page: bool = False):
     """The cohort tables of the view ``v`` for the chosen ``columns`` (kept in the source's
-    evaluator per settings): a :class:`metrics_core.evaluation.cohorts.CohortResult`."""
+    evaluator per settings): a :class:`metrics_core.evaluation.cohorts.CohortResult`.
+    ``in_page``: called in the session's run (not for a download made on click), which
+    shows their progress and charges the session's computing budget."""
     from metrics_core.evaluation.cohorts import evaluate_cohorts
 
     source = v.source
@@ -209,9 +211,16 @@ def cohort_result(v: View, columns):
     if kept is not None:  # the adjudicated gold without its ambiguous queries
         attributes = {k: dataclasses.replace(a, codes=a.codes[kept])
                       for k, a in attributes.items()}
-    # The app's live resamples (2,000 at most): the page answers in seconds.
+    # The app's live resamples (2,000 at most): the page answers in seconds, with progress.
     config = v.config.replace(filters=v.filters, bootstrap=finder_resamples(v))
-    return evaluate_cohorts(source.evaluator(), config, list(attributes.values()))
+    if not in_page:
+        return evaluate_cohorts(source.evaluator(), config, list(attributes.values()))
+    progress = StepProgress(st.empty(), "Cohort intervals")
+    with metered():
+        result = evaluate_cohorts(source.evaluator(), config, list(attributes.values()),
+                                  progress=progress)
+    progress.done()
+    return result
 
 
 def current_source() -> Source:
@@ -1010,15 +1019,45 @@ def default_finder_target():
 
 
 def finder_results(evaluator: Evaluator, target, by: str | None, n_boot: int,
-                   seed: int) -> list[dict]:
+                   seed: int, *, progress: Callable[[int, int], None] | None = None
+                   ) -> list[dict]:
     """The threshold finder's results (overall first, then per ``by`` group), kept in the
-    evaluator's memo (a session's own for an upload, never shared between sessions)."""
+    evaluator's memo (a session's own for an upload, never shared between sessions).
+    ``progress``: told the re-selecting resamples as they are computed (a
+    :class:`StepProgress`: each subset's in turn)."""
     from metrics_core.metrics import decision
 
     return evaluator.cached(
         ("tune", str(target), by, n_boot, seed),
         lambda: [r.to_dict() for r in decision.tune(evaluator.ds, [str(target)], by=by,
-                                                    bootstrap=n_boot, seed=seed)])
+                                                    bootstrap=n_boot, seed=seed,
+                                                    progress=progress)])
+
+
+class StepProgress:
+    """The progress callback of a computation in named steps (``stage(name)``:
+    metrics_core.progress.stage), drawn as a bar in ``slot`` (an ``st.empty()``) at its first
+    update only, so nothing shows when the result is at hand; the bar says ``text``, the step
+    and its resamples, and stops the run when its tab has closed (:func:`bar_progress`).
+    :meth:`done` takes the bar away."""
+
+    def __init__(self, slot, text: str):
+        self._slot, self._text, self._step = slot, text, ""
+        self._update: Callable[[int, int], None] | None = None
+
+    def stage(self, name: str) -> None:
+        self._step = name
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._update is None:
+            bar = self._slot.progress(0.0, text=self._text + "…")
+            self._update = bar_progress(bar, lambda d, t: f"{self._text}: {self._step}"
+                                                          f"{', ' if self._step else ''}"
+                                                          f"{d:,} of {t:,} resamples")
+        self._update(done, total)
+
+    def done(self) -> None:
+        self._slot.empty()
 
 
 def _warm_finder(v: View, *, after: threading.Thread | None = None) -> threading.Thread:

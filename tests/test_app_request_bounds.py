@@ -469,3 +469,74 @@ def test_the_cancel_button_withdraws_the_ask(monkeypatch):
     assert page_resamples.st.session_state == {"_rag_asked": 2000}
     page_resamples._ask("_rag_asked", None)  # Cancel
     assert page_resamples.st.session_state == {}
+
+
+# ------------------------------------------------- progress for what a link's view computes
+class _Bar:
+    def __init__(self):
+        self.shown = []
+
+    def progress(self, value, text):
+        self.shown.append((value, text))
+
+
+class _Slot:
+    def __init__(self):
+        self.bars, self.emptied = [], False
+
+    def progress(self, value, text):
+        self.bars.append(_Bar())
+        return self.bars[-1]
+
+    def empty(self):
+        self.emptied = True
+
+
+def test_a_step_progress_draws_its_bar_at_the_first_update_only():
+    slot = _Slot()
+    progress = data.StepProgress(slot, "Finding thresholds")
+    assert slot.bars == []  # a result at hand: nothing drawn
+    progress.stage("bootstrap of the thresholds (all queries)")
+    progress(500, 2000)
+    progress(2000, 2000)
+    assert len(slot.bars) == 1
+    assert slot.bars[0].shown[-1] == (1.0, "Finding thresholds: bootstrap of the thresholds "
+                                           "(all queries), 2,000 of 2,000 resamples")
+    progress.done()
+    assert slot.emptied
+
+
+def test_the_finder_and_the_cohorts_show_their_resamples_progress(monkeypatch):
+    """The Decision support page's finder (every resample re-selects the threshold) and the
+    Cohorts page's intervals: a link's view computes them with a progress bar, not behind a
+    spinner alone."""
+    from metrics_core.evaluation import cohorts
+    from metrics_core.metrics import decision
+
+    told = {}
+
+    def recording(module, name):
+        plain = getattr(module, name)
+
+        def run(*args, progress=None, **kwargs):
+            calls = []
+            if progress is not None:
+                kwargs["progress"] = lambda done, total: (calls.append(done),
+                                                          progress(done, total))
+            result = plain(*args, **kwargs)
+            told[name] = (progress is not None, len(calls))
+            return result
+
+        monkeypatch.setattr(module, name, run)
+
+    recording(decision, "tune")
+    recording(cohorts, "evaluate_cohorts")
+    at = open_app({"seed": "4242"}, page="decision")
+    at.number_input(key="finder_value").set_value(0.97).run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert told["tune"][0] and told["tune"][1] > 0
+    at.switch_page("app_pages/data_source.py").run(timeout=TIMEOUT)
+    at.multiselect(key="cohort_columns").set_value(["site"]).run(timeout=TIMEOUT)
+    at.switch_page("app_pages/cohorts.py").run(timeout=3 * TIMEOUT)
+    assert_clean(at)
+    assert told["evaluate_cohorts"][0] and told["evaluate_cohorts"][1] > 0

@@ -32,7 +32,7 @@ elif not chosen:
     st.info("Choose cohort columns on the Data & audit page (under Cohorts) to see every "
             "metric per cohort, the disparities and the weak segments.")
 else:
-    result = data.cohort_result(v, chosen)
+    result = data.cohort_result(v, chosen, in_page=True)
     table = result.cohorts
     tested = list(dict.fromkeys(table.loc[table["p_value"].notna(), "metric"]))
     metrics = tested or list(dict.fromkeys(table["metric"]))

@@ -88,8 +88,11 @@ n_boot = data.finder_resamples(v)
 
 by = "criterion" if by_criterion else None
 # Kept in the session's own evaluator (bounded memo), never in a cache shared by sessions.
+progress = data.StepProgress(st.empty(), "Finding thresholds")
 with st.spinner("Finding thresholds…"), data.metered():
-    results = data.finder_results(v.evaluator, target, by, n_boot, v.config.seed)
+    results = data.finder_results(v.evaluator, target, by, n_boot, v.config.seed,
+                                  progress=progress)
+progress.done()
 overall = results[0]
 found = pd.DataFrame([{
     "subset": r["subset"], "n": r["n"], target.parameter: r["value"],
