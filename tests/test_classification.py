@@ -18,6 +18,7 @@ from metrics_core.metrics import classification
 from metrics_core.metrics.classification import (
     RATE_NAMES,
     Confusion,
+    CurveCounts,
     PrCurve,
     PreparedScores,
     RocCurve,
@@ -540,3 +541,25 @@ def test_a_thinned_curve_is_thinned_once():
     roc = RocCurve(x, np.sqrt(x), np.linspace(1.0, 0.0, 5_001))
     assert thinning.simplify(roc) is thinning.simplify(roc)
     assert thinning.simplify(roc).fpr.size < 200
+
+
+def test_curve_counts_without_rows_give_the_curves_and_refuse_what_needs_rows():
+    """Counts without the rows (an engine's merged counts) are a CurveCounts: the curve kernels
+    take them as they take (y, p); the weighted kernels and the confusion sweeps need the rows
+    and say so. Hand-worked: scores 0.9 (pos), 0.5 (pos, neg), 0.1 (neg): AUROC = 3.5 / 4."""
+    counts = CurveCounts(np.array([0.9, 0.5, 0.1]), np.array([1.0, 2.0, 2.0]),
+                         np.array([0.0, 1.0, 2.0]), n_pos=2, n_neg=2)
+    y, p = [1, 1, 0, 0], [0.9, 0.5, 0.5, 0.1]
+    assert repr(counts) == "CurveCounts(n=4, n_pos=2, n_neg=2)"
+    assert roc_auc(counts) == roc_auc(y, p) == Score(0.875)
+    assert average_precision(counts) == average_precision(y, p)
+    assert tpr_at_fpr(counts) == tpr_at_fpr(y, p)
+    assert np.array_equal(roc_points(counts).tpr, roc_points(y, p).tpr)
+    assert not hasattr(counts, "blocks")
+    with pytest.raises(TypeError, match="the weighted AUROC / AP needs the rows of"):
+        roc_auc_weighted(counts, weights=np.ones((1, 4)))
+    with pytest.raises(TypeError, match="a confusion sweep needs the rows of"):
+        confusion_at(counts, threshold=0.5)
+    with pytest.raises(TypeError, match="sample_weight needs the rows of"):
+        roc_auc(counts, sample_weight=np.ones(4))
+    assert isinstance(prepare(y, p), CurveCounts)

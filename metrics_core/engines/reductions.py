@@ -5,8 +5,8 @@ through the number of positives and negatives at each distinct score. :class:`Sc
 holds those counts for one partition (the distinct scores ascending, positives and negatives
 at each); :func:`merge_counts` combines two partitions' counts exactly (a union of sorted
 values, counts added), so any tree of merges over the partitions gives the same counts as the
-whole data set. :func:`counted_scores` turns the merged counts into a
-:class:`~metrics_core.metrics.classification.PreparedScores` that the classification kernels
+whole data set. :func:`counted_scores` turns the merged counts into the
+:class:`~metrics_core.metrics.classification.CurveCounts` that the classification kernels
 take in place of ``(y, p)``: the same code as in memory then gives the metrics, so they agree
 with the in-memory engine exactly (integer counts below 2^53 are exact in float64).
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from metrics_core.metrics.classification import PreparedScores, frozen_arrays
+from metrics_core.metrics.classification import CurveCounts
 
 __all__ = ["ScoreCounts", "counted_scores", "merge_counts", "score_counts", "tree_reduce"]
 
@@ -76,36 +76,16 @@ def merge_counts(*parts: ScoreCounts) -> ScoreCounts:
     return ScoreCounts(values, pos.astype(np.int64), neg.astype(np.int64))
 
 
-class _CountedScores(PreparedScores):
-    """A :class:`PreparedScores` built from counts: thresholds, ``tps`` / ``fps`` and the class
-    sizes, without the rows (no per-row weighted kernels, no confusion sweeps)."""
-
-    def __init__(self, counts: ScoreCounts):
-        desc_pos = counts.pos[::-1].astype(np.int64)
-        desc_neg = counts.neg[::-1].astype(np.int64)
-        self.n_pos = int(desc_pos.sum())
-        self.n_neg = int(desc_neg.sum())
-        self.n = self.n_pos + self.n_neg
-        self.thresholds = counts.values[::-1].astype(np.float64)
-        self.tps = np.cumsum(desc_pos).astype(np.float64)
-        self.fps = np.cumsum(desc_neg).astype(np.float64)
-        self._y = np.empty(0, dtype=np.int8)
-        self._p = np.empty(0, dtype=np.float64)
-        frozen_arrays(self.thresholds, self.tps, self.fps)
-        self._keys = None
-
-    def __repr__(self) -> str:
-        return f"CountedScores(n={self.n}, n_pos={self.n_pos}, n_neg={self.n_neg})"
-
-    @property
-    def blocks(self):
-        raise RuntimeError("counted scores have no rows: the weighted kernels need them")
-
-
-def counted_scores(counts: ScoreCounts) -> PreparedScores:
-    """Merged counts as a :class:`PreparedScores` for ``roc_auc``, ``average_precision``,
-    ``roc_points``, ``pr_points`` and ``tpr_at_fpr``."""
-    return _CountedScores(counts)
+def counted_scores(counts: ScoreCounts) -> CurveCounts:
+    """Merged counts as the :class:`~metrics_core.metrics.classification.CurveCounts` that
+    ``roc_auc``, ``average_precision``, ``roc_points``, ``pr_points`` and ``tpr_at_fpr`` take
+    in place of ``(y, p)`` (no rows: no weighted kernels, no confusion sweeps)."""
+    desc_pos = counts.pos[::-1].astype(np.int64)
+    desc_neg = counts.neg[::-1].astype(np.int64)
+    return CurveCounts(counts.values[::-1].astype(np.float64),
+                       np.cumsum(desc_pos).astype(np.float64),
+                       np.cumsum(desc_neg).astype(np.float64),
+                       n_pos=int(desc_pos.sum()), n_neg=int(desc_neg.sum()))
 
 
 def tree_reduce(client, futures: Sequence, combine: Callable, *, fan_in: int = 4,

@@ -51,6 +51,7 @@ __all__ = [
     "RATE_NAMES",
     "Confusion",
     "ConfusionSweep",
+    "CurveCounts",
     "PrCurve",
     "PreparedScores",
     "RocCurve",
@@ -207,8 +208,52 @@ def check_weights(weights, n: int, *, dtype=None) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ data-only structure
-class PreparedScores:
-    """Everything about ``(y, p)`` that does not depend on a threshold or a weight vector.
+class CurveCounts:
+    """What the ROC and precision-recall kernels read: the distinct scores, descending
+    (``thresholds``), the positives / negatives scoring at least each one (``tps`` / ``fps``,
+    the points of scikit-learn's ``roc_curve``) and the class sizes.
+
+    :class:`PreparedScores` builds them from the rows; an engine that keeps the rows apart
+    builds them from counts merged over its partitions
+    (:func:`metrics_core.engines.reductions.counted_scores`). :func:`roc_auc` and
+    :func:`average_precision` (unweighted), :func:`roc_points`, :func:`pr_points` and
+    :func:`tpr_at_fpr` take either in place of ``(y, p)``; what needs the rows (sample weights,
+    the weighted kernels, confusion sweeps) takes a :class:`PreparedScores`.
+    """
+
+    def __init__(self, thresholds: np.ndarray, tps: np.ndarray, fps: np.ndarray, *,
+                 n_pos: int, n_neg: int):
+        self.n_pos = int(n_pos)
+        self.n_neg = int(n_neg)
+        self.n = self.n_pos + self.n_neg
+        self.thresholds, self.tps, self.fps = frozen_arrays(thresholds, tps, fps)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n={self.n}, n_pos={self.n_pos}, n_neg={self.n_neg})"
+
+    @cached_property
+    def unweighted(self) -> tuple[float, float]:
+        """(AUROC, AP) of the sample itself (``nan`` with one class), from the ROC points.
+
+        AUROC is the trapezoidal area, summed in integer counts (exact below 2^53) and divided
+        once by ``P N``; AP is ``sum_i (tps_i - tps_{i-1}) precision_i / P``, the step-wise sum
+        of scikit-learn's ``average_precision_score``.
+        """
+        if self.n_pos == 0 or self.n_neg == 0:
+            return float("nan"), float("nan")
+        tps = np.r_[0.0, self.tps]
+        fps = np.r_[0.0, self.fps]
+        # Integer-valued terms and partial sums below 2^53: exact in any order, so numpy's sum
+        # (no BLAS threads to wake) gives the same value as a dot product.
+        twice_pairs = float(np.sum(np.diff(fps) * (tps[1:] + tps[:-1])))
+        auc = twice_pairs / (2.0 * self.n_pos * self.n_neg)
+        ap = float(np.dot(np.diff(tps), self.tps / (self.tps + self.fps))) / self.n_pos
+        return auc, ap
+
+
+class PreparedScores(CurveCounts):
+    """Everything about ``(y, p)`` that does not depend on a threshold or a weight vector: the
+    :class:`CurveCounts`, and the rows for the weighted kernels and the confusion sweeps.
 
     Build it with :func:`prepare` and pass it in place of ``(y, p)`` to :func:`roc_auc`,
     :func:`average_precision`, :func:`roc_points`, :func:`pr_points`, :func:`tpr_at_fpr`,
@@ -229,7 +274,7 @@ class PreparedScores:
     """
 
     def __init__(self, y: np.ndarray, p: np.ndarray, order: np.ndarray | None = None):
-        self.n = int(y.size)
+        n = int(y.size)
         positive = y == 1
         if order is None:
             self.pos_sorted = np.sort(p[positive])  # ascending, for threshold sweeps
@@ -240,25 +285,20 @@ class PreparedScores:
             positive_in_order = positive.take(order)
             self.pos_sorted = both[positive_in_order]
             self.neg_sorted = both[~positive_in_order]
-        self.n_pos = int(self.pos_sorted.size)
-        self.n_neg = self.n - self.n_pos
+        n_pos = int(self.pos_sorted.size)
         first = np.flatnonzero(np.r_[both[:1] == both[:1], both[1:] != both[:-1]])
         distinct = both[first]  # ascending distinct scores
         # Rows scoring >= t: n minus the rows before t's first position; positives likewise
         # by binary search in the sorted positive scores (ascending needles).
-        at_least = self.n - first
-        tps = self.n_pos - np.searchsorted(self.pos_sorted, distinct, side="left")
-        self.thresholds = distinct[::-1].copy()  # descending distinct scores
-        self.tps = tps[::-1].astype(np.float64)
-        self.fps = (at_least - tps)[::-1].astype(np.float64)
+        at_least = n - first
+        tps = n_pos - np.searchsorted(self.pos_sorted, distinct, side="left")
+        super().__init__(distinct[::-1].copy(),  # descending distinct scores
+                         tps[::-1].astype(np.float64), (at_least - tps)[::-1].astype(np.float64),
+                         n_pos=n_pos, n_neg=n - n_pos)
         self._y = np.array(y, dtype=np.int8)  # own copies: the blocks are built later
         self._p = np.array(p, dtype=np.float64)
-        frozen_arrays(self._y, self._p, self.pos_sorted, self.neg_sorted, self.thresholds,
-                  self.tps, self.fps)
+        frozen_arrays(self._y, self._p, self.pos_sorted, self.neg_sorted)
         self._keys: tuple[int, np.ndarray] | None = None
-
-    def __repr__(self) -> str:
-        return f"PreparedScores(n={self.n}, n_pos={self.n_pos}, n_neg={self.n_neg})"
 
     @property
     def y(self) -> np.ndarray:
@@ -299,25 +339,6 @@ class PreparedScores:
     @property
     def block(self) -> np.ndarray:
         return self.blocks[2]
-
-    @cached_property
-    def unweighted(self) -> tuple[float, float]:
-        """(AUROC, AP) of the sample itself (``nan`` with one class), from the ROC points.
-
-        AUROC is the trapezoidal area, summed in integer counts (exact below 2^53) and divided
-        once by ``P N``; AP is ``sum_i (tps_i - tps_{i-1}) precision_i / P``, the step-wise sum
-        of scikit-learn's ``average_precision_score``.
-        """
-        if self.n_pos == 0 or self.n_neg == 0:
-            return float("nan"), float("nan")
-        tps = np.r_[0.0, self.tps]
-        fps = np.r_[0.0, self.fps]
-        # Integer-valued terms and partial sums below 2^53: exact in any order, so numpy's sum
-        # (no BLAS threads to wake) gives the same value as a dot product.
-        twice_pairs = float(np.sum(np.diff(fps) * (tps[1:] + tps[:-1])))
-        auc = twice_pairs / (2.0 * self.n_pos * self.n_neg)
-        ap = float(np.dot(np.diff(tps), self.tps / (self.tps + self.fps))) / self.n_pos
-        return auc, ap
 
     def keys(self, rows: int) -> np.ndarray:
         """Flat bincount keys for a ``(rows, n)`` weight chunk (cached for the last size)."""
@@ -387,10 +408,10 @@ def checked_order(order, p: np.ndarray) -> np.ndarray | None:
     return order
 
 
-def _prepared(y, p) -> PreparedScores:
-    """``y`` when it is already a :class:`PreparedScores` (``p`` must be ``None``), else
-    :func:`prepare` of ``(y, p)``."""
-    if isinstance(y, PreparedScores):
+def _prepared(y, p) -> CurveCounts:
+    """``y`` when it is already a :class:`CurveCounts` (a :class:`PreparedScores`; ``p`` must
+    be ``None``), else :func:`prepare` of ``(y, p)``."""
+    if isinstance(y, CurveCounts):
         if p is not None:
             raise ValueError("pass either y and p, or a PreparedScores (from prepare(y, p)) "
                              "in place of y with p left out; got a PreparedScores and p")
@@ -398,6 +419,15 @@ def _prepared(y, p) -> PreparedScores:
     if p is None:
         raise ValueError("p is required unless y is a PreparedScores from prepare(y, p)")
     return prepare(y, p)
+
+
+def _with_rows(y, p, what: str) -> PreparedScores:
+    """:func:`_prepared` of ``(y, p)``, which must hold the rows: ``what`` needs them."""
+    s = _prepared(y, p)
+    if not isinstance(s, PreparedScores):
+        raise TypeError(f"{what} needs the rows of (y, p): pass them or prepare(y, p), not the "
+                        f"counts of {s!r}")
+    return s
 
 
 def frozen_arrays(*arrays):
@@ -438,7 +468,7 @@ def _auc_ap_from_blocks(a, c_strict, c_tie):
 def _weighted(y, p, weights) -> tuple[np.ndarray, np.ndarray]:
     if weights is None:
         raise ValueError("weights are required: a (b, n) matrix of row weights")
-    s = _prepared(y, p)
+    s = _with_rows(y, p, "the weighted AUROC / AP")
     return s.auc_ap(check_weights(weights, s.n))
 
 
@@ -475,10 +505,10 @@ def average_precision_weighted(y, p=None, weights=None) -> np.ndarray:
 
 def _score(y, p, sample_weight, metric: str) -> Score:
     """AUROC or AP of one (optionally weighted) sample, with the one-class convention."""
-    s = _prepared(y, p)
-    y = s.y
+    s = _prepared(y, p) if sample_weight is None else _with_rows(y, p, "sample_weight")
     w = None
     if sample_weight is not None:
+        y = s.y
         _, _, w = check_binary_inputs(y, s.p, sample_weight=sample_weight)
     if s.n == 0:
         return Score(float("nan"), False, "no samples")
@@ -770,7 +800,7 @@ def confusion_sweep(y, p=None, thresholds=None) -> ConfusionSweep:
     """
     if thresholds is None:
         raise ValueError("thresholds are required: a 1-D array of numbers")
-    s = _prepared(y, p)
+    s = _with_rows(y, p, "a confusion sweep")
     t = np.atleast_1d(np.asarray(thresholds, dtype=np.float64))
     if t.ndim != 1 or np.isnan(t).any():
         raise ValueError("thresholds must be a 1-D array of numbers (no nan)")
