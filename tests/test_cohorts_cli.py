@@ -84,3 +84,49 @@ def test_bad_cohort_options_exit_2_with_a_plain_message(files, capsys, flags, me
     assert code == 2 and message in err and "Traceback" not in err
     if flags[1] == "ward":
         assert "ward" in err and "limit of 20" in err and "240" in err
+
+
+def test_report_with_cohorts_has_the_cohort_section_and_tables(files, capsys):
+    """``report --cohort``: the record's cohort section is the one of the same cohort tables
+    (computed here with the library), and the zip's metrics_master.json carries the tables
+    ``evaluate --cohort`` writes for the same settings."""
+    import zipfile
+
+    from metrics_core.config import EvalConfig
+    from metrics_core.evaluation.cohorts import evaluate_cohorts
+    from metrics_core.inputs.cohort_columns import cohort_attributes
+    from metrics_core.report.decision_record import cohorts_section
+    from metrics_core.run import open_run
+
+    tmp, qp, cp = files
+    settings = tmp / "settings.json"
+    settings.write_text(json.dumps({"schema": "metrics_core_settings/1",
+                                    "config": {"bootstrap": 200}}))
+    flags = ["--cohort", "site", "--cohort", "sex"]
+    html = tmp / "record.html"
+    assert main(["report", str(qp), str(cp), "--settings", str(settings), "--out", str(html),
+                 "--quiet", *flags]) == 0
+    page = html.read_text()
+    run = open_run(qp, cp)
+    attrs = cohort_attributes(qp, run.loaded, ["site", "sex"], name=qp.name)
+    want = evaluate_cohorts(run.evaluator, EvalConfig(bootstrap=200), list(attrs.values()))
+    assert "<h2 id='cohorts'>Cohorts</h2>" in page
+    assert cohorts_section(want) in page
+    archive = tmp / "record.zip"
+    assert main(["report", str(qp), str(cp), "--settings", str(settings), "--out",
+                 str(archive), "--format", "zip", "--quiet", *flags]) == 0
+    with zipfile.ZipFile(archive) as z:
+        doc = json.loads(z.read("metrics_master.json"))
+    out = tmp / "same.json"
+    assert main(["evaluate", str(qp), str(cp), "--out", str(out), "--bootstrap", "200",
+                 "--quiet", *flags]) == 0
+    assert doc["cohorts"] == json.loads(out.read_text())["cohorts"]
+    assert doc["weak_segments"] == json.loads(out.read_text())["weak_segments"]
+
+
+def test_report_refuses_a_bad_cohort_flag(files, capsys):
+    tmp, qp, cp = files
+    code = main(["report", str(qp), str(cp), "--out", str(tmp / "r.html"), "--quiet",
+                 "--cohort", "region"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cohort column not found" in err and "Traceback" not in err

@@ -251,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", type=Path, default=None,
                     help="output file (default decision_record.<format>)")
     rp.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    _cohort_flags(rp)
     _limit_flags(rp)
 
     from metrics_core.choices import (

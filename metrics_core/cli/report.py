@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from metrics_core.cli.flags import MAX_NOTES_BYTES
-from metrics_core.cli.opening import gates_known, open_inputs, read_verdicts
+from metrics_core.cli.opening import cohort_options, gates_known, open_inputs, read_verdicts
 from metrics_core.cli.output import (
     EXIT_INPUT,
     EXIT_OK,
@@ -71,7 +71,9 @@ def report_command(args) -> int:
         raise ValueError("--exclude-ambiguous needs --adjudications")
     check_outputs([("QUERIES", args.queries), ("CANDIDATES", args.candidates),
                    ("--settings", args.settings), ("--notes", args.notes),
-                   ("--adjudications", args.adjudications)], [("--out", out)])
+                   ("--adjudications", args.adjudications), ("--posts", args.posts)],
+                  [("--out", out)])
+    cohorts = cohort_options(args)
     config = load_settings(args.settings) if args.settings else EvalConfig()
     notes = read_notes(args.notes) if args.notes else ""
     from metrics_core.report import decision_record as record
@@ -82,9 +84,21 @@ def report_command(args) -> int:
     if args.settings and not gates_known(config, loaded.dataset,
                                           given_by=f"{args.settings.name}: criterion_gates"):
         return EXIT_INPUT
+    attributes = (list(run.evaluator.cohorts.attributes(cohorts["declared"]).values())
+                  if cohorts["declared"] else [])
     verdicts = read_verdicts(args, loaded)
     args.progress.stage("computing the metrics")
     evaluation = run.evaluator.evaluate(config, progress=args.progress)
+    cohort_result = None
+    if attributes:  # the record's cohort section, and the zip's cohort tables
+        from metrics_core.evaluation import cohorts as cohort_tables
+
+        args.progress.stage("computing the cohorts")
+        cohort_result = cohort_tables.evaluate_cohorts(
+            run.evaluator, config, attributes, min_size=cohorts["min_size"],
+            progress=args.progress)
+        cohort_tables.add_to(evaluation, run.evaluator, config, attributes,
+                             min_size=cohorts["min_size"])
     adjudicated = None
     if verdicts is not None:
         from metrics_core.evaluation.adjudicated import evaluate_adjudicated
@@ -100,7 +114,7 @@ def report_command(args) -> int:
                                   f"loaded from {args.settings.name}" if args.settings
                                   else "the defaults") + f"): {config.describe_gate()}, "
                               f"τ {config.threshold:g}, γ {config.gamma:g}.",
-                              adjudication=adjudicated)
+                              adjudication=adjudicated, cohorts=cohort_result)
     if args.format == "html":
         data = page.encode("utf-8")
     elif args.format == "pdf":
