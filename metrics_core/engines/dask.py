@@ -19,6 +19,7 @@ Import this module only when the Dask engine is used: it imports ``distributed``
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -166,7 +167,8 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
         futures = [on.submit(reduced.unit_summary, [q_str[j] for j in qi],
                              [c_str[j] for j in ci], config, queries_name=q_name,
                              candidates_name=c_name, pure=False) for qi, ci in units]
-        return tree_reduce(on, futures, reduced.merge_summaries, finish=reduced.finish), \
+        return tree_reduce(on, futures, reduced.merge_summaries,
+                           finish=functools.partial(reduced.finish, config=config)), \
             q_name, c_name
 
     q_files = resolve_files(queries, table="queries")

@@ -13,8 +13,9 @@ queries. :func:`reduced_records` makes the records with the in-memory sections' 
 (:func:`~metrics_core.evaluation.sections.counting_records`, Wilson intervals).
 
 The point estimates equal the in-memory engine's (exact for AUROC, AUPRC, TPR@FPR and every
-count; means to rounding, 1e-12). The records of calibration (ECE, MCE, the logistic fits) and
-of the multi-label section, and the tables, are not made by this run (``not_computed``).
+count; means to rounding, 1e-12). ECE and MCE come from the counts by distinct ``p`` (the
+in-memory bins, uniform or quantile, of either calibration view). The logistic calibration
+fits, the multi-label section and the tables are not made by this run (``not_computed``).
 """
 
 from __future__ import annotations
@@ -37,11 +38,11 @@ from metrics_core.engines.resampling import (
     weighted_counts,
 )
 
-__all__ = ["NOT_COMPUTED", "finish", "hist_quantile", "merge_summaries", "ranking_and_k_records",
-           "reduced_records", "unit_summary"]
+__all__ = ["NOT_COMPUTED", "counted_quantile", "finish", "hist_quantile", "merge_summaries",
+           "ranking_and_k_records", "reduced_records", "reliability_values", "unit_summary"]
 
 #: Sections of the in-memory report this run does not make.
-NOT_COMPUTED = ("ece", "mce", "calibration_in_the_large", "calibration_intercept",
+NOT_COMPUTED = ("calibration_in_the_large", "calibration_intercept",
                 "calibration_slope", "the multi-label metrics (§8)", "every table and curve",
                 "the consistency checks", "the audit")
 #: Resamples weighted at once on a worker (weights: this many x the unit's queries, int32).
@@ -50,20 +51,86 @@ RESAMPLE_BATCH = 64
 METHOD = "poisson_bootstrap"
 
 
+def counted_quantile(values: np.ndarray, counts: np.ndarray, fraction: float) -> float:
+    """``numpy.quantile(rows, fraction)`` (linear) of the rows that are ``counts[i]`` times
+    ``values[i]`` (``values`` ascending); ``nan`` when there is no row."""
+    counts = np.asarray(counts)
+    n = int(counts.sum())
+    if n == 0:
+        return math.nan
+    cum = np.cumsum(counts)
+    pos = (n - 1) * fraction
+    lo = math.floor(pos)
+    a = float(values[np.searchsorted(cum, lo, side="right")])
+    b = float(values[np.searchsorted(cum, min(lo + 1, n - 1), side="right")])
+    t = pos - lo
+    return a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)
+
+
 def hist_quantile(hist: np.ndarray, q: float) -> float:
     """``numpy.percentile(values, q)`` (linear) of the integers whose counts are ``hist``
     (``hist[v]`` values equal to ``v``); ``nan`` when empty."""
-    hist = np.asarray(hist)
-    n = int(hist.sum())
-    if n == 0:
-        return math.nan
-    cum = np.cumsum(hist)
-    pos = q / 100 * (n - 1)
-    lo = math.floor(pos)
-    a = float(np.searchsorted(cum, lo, side="right"))
-    b = float(np.searchsorted(cum, min(lo + 1, n - 1), side="right"))
-    t = pos - lo
-    return a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)
+    return counted_quantile(np.arange(len(hist)), hist, q / 100)
+
+
+def _calibration_rows(values, pos, neg, view: str):
+    """(confidence, outcome-1 count, total) per distinct ``p`` for the calibration view:
+    ``pos`` / ``neg`` may be ``(resamples, values)`` weighted counts."""
+    total = pos + neg
+    if view != "top_label":
+        return values, pos, total
+    predicted = values >= 0.5
+    return np.where(predicted, values, 1.0 - values), np.where(predicted, pos, neg), total
+
+
+def _bins(conf, total, n_bins: int, strategy: str):
+    """Bin of every distinct confidence with the in-memory edges (contract §5)."""
+    if strategy == "uniform":
+        edges = np.arange(n_bins + 1, dtype=np.float64) / n_bins
+    elif total.sum() == 0:
+        edges = np.array([0.0, 1.0])
+    else:
+        order = np.argsort(conf, kind="stable")
+        edges = np.unique([counted_quantile(conf[order], total[order], f)
+                           for f in np.arange(n_bins + 1) / n_bins])
+        if edges.size == 1:
+            edges = np.repeat(edges, 2)
+    k = edges.size - 1
+    return np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, k - 1), k
+
+
+def reliability_values(counts: ScoreCounts, config) -> tuple[float, float]:
+    """ECE and MCE of the calibration view from the score counts (the in-memory bins)."""
+    conf, ones, total = _calibration_rows(counts.values, counts.pos, counts.neg,
+                                          config.calibration_view)
+    idx, k = _bins(conf, total, config.n_bins, config.binning)
+    count = np.bincount(idx, weights=total, minlength=k)
+    positives = np.bincount(idx, weights=ones, minlength=k)
+    sum_p = np.bincount(idx, weights=conf * total, minlength=k)
+    filled = count > 0
+    n = count.sum()
+    if not n:
+        return math.nan, math.nan
+    gap = np.abs(positives[filled] / count[filled] - sum_p[filled] / count[filled])
+    return float(np.sum(count[filled] / n * gap)), float(np.max(gap))
+
+
+def _reliability_resamples(counts: ScoreCounts, weighted, config):
+    """ECE and MCE of each resample from the weighted counts (the full sample's bins)."""
+    from metrics_core.metrics import calibration
+
+    conf, _, total = _calibration_rows(counts.values, counts.pos, counts.neg,
+                                       config.calibration_view)
+    idx, k = _bins(conf, total, config.n_bins, config.binning)
+    # weighted counts hold every distinct p of the data, as the merged score counts do
+    _, ones, weight = _calibration_rows(weighted.values, weighted.pos.astype(np.float64),
+                                        weighted.neg.astype(np.float64),
+                                        config.calibration_view)
+    onehot = (idx[:, None] == np.arange(k)[None, :]).astype(np.float64)
+    count = weight @ onehot
+    residual = (ones - conf[None, :] * weight) @ onehot
+    return (calibration.ece_from_sums(residual, weight.sum(axis=1)),
+            calibration.mce_from_sums(count, residual))
 
 
 def _means(inter, ds) -> dict:
@@ -206,7 +273,7 @@ def _merged_weighted(a, b):
     return merged if merged.pos.size <= WEIGHTED_SORT_LIMIT else None
 
 
-def finish(summary: dict) -> dict:
+def finish(summary: dict, config) -> dict:
     """The merged summary with each resample's values in place of its weighted sums (run on
     the cluster: the client receives numbers per resample, not per distinct ``p``)."""
     if "error" in summary or "empty" in summary or "resampled" not in summary:
@@ -221,6 +288,9 @@ def finish(summary: dict) -> dict:
               "p90_k": np.array([hist_quantile(h, 90) for h in hist]),
               "auroc": None if r["auroc"] is None else auroc_of_weighted(r["auroc"]),
               "auprc": None if r["auroc"] is None else auprc_of_weighted(r["auroc"])}
+    if r["auroc"] is not None:
+        values["ece"], values["mce"] = _reliability_resamples(summary["counts"], r["auroc"],
+                                                               config)
     return {**summary, "resampled": values}
 
 
@@ -249,7 +319,7 @@ def _counting_values(tables: np.ndarray, which: str) -> dict:
 
 def reduced_records(summary: dict, config) -> list:
     """The records of the reduced run, in report order (see the module's docstring)."""
-    from metrics_core.evaluation import sections
+    from metrics_core.evaluation import kernels, sections
     from metrics_core.metrics import classification
     from metrics_core.registry import fmt_t
 
@@ -286,6 +356,14 @@ def reduced_records(summary: dict, config) -> list:
                     defined=t.defined and math.isfinite(t.threshold))
     sections.counting_records(records, summary["tau"][None], "tau",
                               f"{sections.ALL} @ τ={cfg.threshold:g}", boot)
+    ece, mce = reliability_values(counts, cfg)
+    reliability_variant = kernels.VARIANTS["reliability"](cfg)
+    for name, value in (("ece", ece), ("mce", mce)):
+        ci = None
+        if resampled is not None and resampled.get(name) is not None:
+            ci = percentile_interval(resampled[name])
+        records.add(name, value, sections.ALL, n, ci=ci,
+                    ci_method=METHOD if ci is not None else None, variant=reliability_variant)
     sum_sq, n_sq = summary["sums"]["brier"]
     records.add_boot("brier", sum_sq / n_sq if n_sq else None, sections.ALL, n, boot,
                      variant="positive class p")
