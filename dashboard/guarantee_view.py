@@ -81,6 +81,30 @@ def _apply(parameter: str, value: float, mark: risk_control.ThresholdGuarantee) 
     state.setting_moved()
 
 
+def _apply_per_criterion(parameter: str, rows: tuple, mark: risk_control.ThresholdGuarantee
+                         ) -> None:
+    """Each criterion's gate end set to its own guaranteed threshold (held as
+    :func:`_apply` holds it), the per-criterion gates marked guaranteed with ``mark`` (δ split
+    over all queries and every criterion). The other end is the criterion's own gate's, or
+    the overall gate's; τ_neg ≤ τ_pos is kept as :func:`_apply` keeps it. A criterion with no
+    guaranteed threshold has no gate of its own afterwards (it uses the overall gate): every
+    per-criterion gate left is one this guarantee set."""
+    overall = state.value("gate")
+    gates = {g[0]: tuple(g[1:]) for g in state.value("criterion_gates")}
+    out = []
+    for subset, value in rows:
+        name = subset.removeprefix("criterion ")
+        if value is None:
+            continue
+        lo, hi = gates.get(name, overall)
+        value = risk_control.floor_threshold(value, parameter)
+        lo, hi = (min(value, hi), hi) if parameter == "tau_neg" else (min(lo, value), value)
+        out.append((name, lo, hi))
+    state.set_value("criterion_gates", tuple(sorted(out)), how=state.GUARANTEED,
+                    mark=("criterion_gates",), guarantee=mark)
+    state.setting_moved()
+
+
 def criterion_frame(results) -> pd.DataFrame:
     """One row per subset (all queries, then each criterion): the guaranteed threshold, the
     held-out value with its interval, or why there is none."""
@@ -125,6 +149,15 @@ def show(ds, target, plain: float | None, *, by_criterion: bool = False) -> None
                    f"{len(results)} guarantees (δ = {r.delta_each:.3g} each), so the chance "
                    f"that any of them fails is at most {r.delta:g}.")
         display.show_table(criterion_frame(results), key="guarantee_table")
+        rows = tuple((c.subset, c.value) for c in results[1:])
+        if any(value is not None for _, value in rows):
+            st.button(f"Set each criterion's {r.parameter} to its guaranteed threshold",
+                      key="guarantee_apply_per_criterion", on_click=_apply_per_criterion,
+                      args=(r.parameter, rows,
+                            risk_control.ThresholdGuarantee.of(r, len(results))),
+                      help=f"Per-criterion gates marked guaranteed: δ = {r.delta:g} split "
+                           f"over all queries and the {len(rows)} criteria. A criterion with "
+                           "no guaranteed threshold uses the overall gate.")
     name = "τ_neg" if r.parameter == "tau_neg" else "τ_pos"
     if r.value is None:
         st.warning(escape_markdown(f"No {name} can be guaranteed: {r.reason}."),

@@ -202,3 +202,29 @@ def test_guarantee_mode_per_criterion_splits_delta(demo):
     assert shown["tau_neg"].tolist() == pytest.approx(
         [np.nan if r.value is None else r.value for r in want], nan_ok=True)
     assert shown["delta_each"].tolist() == pytest.approx([0.1 / len(want)] * len(want))
+    # Set each criterion's τ_neg: its own guaranteed threshold (rounded down), τ_pos the
+    # overall gate's; criteria with none keep the overall gate; the gates marked guaranteed
+    # with δ split over all queries and every criterion
+    at.button(key="guarantee_apply_per_criterion").click().run()
+    assert_clean(at)
+    expected = tuple(sorted(
+        (r.subset.removeprefix("criterion "),
+         min(risk_control.floor_threshold(r.value, "tau_neg"), 0.6), 0.6)
+        for r in want[1:] if r.value is not None))
+    assert expected and at.session_state[state.MODEL]["criterion_gates"] == expected
+    assert at.session_state[state.PROVENANCE] == {"criterion_gates": state.GUARANTEED}
+    mark = at.session_state[state.GUARANTEES]["criterion_gates"]
+    assert mark == risk_control.ThresholdGuarantee(
+        "screening_sensitivity>=0.95", 0.1, len(want), "all", demo.n_queries)
+    assert mark.delta_each == pytest.approx(0.1 / len(want))
+    assert (f"{len(expected)} per-criterion gate(s) (guaranteed: "
+            f"screening_sensitivity>=0.95, δ 0.1 over {len(want)} guarantees, calibrated on "
+            "all queries)") in _line(at)
+    assert mark.sentence("criterion_gates").startswith(
+        "The per-criterion gates' τ_neg was found on data with a guarantee")
+    assert (f"δ is split evenly over the {len(want)} guarantees computed together "
+            f"({0.1 / len(want):.3g} each), so the chance that any of them fails is at most "
+            "0.1") in mark.sentence("criterion_gates")
+    # the gates now hold each criterion's value: the per-criterion evaluation uses them
+    cfg = at.session_state[state.VIEW].config
+    assert cfg.criterion_gates == expected

@@ -531,7 +531,7 @@ class ThresholdGuarantee:
         """The record's statement of this guarantee for the threshold ``field_name``."""
         g = Guarantee.parse(self.target)
         name = {"tau_neg": "τ_neg", "tau_pos": "τ_pos"}.get(field_name,
-                                                              "the per-criterion gates' "
+                                                              "The per-criterion gates' "
                                                               + ("τ_neg" if g.parameter ==
                                                                  "tau_neg" else "τ_pos"))
         at = "" if value is None else f" = {value:g}"
