@@ -18,7 +18,17 @@ if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts only das
 
 import streamlit as st  # noqa: E402
 
-from dashboard import access, data, display, sidebar, state, upload  # noqa: E402
+from dashboard import (  # noqa: E402
+    access,
+    computing,
+    data,
+    display,
+    refinement,
+    server_settings,
+    sidebar,
+    state,
+    upload,
+)
 from dashboard.safe_text import escape_markdown  # noqa: E402
 from metrics_core.shipped import ASSETS  # noqa: E402
 
@@ -83,7 +93,7 @@ def main() -> None:
                        menu_items={"Get help": None, "Report a bug": None,
                                    "About": "Evidence pipeline metrics (metrics_core)."})
     access.sign_in_gate()  # with sign-in configured: nothing below runs before it
-    state.load_from_url(caps=data.interaction_caps())
+    state.load_from_url(caps=server_settings.interaction_caps())
     notes = state.link_notes()
     try:
         source = data.current_source()
@@ -105,14 +115,14 @@ def main() -> None:
     for note in dict.fromkeys(notes):
         st.warning(escape_markdown(note), icon=":material/link:")
     upload.mapping_step()
-    with data.charged_to_session():  # the engine's helper threads pay the session's budget
+    with computing.charged_to_session():  # the engine's helper threads pay the session's budget
         try:
             page.run()
         except Exception as exc:
             display.show_failure(exc)
         else:
             state.write_to_url(always=True)  # the address of the run that finished last
-            data.refine_intervals(st.session_state.get(state.VIEW), slot=top)
+            refinement.refine_intervals(st.session_state.get(state.VIEW), slot=top)
 
 
 main()

@@ -2,10 +2,10 @@
 
 Each file is held to the per-file limits (``[limits]``); the budget bounds their sum over the
 sessions of one server process (``[memory] upload_budget_bytes`` in the server's settings file,
-:func:`dashboard.data.memory_budget`). :class:`UploadBudget` counts, per session, the bytes its
-uploads hold (:func:`held_bytes`: the uploaded files and the data sets read from them; the data
-source's upload, the Compare page's runs and the RAG page's file, each under a :class:`Holder`
-of its own); a load that would take the total past the budget is refused with an
+:func:`dashboard.server_settings.memory_budget`). :class:`UploadBudget` counts, per session, the
+bytes its uploads hold (:func:`held_bytes`: the uploaded files and the data sets read from them;
+the data source's upload, the Compare page's runs and the RAG page's file, each under a
+:class:`Holder` of its own); a load that would take the total past the budget is refused with an
 :class:`~metrics_core.errors.InputError` naming the budget and the amounts, and the session
 keeps what it showed before.
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, state
+from dashboard import computing, data, evaluations, state
 from metrics_core.evaluation.adjudicated import AdjudicatedRun, adjudicated_evaluator
 from metrics_core.inputs.adjudications import adjudications_of, empty_frame, to_csv
 
@@ -140,7 +140,7 @@ def run_maker(v: data.View) -> Callable[[], AdjudicatedRun] | None:
     """
     if v.source.adjudicated is not None:
         a = v.source.adjudicated
-        original_at = data.evaluations_of(a.original)
+        original_at = evaluations.evaluations_of(a.original)
 
         def both(view: data.View | None = None) -> AdjudicatedRun:
             shown = (view or v).evaluation
@@ -151,7 +151,7 @@ def run_maker(v: data.View) -> Callable[[], AdjudicatedRun] | None:
     source, _ = gold_source(v.source, ADJUDICATED)
     if source.adjudicated is None:
         return None
-    adjudicated_at, adj = data.evaluations_of(source), source.adjudicated.adjudications
+    adjudicated_at, adj = evaluations.evaluations_of(source), source.adjudicated.adjudications
 
     def beside(view: data.View | None = None) -> AdjudicatedRun:
         shown = (view or v).evaluation
@@ -166,7 +166,7 @@ def adjudicated_run(v: data.View) -> AdjudicatedRun | None:
     make = run_maker(v)
     if make is None:
         return None
-    with data.metered():
+    with computing.metered():
         return make()
 
 

@@ -6,7 +6,7 @@ Up to the cap, the number set is computed at once. Above it, the page computes t
 resamples and offers the number set on a button, with a message naming the field, the range
 computed at once and the value; asked for, they are computed with a progress bar and a cancel
 button (the cancel, any other change or a closed tab stops them at the next update). A session
-over its computing budget gets no new resamples (:func:`dashboard.data.over_budget`).
+over its computing budget gets no new resamples (:func:`dashboard.computing.over_budget`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from dashboard import data
+from dashboard import computing, server_settings
 
 __all__ = ["Resamples", "resamples"]
 
@@ -58,11 +58,11 @@ def resamples(field: str, value: int, *, key: str, have: Callable[[int], bool]) 
     value = max(int(value), 0)
     if value == 0 or have(value):
         return Resamples(value)
-    paused = data.over_budget()
+    paused = computing.over_budget()
     if paused is not None:
         st.warning(paused, icon=":material/hourglass_top:")
         return Resamples(0)
-    most = int(data.interaction_caps()["max_live_resamples"])
+    most = int(server_settings.interaction_caps()["max_live_resamples"])
     if value <= most:
         return Resamples(value)
     asked_key = f"_{key}_asked"
@@ -76,6 +76,6 @@ def resamples(field: str, value: int, *, key: str, have: Callable[[int], bool]) 
         return Resamples(most)
     bar = st.progress(0.0, text=f"{field}: {value:,} resamples…")
     st.button("Cancel", key=f"{key}_cancel_heavy", on_click=_ask, args=(asked_key, None))
-    progress = data.bar_progress(bar, lambda done, total: f"{field}: {done:,} of {total:,} "
+    progress = computing.bar_progress(bar, lambda done, total: f"{field}: {done:,} of {total:,} "
                                                           "resamples")
     return Resamples(value, progress, asked_key)

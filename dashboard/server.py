@@ -52,10 +52,10 @@ freeze_startup_objects()
 
 def release_when_idle() -> None:
     """Once no session is left, let go of what the server kept for them
-    (:func:`dashboard.data.release_when_idle`): its memory returns to its start."""
-    from dashboard import data
+    (:func:`dashboard.idle.release_when_idle`): its memory returns to its start."""
+    from dashboard import idle
 
-    data.release_when_idle()
+    idle.release_when_idle()
 
 
 release_when_idle()

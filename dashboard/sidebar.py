@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 import streamlit as st
 
-from dashboard import data, display, gold, state
+from dashboard import data, display, gold, refinement, server_settings, state
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from dashboard.state import ALL, SETTINGS, Setting
 from metrics_core.config import SECTIONS
@@ -317,7 +317,7 @@ def end_fragment(v: data.View) -> None:
     computed with fewer resamples while moving are refined (the app's run does both itself)."""
     if state.fragment_rerun():
         state.write_to_url(always=True)
-        data.refine_intervals(v, fragment=True)
+        refinement.refine_intervals(v, fragment=True)
 
 
 def downloads_sidebar(v: data.View) -> None:
@@ -362,7 +362,7 @@ def _apply_settings() -> None:
     if uploaded is None:
         return
     values, (explored, guaranteed), error = settings_verdict(
-        uploaded.getvalue(), uploaded.name, data.interaction_caps())
+        uploaded.getvalue(), uploaded.name, server_settings.interaction_caps())
     if error is not None:
         st.session_state["_settings_error"] = error
         return

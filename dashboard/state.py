@@ -80,10 +80,10 @@ EVALUATIONS = "_evaluations"
 #: What the live charts made of the curves (dashboard.chart_data.session_store).
 CHART_DATA = "_chart_data"
 #: The configuration whose resamples (above the server's live cap) the user asked for with
-#: the page's button (dashboard.data.refine_intervals runs it, with progress and a cancel
+#: the page's button (dashboard.refinement.refine_intervals runs it, with progress and a cancel
 #: button); the button's key and the cancel button's.
 HEAVY_ASKED = "_heavy_asked"
-#: The session's computing time of the last minute (dashboard.data.CpuBudget).
+#: The session's computing time of the last minute (dashboard.computing.CpuBudget).
 CPU_BUDGET = "_cpu_budget"
 RUN_HEAVY = "run_heavy"
 CANCEL_HEAVY = "cancel_heavy"

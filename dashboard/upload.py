@@ -14,7 +14,7 @@ import traceback
 
 import streamlit as st
 
-from dashboard import data, state
+from dashboard import data, server_settings, state
 from dashboard.safe_text import escape_markdown
 from metrics_core.data.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS
 from metrics_core.errors import InputError
@@ -78,7 +78,7 @@ def _load(upload: data.Upload, mapping: dict | None = None) -> None:
         source = data.load_upload(upload, mapping=mapping)
     except InputError as exc:
         error = {"message": exc.render(), "mapping": exc.needs_mapping}
-    except data.ServerSettingsError as exc:  # the server's, not the upload's
+    except server_settings.ServerSettingsError as exc:  # the server's, not the upload's
         error = {"message": f"The server's settings cannot be used: {exc}", "mapping": False}
     except ValueError as exc:  # e.g. a column mapping metrics_core rejects
         error = {"message": str(exc), "mapping": True}

@@ -626,7 +626,7 @@ def test_uploads_never_touch_a_shared_cache():
             if isinstance(node, ast.FunctionDef) and any(
                     "cache_" in ast.unparse(d) for d in node.decorator_list):
                 decorated.add(f"{path.stem}.{node.name}")
-    assert decorated == {"data._demo_parts", "data._shared_demo_evaluations"}
+    assert decorated == {"data._demo_parts", "evaluations._shared_demo_evaluations"}
     assert uses == len(decorated)  # no other st.cache_* anywhere in the dashboard
 
 

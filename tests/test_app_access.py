@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import data
+from dashboard import server_settings
 from dashboard.safe_text import escape_markdown
 from metrics_core.demo import DEMO_LABEL
 
@@ -61,7 +61,7 @@ def assert_nothing_but_the_gate(at: AppTest) -> None:
 def settings(tmp_path, monkeypatch):
     """A server settings file of the test's own (the repository's stays as it is)."""
     path = tmp_path / "metrics_core.toml"
-    monkeypatch.setenv(data.SETTINGS_ENV, str(path))
+    monkeypatch.setenv(server_settings.SETTINGS_ENV, str(path))
     return path
 
 
@@ -133,4 +133,4 @@ def test_an_allow_list_without_sign_in_keeps_the_dashboard_closed(settings):
 
 
 def test_the_repositorys_settings_have_no_allow_list():
-    assert data.sign_in_allow(data.LIMITS_FILE) == ()
+    assert server_settings.sign_in_allow(server_settings.LIMITS_FILE) == ()

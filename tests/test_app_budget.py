@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import data, state
+from dashboard import data, server_settings, state
 from dashboard.budget import held_bytes, size_text
 from tests.conftest import random_frames
 from tests.test_app import APP, TIMEOUT, upload
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def settings(tmp_path, monkeypatch):
     path = tmp_path / "metrics_core.toml"
-    monkeypatch.setenv(data.SETTINGS_ENV, str(path))
+    monkeypatch.setenv(server_settings.SETTINGS_ENV, str(path))
     return path
 
 
@@ -190,8 +190,8 @@ def test_a_rag_file_counts_in_the_same_budget(settings, files):
 ])
 def test_a_bad_budget_is_named_and_nothing_is_loaded(settings, files, text, said):
     settings.write_text(text)
-    with pytest.raises(data.ServerSettingsError, match=r"metrics_core\.toml"):
-        data.memory_budget()
+    with pytest.raises(server_settings.ServerSettingsError, match=r"metrics_core\.toml"):
+        server_settings.memory_budget()
     at = upload(session(), *files)
     assert source_kind(at) == "demo"
     message = refusal(at)
@@ -200,8 +200,8 @@ def test_a_bad_budget_is_named_and_nothing_is_loaded(settings, files, text, said
 
 
 def test_the_repositorys_budget():
-    default = data.UPLOAD_BUDGET["upload_budget_bytes"]
-    assert data.memory_budget(data.LIMITS_FILE) == default == 4 << 30
+    default = server_settings.UPLOAD_BUDGET["upload_budget_bytes"]
+    assert server_settings.memory_budget(server_settings.LIMITS_FILE) == default == 4 << 30
 
 
 def test_the_readme_lists_every_server_setting():
@@ -209,8 +209,8 @@ def test_the_readme_lists_every_server_setting():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     rows = {line.split("|")[1].strip(" `"): line for line in readme.splitlines()
             if re.match(r"^\| `\[\w+\]` \|", line)}
-    tables = {"[limits]": data.APP_LIMITS, "[interaction]": data.INTERACTION,
-              "[memory]": data.UPLOAD_BUDGET, "[auth]": {"allow": ()}}
+    tables = {"[limits]": server_settings.APP_LIMITS, "[interaction]": server_settings.INTERACTION,
+              "[memory]": server_settings.UPLOAD_BUDGET, "[auth]": {"allow": ()}}
     assert set(rows) == set(tables)
     for table, keys in tables.items():
         for key in keys:

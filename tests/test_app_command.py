@@ -150,10 +150,10 @@ def test_the_package_holds_the_servers_settings():
         (ROOT / ".streamlit" / "config.toml").read_bytes()
     config = tomllib.loads((settings / "config.toml").read_text())
     assert config["server"]["address"] == "127.0.0.1"
-    from dashboard import data
+    from dashboard import server_settings
 
-    assert data.LIMITS_FILE.exists()
-    assert data.LIMITS_FILE == settings / "metrics_core.toml"  # noqa: SIM300
+    assert server_settings.LIMITS_FILE.exists()
+    assert server_settings.LIMITS_FILE == settings / "metrics_core.toml"  # noqa: SIM300
 
 
 def test_app_serves_from_any_folder_with_the_projects_settings(tmp_path):

@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from dashboard import data, sidebar, state
+from dashboard import computing, data, evaluations, idle, server_settings, sidebar, state
 from metrics_core.config import SCHEMA
 from tests.test_app import TIMEOUT, assert_clean, open_app
 
-CAPS = data.INTERACTION
+CAPS = server_settings.INTERACTION
 #: Python's own wording, which a refusal must never show.
 PYTHON_WORDING = ("not supported between", "instances of", "invalid literal", "could not convert",
                   "object has no attribute", "NoneType", "unhashable", "Traceback",
@@ -170,7 +170,7 @@ def live_cap(tmp_path, monkeypatch):
     """A server whose live cap is 2,500 resamples."""
     toml = tmp_path / "metrics_core.toml"
     toml.write_text("[interaction]\nmax_live_resamples = 2_500\n")
-    monkeypatch.setattr(data, "LIMITS_FILE", toml)
+    monkeypatch.setattr(server_settings, "LIMITS_FILE", toml)
     return 2_500
 
 
@@ -203,15 +203,15 @@ def test_a_computation_stops_when_its_tab_has_closed(monkeypatch):
         is_active_session=lambda sid: active["yes"] and sid == "s1"))
     monkeypatch.setattr(scriptrunner, "get_script_run_ctx",
                         lambda: SimpleNamespace(session_id="s1"))
-    data.stop_if_closed()  # open: goes on
+    computing.stop_if_closed()  # open: goes on
     active["yes"] = False
     with pytest.raises(StopException):
-        data.stop_if_closed()
+        computing.stop_if_closed()
 
 
 # ------------------------------------------------------------------------ computing budget
 def test_the_budget_counts_the_last_minute():
-    budget = data.CpuBudget()
+    budget = computing.CpuBudget()
     budget.charge(30, now=0.0)
     budget.charge(20, now=30.0)
     assert budget.used(now=50.0) == 50
@@ -224,10 +224,10 @@ def test_a_session_over_its_computing_budget_gets_point_values_and_a_message(tmp
                                                                             monkeypatch):
     toml = tmp_path / "metrics_core.toml"
     toml.write_text("[interaction]\ncpu_seconds_per_minute = 0.001\n")
-    monkeypatch.setattr(data, "LIMITS_FILE", toml)
+    monkeypatch.setattr(server_settings, "LIMITS_FILE", toml)
     at = open_app({"seed": "11", "gamma": "0.81"}, page="overview")  # its own evaluations
     assert_clean(at)
-    assert data.CpuBudget.used(at.session_state[state.CPU_BUDGET]) > 0.001
+    assert computing.CpuBudget.used(at.session_state[state.CPU_BUDGET]) > 0.001
     shown = " ".join(str(w.value) for w in at.warning)
     assert "computing time" in shown and "cpu_seconds_per_minute" in shown, shown
     # the live pass was computed, its refinement was not
@@ -243,12 +243,12 @@ def test_a_session_over_its_computing_budget_gets_point_values_and_a_message(tmp
 def test_the_shared_evaluations_are_bounded_in_bytes_and_counted():
     import numpy as np
 
-    memo = data._Evaluations(10, max_bytes=2_500)
+    memo = evaluations.Evaluations(10, max_bytes=2_500)
     for i in range(4):
         memo.put(("demo", i), {"values": np.zeros(125)})  # 1,000 bytes each
     assert [k for _, k in memo] == [2, 3]  # the oldest went
     assert memo.nbytes() == 2_000
-    one = data._Evaluations(10, max_bytes=10)
+    one = evaluations.Evaluations(10, max_bytes=10)
     one.put(("demo", 0), {"values": np.zeros(125)})
     assert len(one) == 1  # the newest is kept whatever its size
 
@@ -256,7 +256,7 @@ def test_the_shared_evaluations_are_bounded_in_bytes_and_counted():
 def test_an_evaluation_in_the_making_is_waited_for_not_computed_again():
     import threading
 
-    memo = data._Evaluations(4)
+    memo = evaluations.Evaluations(4)
     calls, gate = [], threading.Event()
 
     def make():
@@ -281,7 +281,7 @@ def test_waiting_for_another_sessions_evaluation_can_be_stopped():
     Streamlit call raising there) stops the wait; the other session's value is kept."""
     import threading
 
-    memo = data._Evaluations(4)
+    memo = evaluations.Evaluations(4)
     gate = threading.Event()
 
     class Moved(Exception):
@@ -322,11 +322,11 @@ def test_a_second_session_gets_the_demos_view_from_memory(recorded):
 def test_the_shared_cache_bound_is_the_servers_setting(tmp_path, monkeypatch):
     toml = tmp_path / "metrics_core.toml"
     toml.write_text("[memory]\nshared_cache_bytes = 12_345\n")
-    monkeypatch.setattr(data, "LIMITS_FILE", toml)
-    assert data.shared_cache_budget() == 12_345
+    monkeypatch.setattr(server_settings, "LIMITS_FILE", toml)
+    assert server_settings.shared_cache_budget() == 12_345
     toml.write_text("[memory]\nshared_cache_bytes = -1\n")
-    with pytest.raises(data.ServerSettingsError, match="shared_cache_bytes"):
-        data.shared_cache_budget()
+    with pytest.raises(server_settings.ServerSettingsError, match="shared_cache_bytes"):
+        server_settings.shared_cache_budget()
 
 
 # ------------------------------------------------------------------------ an idle server
@@ -341,9 +341,9 @@ def test_an_idle_server_lets_go_of_what_it_kept_once_per_idle_spell(monkeypatch)
     monkeypatch.setattr(runtime, "exists", lambda: True)
     monkeypatch.setattr(runtime, "get_instance", lambda: SimpleNamespace(_session_mgr=manager))
     released = []
-    monkeypatch.setattr(data, "release_shared_memory", lambda: released.append(1))
+    monkeypatch.setattr(idle, "release_shared_memory", lambda: released.append(1))
     stop = threading.Event()
-    thread = data.release_when_idle(idle_seconds=0.1, every=0.02, stop=stop)
+    thread = idle.release_when_idle(idle_seconds=0.1, every=0.02, stop=stop)
 
 
     def until(count: int) -> None:
@@ -370,17 +370,17 @@ def test_an_idle_server_lets_go_of_what_it_kept_once_per_idle_spell(monkeypatch)
 
 
 def test_letting_go_empties_the_shared_caches():
-    data._shared_demo_evaluations().put(("demo", "x"), "evaluation")
+    evaluations._shared_demo_evaluations().put(("demo", "x"), "evaluation")
     data.demo_source()  # the demo's run, kept for every session
-    data.release_shared_memory()
-    assert len(data._shared_demo_evaluations()) == 0  # a new, empty one
+    idle.release_shared_memory()
+    assert len(evaluations._shared_demo_evaluations()) == 0  # a new, empty one
 
 
 # ------------------------------------------------------------- a page's own resamples input
 def _live_cap(tmp_path, monkeypatch, most: int) -> None:
     toml = tmp_path / "metrics_core.toml"
     toml.write_text(f"[interaction]\nmax_live_resamples = {most}\n")
-    monkeypatch.setattr(data, "LIMITS_FILE", toml)
+    monkeypatch.setattr(server_settings, "LIMITS_FILE", toml)
 
 
 def _offer(at) -> str:
@@ -494,7 +494,7 @@ class _Slot:
 
 def test_a_step_progress_draws_its_bar_at_the_first_update_only():
     slot = _Slot()
-    progress = data.StepProgress(slot, "Finding thresholds")
+    progress = computing.StepProgress(slot, "Finding thresholds")
     assert slot.bars == []  # a result at hand: nothing drawn
     progress.stage("bootstrap of the thresholds (all queries)")
     progress(500, 2000)

@@ -81,7 +81,8 @@ def state_evaluation(at):
 
 
 def test_intervals_use_fewer_resamples_while_moving_then_the_full_number():
-    from dashboard.data import LIVE_RESAMPLES, _shared_demo_evaluations
+    from dashboard.data import LIVE_RESAMPLES
+    from dashboard.evaluations import _shared_demo_evaluations
 
     at = open_app({"ci": "1", "bootstrap": "3000", "gamma": "0.87"}, page="gate")
     memo = _shared_demo_evaluations()  # the demo's evaluations are shared between sessions
@@ -97,7 +98,7 @@ def test_intervals_use_fewer_resamples_while_moving_then_the_full_number():
 def test_a_threshold_move_after_the_refinement_computes_the_full_resamples_at_once():
     """Once the data's intervals are made with the full resamples, a gate move has only its
     own intervals left (tens of milliseconds): no live pass and no second run for it."""
-    from dashboard.data import _shared_demo_evaluations
+    from dashboard.evaluations import _shared_demo_evaluations
 
     at = open_app({"ci": "1", "bootstrap": "2500", "gamma": "0.86"}, page="gate")
     assert state_evaluation(at).config.bootstrap == 2500  # refined
@@ -135,7 +136,7 @@ def test_the_typed_boxes_change_key_with_every_value_the_server_sends():
 def test_the_per_criterion_intervals_are_computed_ahead_once_the_view_is_refined():
     """After the refinement the Per criterion page's intervals are started on a helper
     thread; the page then reads the same values a fresh evaluator computes."""
-    from dashboard.data import _warm_group_intervals
+    from dashboard.refinement import _warm_group_intervals
     from metrics_core.evaluation import tables
     from tests.conftest import random_frames
 
@@ -158,7 +159,7 @@ def test_the_per_criterion_page_shows_live_intervals_until_the_full_ones_are_in(
     them: each equal to a fresh evaluator's at that number of resamples."""
     from types import SimpleNamespace
 
-    from dashboard import data
+    from dashboard import data, refinement
     from metrics_core.evaluation import tables
     from tests.conftest import random_frames
 
@@ -170,14 +171,14 @@ def test_the_per_criterion_page_shows_live_intervals_until_the_full_ones_are_in(
     view = SimpleNamespace(source=source)
     cfg = EvalConfig(bootstrap=data.LIVE_RESAMPLES + 500)
     live = cfg.replace(bootstrap=data.LIVE_RESAMPLES)
-    got, refining = data.group_intervals(view, cfg, "f1")
+    got, refining = refinement.group_intervals(view, cfg, "f1")
     assert refining
     assert got.equals(tables.group_intervals(Evaluator(loaded.dataset), live, "f1"))
     assert set(got["ci_method"]) == {f"bootstrap (query, {data.LIVE_RESAMPLES} resamples, "
                                      "seed 0)"}
     full = tables.group_intervals(ev, cfg, "f1")  # (what the page's refinement computes)
     assert tables.group_intervals_ready(ev, cfg)
-    got, refining = data.group_intervals(view, cfg, "f1")
+    got, refining = refinement.group_intervals(view, cfg, "f1")
     assert got.equals(full)
     assert not refining
     assert got.equals(tables.group_intervals(Evaluator(loaded.dataset), cfg, "f1"))
@@ -189,7 +190,7 @@ def test_the_finders_first_result_is_computed_ahead(monkeypatch):
     page then finds it, equal to computing it there."""
     from types import SimpleNamespace
 
-    from dashboard import data
+    from dashboard import data, finder
     from metrics_core.metrics import decision
     from tests.conftest import random_frames
 
@@ -199,12 +200,12 @@ def test_the_finders_first_result_is_computed_ahead(monkeypatch):
     view = SimpleNamespace(evaluator=ev, show_bootstrap=True,
                            config=EvalConfig(bootstrap=data.LIVE_RESAMPLES + 100, seed=2))
     assert data.finder_resamples(view) == data.LIVE_RESAMPLES
-    data._warm_finder(view).join()
-    target = data.default_finder_target()
+    finder.warm_finder(view).join()
+    target = finder.default_finder_target()
     want = [r.to_dict() for r in decision.tune(loaded.dataset, [str(target)], by=None,
                                                bootstrap=data.LIVE_RESAMPLES, seed=2)]
     monkeypatch.setattr(decision, "tune", lambda *a, **k: pytest.fail("computed again"))
-    assert data.finder_results(ev, target, None, data.LIVE_RESAMPLES, 2) == want
+    assert finder.finder_results(ev, target, None, data.LIVE_RESAMPLES, 2) == want
     assert str(target) == "screening_sensitivity>=0.995"
 
 

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from dashboard import data
+from dashboard import server_settings
 from metrics_core.demo import DEMO_LABEL
 from tests.app_server import free_port, running_app, wait_until_serving
 from tests.test_browser import (
@@ -76,11 +76,11 @@ def app_url(provider, tmp_path_factory):
         'client_secret = "not-a-real-secret"\n'
         f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n')
     settings = folder / "metrics_core.toml"
-    settings.write_text(data.LIMITS_FILE.read_text()
+    settings.write_text(server_settings.LIMITS_FILE.read_text()
                         + '\n[auth]\nallow = ["@hospital.org"]\n')
     with running_app("dashboard/server.py", ARTIFACTS / "streamlit_sign_in.log",
                      options=("--secrets.files", str(secrets)),
-                     env={data.SETTINGS_ENV: str(settings)}) as url:
+                     env={server_settings.SETTINGS_ENV: str(settings)}) as url:
         # The redirect URI names localhost: the sign-in cookie belongs to that host.
         yield url.replace("127.0.0.1", "localhost")
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from dashboard import data
+from dashboard import computing
 from metrics_core.config import EvalConfig
 from metrics_core.cpu_account import charged, charged_to, current_account
 from metrics_core.data.dataset import Dataset
@@ -104,9 +104,9 @@ def test_a_drawn_count_matrix_is_paid_by_the_account_that_asked_for_it(started):
 def test_a_budgeted_session_whose_work_is_on_helper_threads_reaches_its_budget():
     """The script thread waits while a helper thread computes: the session's budget counts
     the helper's CPU time (the script thread's own is a few milliseconds)."""
-    meter = data.CpuBudget()
+    meter = computing.CpuBudget()
     own = time.thread_time()
-    with data.metered(meter):
+    with computing.metered(meter):
         in_background([lambda: _burn(0.4)], "dashboard-test-helper").join(10)
     own = time.thread_time() - own
     assert own < 0.1
@@ -119,9 +119,9 @@ def test_threads_started_in_the_sessions_context_pay_its_budget(monkeypatch):
     """The app's run and a view's refinement (whose warm-ups, the per-criterion intervals and
     the finder, are computed ahead on helper threads) run in charged_to_session: what they
     start pays the session's budget."""
-    meter = data.CpuBudget()
-    monkeypatch.setattr(data, "cpu_budget", lambda: meter)
-    with data.charged_to_session():
+    meter = computing.CpuBudget()
+    monkeypatch.setattr(computing, "cpu_budget", lambda: meter)
+    with computing.charged_to_session():
         thread = in_background([lambda: _burn(0.25)], "dashboard-group-intervals")
     thread.join(10)
     assert meter.used() >= 0.23

@@ -65,9 +65,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     # Streamlit caches shared between sessions: the synthetic demo only, never an upload
     ("dashboard.data", "_demo_parts"): (
         "st.cache_resource of the bundled synthetic demo's run (and its evaluator)"),
-    ("dashboard.data", "_shared_demo_evaluations"): (
-        "st.cache_resource of the demos' evaluations (dashboard.data._memo gives it demo "
-        "sources only; test_an_uploads_evaluations_stay_in_its_session)"),
+    ("dashboard.evaluations", "_shared_demo_evaluations"): (
+        "st.cache_resource of the demos' evaluations (dashboard.evaluations.memo_of gives it "
+        "demo sources only; test_an_uploads_evaluations_stay_in_its_session)"),
 }
 
 
@@ -218,12 +218,12 @@ def test_only_the_synthetic_demo_uses_a_streamlit_cache():
     streamlit = [f for module, source in package_modules().items()
                  for f in scan_source(source, module) if "Streamlit cache" in f.rule]
     assert {(f.module, f.name) for f in streamlit} == {
-        ("dashboard.data", "_demo_parts"), ("dashboard.data", "_shared_demo_evaluations")}
+        ("dashboard.data", "_demo_parts"), ("dashboard.evaluations", "_shared_demo_evaluations")}
 
 
 def test_an_uploads_evaluations_stay_in_its_session():
     """The demos' evaluations are shared between sessions; an upload's never are."""
-    from dashboard import data
+    from dashboard import data, evaluations
     from tests.conftest import random_frames
     from tests.test_app import open_app, upload
 
@@ -236,7 +236,7 @@ def test_an_uploads_evaluations_stay_in_its_session():
     assert view.evaluation is not None
     mine = at.session_state[data.state.EVALUATIONS]
     assert any(token == source.token for token, _ in mine)
-    shared = data._shared_demo_evaluations()
+    shared = evaluations._shared_demo_evaluations()
     assert all(token in data.DEMOS for token, _ in shared)
 
 

@@ -259,7 +259,7 @@ def test_cli_input_limits_are_options(files, tmp_path, capsys):
 
 
 def test_app_upload_limits_come_from_the_streamlit_side_file(tmp_path):
-    from dashboard.data import APP_LIMITS, LIMITS_FILE, upload_limits
+    from dashboard.server_settings import APP_LIMITS, LIMITS_FILE, upload_limits
 
     assert LIMITS_FILE.exists()
     assert upload_limits().max_decompressed_bytes == APP_LIMITS["max_decompressed_bytes"]

@@ -6,7 +6,7 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, display, page_resamples, state, upload
+from dashboard import computing, data, display, page_resamples, server_settings, state, upload
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core import compare
 from metrics_core.config import Filters
@@ -38,7 +38,7 @@ use_demo = st.toggle("Use two synthetic demo runs", key=state.COMPARE_DEMO,
 
 
 def _load(files) -> list[compare.Run]:
-    limits = data.upload_limits()
+    limits = server_settings.upload_limits()
     if len(files) == 1:
         frame = mio.read_table(files[0].getvalue(), name=files[0].name, limits=limits)
         return compare.split_runs(frame)
@@ -102,7 +102,7 @@ asked = page_resamples.resamples("Paired bootstrap resamples", int(n_boot), key=
 config = base.replace(bootstrap=asked.now)
 result_key = (kept[0], reference, config)
 if result is None or result[0] != result_key:
-    with st.spinner("Comparing the runs…"), data.metered():
+    with st.spinner("Comparing the runs…"), computing.metered():
         rows = pd.DataFrame(compare.compare(runs, reference=reference, config=config,
                                             n_flips=2000, progress=asked.progress))
         ablation = compare.ablation_table(runs, config)

@@ -6,7 +6,7 @@ import subprocess
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, display, gold, guarantee_view, state
+from dashboard import computing, data, display, finder, gold, guarantee_view, state
 from dashboard.safe_text import escape_markdown
 from metrics_core import registry
 from metrics_core.errors import InputError
@@ -76,7 +76,7 @@ forms = [(metric, op) for metric, ops in decision.FINDERS.items() for op in ops]
 left, mid, right = st.columns([3, 2, 2])
 choice = left.selectbox("Target", forms, format_func=lambda f: f"{f[0]} {f[1]}",
                         key="finder_target")
-default = data.default_finder_target()
+default = finder.default_finder_target()
 bound = mid.number_input("Value", value=default.value if choice[1] == ">=" else 5.0,
                          step=0.005, format="%.4f", key="finder_value")
 by_criterion = right.toggle("Per criterion", key="finder_by_criterion",
@@ -88,9 +88,9 @@ n_boot = data.finder_resamples(v)
 
 by = "criterion" if by_criterion else None
 # Kept in the session's own evaluator (bounded memo), never in a cache shared by sessions.
-progress = data.StepProgress(st.empty(), "Finding thresholds")
-with st.spinner("Finding thresholds…"), data.metered():
-    results = data.finder_results(v.evaluator, target, by, n_boot, v.config.seed,
+progress = computing.StepProgress(st.empty(), "Finding thresholds")
+with st.spinner("Finding thresholds…"), computing.metered():
+    results = finder.finder_results(v.evaluator, target, by, n_boot, v.config.seed,
                                   progress=progress)
 progress.done()
 overall = results[0]

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, display
+from dashboard import computing, data, display, refinement
 from metrics_core import registry
 from metrics_core.demo import criterion_names
 from metrics_core.report.figures.breakdowns import per_criterion_figure
@@ -20,8 +20,8 @@ metrics = list(counts)
 default = metrics.index("auroc") if "auroc" in metrics else 0
 metric = st.selectbox("Metric", metrics, index=default, key="criterion_metric",
                       format_func=registry.label, persist_state="session")
-with data.metered():
-    groups, refining = data.group_intervals(v, ev.config, metric)
+with computing.metered():
+    groups, refining = refinement.group_intervals(v, ev.config, metric)
 groups = groups.copy()
 # A value the registry's convention fills in (one-class AUROC = 0.5) is neither drawn nor
 # shown as a number.
@@ -71,4 +71,4 @@ with st.expander("Every metric per criterion (point values)", icon=":material/ta
         full.loc[full["auroc_defined"].eq(False), ["auroc", "auprc"]] = math.nan
     display.show_table(full, key="per_criterion_table")
 if refining:  # last: everything above is drawn while the configured resamples are computed
-    data.refine_group_intervals(v, ev.config)
+    refinement.refine_group_intervals(v, ev.config)

@@ -7,7 +7,8 @@ import hashlib
 import streamlit as st
 
 from dashboard import display, page_resamples, state, upload
-from dashboard.data import metered, read_within_budget, release_upload
+from dashboard.computing import metered
+from dashboard.data import read_within_budget, release_upload
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core.errors import InputError
 from metrics_core.rag import loader, report, suite

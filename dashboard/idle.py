@@ -1,0 +1,84 @@
+"""The idle server: once no session is left, what was kept for the sessions is let go of and
+the freed memory goes back to the system."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import streamlit as st
+
+
+def release_shared_memory() -> None:
+    """Let go of everything kept for sessions and give the freed memory back to the system:
+    the demos' run, evaluator and shared evaluations (``st.cache_resource``), the count
+    matrices kept for the process, then a full collection and ``malloc_trim`` (the server
+    keeps freed memory for reuse while it serves: metrics_core.allocator.keep_freed_memory)."""
+    st.cache_resource.clear()
+    from metrics_core.evaluation import intervals
+
+    shared = getattr(intervals, "_SHARED_COUNTS", None)
+    if shared is not None:
+        with shared.lock:
+            shared.kept.clear()
+    return_freed_memory()
+
+
+def return_freed_memory() -> None:
+    """A full collection, then glibc's ``malloc_trim``: the freed pages go back to the
+    system."""
+    import gc
+
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the allocator keeps what it keeps
+        pass
+
+
+def release_when_idle(idle_seconds: float = 20.0, every: float = 5.0, *,
+                      stop: threading.Event | None = None) -> threading.Thread:
+    """A helper thread that calls :func:`release_shared_memory` once the server has had no
+    session for ``idle_seconds`` (every tab closed, and the closed tabs' sessions gone after
+    ``server.disconnectedSessionTTL``), once per idle spell: the server's memory goes back to
+    what it was before the sessions came, instead of staying at its high-water mark. The next
+    session loads the demo again (a fraction of a second). ``stop``: ends the thread when set.
+    """
+
+    def sessions() -> int | None:
+        from streamlit import runtime
+
+        if not runtime.exists():
+            return None
+        manager = getattr(runtime.get_instance(), "_session_mgr", None)
+        # list_sessions also drops the stored sessions of closed tabs past their TTL.
+        return None if manager is None else len(manager.list_sessions())
+
+    def loop() -> None:
+        idle_since, released, trimmed = None, True, 0.0
+        while not (stop or threading.Event()).wait(every):
+            try:
+                count = sessions()
+            except Exception:  # the runtime stopping: nothing to do
+                continue
+            if count is None:
+                continue
+            if count:
+                idle_since, released = None, False
+                continue
+            now = time.monotonic()
+            idle_since = now if idle_since is None else idle_since
+            if not released and now - idle_since >= idle_seconds:
+                release_shared_memory()
+                released, trimmed = True, now
+            elif released and now - trimmed >= 2 * idle_seconds:
+                # What the sessions' helper threads still held at the release (a computation
+                # they finish alone) is freed when they end: returned too.
+                return_freed_memory()
+                trimmed = now
+
+    thread = threading.Thread(target=loop, name="dashboard-release-when-idle", daemon=True)
+    thread.start()
+    return thread
