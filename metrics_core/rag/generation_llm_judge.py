@@ -326,8 +326,9 @@ class _LLMMetric(Metric):
             raise ValueError(f"scale must be one of {tuple(_SCALES)}, got {scale!r}")
         self.critic, self.scale = critic, scale
 
+    @abstractmethod
     def _prompt(self, sample, output) -> str | None:
-        raise NotImplementedError
+        """The critic's prompt for one sample (None: the sample is not evaluated)."""
 
     def compute(self, samples, outputs):
         n = check_lengths(samples, outputs)

@@ -17,6 +17,7 @@ are the optional extra ``metrics-core[rag]``.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
@@ -92,8 +93,9 @@ class _Normalised(Metric):
     def required_fields(self) -> list[str]:
         return ["reference_answer", "response"]
 
+    @abstractmethod
     def _score(self, prediction: str, reference: str) -> float:
-        raise NotImplementedError
+        """The score of one response against its reference."""
 
     def compute(self, samples, outputs):
         check_lengths(samples, outputs)

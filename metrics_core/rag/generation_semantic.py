@@ -11,6 +11,7 @@ whose ``details["skipped_reason"]`` says what to install (:data:`SEMANTIC_MISSIN
 from __future__ import annotations
 
 import os
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -97,9 +98,10 @@ class _Semantic(Metric):
             values[index] = self.similarities(preds, targets)
         return mean_result(self.name, self.target, values, compare_to=self.compare_to)
 
+    @abstractmethod
     def similarities(self, predictions: Sequence[str],
                      references: Sequence[str]) -> np.ndarray:
-        raise NotImplementedError
+        """The per-pair similarity of two aligned lists of texts."""
 
 
 class BertScoreMetric(_Semantic):
