@@ -213,6 +213,13 @@ def _filter_options(source: data.Source) -> dict[str, tuple]:
             "cohort": data.cohort_options(source)}
 
 
+def _link_note(notes: list[str], note: str) -> None:
+    """A note about the link shown in this run, and kept with the link's other notes for the
+    next runs (the refinement's rerun follows at once) until a setting changes."""
+    notes.append(note)
+    state.keep_link_note(note)
+
+
 def settings_sidebar(source: data.Source, notes: list[str], *,
                      on_page: tuple[str, ...] = ()) -> None:
     """Every setting's widget, by section; those in ``on_page`` are drawn by the page."""
@@ -224,27 +231,27 @@ def settings_sidebar(source: data.Source, notes: list[str], *,
     for key in ("fold", "split"):
         if state.value(key) not in options[key]:
             if not switched:
-                notes.append(f"{key}={state.value(key)!r} is not in this data set; "
-                             f"showing all.")
+                _link_note(notes, f"{key}={state.value(key)!r} is not in this data set; "
+                                  f"showing all.")
             state.set_value(key, ALL)
     chosen = [c for c in state.value("criterion") if c in options["criterion"]]
     if chosen != list(state.value("criterion")):
         if not switched:
-            notes.append("Some criteria in the link are not in this data set and were "
-                         "dropped.")
+            _link_note(notes, "Some criteria in the link are not in this data set and were "
+                              "dropped.")
         state.set_value("criterion", chosen)
     chosen = [c for c in state.value("cohort") if c in options["cohort"]]
     if chosen != list(state.value("cohort")):
         if not switched:
-            notes.append("Some cohort values in the link are not in this data set and were "
-                         "dropped.")
+            _link_note(notes, "Some cohort values in the link are not in this data set and "
+                              "were dropped.")
         state.set_value("cohort", chosen)
     gates = tuple(state.value("criterion_gates"))
     kept = tuple(g for g in gates if g[0] in options["criterion"])
     if kept != gates:
         if not switched:
-            notes.append("Per-criterion thresholds for criteria this data set does not have "
-                         "were dropped.")
+            _link_note(notes, "Per-criterion thresholds for criteria this data set does not "
+                              "have were dropped.")
         state.set_value("criterion_gates", kept)
     _widget(state.setting("gold"))
     n = len(gold.verdicts(source))

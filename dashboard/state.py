@@ -795,6 +795,13 @@ def load_from_url(*, caps: Mapping[str, int] | None = None) -> list[str]:
     return notes + more
 
 
+def keep_link_note(note: str) -> None:
+    """Keep ``note`` with the link's notes (:func:`link_notes`), once."""
+    kept = link_notes()
+    if note not in kept:
+        st.session_state[LINK_NOTES] = [*kept, note]
+
+
 def link_notes() -> list[str]:
     """What the link this session opened with could not give (kept until a setting changes:
     the run that refines the intervals would otherwise take the notes away)."""

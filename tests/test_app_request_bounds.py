@@ -540,3 +540,124 @@ def test_the_finder_and_the_cohorts_show_their_resamples_progress(monkeypatch):
     at.switch_page("app_pages/cohorts.py").run(timeout=3 * TIMEOUT)
     assert_clean(at)
     assert told["evaluate_cohorts"][0] and told["evaluate_cohorts"][1] > 0
+
+
+# ------------------------------------- the newer link and settings.json parts of the corpus
+_GUARANTEE = "tau_neg;screening_sensitivity>=0.99;0.1;100;all;5000"
+
+
+def _newer_link_corpus() -> list[tuple[str, object]]:
+    """(key, raw value): the cohort filter, the gold switch, the exploratory and guaranteed
+    marks at their extremes, past them, 100 KB long and repeated."""
+    long = "x" * 100_000
+    corpus = [("cohort", raw) for raw in (
+        "site=", "=S1", "=", "site==x", "site=" + long, ["site=S1"] * 65,
+        [f"site=S{i}" for i in range(100)], "\x00=\x00", "site=" + HUGE, ["a" * 300 + "=1"])]
+    corpus += [("gold", raw) for raw in ("x", long, ["adjudicated"] * 100, "ADJUDICATED")]
+    corpus += [("explored", raw) for raw in ("", long, ["tau_neg"] * 100, "tau_neg," * 10_000,
+                                             "gamma,nope")]
+    parts = _GUARANTEE.split(";")
+    variants = []
+    for i, bad in ((2, "nan"), (2, "inf"), (2, "-1"), (2, "5"), (2, "1e400"), (2, HUGE),
+                   (3, "0"), (3, "9999999"), (5, HUGE), (5, "-1"), (1, "foo>=1"), (1, long),
+                   (1, "screening_sensitivity>=nan"), (1, "alert_precision>=0.9"),
+                   (0, "gamma"), (4, long), (4, "fold=x")):
+        variants.append(";".join([*parts[:i], bad, *parts[i + 1:]]))
+    corpus += [("guaranteed", raw) for raw in (*variants, "", ";;;;;", long,
+                                               [_GUARANTEE] * 100, ["x"] * 65)]
+    return corpus
+
+
+def test_the_newer_link_parameters_of_the_corpus_are_refused_in_words_or_bounded():
+    from metrics_core.metrics.risk_control import MAX_CALIBRATION_N
+
+    for key, raw in _newer_link_corpus():
+        if key == "explored":
+            names, notes = state.explored_from_params({key: raw})
+            assert set(names) <= set(state.THRESHOLD_NAMES), (raw, names)
+            for note in notes:
+                assert key in note and "known:" in note, note
+                assert not any(w in note for w in PYTHON_WORDING), note
+                assert len(note) < 1_500, len(note)
+            continue
+        if key == "guaranteed":
+            found, _, notes = state.guaranteed_from_params({key: raw})
+            for g in found.values():
+                assert 0 < g.delta < 1 and 1 <= g.tests <= 10_000, (raw, g)
+                assert 0 <= g.n_calibration <= MAX_CALIBRATION_N, (raw, g)
+        else:
+            values, notes = state.settings_from_params({key: raw})
+            filters = state.build_config(values).filters
+            assert len(filters.cohorts) <= state.MAX_ITEMS, raw
+            assert all(len(c) <= state.MAX_TEXT for c in filters.cohorts), raw
+            assert key in values or notes, (key, raw)
+        for note in notes:
+            _assert_worded(note, key)
+
+
+def _settings(config=None, **top) -> bytes:
+    return json.dumps({"schema": "metrics_core_settings/1", "config": config or {},
+                       **top}).encode()
+
+
+def _newer_settings_corpus() -> list[tuple[str, bytes]]:
+    guarantee = {"target": "screening_sensitivity>=0.99", "delta": 0.1, "tests": 100,
+                 "calibration": "all", "n_calibration": 5000}
+    marked = {"tau_neg": "guaranteed"}
+    corpus = []
+    for v in ("x", 1e308, None, [], {}, "x" * 100_000, 10**40, [[[]]], True, -1):
+        corpus += [("provenance", _settings(provenance={"tau_neg": v})),
+                   ("provenance", _settings(provenance=v)),
+                   ("guarantees", _settings(provenance=marked, guarantees={"tau_neg": v})),
+                   ("guarantees", _settings(guarantees=v)),
+                   ("filters", _settings({"filters": {"cohorts": v}})),
+                   ("filters", _settings({"filters": {"cohorts": [v]}}))]
+        corpus += [(k, _settings(provenance=marked, guarantees={"tau_neg": {**guarantee,
+                                                                            k: v}}))
+                   for k in guarantee]
+    corpus += [("filters", _settings({"filters": {"cohorts": ["site=S1"] * 10_000}})),
+               ("filters", _settings({"filters": {"cohorts": ["site=" + "x" * 100_000]}})),
+               ("n_calibration", _settings(provenance=marked, guarantees={
+                   "tau_neg": {**guarantee, "n_calibration": 10**13}})),
+               ("tau_neg", b'{"config": {}, "provenance": {"tau_neg": "exploratory", '
+                           b'"tau_neg": "guaranteed"}}')]
+    return corpus
+
+
+def test_the_newer_settings_file_parts_of_the_corpus_are_refused_in_words_or_bounded():
+    from metrics_core.metrics.risk_control import MAX_CALIBRATION_N
+
+    for name, payload in _newer_settings_corpus():
+        values, (_, guaranteed), error = sidebar.settings_verdict(payload, "s.json", CAPS)
+        if error is not None:
+            assert "was not applied" in error and name in error, (name, payload[:80], error)
+            assert not any(w in error for w in PYTHON_WORDING), error
+            continue
+        config = state.build_config(values)
+        assert len(config.filters.cohorts) <= state.MAX_ITEMS, payload[:80]
+        for field_name, g in guaranteed.items():
+            # what the file restores, the view's link carries: read back, the same guarantee
+            assert g.n_calibration <= MAX_CALIBRATION_N
+            assert state.guaranteed_from_params({"guaranteed": g.link(field_name)})[0] == {
+                field_name: g}
+
+
+def test_a_guarantee_too_large_for_a_link_is_refused_naming_the_field_and_range():
+    g = {"target": "screening_sensitivity>=0.99", "delta": 0.1, "tests": 1,
+         "calibration": "all", "n_calibration": 10**13}
+    _, _, error = sidebar.settings_verdict(
+        _settings(provenance={"tau_neg": "guaranteed"}, guarantees={"tau_neg": g}), "s.json",
+        CAPS)
+    assert "guarantees.tau_neg" in error and "n_calibration" in error, error
+    assert "within [0, 999999999999]" in error and "10000000000000" in error, error
+
+
+def test_a_links_filter_notes_stay_after_the_refinements_rerun():
+    """fold / cohort values the data set does not have: the note says so, and it is still
+    shown after the runs that follow the first (the intervals' refinement, a page switch)."""
+    at = open_app({"fold": "99", "cohort": ["nosuch=1", "site=site_E"]}, page="overview")
+    assert_clean(at)
+    shown = " ".join(str(w.value) for w in at.warning)
+    assert "fold='99' is not in this data set" in shown, shown
+    assert "Some cohort values in the link are not in this data set" in shown, shown
+    assert at.session_state[state.VIEW].filters.cohorts == ("site=site_E",)

@@ -437,6 +437,8 @@ def floor_threshold(value: float, parameter: str, digits: int = 6) -> float:
 
 #: Link form of a threshold set with a guarantee: field;target;delta;tests;calibration;n.
 _LINK_PARTS = 6
+#: The most calibration queries a guarantee records: 12 digits, as many as a link carries.
+MAX_CALIBRATION_N = 999_999_999_999
 #: The threshold fields a guarantee may set (the gate's ends and the per-criterion gates).
 GUARANTEED_FIELDS = ("tau_neg", "tau_pos", "criterion_gates")
 
@@ -477,9 +479,11 @@ class ThresholdGuarantee:
             raise ValueError(f"tests must be a whole number within [1, 10000]; got "
                              f"{self.tests!r}")
         if not (isinstance(self.n_calibration, int) and not isinstance(self.n_calibration, bool)
-                and self.n_calibration >= 0):
-            raise ValueError(f"n_calibration must be a whole number ≥ 0; got "
-                             f"{self.n_calibration!r}")
+                and 0 <= self.n_calibration <= MAX_CALIBRATION_N):
+            # (at most 12 digits: what a link carries, so a guarantee read from a settings
+            # file survives the link it is written to)
+            raise ValueError(f"n_calibration must be a whole number within [0, "
+                             f"{MAX_CALIBRATION_N}]; got {self.n_calibration!r}")
         key, sep, name = str(self.calibration).partition("=")
         if not (self.calibration == "all" or (sep and key in ("split", "fold") and name
                                               and len(name) <= 100)):
