@@ -317,6 +317,18 @@ def test_tune_guarantee_command(tmp_path, capsys):
     assert pos["delta_each"] == pytest.approx(each) and pos["n_calibration"] == int(tune.sum())
     assert pos["held_out"]["subset"] == "the queries not in split TUNE"
     assert f"tau_pos = {alone.value:.6g}" in printed
+    # the multiplicity across targets and criteria, stated once beside the guarantees
+    n = 2 * (1 + len(ds.criteria))
+    assert data["multiplicity"] == {
+        "correction": "bonferroni", "tests": n,
+        "targets": ["screening_sensitivity>=0.99", "alert_precision>=0.9"],
+        "subsets": ["all_queries", *(f"criterion {c}" for c in ds.criteria)],
+        "delta": 0.1, "delta_each": pytest.approx(each),
+        "statement": f"δ = 0.1 is split evenly over the {n} guarantee(s) computed together "
+                     f"(2 target(s) × {1 + len(ds.criteria)} subset(s): all queries and "
+                     f"{len(ds.criteria)} criteria), {each:.4g} each, so the probability that "
+                     "any of them fails is at most 0.1 (Bonferroni)"}
+    assert data["multiplicity"]["statement"] in printed
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -49,6 +49,7 @@ def tune_command(args) -> int:
                "seed": seed, "results": [r.to_dict() for r in results]}
     if guarantees:
         payload.update(delta=delta, calibrate_on=args.calibrate_on,
+                       multiplicity=risk_control.multiplicity(found),
                        guarantees=[g.to_dict() for g in found])
     write_atomically({args.out: json.dumps(payload, indent=2, allow_nan=False).encode()})
     args.progress.close()
@@ -73,7 +74,10 @@ def _delta(text: str) -> float:
 
 
 def _print_guarantees(found) -> None:
-    """One line per guarantee: the threshold and its held-out value, or why there is none."""
+    """One line per guarantee: the threshold and its held-out value, or why there is none;
+    then how δ was shared among them."""
+    from metrics_core.metrics import risk_control
+
     for g in found:
         head = f"  guarantee {g.target:<30}{printable(g.subset)}: "
         if g.value is None:
@@ -88,6 +92,8 @@ def _print_guarantees(found) -> None:
               f"probability ≥ {1 - g.delta_each:.4g}; n = {g.n_calibration}){held}")
         if g.note:
             print(f"      ({printable(g.note)})")
+    if found:
+        print(f"  {printable(risk_control.multiplicity(found)['statement'])}")
 
 
 def _print_tune(results, *, held_out: bool) -> None:

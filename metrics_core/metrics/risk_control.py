@@ -53,7 +53,7 @@ import numpy as np
 
 __all__ = ["GUARANTEES", "PRECISION_GRID", "Guarantee", "GuaranteeResult", "GuaranteedThreshold",
            "ThresholdGuarantee", "floor_threshold", "guarantee", "guaranteed_threshold",
-           "hb_p_value", "n_needed"]
+           "hb_p_value", "multiplicity", "n_needed"]
 
 #: What each guarantee sets: metric -> (operator, parameter, the risk it controls in words).
 GUARANTEES = MappingProxyType({
@@ -413,6 +413,33 @@ def guarantee(ds, targets, *, delta: float, by: str | None = None,
                 int((m & cal).sum()), t.risk, t.alpha, subset,
                 described, calibration_value, f.n_needed, f.n, held, f.reason, note))
     return out
+
+
+def multiplicity(results: list[GuaranteeResult]) -> dict:
+    """How the guarantees of one :func:`guarantee` call share δ (Bonferroni: evenly over every
+    (guarantee, subset) pair, so the probability that any of them fails is at most δ), as the
+    JSON states it beside them.
+
+    >>> out = multiplicity([GuaranteeResult("alert_precision>=0.9", "tau_pos", 0.5, 0.1, 0.05,
+    ...     "m", 10, "r", 0.1, s, "all queries", 0.9, 10, 10, None) for s in
+    ...     ("all_queries", "criterion A")])
+    >>> out["tests"], out["delta_each"], out["subsets"]
+    (2, 0.05, ['all_queries', 'criterion A'])
+    """
+    if not results:
+        raise ValueError("no guarantee computed")
+    targets = list(dict.fromkeys(r.target for r in results))
+    subsets = list(dict.fromkeys(r.subset for r in results))
+    delta, each, n = results[0].delta, results[0].delta_each, len(results)
+    criteria = len(subsets) - 1
+    where = ("all queries" if not criteria else
+             f"all queries and {criteria} criteri{'on' if criteria == 1 else 'a'}")
+    return {"correction": "bonferroni", "tests": n, "targets": targets, "subsets": subsets,
+            "delta": delta, "delta_each": each,
+            "statement": (f"δ = {delta:g} is split evenly over the {n} guarantee(s) computed "
+                          f"together ({len(targets)} target(s) × {len(subsets)} subset(s): "
+                          f"{where}), {each:.4g} each, so the probability that any of them "
+                          f"fails is at most {delta:g} (Bonferroni)")}
 
 
 def floor_threshold(value: float, parameter: str, digits: int = 6) -> float:
