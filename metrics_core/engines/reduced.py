@@ -5,8 +5,9 @@ where it is loaded, runs the in-memory kernels on its queries
 (:meth:`~metrics_core.evaluation.evaluator.Evaluator.intermediate`) and sums what the records
 need (:func:`unit_summary`): its queries' counts by distinct ``p`` and class, the outcome
 tables at τ and at the gate, the sums of the per-query means (ranking, evidence, K, Brier) and
-the histogram of K; with resamples, the same sums under Poisson(1) weights keyed by (seed,
-unit) (:mod:`metrics_core.engines.resampling`), resample by resample. The summaries are merged
+the histogram of K, the multi-label cells' sums per post and per criterion; with resamples,
+the same sums under Poisson(1) weights keyed by (seed, unit; the post for the multi-label
+ones) (:mod:`metrics_core.engines.resampling`), resample by resample. The summaries are merged
 pairwise on the workers and turned into per-resample values there (:func:`finish`), so what
 reaches the client is a few numbers per record and per resample, whatever the number of
 queries. :func:`reduced_records` makes the records with the in-memory sections' rules
@@ -15,7 +16,7 @@ queries. :func:`reduced_records` makes the records with the in-memory sections' 
 The point estimates equal the in-memory engine's (exact for AUROC, AUPRC, TPR@FPR and every
 count; means to rounding, 1e-12). ECE and MCE come from the counts by distinct ``p`` (the
 in-memory bins, uniform or quantile, of either calibration view). The logistic calibration
-fits, the multi-label section and the tables are not made by this run (``not_computed``).
+fits, the tables, the checks and the audit are not made by this run (``not_computed``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ __all__ = ["NOT_COMPUTED", "counted_quantile", "finish", "hist_quantile", "merge
 
 #: Sections of the in-memory report this run does not make.
 NOT_COMPUTED = ("calibration_in_the_large", "calibration_intercept",
-                "calibration_slope", "the multi-label metrics (§8)", "every table and curve",
+                "calibration_slope", "every table and curve",
                 "the consistency checks", "the audit")
 #: Resamples weighted at once on a worker (weights: this many x the unit's queries, int32).
 RESAMPLE_BATCH = 64
@@ -175,6 +176,9 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
            "sums": {n: (float(np.sum(v if m is None else v[m])),
                         int(v.size if m is None else m.sum())) for n, (v, m) in means.items()},
            "k_hist": np.bincount(k, minlength=1)}
+    per_post, per_crit = _multilabel_cells(ds, cfg, inter.states)
+    out["multilabel"] = {"n_posts": int(ds.posts.size), "posts": per_post.sum(axis=0),
+                         "criteria": dict(zip(ds.criteria, per_crit.sum(axis=0), strict=True))}
     b_total = int(cfg.bootstrap)
     if b_total < 1:
         return out
@@ -205,12 +209,84 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
                                .reshape(w.shape[0], width).astype(np.int64))
         if weighted:
             parts["auroc"].append(weighted_counts(ds.y, ds.p, w))
+    ml_posts, ml_crit = [], []
+    post_keys = unit_keys(np.asarray(ds.posts, dtype=object))
+    flat = per_crit.reshape(per_crit.shape[0], -1).astype(np.float64)
+    for start in range(0, b_total, RESAMPLE_BATCH):  # the multi-label metrics resample posts
+        w = poisson_weights(cfg.seed, post_keys, min(RESAMPLE_BATCH, b_total - start),
+                            start=start).astype(np.float64)
+        ml_posts.append(w @ per_post)
+        ml_crit.append((w @ flat).reshape(w.shape[0], *per_crit.shape[1:]))
     out["resampled"] = {
+        "multilabel": {"posts": np.concatenate(ml_posts),
+                       "criteria": dict(zip(ds.criteria,
+                                            np.concatenate(ml_crit).transpose(1, 0, 2),
+                                            strict=True))},
         "tau": np.concatenate(parts["tau"]), "gate": np.concatenate(parts["gate"]),
         "k_hist": np.concatenate(parts["k_hist"], axis=0),
         "means": {n: np.concatenate(parts[n]) for n in means},
         "auroc": _stack_weighted(parts["auroc"]) if weighted else None}
     return out
+
+
+#: Per-post multi-label sums: cells, wrong cells, TP, FP, FN, has a cell, no wrong cell, F1.
+POST_COLUMNS = ("cells", "wrong", "tp", "fp", "fn", "has", "exact", "f1")
+#: Per-criterion multi-label sums: TP, FP, FN, gold positives, cells.
+CRITERION_COLUMNS = ("tp", "fp", "fn", "support", "cells")
+
+
+def _f1(tp, fp, fn):
+    """``2TP / (2TP + FP + FN)``, 1 where that is 0 / 0 (contract §8)."""
+    tp, fp, fn = (np.asarray(a, dtype=np.float64) for a in (tp, fp, fn))
+    denom = 2 * tp + fp + fn
+    return np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1.0), 1.0)
+
+
+def _multilabel_cells(ds, cfg, states):
+    """``(posts, 8)`` per-post and ``(posts, criteria, 5)`` per-post-and-criterion sums of the
+    multi-label cells (each query a present cell of its post and criterion, §8)."""
+    from metrics_core.metrics import multilabel
+
+    labels = multilabel.decision_labels(ds, rule=cfg.multilabel_rule, threshold=cfg.threshold,
+                                        states=states)
+    y, yh = ds.y == 1, np.asarray(labels) == 1
+    cells = np.stack([np.ones(y.size), (y != yh), y & yh, yh & ~y, y & ~yh], axis=1)
+    n_posts, n_crit = int(ds.posts.size), len(ds.criteria)
+    per_post = np.zeros((n_posts, 5))
+    np.add.at(per_post, ds.post_code, cells.astype(np.float64))
+    has = per_post[:, 0] > 0
+    exact = has & (per_post[:, 1] == 0)
+    f1 = np.where(has, _f1(per_post[:, 2], per_post[:, 3], per_post[:, 4]), 0.0)
+    per_crit = np.zeros((n_posts, n_crit, 5))
+    crit_cells = np.stack([cells[:, 2], cells[:, 3], cells[:, 4], y, cells[:, 0]], axis=1)
+    np.add.at(per_crit, (ds.post_code, ds.criterion_code), crit_cells.astype(np.float64))
+    return np.column_stack([per_post, has, exact, f1]), per_crit
+
+
+def _merge_criteria(a: dict, b: dict) -> dict:
+    return {name: a.get(name, 0) + b.get(name, 0) for name in {**a, **b}}
+
+
+def multilabel_of_sums(posts: np.ndarray, criteria: dict) -> dict:
+    """The §8 metrics from the summed per-post (:data:`POST_COLUMNS`) and per-criterion
+    (:data:`CRITERION_COLUMNS`) sums; a leading resample axis is kept when there is one."""
+    posts = np.asarray(posts, dtype=np.float64)
+    crit = np.stack([criteria[c] for c in sorted(criteria)], axis=-2) if criteria else None
+    cells, wrong, tp, fp, fn, has, exact, f1 = np.moveaxis(posts, -1, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        hamming = wrong / cells
+        out = {"exact_match": exact / has, "hamming_score": 1.0 - hamming,
+               "hamming_loss": hamming, "micro_f1": _f1(tp, fp, fn), "samples_f1": f1 / has}
+        c_tp, c_fp, c_fn, support, c_cells = np.moveaxis(crit, -1, 0)
+        per_crit = _f1(c_tp, c_fp, c_fn)
+        drawn = c_cells > 0
+        macro = np.sum(np.where(drawn, per_crit, 0.0), axis=-1) / drawn.sum(axis=-1)
+        total = support.sum(axis=-1)
+        weighted = np.where(total > 0, np.sum(per_crit * support, axis=-1)
+                            / np.where(total > 0, total, 1.0), macro)
+    out.update(macro_f1=macro, weighted_f1=weighted)
+    undefined = cells == 0
+    return {k: np.where(undefined, np.nan, v) for k, v in out.items()}
 
 
 def _cells(y, pred) -> np.ndarray:
@@ -254,9 +330,17 @@ def merge_summaries(*parts: dict) -> dict:
         out["sums"] = {n: (s + p["sums"][n][0], c + p["sums"][n][1])
                        for n, (s, c) in out["sums"].items()}
         out["k_hist"] = _add_hist(out["k_hist"], p["k_hist"])
+        out["multilabel"] = {
+            "n_posts": out["multilabel"]["n_posts"] + p["multilabel"]["n_posts"],
+            "posts": out["multilabel"]["posts"] + p["multilabel"]["posts"],
+            "criteria": _merge_criteria(out["multilabel"]["criteria"],
+                                        p["multilabel"]["criteria"])}
         if "resampled" in out:
             a, b = out["resampled"], p["resampled"]
             out["resampled"] = {
+                "multilabel": {"posts": a["multilabel"]["posts"] + b["multilabel"]["posts"],
+                               "criteria": _merge_criteria(a["multilabel"]["criteria"],
+                                                           b["multilabel"]["criteria"])},
                 "tau": a["tau"] + b["tau"], "gate": a["gate"] + b["gate"],
                 "k_hist": _add_hist(a["k_hist"], b["k_hist"]),
                 "means": {n: a["means"][n] + b["means"][n] for n in a["means"]},
@@ -283,6 +367,8 @@ def finish(summary: dict, config) -> dict:
         means = {n: v[:, 0] / v[:, 1] for n, v in r["means"].items()}
     hist = r["k_hist"]
     values = {"tau": r["tau"].reshape(-1, 3, 2), "gate": r["gate"].reshape(-1, 3, 2),
+              "multilabel": multilabel_of_sums(r["multilabel"]["posts"],
+                                               r["multilabel"]["criteria"]),
               "means": means,
               "median_k": np.array([hist_quantile(h, 50) for h in hist]),
               "p90_k": np.array([hist_quantile(h, 90) for h in hist]),
@@ -378,6 +464,7 @@ def ranking_and_k_records(records, summary: dict, config) -> None:
     from metrics_core import registry
     from metrics_core.config import VARIANT_LABELS
     from metrics_core.evaluation import sections
+    from metrics_core.metrics.multilabel import MULTILABEL_NAMES
 
     cfg = config
     resampled = summary.get("resampled")
@@ -415,3 +502,18 @@ def ranking_and_k_records(records, summary: dict, config) -> None:
                         ("p90_k", hist_quantile(hist, 90)), ("workload", total_k),
                         ("workload_per_1000", total_k / max(n, 1) * 1000)):
         records.add_spec(name, value, sections.ALL, n, boot, variant=variant)
+    ml = summary["multilabel"]
+    values = multilabel_of_sums(ml["posts"], ml["criteria"])
+    boot = _Resampled(resampled["multilabel"] if resampled is not None else {})
+    n_posts = ml["n_posts"]
+    variant = VARIANT_LABELS["multilabel_rule"][cfg.multilabel_rule]
+    for name in MULTILABEL_NAMES:
+        value = float(values[name])
+        if registry.spec(name).interval == "wilson":  # exact match: a proportion of posts
+            ci = sections.wilson(round(value * n_posts), n_posts) if math.isfinite(value) \
+                else None
+            records.add(name, value, f"{sections.ALL} (per post)", n_posts, ci=ci,
+                        ci_method="wilson", variant=variant)
+        else:
+            records.add_boot(name, value, f"{sections.ALL} (per post)", n_posts, boot,
+                             variant=variant)
