@@ -236,12 +236,14 @@ def use_demo(variant: str = DEMO) -> None:
     st.session_state[_SOURCE_KEY] = None
     st.session_state[state.DEMO_VARIANT] = variant
     st.session_state.pop(_EVAL_KEY, None)
+    st.session_state.pop(state.ADJ_SOURCES, None)  # the adjudicated gold of the data left
 
 
 def set_source(source: Source) -> None:
     """Make ``source`` the session's source (session state only)."""
     st.session_state[_SOURCE_KEY] = source
     st.session_state.pop(_EVAL_KEY, None)
+    st.session_state.pop(state.ADJ_SOURCES, None)  # the adjudicated gold of the data left
 
 
 @dataclass(frozen=True)

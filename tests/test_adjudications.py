@@ -321,6 +321,7 @@ def test_the_record_says_what_was_reviewed_and_both_labelings(cli_files, tmp_pat
 
     from metrics_core.cli import main
     from metrics_core.report.decision_record import render_html
+    from metrics_core.report.export import csv_bytes
 
     q, c, adj = cli_files
     run = open_run(QUERIES, CANDIDATES)
@@ -346,6 +347,25 @@ def test_the_record_says_what_was_reviewed_and_both_labelings(cli_files, tmp_pat
         assert json.loads(z.read("metrics_master.json"))["adjudication"]["verdicts"][
             "label_error"] == 2
         assert z.read("adjudications.csv") == result.adjudications.to_csv()
+    # The app's record on the adjudicated gold (its Gold labels switch): the record's numbers
+    # and tables are the adjudicated run's and it says so under the title; its
+    # metrics_master.json keeps the original numbers, with the adjudicated ones beside them.
+    from metrics_core.report.decision_record import render_zip
+
+    page = render_html(result.adjudicated, adjudication=result,
+                       gold="adjudicated (3 verdicts, 2 labels corrected)")
+    assert "<p><strong>Gold labels: adjudicated (3 verdicts, 2 labels corrected).</strong></p>" \
+        in page[:page.index("<h2>")]
+    assert "Gold labels" not in render_html(result.original)
+    bundle = render_zip(result.adjudicated, html_text=page, adjudication=result)
+    with zipfile.ZipFile(io.BytesIO(bundle)) as z:
+        master = json.loads(z.read("metrics_master.json"))
+        per_query = z.read("per_query.csv")
+    assert master["metrics"] == json.loads(result.original.to_json())["metrics"]
+    assert master["adjudication"]["metrics"] == json.loads(json.dumps(
+        [r.to_dict() for r in result.adjudicated.records]))
+    assert per_query == csv_bytes(result.adjudicated.per_query) != csv_bytes(
+        result.original.per_query)
 
 
 # ------------------------------------------------------------------- review suggestions

@@ -101,6 +101,14 @@ def test_ambiguous_cases_left_out_everywhere(marked, tmp_path):
         assert view.evaluation.summary["n_queries"] == \
             expected["adjudication"]["dataset"]["n_queries"]
         assert records(view.evaluation) == expected["adjudication"]["metrics"]
+    # The cohorts are formed on the queries kept: the ambiguous one is in no cohort.
+    at.switch_page("app_pages/data_source.py").run(timeout=TIMEOUT)
+    at.multiselect(key="cohort_columns").set_value(["site"]).run(timeout=TIMEOUT)
+    at.switch_page("app_pages/cohorts.py").run(timeout=3 * TIMEOUT)
+    assert_clean(at)
+    shown = table(at, "cohort_table")
+    auroc = shown[shown["metric"] == "auroc"]
+    assert int(auroc["n"].sum()) == expected["adjudication"]["dataset"]["n_queries"]
 
 
 def test_the_link_carries_the_switch_and_the_file_brings_the_numbers_back(marked):
