@@ -256,6 +256,7 @@ def task_classification(name: str, opts: dict) -> dict:
 
     from metrics_core.metrics import calibration
     from metrics_core.metrics import classification as cls
+    from metrics_core.metrics.confusion import confusion_at
 
     queries = pd.read_parquet(data_paths(name)["queries"])
     y = queries["has_evidence"].to_numpy(dtype=np.int8)
@@ -264,7 +265,7 @@ def task_classification(name: str, opts: dict) -> dict:
 
     def ours():
         prepared = cls.prepare(y, p)  # validated and sorted once for every metric below
-        conf = cls.confusion_at(prepared, threshold=TAU)
+        conf = confusion_at(prepared, threshold=TAU)
         return {"auroc": cls.roc_auc(prepared).value,
                 "auprc": cls.average_precision(prepared).value,
                 "roc": cls.roc_points(prepared), "pr": cls.pr_points(prepared),

@@ -46,7 +46,7 @@ from metrics_core.demo import DEMO_LABEL, DEMO_PROBLEMS_LABEL, demo_paths
 from metrics_core.errors import InputError
 from metrics_core.evaluation.intervals import only_the_setting_left
 from metrics_core.inputs import loading as mio
-from metrics_core.metrics.classification import confusion_sweep
+from metrics_core.metrics.confusion import confusion_sweep
 from metrics_core.report import Evaluation, Evaluator
 from metrics_core.run import Run, open_run
 

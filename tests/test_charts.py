@@ -14,7 +14,8 @@ from sklearn.metrics import precision_recall_curve, roc_curve
 from metrics_core.config import EvalConfig
 from metrics_core.data.dataset import Dataset
 from metrics_core.metrics.calibration import reliability_bins
-from metrics_core.metrics.classification import confusion_at, pr_points, roc_points
+from metrics_core.metrics.classification import pr_points, roc_points
+from metrics_core.metrics.confusion import confusion_at
 from metrics_core.report import Evaluator
 from metrics_core.report.figures.breakdowns import distribution_figure, per_criterion_figure
 from metrics_core.report.figures.calibration import reliability_figure

@@ -16,8 +16,6 @@ from sklearn import metrics as skm
 
 from metrics_core.metrics import classification
 from metrics_core.metrics.classification import (
-    RATE_NAMES,
-    Confusion,
     CurveCounts,
     PrCurve,
     PreparedScores,
@@ -27,16 +25,20 @@ from metrics_core.metrics.classification import (
     average_precision,
     average_precision_weighted,
     check_binary_inputs,
-    confusion_at,
-    confusion_from_counts,
-    confusion_rates,
-    confusion_sweep,
     pr_points,
     prepare,
     roc_auc,
     roc_auc_weighted,
     roc_points,
     tpr_at_fpr,
+)
+from metrics_core.metrics.confusion import (
+    RATE_NAMES,
+    Confusion,
+    confusion_at,
+    confusion_from_counts,
+    confusion_rates,
+    confusion_sweep,
 )
 from metrics_core.report import thinning
 from metrics_core.report.thinning import downsample

@@ -21,7 +21,7 @@ from sklearn.metrics import (
     recall_score,
 )
 
-from metrics_core.metrics.classification import Confusion
+from metrics_core.metrics.confusion import Confusion
 from metrics_core.metrics.gate import (
     AbstentionMetrics,
     GateState,

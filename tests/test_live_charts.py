@@ -15,7 +15,8 @@ import pandas as pd
 from sklearn.metrics import precision_recall_curve, roc_curve
 
 from dashboard import live_charts
-from metrics_core.metrics.classification import confusion_at, pr_points, roc_points
+from metrics_core.metrics.classification import pr_points, roc_points
+from metrics_core.metrics.confusion import confusion_at
 from metrics_core.report.figures.curves import operating_point, pr_figure, roc_figure
 
 # The toy of tests/test_charts.py: 4 positives, 4 negatives, one tie across classes (p = 0.4).

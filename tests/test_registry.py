@@ -483,7 +483,7 @@ def test_the_counting_specs_agree_with_the_gate_and_abstention_kernels():
     ``abstention_ratios``; the registry's counting specs give the same values on random
     outcome tables (empty cells included)."""
     from metrics_core.metrics import outcomes
-    from metrics_core.metrics.classification import confusion_rates
+    from metrics_core.metrics.confusion import confusion_rates
 
     rng = np.random.default_rng(8)
     tables = rng.integers(0, 4, size=(400, 3, 2))

@@ -255,7 +255,7 @@ def bootstrap_by_reduction(queries, candidates, config, *, client) -> dict:
         delong_interval,
         percentile_interval,
     )
-    from metrics_core.metrics import classification
+    from metrics_core.metrics.confusion import confusion_rates
 
     n_resamples = int(config.bootstrap)
     if n_resamples < 1:
@@ -282,7 +282,7 @@ def bootstrap_by_reduction(queries, candidates, config, *, client) -> dict:
     else:
         ci = delong_interval(counts)
         ap_ci = None
-    conf = classification.confusion_rates(*(np.array([float(c)]) for c in _confusion_at(
+    conf = confusion_rates(*(np.array([float(c)]) for c in _confusion_at(
         counts, float(config.threshold))))
     return {"auroc": {"value": auroc.value, "defined": auroc.defined,
                       "ci95": list(ci) if ci and auroc.defined else None,

@@ -22,7 +22,7 @@ from metrics_core.evaluation.intervals import Intervals
 from metrics_core.evaluation.kernels import RunKernels, multilabel_values
 from metrics_core.evaluation.result import MetricRecord
 from metrics_core.metrics import dynamic_k, gate, outcomes
-from metrics_core.metrics.classification import confusion_from_counts
+from metrics_core.metrics.confusion import confusion_from_counts
 from metrics_core.metrics.uncertainty import wilson_interval
 from metrics_core.registry import fmt_t
 
@@ -98,7 +98,7 @@ def wilson(k, n) -> tuple[float, float] | None:
 def classification_records(out: RecordList, ev, inter, boot: Intervals, op: Intervals):
     """AUROC, AUPRC, TPR at FPR targets, and the confusion metrics at τ (§4).
 
-    Returns the :class:`~metrics_core.metrics.classification.Confusion` at τ.
+    Returns the :class:`~metrics_core.metrics.confusion.Confusion` at τ.
     """
     ds, cfg = ev.ds, inter.cfg
     n, n_pos = ds.n_queries, ds.n_positive

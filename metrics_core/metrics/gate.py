@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from metrics_core.metrics import calibration, outcomes
-from metrics_core.metrics.classification import Confusion
+from metrics_core.metrics.confusion import Confusion
 from metrics_core.metrics.uncertainty import wilson_interval
 
 __all__ = [
@@ -416,7 +416,7 @@ class AbstentionMetrics:
 
     The ratios of the answered samples are those of their :class:`Confusion` (:attr:`confusion`:
     ``precision_pos`` is its precision, ``recall_neg`` its specificity, ...), defined once in
-    :mod:`metrics_core.metrics.classification`.
+    :mod:`metrics_core.metrics.confusion`.
 
     Attribute names are generic (``precision_pos``); :meth:`as_dict` gives the seed 004 keys
     with the class names substituted (``precision_fake``, ``fake_slip_rate``, ...).

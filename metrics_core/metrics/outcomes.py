@@ -22,7 +22,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from metrics_core.metrics.classification import confusion_fractions, confusion_rates
+from metrics_core.metrics.confusion import confusion_fractions, confusion_rates
 from metrics_core.metrics.uncertainty import wilson_interval
 from metrics_core.registry import Counting
 
@@ -104,7 +104,7 @@ def confusion_cells(table: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 #: The abstention view's per-class precision and recall over the answered rows, and the
-#: confusion ratio each one is (:func:`~metrics_core.metrics.classification.confusion_fractions`).
+#: confusion ratio each one is (:func:`~metrics_core.metrics.confusion.confusion_fractions`).
 ANSWERED_RATIOS = MappingProxyType({"precision_pos": "precision", "recall_pos": "sensitivity",
                                     "precision_neg": "npv", "recall_neg": "specificity"})
 

@@ -56,7 +56,7 @@ class OperatingPoint(NamedTuple):
 
 
 def operating_point(label: str, confusion) -> OperatingPoint:
-    """The point of a :class:`metrics_core.metrics.classification.Confusion` (undefined -> NaN)."""
+    """The point of a :class:`metrics_core.metrics.confusion.Confusion` (undefined -> NaN)."""
     return OperatingPoint(label, float(confusion.threshold), float(confusion.fpr),
                           float(confusion.sensitivity), float(confusion.precision))
 
