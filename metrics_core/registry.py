@@ -132,11 +132,13 @@ SOURCES = ("ranking", "evidence_recall", "evidence_precision", "k", "squared_err
 DATA_SOURCES = ("ranking", "squared_error")
 #: Whole-sample kernels (metrics that are no reduction of per-query values): the reliability
 #: bins (ECE, MCE), the logistic recalibration fit (O/E, intercept, slope), the per-post
-#: multi-label metrics under the decision rule (§8).
-WHOLE = ("reliability", "logistic", "multilabel")
+#: multi-label metrics under the decision rule (§8), the score-ordered discrimination of p
+#: (AUROC, AUPRC, TPR and its threshold at each FPR target: §4).
+WHOLE = ("reliability", "logistic", "multilabel", "discrimination")
 #: The queries a kernel reduces over: every query, the ranking protocol's, the evidence
-#: protocol's; ``posts``: the posts of the run (multi-label metrics).
-OVER = ("all", "ranking", "evidence", "posts")
+#: protocol's; ``posts``: the posts of the run (multi-label metrics); ``positives``: every
+#: query, the value a proportion of those with evidence (TPR at FPR: its ``n``).
+OVER = ("all", "ranking", "evidence", "posts", "positives")
 #: How per-query values become the metric: their mean, median, 90th percentile (numpy's linear
 #: percentile), sum, or sum per 1,000 queries reduced over.
 REDUCTIONS = ("mean", "median", "p90", "sum", "per_1000")
@@ -180,7 +182,8 @@ class Kernel:
     @property
     def data_only(self) -> bool:
         """True when the value depends on the data only (not on τ, the gate or γ)."""
-        return self.source in DATA_SOURCES or self.source in ("reliability", "logistic")
+        return self.source in DATA_SOURCES or self.source in ("reliability", "logistic",
+                                                              "discrimination")
 
 
 @dataclass(frozen=True)
@@ -203,8 +206,7 @@ class MetricSpec:
     when its denominator is empty (the record's ``reason``; ``None``: the generic one).
     ``group_ci``: the per-group tables carry its Wilson bounds (``<name>_ci_lo`` / ``_hi``).
     ``kernel``: how any other metric is computed (:class:`Kernel`); a spec has a ``counting``
-    or a ``kernel`` (the discrimination metrics of §4, AUROC, AUPRC and TPR at FPR, neither:
-    their score-ordered kernels are wired in their section).
+    or a ``kernel``.
     """
 
     name: str
@@ -226,8 +228,6 @@ class MetricSpec:
     kernel: Kernel | None = None
 
     def __post_init__(self):
-        if self.counting is not None and self.kernel is not None:
-            raise ValueError(f"{self.name}: a spec has a counting or a kernel, not both")
         if self.group_ci and (self.interval != "wilson" or self.counting is None
                               or not self.counting.denominator):
             raise ValueError(f"{self.name}: group_ci needs a counting proportion with a Wilson "
@@ -238,6 +238,8 @@ class MetricSpec:
         if not set(self.applies) <= set(APPLIES):
             raise ValueError(f"{self.name}: applies must be among {APPLIES}, got "
                              f"{sorted(self.applies)}")
+        if (self.counting is None) == (self.kernel is None):
+            raise ValueError(f"{self.name}: a spec has a counting or a kernel (one of them)")
 
     @property
     def per_group(self) -> bool:
@@ -268,6 +270,7 @@ _BOTH = MappingProxyType({"needs": "both"})
 _POS = MappingProxyType({"needs": "positive"})
 _NEG = MappingProxyType({"needs": "negative"})
 _RANKED = Kernel("ranking", over="ranking", variant="ranking")
+_SCORED = Kernel("discrimination")
 _PER_POST = Kernel("multilabel", over="posts", variant="multilabel_rule")
 _NOT_PER_CRITERION = frozenset({"overall", "fold", "cohort"})
 
@@ -293,16 +296,17 @@ SPECS: tuple[MetricSpec, ...] = (
     # §4 classification
     _s("auroc", "AUROC", "chance that a random query with evidence scores above one without "
        "(0.5 = chance)", 4, _CLS, headline=True,
-       record=True, **_BOTH),
+       kernel=_SCORED, record=True, **_BOTH),
     _s("auprc", "AUPRC", "average precision over all recall levels; compare with the positive "
        "rate, not 0.5", 4, _CLS, headline=True,
-       record=True, **_BOTH),
+       kernel=_SCORED, record=True, **_BOTH),
     _s("tpr@fpr=", "TPR at FPR ≤ {t:.0%}", "share of evidence queries caught when at most "
        "{t:.0%} of no-evidence queries alarm", 4, _CLS,
-       interval="wilson", **_BOTH),
+       interval="wilson", kernel=Kernel("discrimination", over="positives", field="tpr"),
+       **_BOTH),
     _s("threshold@fpr=", "threshold at FPR ≤ {t:.0%}", "probability threshold that operates "
        "at FPR ≤ {t:.0%}", 4, _CLS, higher_is_better=None, unit="probability",
-       interval=None, **_BOTH),
+       interval=None, kernel=Kernel("discrimination", field="threshold"), **_BOTH),
     # §4 confusion at τ
     _s("tp", "TP", "evidence queries predicted positive at τ", 4, _CONF,
        interval=None, counting=_cells("tp", table="tau"), **_COUNT),

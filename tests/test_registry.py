@@ -334,13 +334,14 @@ def test_a_kernel_metric_s_record_follows_its_spec(common, name):
     cfg, pq = evaluation.config, evaluation.per_query
     over = {"all": len(pq), "ranking": int((pq["has_evidence"] == 1).sum()),
             "evidence": int((pq["has_evidence"] == 1).sum()),
-            "posts": evaluation.summary["n_posts"]}[s.kernel.over]
+            "posts": evaluation.summary["n_posts"],
+            "positives": evaluation.summary["n_positive"]}[s.kernel.over]
     for r in _records_of(evaluation, name):
         assert r.n == over, r.name
         assert r.subset == {"all": "all_queries", "ranking": cfg.ranking_protocol,
-                            "evidence": cfg.evidence_protocol,
+                            "evidence": cfg.evidence_protocol, "positives": "all_queries",
                             "posts": "all_queries (per post)"}[s.kernel.over], r.name
-        assert r.variant, r.name
+        assert bool(r.variant) == (s.kernel.variant is not None), r.name
         if s.interval == "bootstrap":
             unit = "post" if s.kernel.over == "posts" else cfg.bootstrap_unit
             assert r.ci_method.startswith(f"bootstrap ({unit}, "), (r.name, r.ci_method)
@@ -465,16 +466,31 @@ def test_the_registry_validates_its_specs():
         registry.Kernel("k", reduce="max")
     with pytest.raises(ValueError, match=r"Kernel\.over must be one of"):
         registry.Kernel("k", over="criterion")
-    with pytest.raises(ValueError, match="a counting or a kernel, not both"):
+    with pytest.raises(ValueError, match="a counting or a kernel"):
         registry.MetricSpec("x", "X", "x", 4, "confusion", counting=registry.Counting(
             "tau", ("tp",)), kernel=registry.Kernel("k"))
 
 
-def test_every_metric_but_the_discrimination_ones_is_computed_from_its_spec():
-    """Each spec has a counting or a kernel; only AUROC, AUPRC and TPR / threshold at FPR
-    (§4, score-ordered kernels wired in their section) have neither."""
-    by_hand = {s.name for s in registry.SPECS if s.counting is None and s.kernel is None}
-    assert by_hand == {"auroc", "auprc", "tpr@fpr=", "threshold@fpr="}
+def test_every_metric_is_computed_from_its_spec():
+    """Each spec has a counting or a kernel (one of them): no metric is wired by hand."""
+    assert all((s.counting is None) != (s.kernel is None) for s in registry.SPECS)
+    with pytest.raises(ValueError, match="a counting or a kernel"):
+        registry.MetricSpec("x", "X", "x", 4, "confusion")
+
+
+def test_the_fpr_target_families_are_recorded_target_by_target(common):
+    """TPR at each FPR target and its threshold, target by target (the report's order), as
+    many as the configuration's targets; TPR a Wilson proportion of the queries with
+    evidence, the threshold read off every query's p."""
+    evaluation, _ = common
+    names = [r.name for r in evaluation.records if r.name.startswith(("tpr@", "threshold@"))]
+    targets = [registry.fmt_t(t) for t in evaluation.config.tpr_fprs]
+    assert names == [f"{kind}@fpr={t}" for t in targets for kind in ("tpr", "threshold")]
+    n_pos = evaluation.summary["n_positive"]
+    for t in targets:
+        tpr, threshold = (evaluation.record(f"{k}@fpr={t}") for k in ("tpr", "threshold"))
+        assert (tpr.n, threshold.n) == (n_pos, evaluation.summary["n_queries"])
+        assert tpr.ci_method == "wilson" and threshold.ci95 is None
 
 
 def test_the_counting_specs_agree_with_the_gate_and_abstention_kernels():

@@ -46,7 +46,7 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
                                   n_negative=ds.n_queries - ds.n_positive)
     run = sections.RunKernels(ev, inter, ml=ml, n_posts=n_posts)
     intervals = {"data": boot, "operating": op, "posts": ml_boot}
-    confusion = sections.classification_records(records, ev, inter, boot, op)
+    confusion = sections.classification_records(records, ev, inter, op, run, intervals)
     sections.kernel_records(records, "calibration", run, intervals)
     sections.gate_records(records, ev, inter, op)
     for group in ("ranking", "dynamic_k", "multilabel"):

@@ -277,6 +277,16 @@ def _linear_statistic(columns: dict, bins: np.ndarray):
     return statistic
 
 
+#: The discrimination metrics with a bootstrap interval (the registry's ``discrimination``
+#: kernels that are no family: AUROC, AUPRC), from the score-ordered pass of
+#: :func:`curve_intervals`.
+BOOTSTRAP_SCORED = tuple(s.name for s in registry.kernels(source="discrimination")
+                         if s.interval == "bootstrap")
+for _name in BOOTSTRAP_SCORED:
+    if _name not in ("auroc", "auprc"):
+        raise ValueError(f"{_name}: no bootstrap of it in the score-ordered pass")
+
+
 def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
     """Percentile CIs of the data-only metrics (cached per bootstrap settings and variants):
     the registry's data-only means with a bootstrap interval (the ranking means and Brier:
@@ -295,7 +305,9 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
         # (computed, or being computed, on the helper thread of start_drawing)
         curves = curve_intervals(
             ev, cfg, stage(progress, "bootstrap (AUROC, AP, ROC / PR / net-benefit bands)"))
-        out.update({name: curves[name] for name in ("auroc", "auprc", "auroc_by_criterion")})
+        # (the registry's discrimination metrics with a bootstrap interval, and AUROC's per
+        # criterion for the per-criterion table's interval columns)
+        out.update({name: curves[name] for name in (*BOOTSTRAP_SCORED, "auroc_by_criterion")})
         return out
 
     return ev.cached(data_intervals_key(cfg), compute)

@@ -12,6 +12,7 @@ used, so the numbers do not move.
 
 from __future__ import annotations
 
+import math
 from types import MappingProxyType, SimpleNamespace
 
 import numpy as np
@@ -19,10 +20,12 @@ import numpy as np
 from metrics_core import registry
 from metrics_core.config import VARIANT_LABELS
 from metrics_core.data.ordering import stable_argsort
-from metrics_core.metrics import calibration, multilabel, outcomes
+from metrics_core.metrics import calibration, classification, multilabel, outcomes
+from metrics_core.registry import fmt_t
 
-__all__ = ["VARIANTS", "RunKernels", "bootstrap_columns", "group_values", "members",
-           "members_by_p", "multilabel_values", "names", "squared_error", "subset"]
+__all__ = ["VARIANTS", "RunKernels", "bootstrap_columns", "group_discrimination",
+           "group_values", "members", "members_by_p", "multilabel_values", "names",
+           "record_order", "squared_error", "subset"]
 
 ALL = "all_queries"
 
@@ -51,18 +54,38 @@ VARIANTS = MappingProxyType({
 })
 
 
-def names(spec: registry.MetricSpec, ranking: dict) -> list[str]:
-    """The record names of ``spec``: a ranking family at each cut-off of the run's ranking
-    values ``ranking`` (their order), else the spec's name."""
+def names(spec: registry.MetricSpec, inter) -> list[str]:
+    """The record names of ``spec`` on a run (``inter``: its ranking values ``rk`` and
+    configuration ``cfg``): a ranking family at each cut-off of the run (the ranking values'
+    order), a family of FPR targets at each target, else the spec's name."""
+    if spec.name.endswith("="):
+        return [f"{spec.name}{fmt_t(t)}" for t in inter.cfg.tpr_fprs]
     if spec.family:
-        return [n for n in ranking if registry.spec(n) is spec]
+        return [n for n in inter.rk if registry.spec(n) is spec]
     return [spec.name]
+
+
+def record_order(specs, inter) -> list[tuple[registry.MetricSpec, str]]:
+    """``(spec, record name)`` of ``specs`` in report order: each spec's :func:`names`, and
+    consecutive families of FPR targets target by target (TPR at 1 %, its threshold, TPR at
+    3 %, ...)."""
+    out: list[tuple[registry.MetricSpec, str]] = []
+    run: list[list] = []  # the consecutive FPR-target families met so far
+    for spec in (*specs, None):
+        if spec is not None and spec.name.endswith("="):
+            run.append([(spec, n) for n in names(spec, inter)])
+            continue
+        out.extend(pair for row in zip(*run, strict=True) for pair in row)
+        run = []
+        if spec is not None:
+            out.extend((spec, n) for n in names(spec, inter))
+    return out
 
 
 def subset(cfg, over: str) -> str:
     """The record's subset of a kernel reducing ``over`` (:data:`~metrics_core.registry.OVER`)."""
-    return {"all": ALL, "ranking": cfg.ranking_protocol, "evidence": cfg.evidence_protocol,
-            "posts": f"{ALL} (per post)"}[over]
+    return {"all": ALL, "positives": ALL, "ranking": cfg.ranking_protocol,
+            "evidence": cfg.evidence_protocol, "posts": f"{ALL} (per post)"}[over]
 
 
 def squared_error(ev) -> np.ndarray:
@@ -120,12 +143,33 @@ class RunKernels:
             return self.ev.reliability(self.cfg)
         if source == "logistic":
             return self.ev.logistic_calibration()
+        if source == "discrimination":
+            return self.ev.classification()
         return self.ml
 
-    def value(self, name: str) -> tuple[float | None, int, tuple | None]:
-        """``(value, n, ci)`` of record ``name``: ``n`` the queries (posts) it reduces over,
-        ``ci`` the whole-sample kernel's own interval (Wald, Poisson) or None."""
+    def _discrimination(self, name: str) -> tuple[float, bool]:
+        """(value, defined) of AUROC / AUPRC (their one-class convention flagged) or of TPR /
+        threshold at an FPR target (defined where the ROC point is and the value finite)."""
+        spec = registry.spec(name)
+        if not spec.family:
+            score = self.whole("discrimination")[spec.kernel.field or name]
+            return score.value, score.defined
+        target = name[len(spec.name):]
+        point = next(t for t in self.ev.tpr_at_fpr(self.cfg) if fmt_t(t.target) == target)
+        value = getattr(point, spec.kernel.field)
+        return value, bool(point.defined and math.isfinite(value))
+
+    def value(self, name: str) -> tuple[float | None, int, tuple | None, bool | None]:
+        """``(value, n, ci, defined)`` of record ``name``: ``n`` the queries (posts) it reduces
+        over (the positives for a proportion of them), ``ci`` the whole-sample kernel's own
+        interval (Wald, Poisson) or None, ``defined`` the kernel's own verdict (None: the
+        value's)."""
         kernel = registry.spec(name).kernel
+        if kernel.source == "discrimination":
+            value, defined = self._discrimination(name)
+            ds = self.ev.ds
+            return (value, ds.n_positive if kernel.over == "positives" else ds.n_queries,
+                    None, defined)
         if kernel.per_query:
             values = _per_query(self.ev, self.inter, name)
             if kernel.source == "k":
@@ -133,13 +177,13 @@ class RunKernels:
             mask = _mask(self.inter, kernel.over)
             if mask is not None:
                 values = values[mask]
-            return _reduce(values, kernel.reduce), int(values.size), None
+            return _reduce(values, kernel.reduce), int(values.size), None, None
         field = kernel.field or name
         result = self.whole(kernel.source)
         if kernel.source == "multilabel":
-            return result[field], self.n_posts, None
+            return result[field], self.n_posts, None, None
         return (getattr(result, field), self.ev.ds.n_queries,
-                getattr(result, f"{field}_ci", None))
+                getattr(result, f"{field}_ci", None), None)
 
 
 # ------------------------------------------------------------------------ per group
@@ -249,6 +293,33 @@ def multilabel_values(ds, cfg, states) -> tuple[dict, int, tuple]:
             (matrix, predicted, mask))
 
 
+def group_discrimination(ev, label, cfg, codes, g) -> dict[str, np.ndarray]:
+    """AUROC (and whether it is defined), AUPRC and TPR / threshold at the FPR targets per
+    group, NaN where undefined (one class), never a convention (data-only, cached)."""
+    ds = ev.ds
+
+    def compute():
+        out: dict[str, list] = {}
+        for m, order in members_by_p(ev, label, codes, g):
+            # A group of every query (the pooled row) is the run's own prepared scores.
+            prepared = (ev.prepared() if m.size == ds.n_queries
+                        else classification.prepare(ds.y[m], ds.p[m], order=order))
+            auroc = classification.roc_auc(prepared)
+            auprc = classification.average_precision(prepared)
+            out.setdefault("auroc_defined", []).append(auroc.defined)
+            out.setdefault("auroc", []).append(auroc.value if auroc.defined else np.nan)
+            out.setdefault("auprc", []).append(auprc.value if auprc.defined else np.nan)
+            one_class = not auroc.defined
+            for t in classification.tpr_at_fpr(prepared, targets=cfg.tpr_fprs):
+                out.setdefault(f"tpr@fpr={fmt_t(t.target)}", []).append(
+                    np.nan if one_class else t.tpr)
+                out.setdefault(f"threshold@fpr={fmt_t(t.target)}", []).append(
+                    np.nan if one_class else t.threshold)
+        return {k: np.asarray(v) for k, v in out.items()}
+
+    return ev.cached(("group_discrimination", label, cfg.tpr_fprs), compute)
+
+
 def _group_multilabel(ev, inter, codes, g) -> dict[str, np.ndarray]:
     """Per-post multi-label metrics of each group's queries (folds: posts do not straddle)."""
     ds = ev.ds
@@ -272,7 +343,7 @@ def group_values(ev, inter, label, codes, g, where: str | None) -> dict[str, np.
     wholes: dict[str, list] = {}
     for spec in registry.kernels(where=where):
         kernel = spec.kernel
-        for name in names(spec, inter.rk):
+        for name in names(spec, inter):
             if kernel.per_query:
                 values = _per_query(ev, inter, name)
                 if kernel.source == "k":
@@ -287,9 +358,12 @@ def group_values(ev, inter, label, codes, g, where: str | None) -> dict[str, np.
             found = _group_reliability(ev, label, inter.cfg, codes, g)
         elif source == "logistic":
             found = _group_logistic(ev, label, codes, g)
+        elif source == "discrimination":
+            found = group_discrimination(ev, label, inter.cfg, codes, g)
         else:
             found = _group_multilabel(ev, inter, codes, g)
-        out.update({name: found[field] for name, field in fields})
+        out.update({name: found[name if source == "discrimination" else field]
+                    for name, field in fields})
     return out
 
 
@@ -298,7 +372,7 @@ def bootstrap_columns(ev, cfg) -> dict[str, tuple[np.ndarray, np.ndarray | None]
     """The data-only means with a bootstrap interval (the ranking means, Brier): name ->
     ``(per-query values, mask)`` in the order of their sources
     (:data:`~metrics_core.registry.SOURCES`), for the bootstrap's weighted means."""
-    inter = SimpleNamespace(rk=ev.ranking(cfg), rmask=ev.ranking_mask(cfg))
+    inter = SimpleNamespace(rk=ev.ranking(cfg), rmask=ev.ranking_mask(cfg), cfg=cfg)
     specs = [s for s in registry.kernels() if s.interval == "bootstrap"
              and s.kernel.source in registry.DATA_SOURCES]
     for s in specs:
@@ -307,4 +381,4 @@ def bootstrap_columns(ev, cfg) -> dict[str, tuple[np.ndarray, np.ndarray | None]
                              f"not a {s.kernel.reduce}")
     specs.sort(key=lambda s: registry.SOURCES.index(s.kernel.source))
     return {name: (_per_query(ev, inter, name), _mask(inter, s.kernel.over))
-            for s in specs for name in names(s, inter.rk)}
+            for s in specs for name in names(s, inter)}

@@ -26,8 +26,8 @@ from metrics_core.metrics.confusion import confusion_from_counts
 from metrics_core.metrics.uncertainty import wilson_interval
 from metrics_core.registry import fmt_t
 
-__all__ = ["RecordList", "classification_records", "counting_records", "gate_records",
-           "kernel_records", "multilabel_values"]
+__all__ = ["RecordList", "classification_records", "counting_records", "fmt_t",
+           "gate_records", "kernel_records", "multilabel_values"]
 
 ALL = "all_queries"
 
@@ -95,25 +95,16 @@ def wilson(k, n) -> tuple[float, float] | None:
 
 
 # ---------------------------------------------------------------------------------- §4
-def classification_records(out: RecordList, ev, inter, boot: Intervals, op: Intervals):
-    """AUROC, AUPRC, TPR at FPR targets, and the confusion metrics at τ (§4).
+def classification_records(out: RecordList, ev, inter, op: Intervals, run: RunKernels,
+                           intervals: dict[str, Intervals]):
+    """The discrimination metrics (AUROC, AUPRC, TPR and its threshold at each FPR target:
+    :func:`kernel_records`) and the confusion metrics at τ (:func:`counting_records`), §4.
 
     Returns the :class:`~metrics_core.metrics.confusion.Confusion` at τ.
     """
-    ds, cfg = ev.ds, inter.cfg
-    n, n_pos = ds.n_queries, ds.n_positive
-    cls = ev.classification()
-    for name in ("auroc", "auprc"):
-        out.add_boot(name, cls[name].value, ALL, n, boot, defined=cls[name].defined)
-    for t in ev.tpr_at_fpr(cfg):
-        # TPR is a proportion of the queries with evidence (its n); the threshold is read
-        # off every query's p.
-        out.add(f"tpr@fpr={fmt_t(t.target)}", t.tpr, ALL, n_pos,
-                ci=wilson(round(t.tpr * n_pos), n_pos) if math.isfinite(t.tpr) else None,
-                ci_method="wilson", defined=t.defined and math.isfinite(t.tpr))
-        out.add(f"threshold@fpr={fmt_t(t.target)}", t.threshold, ALL, n,
-                defined=t.defined and math.isfinite(t.threshold))
-    table = outcomes.outcome_counts(ds.y, inter.pred)
+    cfg = inter.cfg
+    kernel_records(out, "classification", run, intervals)
+    table = outcomes.outcome_counts(ev.ds.y, inter.pred)
     counting_records(out, table, "tau", f"{ALL} @ τ={cfg.threshold:g}", op)
     tp, fp, tn, fn = (int(c[0]) for c in outcomes.confusion_cells(table))
     return confusion_from_counts(tp, fp, tn, fn, threshold=cfg.threshold)
@@ -152,33 +143,34 @@ def gate_records(out: RecordList, ev, inter, op: Intervals) -> None:
 # --------------------------------------------------------------------------- §3, §5, §7, §8
 def kernel_records(out: RecordList, group: str, run: RunKernels,
                    intervals: dict[str, Intervals]) -> None:
-    """The records of every metric of record ``group`` with a registry kernel (ranking §3,
-    calibration §5, dynamic-K §7, multi-label §8), in report order, each as its spec says: the
+    """The records of every metric of record ``group`` with a registry kernel
+    (discrimination §4, ranking §3, calibration §5, dynamic-K §7, multi-label §8), in report
+    order (:func:`~metrics_core.evaluation.kernels.record_order`), each as its spec says: the
     value from its kernel on the run (:class:`~metrics_core.evaluation.kernels.RunKernels`),
     its subset, its variant's wording, and the interval of its kind: Wilson (a proportion of
     its ``n`` queries or posts), the bootstrap (``intervals["data"]`` for a data-only kernel,
     ``["posts"]`` for the per-post ones, else ``["operating"]``), its kernel's own (Poisson,
     Wald) or none."""
     cfg = run.cfg
-    for spec in registry.kernels(group):
+    for spec, name in kernels.record_order(registry.kernels(group), run.inter):
         kernel = spec.kernel
         variant = None if kernel.variant is None else kernels.VARIANTS[kernel.variant](cfg)
         where = kernels.subset(cfg, kernel.over)
         boot = intervals["data" if kernel.data_only
                          else "posts" if kernel.over == "posts" else "operating"]
-        for name in kernels.names(spec, run.inter.rk):
-            value, n, ci = run.value(name)
-            if spec.interval == "wilson":
-                ci = (wilson(round(value * n), n) if n and value is not None
-                      and math.isfinite(value) else None)
-                out.add(name, value, where, n, ci=ci, ci_method="wilson", variant=variant)
-            elif spec.interval == "bootstrap":
-                out.add_boot(name, value, where, n, boot, variant=variant)
-            elif spec.interval is None:
-                out.add(name, value, where, n, variant=variant)
-            else:
-                out.add(name, value, where, n, ci=ci, ci_method=spec.interval,
-                        variant=variant)
+        value, n, ci, defined = run.value(name)
+        if spec.interval == "wilson":
+            ci = (wilson(round(value * n), n) if n and value is not None
+                  and math.isfinite(value) else None)
+            out.add(name, value, where, n, ci=ci, ci_method="wilson", variant=variant,
+                    defined=defined)
+        elif spec.interval == "bootstrap":
+            out.add_boot(name, value, where, n, boot, variant=variant, defined=defined)
+        elif spec.interval is None:
+            out.add(name, value, where, n, variant=variant, defined=defined)
+        else:
+            out.add(name, value, where, n, ci=ci, ci_method=spec.interval, variant=variant,
+                    defined=defined)
 
 
 def k_summary(inter, y) -> dynamic_k.KSummary:

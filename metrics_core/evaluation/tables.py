@@ -19,8 +19,8 @@ import pandas as pd
 
 from metrics_core import registry
 from metrics_core.evaluation import kernels
-from metrics_core.evaluation.kernels import members, members_by_p
-from metrics_core.metrics import classification, gate, outcomes
+from metrics_core.evaluation.kernels import members
+from metrics_core.metrics import gate, outcomes
 from metrics_core.registry import fmt_t
 
 __all__ = ["fold_summary", "group_body", "group_codes", "group_intervals",
@@ -54,33 +54,6 @@ def _per_group(codes, g, fn) -> list:
     return [fn(m) for m in members(codes, g)]
 
 
-def _discrimination(ev, label, cfg) -> dict[str, np.ndarray]:
-    """AUROC, AUPRC and TPR / threshold at the FPR targets per group (data-only, cached)."""
-    ds = ev.ds
-
-    def compute():
-        out: dict[str, list] = {}
-        codes, names = group_codes(ev, label)
-        for m, order in members_by_p(ev, label, codes, len(names)):
-            # A group of every query (the pooled row) is the run's own prepared scores.
-            prepared = (ev.prepared() if m.size == ds.n_queries
-                        else classification.prepare(ds.y[m], ds.p[m], order=order))
-            auroc = classification.roc_auc(prepared)
-            auprc = classification.average_precision(prepared)
-            out.setdefault("auroc_defined", []).append(auroc.defined)
-            out.setdefault("auroc", []).append(auroc.value if auroc.defined else np.nan)
-            out.setdefault("auprc", []).append(auprc.value if auprc.defined else np.nan)
-            one_class = not auroc.defined
-            for t in classification.tpr_at_fpr(prepared, targets=cfg.tpr_fprs):
-                out.setdefault(f"tpr@fpr={fmt_t(t.target)}", []).append(
-                    np.nan if one_class else t.tpr)
-                out.setdefault(f"threshold@fpr={fmt_t(t.target)}", []).append(
-                    np.nan if one_class else t.threshold)
-        return {k: np.asarray(v) for k, v in out.items()}
-
-    return ev.cached(("group_discrimination", label, cfg.tpr_fprs), compute)
-
-
 def _counting(ds, inter, codes, g, label) -> dict[str, np.ndarray]:
     """The registry's counting metrics per group (confusion at τ, gate and abstention view:
     :func:`metrics_core.registry.counting`), from the grouped outcome tables, with the Wilson
@@ -105,7 +78,8 @@ def _columns(ev, inter, label, boot) -> tuple[pd.DataFrame, list[str]]:
     n = np.bincount(codes, minlength=g)
     n_pos = np.bincount(codes, weights=ds.y, minlength=g).astype(np.int64)
     values = {"n": n, "n_positive": n_pos, "positive_rate": outcomes.ratio(n_pos, n)}
-    values.update(_discrimination(ev, label, cfg))
+    values["auroc_defined"] = kernels.group_discrimination(ev, label, cfg, codes,
+                                                           g)["auroc_defined"]
     values.update(_counting(ds, inter, codes, g, label))
     values.update(kernels.group_values(ev, inter, label, codes, g,
                                        None if label == "pooled" else _place(label)))
