@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --scheduler: seconds to wait for the scheduler (default 10)")
     ev.add_argument("--reduced", action="store_true",
                     help="with --engine dask: gather no per-query value (the client's memory "
-                         "does not grow with the data); the records of §3-§7 only, no tables")
+                         "does not grow with the data); every record, no tables")
     _cohort_flags(ev)
     _config_flags(ev)
     _limit_flags(ev)

@@ -15,8 +15,9 @@ queries. :func:`reduced_records` makes the records with the in-memory sections' 
 
 The point estimates equal the in-memory engine's (exact for AUROC, AUPRC, TPR@FPR and every
 count; means to rounding, 1e-12). ECE and MCE come from the counts by distinct ``p`` (the
-in-memory bins, uniform or quantile, of either calibration view). The logistic calibration
-fits, the tables, the checks and the audit are not made by this run (``not_computed``).
+in-memory bins, uniform or quantile, of either calibration view), the logistic calibration
+fits from one row per distinct ``p``. The tables, the checks and the audit are not made by
+this run (``not_computed``).
 """
 
 from __future__ import annotations
@@ -43,9 +44,7 @@ __all__ = ["NOT_COMPUTED", "counted_quantile", "finish", "hist_quantile", "merge
            "ranking_and_k_records", "reduced_records", "reliability_values", "unit_summary"]
 
 #: Sections of the in-memory report this run does not make.
-NOT_COMPUTED = ("calibration_in_the_large", "calibration_intercept",
-                "calibration_slope", "every table and curve",
-                "the consistency checks", "the audit")
+NOT_COMPUTED = ("every table and curve", "the consistency checks", "the audit")
 #: Resamples weighted at once on a worker (weights: this many x the unit's queries, int32).
 RESAMPLE_BATCH = 64
 #: The interval method the records name.
@@ -114,6 +113,19 @@ def reliability_values(counts: ScoreCounts, config) -> tuple[float, float]:
         return math.nan, math.nan
     gap = np.abs(positives[filled] / count[filled] - sum_p[filled] / count[filled])
     return float(np.sum(count[filled] / n * gap)), float(np.max(gap))
+
+
+def _logistic_fits(counts: ScoreCounts):
+    """The logistic calibration (§5) from the counts: one row per distinct clipped ``p``."""
+    from metrics_core.metrics import calibration
+
+    total = counts.pos + counts.neg
+    clipped = np.clip(counts.values, calibration.LOGIT_EPS, 1.0 - calibration.LOGIT_EPS)
+    values, inverse = np.unique(clipped, return_inverse=True)
+    return calibration.logistic_calibration_of_rows(
+        values, np.bincount(inverse, weights=counts.pos, minlength=values.size),
+        np.bincount(inverse, weights=total, minlength=values.size),
+        observed=float(counts.pos.sum()), expected=float(np.sum(counts.values * total)))
 
 
 def _reliability_resamples(counts: ScoreCounts, weighted, config):
@@ -450,6 +462,14 @@ def reduced_records(summary: dict, config) -> list:
             ci = percentile_interval(resampled[name])
         records.add(name, value, sections.ALL, n, ci=ci,
                     ci_method=METHOD if ci is not None else None, variant=reliability_variant)
+    fits = _logistic_fits(counts)
+    for name, field, kind, variant in (
+            ("calibration_in_the_large", "in_the_large", "poisson", "positive_p"),
+            ("calibration_intercept", "intercept", "wald", "logistic_intercept"),
+            ("calibration_slope", "slope", "wald", "logistic_slope")):
+        records.add(name, getattr(fits, field), sections.ALL, n,
+                    ci=getattr(fits, f"{field}_ci"), ci_method=kind,
+                    variant=kernels.VARIANTS[variant](cfg))
     sum_sq, n_sq = summary["sums"]["brier"]
     records.add_boot("brier", sum_sq / n_sq if n_sq else None, sections.ALL, n, boot,
                      variant="positive class p")

@@ -51,6 +51,7 @@ __all__ = [
     "ece_from_sums",
     "ece_weighted",
     "logistic_calibration",
+    "logistic_calibration_of_rows",
     "mce",
     "mce_from_sums",
     "mce_weighted",
@@ -443,21 +444,32 @@ def logistic_calibration(y, p, *, level: float = 0.95,
     >>> round(c.in_the_large, 4), round(c.intercept, 4), round(c.slope, 4)
     (1.0811, 0.2004, 1.8176)
     """
-    from metrics_core.metrics.uncertainty import normal_quantile
-
     y, p, _ = check_binary_inputs(y, p, probability=True)
     y = y.astype(np.float64)
-    z = normal_quantile(level)
     observed, expected = float(y.sum()), float(p.sum())
+    if y.size == 0 or observed in (0.0, float(y.size)):
+        return logistic_calibration_of_rows(np.empty(0), np.empty(0), np.empty(0),
+                                            observed=observed, expected=expected, level=level)
+    return logistic_calibration_of_rows(*_distinct_rows(y, p, checked_order(order, p)),
+                                        observed=observed, expected=expected, level=level)
+
+
+def logistic_calibration_of_rows(values, events, trials, *, observed: float, expected: float,
+                                 level: float = 0.95) -> LogisticCalibration:
+    """:func:`logistic_calibration` from one row per distinct clipped ``p`` (ascending):
+    ``events`` positives among ``trials`` queries, with ``observed`` = the positives and
+    ``expected`` = the sum of ``p`` over all queries (engines that hold counts, not rows)."""
+    from metrics_core.metrics.uncertainty import normal_quantile
+
+    z = normal_quantile(level)
     oe = observed / expected if expected > 0 else float("nan")
     oe_ci = None
     if observed > 0 and expected > 0:
         half = z / np.sqrt(observed)
         oe_ci = (float(oe * np.exp(-half)), float(oe * np.exp(half)))
     nan = float("nan")
-    if y.size == 0 or observed in (0.0, float(y.size)):
+    if not np.sum(trials) or observed in (0.0, float(np.sum(trials))):
         return LogisticCalibration(oe, oe_ci, nan, None, nan, None, "one class present")
-    values, events, trials = _distinct_rows(y, p, checked_order(order, p))
     logit = np.log(values) - np.log1p(-values)
     ones = np.ones((values.size, 1))
     fit_a = _newton(ones, events, logit, trials=trials)
