@@ -121,7 +121,7 @@ def test_figures_draw_with_plotly_s_own_template_even_where_streamlit_is_loaded(
     monkeypatch.setattr(pio.templates, "default", default)
     page = record.render_html(evaluation)
     assert "#000011" not in page
-    assert page.count('"colorway":["#636efa"') == page.count('class="plotly-graph-div"') == 8
+    assert page.count('"colorway":["#636efa"') == page.count('class="plotly-graph-div"') == 9
 
 
 def test_report_with_a_bad_settings_file_exits_2(tmp_path, capsys):
@@ -140,3 +140,40 @@ def test_record_tables_show_undefined_as_a_dash():
                                        "ci": [None, "x"]}))
     assert "None" not in html and "nan" not in html.lower()
     assert html.count("—") == 3
+
+
+def test_record_holds_the_gate_s_risk_coverage(evaluation):
+    """The record's risk–coverage of the gate: AURC, optimal AURC and E-AURC with their
+    intervals, the gate's point and the curve among the figures; AURC equals a direct loop
+    over the confidence levels (predict p ≥ τ, answer the queries farthest from τ first)."""
+    import numpy as np
+
+    paths = demo_paths()
+    ds = mio.load(paths.queries, paths.candidates).dataset
+    tau = evaluation.config.threshold
+    error = ((ds.p >= tau).astype(float) != ds.y).astype(float)
+    confidence = np.abs(ds.p - tau)
+    aurc, covered = 0.0, 0.0
+    for level in np.unique(confidence)[::-1]:  # the most confident first
+        answered = confidence >= level
+        coverage = answered.mean()
+        aurc += error[answered].mean() * (coverage - covered)
+        covered = coverage
+    # the optimal answers every correct query first, one query at a time
+    sorted_errors = np.sort(error)
+    optimal = float(np.mean(np.cumsum(sorted_errors) / np.arange(1, error.size + 1)))
+    curve = evaluation.gate_risk_coverage
+    assert curve["aurc"] == pytest.approx(aurc, abs=1e-12)
+    assert curve["optimal_aurc"] == pytest.approx(optimal, abs=1e-12)
+    page = record.render_html(evaluation)
+    section = page[page.index("<h2 id='risk-coverage'>"):page.index("<h2>Figures</h2>")]
+    lo, hi = curve["ci95"]["aurc"]
+    assert f"<td>AURC</td><td class=\"num\">{aurc:.4f}</td><td>{lo:.4f} to {hi:.4f}</td>" \
+        in section
+    lo, hi = curve["ci95"]["excess_aurc"]
+    assert (f"<td>E-AURC (excess over the optimal)</td><td class=\"num\">"
+            f"{aurc - optimal:.4f}</td><td>{lo:.4f} to {hi:.4f}</td>") in section
+    assert f"intervals from {curve['n_resamples']:,} bootstrap resamples" in section
+    assert (f"answers {curve['gate']['coverage']:.1%} of the queries (UNCERTAIN abstains) "
+            f"with risk {curve['gate']['risk']:.4f}") in section
+    assert "Risk–coverage of the gate" in page[page.index("<h2>Figures</h2>"):]

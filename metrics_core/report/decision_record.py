@@ -37,10 +37,11 @@ from metrics_core.config import (
 )
 from metrics_core.report import evaluation_figures
 from metrics_core.report.export import csv_bytes
+from metrics_core.report.figures.gate import risk_coverage_figure
 from metrics_core.report.wording import plain_subset, verdict_frame, verdict_summary
 
 __all__ = ["CHROMIUM", "PDF_NOTE", "adjudication_section", "guarantees_section", "render_html",
-           "render_pdf", "render_zip", "settings_json"]
+           "render_pdf", "render_zip", "risk_coverage_section", "settings_json"]
 
 #: The plotly template of the record's figures, whoever makes it: importing Streamlit makes its
 #: own template plotly's default, whose placeholder colours only Streamlit's front end replaces.
@@ -236,9 +237,13 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
               cohorts_section(cohorts) if cohorts is not None else "",
               "<h2>Flow of queries through the gate</h2>",
               f"<p class='muted'>NEG if p &lt; τ_neg = {cfg.tau_neg:g}; UNCERTAIN up to τ_pos = "
-              f"{cfg.tau_pos:g}; POS above.</p>", _table(_flow(evaluation)),
-              "<h2>Figures</h2>"]
-    for i, fig in enumerate(evaluation_figures.record_figures(evaluation)):
+              f"{cfg.tau_pos:g}; POS above.</p>", _table(_flow(evaluation))]
+    coverage = evaluation.gate_risk_coverage
+    parts += [risk_coverage_section(coverage), "<h2>Figures</h2>"]
+    figures = evaluation_figures.record_figures(evaluation)
+    if coverage and coverage.get("defined", True) and coverage.get("aurc") is not None:
+        figures.insert(2, risk_coverage_figure(coverage, title="Risk–coverage of the gate"))
+    for i, fig in enumerate(figures):
         fig.update_layout(template=pio.templates[TEMPLATE])
         parts.append("<div class='fig'>" + pio.to_html(
             fig, full_html=False, include_plotlyjs="inline" if i == 0 else False,
@@ -267,6 +272,42 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
             f"script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
             f"img-src data:; font-src data:\"><title>{_e(title)}</title>"
             f"<style>{_CSS}</style></head><body>{body}</body></html>")
+
+
+def risk_coverage_section(curve: dict | None) -> str:
+    """The record's risk–coverage of the gate (contract §6, abstention): AURC, the optimal
+    AURC and E-AURC (the excess over the optimal) with their 95% intervals, and the gate's own
+    operating point; the curve is among the figures. Undefined: the reason."""
+    head = "<h2 id='risk-coverage'>Risk–coverage of the gate</h2>"
+    if not curve:
+        return ""
+    if not curve.get("defined", True):
+        return head + f"<p>Undefined: {_e(curve.get('reason'))}.</p>"
+    ci = curve.get("ci95") or {}
+
+    def interval(name):
+        c = ci.get(name)
+        return "not computed (bootstrap off)" if c is None else f"{c[0]:.4f} to {c[1]:.4f}"
+
+    areas = pd.DataFrame([
+        {"area": label, "value": curve.get(name), "95% interval": interval(name)}
+        for name, label in (("aurc", "AURC"), ("optimal_aurc", "optimal AURC"),
+                            ("excess_aurc", "E-AURC (excess over the optimal)"))])
+    point = curve.get("gate") or {}
+    at = ""
+    if point.get("coverage") is not None:
+        risk = point.get("risk")
+        at = (f" The gate (τ_neg {point['tau_neg']:g}, τ_pos {point['tau_pos']:g}) answers "
+              f"{point['coverage']:.1%} of the queries (UNCERTAIN abstains) with "
+              + ("no answer to judge" if risk is None else f"risk {risk:.4f}") + ".")
+    resamples = curve.get("n_resamples") or 0
+    return (head + f"<p>The gate as a classifier that may abstain: predict p ≥ τ = "
+            f"{curve.get('threshold', 0.5):g}, abstaining first on the queries nearest τ "
+            f"({_e(curve.get('confidence', ''))}). Risk = errors among the answered; AURC is "
+            f"the area under the curve (lower is better), the optimal AURC answers every "
+            f"correct query before any error, E-AURC is their difference. {curve['n']:,} "
+            f"queries; intervals from {resamples:,} bootstrap resamples.{at}</p>"
+            + _table(areas))
 
 
 def guarantees_section(cfg, marks: dict | None, guarantees: dict | None) -> str:
