@@ -228,3 +228,21 @@ def test_guarantee_mode_per_criterion_splits_delta(demo):
     # the gates now hold each criterion's value: the per-criterion evaluation uses them
     cfg = at.session_state[state.VIEW].config
     assert cfg.criterion_gates == expected
+
+
+def test_guarantee_mode_says_when_no_threshold_can_be_guaranteed(demo):
+    """Sensitivity ≥ 0.9999 at δ 0.1 needs 23,025 positives with no miss: the demo has fewer,
+    so the page says so with the smallest n that could, and offers no button."""
+    at = open_app(page="decision")
+    at.selectbox(key="finder_target").set_value(("screening_sensitivity", ">=")).run()
+    at.number_input(key="finder_value").set_value(0.9999).run()
+    at.toggle(key="guarantee_mode").set_value(True).run()
+    assert_clean(at)
+    want = risk_control.guarantee(demo, ["screening_sensitivity>=0.9999"], delta=0.1)[0]
+    n_pos = int(demo.y.sum())
+    assert want.value is None and want.n_needed == 23_025 and n_pos < 23_025
+    warned = [_unescaped(w.value) for w in at.warning]
+    assert (f"No τ_neg can be guaranteed: no threshold can be guaranteed at this n ({n_pos} "
+            f"positives): at least 23025 positives are needed, with no miss among them."
+            ) in warned
+    assert not [b for b in at.button if b.key == "guarantee_apply"]
