@@ -173,7 +173,15 @@ def refine_group_intervals(v: View, config: EvalConfig) -> None:
     text = (f"Refining the per-criterion intervals: {config.bootstrap:,} resamples for each "
             f"of {n} criteria, one after the other")
     bar = st.progress(0.0, text=text + "…")
-    tables.group_intervals(evaluator, config, "auroc",
-                           progress=bar_progress(bar, lambda done, total: text))
+    running = tables.group_intervals_in_the_making(evaluator, config)
+    if running is not None:
+        # Another session computes them: waited for in steps, each a Streamlit call where a
+        # move or another page stops this run (a closed tab too), instead of blocking in it.
+        while not running.wait(0.25):
+            stop_if_closed()
+            bar.progress(0.0, text=text + " (computed for another session too)…")
+    with metered():
+        tables.group_intervals(evaluator, config, "auroc",
+                               progress=bar_progress(bar, lambda done, total: text))
     bar.empty()
     st.rerun(scope="app")

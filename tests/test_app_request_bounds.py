@@ -661,3 +661,60 @@ def test_a_links_filter_notes_stay_after_the_refinements_rerun():
     assert "fold='99' is not in this data set" in shown, shown
     assert "Some cohort values in the link are not in this data set" in shown, shown
     assert at.session_state[state.VIEW].filters.cohorts == ("site=site_E",)
+
+
+# ------------------------------------------ a session waiting for another's computation
+def test_per_criterion_intervals_in_the_making_elsewhere_are_waited_for_in_steps(monkeypatch):
+    """Per criterion's refinement while another session computes the same intervals: this
+    session waits in steps, each a Streamlit call (its bar) where its next move or a closed
+    tab stops it, instead of blocking until the other session's computation ends."""
+    import threading
+    from types import SimpleNamespace
+
+    from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
+    from dashboard import refinement
+    from metrics_core.config import EvalConfig
+    from metrics_core.data.dataset import Dataset
+    from metrics_core.evaluation import tables
+    from metrics_core.evaluation.evaluator import Evaluator
+    from tests.conftest import random_frames
+
+    q, c = random_frames(n_posts=30, seed=8)
+    evaluator = Evaluator(Dataset.from_frames(q, c))
+    config = EvalConfig(bootstrap=200, seed=5)
+    release, started = threading.Event(), threading.Event()
+    plain = Evaluator.evaluate
+
+    def slow(self, cfg=None, **kw):
+        started.set()
+        release.wait(30)
+        return plain(self, cfg, **kw)
+
+    monkeypatch.setattr(Evaluator, "evaluate", slow)
+    other = threading.Thread(target=lambda: tables.group_intervals(evaluator, config, "auroc"))
+    other.start()
+    assert started.wait(30)
+    assert tables.group_intervals_in_the_making(evaluator, config) is not None
+    shown, polls = [], []
+
+    def closed_after_three():
+        polls.append(1)
+        if len(polls) == 3:
+            raise StopException()
+
+    bar = SimpleNamespace(progress=lambda value, text: shown.append(text),
+                          empty=lambda: None)
+    monkeypatch.setattr(refinement, "over_budget", lambda: None)
+    monkeypatch.setattr(refinement, "stop_if_closed", closed_after_three)
+    monkeypatch.setattr(refinement.st, "progress", lambda value, text: bar)
+    view = SimpleNamespace(source=SimpleNamespace(evaluator=lambda: evaluator))
+    try:
+        with pytest.raises(StopException):
+            refinement.refine_group_intervals(view, config)
+        assert len(polls) == 3 and "computed for another session too" in shown[-1]
+    finally:
+        release.set()
+        other.join(30)
+    assert tables.group_intervals_in_the_making(evaluator, config) is None
+    assert tables.group_intervals_ready(evaluator, config)

@@ -115,6 +115,13 @@ class Evaluator:
         with self._once.lock:
             return key in self._cache
 
+    def in_the_making(self, key) -> threading.Event | None:
+        """The event set when another thread's computation of ``key`` ends (None: the memo
+        holds ``key`` or nothing computes it): a caller can wait for it in steps, doing
+        something else between them, instead of blocking in :meth:`cached`."""
+        with self._once.lock:
+            return None if key in self._cache else self._once.running.get(key)
+
     def cached(self, key, compute: Callable):
         """``compute()``, kept under ``key`` in the evaluator's cache: the one memo of the
         evaluation's parts (this class's and those of ``assemble``, ``intervals`` and

@@ -24,7 +24,7 @@ from metrics_core.metrics import gate, outcomes
 from metrics_core.registry import fmt_t
 
 __all__ = ["fold_summary", "group_body", "group_codes", "group_intervals",
-           "group_intervals_ready", "group_table"]
+           "group_intervals_in_the_making", "group_intervals_ready", "group_table"]
 
 #: Proportions whose per-group Wilson interval is a column of the table (``group_ci``).
 WILSON_COLUMNS = tuple(s.name for s in registry.SPECS if s.group_ci)
@@ -207,6 +207,12 @@ def group_intervals(ev, cfg, metric: str, *, label: str = "criterion",
 def group_intervals_ready(ev, cfg, label: str = "criterion") -> bool:
     """Whether :func:`group_intervals` of ``cfg`` is computed (it then returns at once)."""
     return ev.computed(("group_records", cfg, label))
+
+
+def group_intervals_in_the_making(ev, cfg, label: str = "criterion"):
+    """The event set when the computation of :func:`group_intervals` of ``cfg`` in another
+    thread ends (None when none is in the making)."""
+    return ev.in_the_making(("group_records", cfg, label))
 
 
 def _group_records(ev, cfg, label: str, progress) -> dict:
