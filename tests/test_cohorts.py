@@ -374,3 +374,21 @@ def test_the_decision_record_has_a_cohorts_section():
     lo, hi = row["difference_ci95"]
     assert f"{lo:.3f} to {hi:.3f}" in section
     assert "<h2 id='cohorts'>" not in decision_record.render_html(evaluation)
+
+
+def test_the_resamples_on_several_threads_give_the_values_of_one(monkeypatch):
+    """The pass over the resamples runs its batches on threads: each batch's rows are its own,
+    so one thread and four give the same values, bit for bit, and progress counts up."""
+    from metrics_core.evaluation import cohorts as module
+
+    q, c = _data(n_posts=80)
+    cfg = EvalConfig(bootstrap=1_200)  # three batches of 500 rows
+    seen = []
+    monkeypatch.setattr(module, "WORKERS", 4)
+    *_, many = _tables(q, c, cfg=cfg,
+                       progress=lambda done, total: seen.append((done, total)))
+    monkeypatch.setattr(module, "WORKERS", 1)
+    *_, one = _tables(q, c, cfg=cfg)
+    pd.testing.assert_frame_equal(many.cohorts, one.cohorts)
+    pd.testing.assert_frame_equal(many.weak_segments, one.weak_segments)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and seen[-1] == (1_200, 1_200)

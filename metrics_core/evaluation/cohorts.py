@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -313,18 +314,24 @@ def _prepare(ds, grouping: Grouping, num_den: np.ndarray) -> _Column:
 def _replicates(ds, columns: list[_Column], pairs: _PairCounts, num_den, counts,
                 n_metrics: int, progress) -> list[dict]:
     """Per column: the cohorts' and the rests' resampled values ``(R, g, S + 1)`` (AUROC
-    last), from one pass over the post count matrix."""
+    last), from one pass over the post count matrix: its batches of resamples on
+    :data:`WORKERS` threads (numpy works outside the interpreter's lock, so they share the
+    cores), each batch's values in its own rows, so the values do not depend on which thread
+    computed them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from metrics_core.cpu_account import charged
+
     n_posts = int(ds.posts.size)
     totals_posts = np.zeros((n_posts, num_den.shape[1]))
     np.add.at(totals_posts, ds.post_code, num_den)
-    out = [{"cohort": [], "rest": []} for _ in columns]
-    done = 0
-    total = counts.shape[0] if hasattr(counts, "shape") else None
-    for batch in _batches(counts):
+
+    def one(batch) -> list[tuple[np.ndarray, np.ndarray]]:
         cf = batch.astype(np.float64)
         whole = cf @ totals_posts
         aurocs = pairs.replicates(batch)
-        for col, store, (a, b) in zip(columns, out, aurocs, strict=True):
+        out = []
+        for col, (a, b) in zip(columns, aurocs, strict=True):
             g = len(col.grouping.values)
             cohort = np.empty((batch.shape[0], g, n_metrics + 1))
             rest = np.empty_like(cohort)
@@ -334,12 +341,36 @@ def _replicates(ds, columns: list[_Column], pairs: _PairCounts, num_den, counts,
                 r = whole - s
                 rest[:, j, :n_metrics] = _ratio(r[:, :n_metrics], r[:, n_metrics:])
             cohort[:, :, n_metrics], rest[:, :, n_metrics] = a, b
-            store["cohort"].append(cohort)
-            store["rest"].append(rest)
-        done += batch.shape[0]
+            out.append((cohort, rest))
+        return out
+
+    store = [{"cohort": [], "rest": []} for _ in columns]
+    done = 0
+    total = counts.shape[0] if hasattr(counts, "shape") else None
+
+    def keep(values, rows) -> None:
+        nonlocal done
+        for part, (cohort, rest) in zip(store, values, strict=True):
+            part["cohort"].append(cohort)
+            part["rest"].append(rest)
+        done += rows
         if progress is not None and total:
             progress(done, total)
-    return [{k: np.concatenate(v, axis=0) for k, v in store.items()} for store in out]
+
+    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cohorts") as pool:
+        pending = []
+        for batch in _batches(counts):
+            pending.append((pool.submit(charged(one), batch), batch.shape[0]))
+            if len(pending) > WORKERS:  # at most one batch waiting per thread
+                future, rows = pending.pop(0)
+                keep(future.result(), rows)
+        for future, rows in pending:
+            keep(future.result(), rows)
+    return [{k: np.concatenate(v, axis=0) for k, v in part.items()} for part in store]
+
+
+#: Threads of the pass over the resamples (the machine's cores, at most 4).
+WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 
 def _batches(counts, rows: int = 500):
