@@ -60,7 +60,16 @@ def verdicts(source: data.Source) -> pd.DataFrame:
     """The session's verdicts on ``source``'s data (an empty table when there are none); the
     verdicts belong to the original source, whichever gold a view shows."""
     store = st.session_state.get(state.ADJ_VERDICTS) or {}
-    return store.get(original_source(source).token, empty_frame())
+    found = store.get(original_source(source).token)
+    return empty_frame() if found is None else found
+
+
+def verdict_count(source: data.Source) -> int:
+    """How many verdicts the session has on ``source``'s data (read on every run of every
+    session: no table is made for it)."""
+    store = st.session_state.get(state.ADJ_VERDICTS) or {}
+    found = store.get(original_source(source).token)
+    return 0 if found is None else len(found)
 
 
 def digest(frame: pd.DataFrame) -> str:
@@ -84,11 +93,12 @@ def gold_source(source: data.Source, gold: str, notes: list[str] | None = None
     the pages' headers name it. Without verdicts, or when they leave no query, the original
     source with a note in ``notes`` saying why."""
     source = original_source(source)
-    frame = verdicts(source)
     if gold == ORIGINAL or source.loaded is None:
-        extra = (f" ({len(frame):,} verdict{'' if len(frame) == 1 else 's'} in this session: "
-                 "the adjudicated gold is a switch away)") if len(frame) else ""
+        n = verdict_count(source)
+        extra = (f" ({n:,} verdict{'' if n == 1 else 's'} in this session: "
+                 "the adjudicated gold is a switch away)") if n else ""
         return source, "original (the files' labels)" + extra
+    frame = verdicts(source)
     if frame.empty:
         if notes is not None:
             notes.append("The adjudicated gold was asked for, but this session has no verdict "

@@ -254,7 +254,7 @@ def settings_sidebar(source: data.Source, notes: list[str], *,
                               "have were dropped.")
         state.set_value("criterion_gates", kept)
     _widget(state.setting("gold"))
-    n = len(gold.verdicts(source))
+    n = gold.verdict_count(source)
     st.caption(f"{n:,} verdict{'' if n == 1 else 's'} in this session (Case review)." if n
                else "No verdict yet: mark cases on Case review, or upload an adjudication "
                     "file there.")

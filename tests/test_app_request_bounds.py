@@ -718,3 +718,21 @@ def test_per_criterion_intervals_in_the_making_elsewhere_are_waited_for_in_steps
         other.join(30)
     assert tables.group_intervals_in_the_making(evaluator, config) is None
     assert tables.group_intervals_ready(evaluator, config)
+
+
+# ------------------------------------------------------- work skipped on every run
+def test_a_run_without_verdicts_makes_no_adjudication_table(monkeypatch):
+    """The gold switch is read on every run of every session: with the original gold (and no
+    verdicts) no empty adjudication table is made; with verdicts, their count."""
+    from types import SimpleNamespace
+
+    from dashboard import gold
+
+    source = SimpleNamespace(adjudicated=None, token="demo", loaded=None)
+    monkeypatch.setattr(gold.st, "session_state", {})
+    monkeypatch.setattr(gold, "empty_frame", lambda: pytest.fail("a table was made"))
+    assert gold.verdict_count(source) == 0
+    assert gold.gold_source(source, gold.ORIGINAL) == (source, "original (the files' labels)")
+    gold.st.session_state[state.ADJ_VERDICTS] = {"demo": [1, 2, 3]}  # three verdicts
+    assert gold.verdict_count(source) == 3
+    assert "3 verdicts in this session" in gold.gold_source(source, gold.ORIGINAL)[1]
