@@ -891,20 +891,9 @@ def describe_thresholds(config: EvalConfig, threshold_marks: Mapping[str, str] |
     """One line for every page and the record: each threshold, its value and how it was
     chosen (``threshold_marks`` and ``threshold_guarantees``: the view's; default: the
     session's). A guaranteed threshold names its target, δ and calibration data."""
+    from metrics_core.report.decision_record import thresholds_line
+
     got = marks() if threshold_marks is None else threshold_marks
     kept = (guarantees() if threshold_marks is None else {}) \
         if threshold_guarantees is None else threshold_guarantees
-
-    def mark(name):
-        if got.get(name) == GUARANTEED:
-            return kept[name].describe() if name in kept else GUARANTEED
-        return EXPLORATORY if got.get(name) == EXPLORATORY else PRESPECIFIED
-
-    parts = [f"τ_neg {config.tau_neg:g} ({mark('tau_neg')})",
-             f"τ_pos {config.tau_pos:g} ({mark('tau_pos')})",
-             f"τ {config.threshold:g} ({mark('threshold')})",
-             f"γ {config.gamma:g} ({mark('gamma')})"]
-    if config.criterion_gates:
-        parts.append(f"{len(config.criterion_gates)} per-criterion gate(s) "
-                     f"({mark('criterion_gates')})")
-    return "Thresholds: " + "; ".join(parts)
+    return thresholds_line(config, got, kept)

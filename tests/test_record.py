@@ -177,3 +177,32 @@ def test_record_holds_the_gate_s_risk_coverage(evaluation):
     assert (f"answers {curve['gate']['coverage']:.1%} of the queries (UNCERTAIN abstains) "
             f"with risk {curve['gate']['risk']:.4f}") in section
     assert "Risk–coverage of the gate" in page[page.index("<h2>Figures</h2>"):]
+
+
+def test_cli_report_keeps_the_marks_of_its_settings_file(tmp_path):
+    """A settings.json whose τ_neg was set with a guarantee and γ moved: the CLI's record
+    says so on its thresholds line, states the guarantee and writes the same marks into its
+    settings.json (a record made from the file cannot make those thresholds pre-specified)."""
+    from metrics_core.metrics.risk_control import ThresholdGuarantee
+
+    g = ThresholdGuarantee("screening_sensitivity>=0.99", 0.1, 1, "split=TUNE", 7385)
+    config = EvalConfig(tau_neg=0.042806, gamma=0.8, bootstrap=0)
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({
+        "schema": "metrics_core_settings/1", "config": config.to_dict(),
+        "provenance": {"tau_neg": "guaranteed", "gamma": "exploratory"},
+        "guarantees": {"tau_neg": g.to_dict()}}))
+    out = tmp_path / "record.zip"
+    paths = demo_paths()
+    assert main(["report", str(paths.queries), str(paths.candidates), "--settings",
+                 str(settings), "--format", "zip", "--out", str(out), "--quiet"]) == 0
+    with zipfile.ZipFile(out) as z:
+        page = z.read("decision_record.html").decode()
+        saved = json.loads(z.read("settings.json"))
+    assert ("Thresholds: τ_neg 0.042806 (guaranteed: screening_sensitivity&gt;=0.99, δ 0.1, "
+            "calibrated on split TUNE); τ_pos 0.6 (pre-specified); τ 0.5 (pre-specified); "
+            "γ 0.8 (exploratory) (as settings.json records them).") in page
+    assert "Thresholds with a guarantee" in page and "7,385 queries" in page
+    assert saved["provenance"] == {"tau_neg": "guaranteed", "tau_pos": "pre-specified",
+                                   "threshold": "pre-specified", "gamma": "exploratory"}
+    assert saved["guarantees"] == {"tau_neg": g.to_dict()}

@@ -40,14 +40,25 @@ def _read_at_most(path: Path, limit: int, refusal) -> bytes:
 def load_settings(path: Path) -> EvalConfig:
     """The :class:`EvalConfig` of a settings.json (as the dashboard writes it), read with
     :func:`metrics_core.settings_file.read_settings`: the dashboard's verdict on the same file."""
-    from metrics_core.config import MAX_SETTINGS_BYTES
+    return load_settings_marks(path)[0]
+
+
+def load_settings_marks(path: Path) -> tuple[EvalConfig, dict, dict]:
+    """:func:`load_settings` and how the file says each threshold was chosen: ``(config,
+    marks, guarantees)`` (field -> exploratory / guaranteed; field -> ThresholdGuarantee),
+    contract §9: a record made from the file keeps them."""
+    from metrics_core.config import EXPLORATORY, GUARANTEED, MAX_SETTINGS_BYTES
+    from metrics_core.settings_file import read_settings_file
 
     def too_large(size: str) -> SettingsError:
         return SettingsError(None, f"is {size}; a settings file holds at most "
                              f"{MAX_SETTINGS_BYTES:,} bytes", source=path.name)
 
     data = _read_at_most(path, MAX_SETTINGS_BYTES, too_large)
-    return EvalConfig(**read_settings(data, source=path.name))
+    config = EvalConfig(**read_settings(data, source=path.name))
+    _, _, explored, guaranteed = read_settings_file(data, source=path.name)
+    marks = {**dict.fromkeys(guaranteed, GUARANTEED), **dict.fromkeys(explored, EXPLORATORY)}
+    return config, marks, guaranteed
 
 
 def read_notes(path: Path) -> str:
@@ -63,6 +74,19 @@ def read_notes(path: Path) -> str:
         raise ValueError(f"--notes {path}: is not UTF-8 text (byte {err.start:,})") from None
 
 
+def _thresholds(config: EvalConfig, marks: dict, guarantees: dict, settings: Path | None) -> str:
+    """The record's thresholds line: every threshold pre-specified (the defaults, or loaded
+    from ``settings``) unless the file marks it exploratory or guaranteed."""
+    if not marks:
+        return ("Thresholds: pre-specified (" + (f"loaded from {settings.name}" if settings
+                                                 else "the defaults")
+                + f"): {config.describe_gate()}, τ {config.threshold:g}, γ {config.gamma:g}.")
+    from metrics_core.report.decision_record import thresholds_line
+
+    return thresholds_line(config, marks, guarantees) + (
+        f" (as {settings.name} records them)." if settings else ".")
+
+
 @with_progress
 def report_command(args) -> int:
     """``metrics-core report``: the decision record written to ``--out``; the exit status."""
@@ -74,7 +98,8 @@ def report_command(args) -> int:
                    ("--adjudications", args.adjudications), ("--posts", args.posts)],
                   [("--out", out)])
     cohorts = cohort_options(args)
-    config = load_settings(args.settings) if args.settings else EvalConfig()
+    config, marks, guarantees = (load_settings_marks(args.settings) if args.settings
+                                 else (EvalConfig(), {}, {}))
     notes = read_notes(args.notes) if args.notes else ""
     from metrics_core.report import decision_record as record
 
@@ -110,10 +135,8 @@ def report_command(args) -> int:
     files = ", ".join(p.name for p in (args.queries, args.candidates) if p is not None)
     page = record.render_html(evaluation, title=args.title, notes=notes,
                               data_label=f"Data: {files}", exclusions=loaded.exclusions,
-                              thresholds="Thresholds: pre-specified (" + (
-                                  f"loaded from {args.settings.name}" if args.settings
-                                  else "the defaults") + f"): {config.describe_gate()}, "
-                              f"τ {config.threshold:g}, γ {config.gamma:g}.",
+                              thresholds=_thresholds(config, marks, guarantees, args.settings),
+                              marks=marks, guarantees=guarantees,
                               adjudication=adjudicated, cohorts=cohort_result)
     if args.format == "html":
         data = page.encode("utf-8")
@@ -128,6 +151,7 @@ def report_command(args) -> int:
                   f"{printable(err)}", file=sys.stderr)
         data = record.render_zip(evaluation, html_text=page, pdf=pdf,
                                  exclusions=loaded.exclusions, pdf_missing=missing,
+                                 marks=marks, guarantees=guarantees,
                                  adjudication=adjudicated)
     write_atomically({out: data})
     args.progress.close()

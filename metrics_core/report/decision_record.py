@@ -41,7 +41,8 @@ from metrics_core.report.figures.gate import risk_coverage_figure
 from metrics_core.report.wording import plain_subset, verdict_frame, verdict_summary
 
 __all__ = ["CHROMIUM", "PDF_NOTE", "adjudication_section", "guarantees_section", "render_html",
-           "render_pdf", "render_zip", "risk_coverage_section", "settings_json"]
+           "render_pdf", "render_zip", "risk_coverage_section", "settings_json",
+           "thresholds_line"]
 
 #: The plotly template of the record's figures, whoever makes it: importing Streamlit makes its
 #: own template plotly's default, whose placeholder colours only Streamlit's front end replaces.
@@ -118,6 +119,33 @@ def _table(frame: pd.DataFrame, *, max_rows: int = 200, digits: int = 4,
     attributes = f' class="{css}"' if css else ""
     return (f"<table{attributes}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
             "</table>")
+
+
+def thresholds_line(config, marks: dict | None = None, guarantees: dict | None = None) -> str:
+    """The thresholds line of every page and the record: each threshold, its value and how it
+    was chosen (``marks``: field -> pre-specified / exploratory / guaranteed, none given:
+    pre-specified; a guaranteed one names its target, δ and calibration data from
+    ``guarantees``), contract §9.
+
+    >>> from metrics_core.config import EvalConfig
+    >>> thresholds_line(EvalConfig(), {"gamma": "exploratory"}).split("; ")[2:]
+    ['τ 0.5 (pre-specified)', 'γ 0.9 (exploratory)']
+    """
+    got, kept = marks or {}, guarantees or {}
+
+    def mark(name):
+        if got.get(name) == GUARANTEED:
+            return kept[name].describe() if name in kept else GUARANTEED
+        return EXPLORATORY if got.get(name) == EXPLORATORY else PRESPECIFIED
+
+    parts = [f"τ_neg {config.tau_neg:g} ({mark('tau_neg')})",
+             f"τ_pos {config.tau_pos:g} ({mark('tau_pos')})",
+             f"τ {config.threshold:g} ({mark('threshold')})",
+             f"γ {config.gamma:g} ({mark('gamma')})"]
+    if config.criterion_gates:
+        parts.append(f"{len(config.criterion_gates)} per-criterion gate(s) "
+                     f"({mark('criterion_gates')})")
+    return "Thresholds: " + "; ".join(parts)
 
 
 def settings_json(evaluation, *, marks: dict | None = None,
