@@ -21,7 +21,6 @@ from metrics_core import registry
 from metrics_core.evaluation import kernels
 from metrics_core.evaluation.kernels import members
 from metrics_core.metrics import gate, outcomes
-from metrics_core.registry import fmt_t
 
 __all__ = ["fold_summary", "group_body", "group_codes", "group_intervals",
            "group_intervals_in_the_making", "group_intervals_ready", "group_table"]
@@ -102,18 +101,11 @@ def _place(label) -> str:
 
 
 def _metric_order(inter, label) -> list[str]:
-    """The metric columns of a table per ``label`` (``pooled``: of any), registry order."""
-    out = []
-    for s in registry.SPECS:
-        if not (s.per_group if label == "pooled" else _place(label) in s.applies):
-            continue
-        if s.name.startswith("tpr@") or s.name.startswith("threshold@"):
-            out.extend(f"{s.name}{fmt_t(t)}" for t in inter.cfg.tpr_fprs)
-        elif s.family:
-            out.extend(n for n in inter.rk if registry.spec(n) is s)
-        else:
-            out.append(s.name)
-    return out
+    """The metric columns of a table per ``label`` (``pooled``: of any), registry order, a
+    family at each of the run's cut-offs or FPR targets (:func:`kernels.names`)."""
+    return [name for s in registry.SPECS
+            if (s.per_group if label == "pooled" else _place(label) in s.applies)
+            for name in kernels.names(s, inter)]
 
 
 def group_body(ev, inter, label) -> pd.DataFrame:
