@@ -392,3 +392,92 @@ def test_the_resamples_on_several_threads_give_the_values_of_one(monkeypatch):
     pd.testing.assert_frame_equal(many.cohorts, one.cohorts)
     pd.testing.assert_frame_equal(many.weak_segments, one.weak_segments)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen) and seen[-1] == (1_200, 1_200)
+
+
+#: The per-group metrics whose interval comes from the resampled sums (not a disparity test).
+SUMMED = {"fpr", "npv", "f1", "mcc", "balanced_accuracy", "neg_rate", "alert_rate_per_1000",
+          "abstain_rate_pos", "accuracy_answered", "mcc_answered", "slip_rate", "pass_rate",
+          "workup_to_detection", "evidence_precision", "mean_k", "median_k", "p90_k", "tp",
+          "workload_per_1000", "recall@1", "map@5", "ndcg@3", "hit@1"}
+
+
+def test_every_summed_metrics_interval_matches_a_literal_resampling_loop():
+    """The intervals of the metrics without a disparity test (confusion and gate rates, F1,
+    MCC, balanced accuracy, ranking means at every K, K's mean / median / P90, counts): the
+    percentiles of the metric computed on each resample's repeated rows (scikit-learn's F1 and
+    MCC, numpy's quantiles)."""
+    from sklearn.metrics import balanced_accuracy_score, f1_score, matthews_corrcoef
+
+    q, c = _data(n_posts=30, n_criteria=3, seed=7)
+    cfg = EvalConfig(bootstrap=80, seed=4)
+    loaded, attrs = _run(q, c, ["site"])
+    ev = Evaluator(loaded.dataset)
+    inter = ev.intermediate(cfg)
+    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=80, seed=4).counts()
+    table = cohort_tables(ev, inter, [attrs["site"]], counts=counts, weak=False).cohorts
+    ds, site = ev.ds, attrs["site"]
+    y, pred, st, k = ds.y.astype(int), inter.pred.astype(int), inter.states, inter.k
+    rk, rmask = inter.rk, inter.rmask
+
+    def values(rows):
+        yy, pp, ss, kk = y[rows], pred[rows], st[rows], k[rows]
+        answered = ss != 1
+        ya, pa = yy[answered], (ss[answered] == 2).astype(int)
+        rm = rmask[rows]
+        out = {"fpr": pp[yy == 0].mean() if (yy == 0).any() else np.nan,
+               "npv": (1 - yy[pp == 0]).mean() if (pp == 0).any() else np.nan,
+               "f1": f1_score(yy, pp, zero_division=np.nan) if (yy + pp).any() else np.nan,
+               "mcc": matthews_corrcoef(yy, pp) if 0 < yy.sum() < yy.size and
+               0 < pp.sum() < pp.size else np.nan,
+               "balanced_accuracy": balanced_accuracy_score(yy, pp) if 0 < yy.sum() < yy.size
+               else np.nan,
+               "neg_rate": np.mean(ss == 0), "alert_rate_per_1000": 1000 * np.mean(ss == 2),
+               "abstain_rate_pos": np.mean(ss[yy == 1] == 1) if yy.any() else np.nan,
+               "accuracy_answered": np.mean(ya == pa) if answered.any() else np.nan,
+               "mcc_answered": matthews_corrcoef(ya, pa) if 0 < ya.sum() < ya.size and
+               0 < pa.sum() < pa.size else np.nan,
+               "slip_rate": np.mean(ss[yy == 1] == 0) if yy.any() else np.nan,
+               "pass_rate": np.mean(ss[yy == 0] == 0) if (yy == 0).any() else np.nan,
+               "workup_to_detection": (ss == 2).sum() / ((ss == 2) & (yy == 1)).sum()
+               if ((ss == 2) & (yy == 1)).any() else np.nan,
+               "evidence_precision": np.nanmean(inter.prec[rows][inter.emask[rows]])
+               if inter.emask[rows].any() else np.nan,
+               "mean_k": kk.mean(), "median_k": np.quantile(kk, 0.5),
+               "p90_k": np.quantile(kk, 0.9), "tp": float(((pp == 1) & (yy == 1)).sum()),
+               "workload_per_1000": 1000 * kk.mean()}
+        for name in ("recall@1", "map@5", "ndcg@3", "hit@1"):
+            out[name] = np.mean(rk[name][rows][rm]) if rm.any() else np.nan
+        return out
+
+    for j, value in enumerate(site.values):
+        own = np.flatnonzero(site.codes == j)
+        point = values(own)
+        resampled = {name: [] for name in SUMMED}
+        for r in range(counts.shape[0]):
+            rows = np.repeat(own, counts[r][ds.post_code[own]])
+            got = values(rows) if rows.size else dict.fromkeys(SUMMED, np.nan)
+            for name in SUMMED:
+                resampled[name].append(got[name])
+        for name in SUMMED:
+            if np.isnan(point[name]):  # undefined stays undefined, with no interval
+                assert _value(table, "site", value, name, "defined") is False or \
+                    not _value(table, "site", value, name, "defined"), name
+                assert _value(table, "site", value, name, "ci95") is None, name
+                continue
+            assert _value(table, "site", value, name) == pytest.approx(point[name]), name
+            v = np.array(resampled[name], dtype=float)
+            want = np.percentile(v[~np.isnan(v)], [2.5, 97.5]).tolist()
+            assert _value(table, "site", value, name, "ci95") == pytest.approx(
+                want, abs=1e-9), (value, name)
+
+
+def test_the_metrics_left_without_an_interval_are_the_curve_calibration_and_per_post_ones():
+    q, c = _data()
+    *_, result = _tables(q, c, cfg=EvalConfig(bootstrap=60))
+    table = result.cohorts
+    without = set(table.loc[table["ci95"].isna() & table["defined"], "metric"])
+    assert without <= {"auprc", "ece", "mce", "calibration_in_the_large",
+                       "calibration_intercept", "calibration_slope", "exact_match",
+                       "hamming_score", "hamming_loss", "micro_f1", "samples_f1", "macro_f1",
+                       "weighted_f1"} | {m for m in without if m.startswith(("tpr@", "threshold@"))}
+    assert SUMMED <= set(table.loc[table["ci95"].notna(), "metric"])

@@ -33,7 +33,7 @@ import pandas as pd
 
 from metrics_core import registry
 from metrics_core.metrics.curve_replicates import ScoreLayout
-from metrics_core.metrics.uncertainty import Bootstrap, percentile_cis
+from metrics_core.metrics.uncertainty import Bootstrap, percentile_cis, weighted_int_quantiles
 
 __all__ = ["DISPARITY_METRICS", "RATE_METRICS", "SMALL_CELL", "CohortResult", "Grouping",
            "add_to", "bootstrap_p_values", "cohort_tables", "evaluate_cohorts", "holm",
@@ -201,6 +201,111 @@ def _ratio(num, den) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
+# ------------------------------------------------------- the other metrics' intervals
+def _extra_columns(ds, inter) -> tuple[list[str], np.ndarray]:
+    """The per-group metrics without a disparity test whose value is a ratio (or a sum) of
+    per-query sums: ``(names, sums)``, ``sums`` an ``(n_queries, 2 E)`` array (numerators,
+    then denominators; a sum's denominator is 0). Their resampled values are the intervals of
+    the cohorts table; :func:`_extra_values` adds the balanced accuracies and MCCs from the
+    outcome counts."""
+    y = ds.y.astype(np.float64)
+    n = 1.0 - y
+    pred = inter.pred.astype(np.float64)
+    st = inter.states
+    neg, unc, pos = ((st == s).astype(np.float64) for s in (0, 1, 2))
+    answered = 1.0 - unc
+    ones = np.ones_like(y)
+    k = np.asarray(inter.k, dtype=np.float64)
+    emask = inter.emask.astype(np.float64)
+    zero = np.zeros_like(y)
+    cols = {
+        "tp": (pred * y, zero), "fp": (pred * n, zero), "tn": ((1 - pred) * n, zero),
+        "fn": ((1 - pred) * y, zero), "fpr": (pred * n, n), "npv": ((1 - pred) * n, 1 - pred),
+        "f1": (2 * pred * y, 2 * pred * y + pred * n + (1 - pred) * y),
+        "neg_rate": (neg, ones), "uncertain_rate": (unc, ones), "pos_rate": (pos, ones),
+        "review_rate": (unc + pos, ones), "alert_rate_per_1000": (1000 * pos, ones),
+        "screening_fn_per_1000": (1000 * neg * y, ones), "workup_to_detection": (pos, pos * y),
+        "coverage": (answered, ones), "abstain_rate": (unc, ones),
+        "abstain_rate_pos": (unc * y, y), "abstain_rate_neg": (unc * n, n),
+        "accuracy": (neg * n + pos * y, ones), "accuracy_answered": (neg * n + pos * y, answered),
+        "precision_pos": (pos * y, pos), "recall_pos": (pos * y, answered * y),
+        "f1_pos": (2 * pos * y, 2 * pos * y + pos * n + neg * y),
+        "precision_neg": (neg * n, neg), "recall_neg": (neg * n, answered * n),
+        "f1_neg": (2 * neg * n, 2 * neg * n + neg * y + pos * n),
+        "slip_rate": (neg * y, y), "catch_rate": (pos * y, y), "pass_rate": (neg * n, n),
+        "evidence_precision": (np.nan_to_num(inter.prec) * emask, emask),
+        "mean_k": (k, ones), "workload": (k, zero), "workload_per_1000": (1000 * k, ones),
+        # outcome counts for the balanced accuracies and MCCs
+        "_neg_y": (neg * y, zero), "_neg_n": (neg * n, zero), "_pos_y": (pos * y, zero),
+        "_pos_n": (pos * n, zero)}
+    rmask = inter.rmask.astype(np.float64)
+    for name, values in inter.rk.items():
+        cols.setdefault(name, (np.nan_to_num(values) * rmask, rmask))
+    whole_k = np.asarray(inter.k, dtype=np.int64)
+    for value in range(int(whole_k.max()) + 1 if whole_k.size else 0):  # K's histogram
+        cols[f"_k{value}"] = ((whole_k == value).astype(np.float64), zero)
+    names = list(cols)
+    return names, np.column_stack([cols[c][0] for c in names] + [cols[c][1] for c in names])
+
+
+def _distinct_columns(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(distinct, where)``: the distinct columns of ``matrix`` (many metrics share a
+    denominator) and each column's place among them (``distinct[:, where] == matrix``)."""
+    seen: dict[bytes, int] = {}
+    where = np.empty(matrix.shape[1], dtype=np.int64)
+    keep = []
+    for i in range(matrix.shape[1]):
+        key = np.ascontiguousarray(matrix[:, i]).tobytes()
+        if key not in seen:
+            seen[key] = len(keep)
+            keep.append(i)
+        where[i] = seen[key]
+    return matrix[:, keep], where
+
+
+#: Ratios of two per-query sums' parts: name -> its numerator's and denominator's columns.
+_SUMS_ONLY = frozenset({"tp", "fp", "tn", "fn", "workload", "_neg_y", "_neg_n", "_pos_y",
+                        "_pos_n"})
+
+
+def _extra_values(names: Sequence[str], sums: np.ndarray) -> dict[str, np.ndarray]:
+    """Each extra metric's values from its sums (``(..., 2 E)``, the last axis as
+    :func:`_extra_columns` lays it out): ratios, sums, and the balanced accuracies and MCCs
+    of the outcome table at τ and of the gate's answered queries."""
+    e = len(names)
+    num, den = sums[..., :e], sums[..., e:]
+    at = {name: i for i, name in enumerate(names)}
+    out = {}
+    for name, i in at.items():
+        out[name] = (num[..., i] if name in _SUMS_ONLY or name.startswith("_k")
+                     else _ratio(num[..., i], den[..., i]))
+    histogram = [i for name, i in at.items() if name.startswith("_k")]
+    if histogram:  # K's median and P90: numpy's linear quantiles of the weighted K values
+        counts = num[..., histogram]
+        flat = counts.reshape(-1, len(histogram))
+        q = weighted_int_quantiles(np.arange(len(histogram)), (0.5, 0.9)).from_histogram(
+            flat).reshape(*counts.shape[:-1], 2)
+        empty = counts.sum(axis=-1) == 0
+        out["median_k"] = np.where(empty, np.nan, q[..., 0])
+        out["p90_k"] = np.where(empty, np.nan, q[..., 1])
+
+    def balanced(tp, fn, tn, fp):
+        return (_ratio(tp, tp + fn) + _ratio(tn, tn + fp)) / 2.0
+
+    def mcc(tp, fp, tn, fn):
+        with np.errstate(invalid="ignore"):
+            scale = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+        return _ratio(tp * tn - fp * fn, scale)
+
+    tau = (out["tp"], out["fp"], out["tn"], out["fn"])
+    gate = (out["_pos_y"], out["_pos_n"], out["_neg_n"], out["_neg_y"])  # tp, fp, tn, fn
+    out["balanced_accuracy"] = balanced(tau[0], tau[3], tau[2], tau[1])
+    out["mcc"] = mcc(*tau)
+    out["balanced_accuracy_answered"] = balanced(gate[0], gate[3], gate[2], gate[1])
+    out["mcc_answered"] = mcc(*gate)
+    return {k: v for k, v in out.items() if not k.startswith("_")}
+
+
 # ------------------------------------------------------------------ AUROC pair counts
 class _PairCounts:
     """AUROC of each cohort and of its rest from weighted pair counts, for several columns.
@@ -296,11 +401,13 @@ class _Column:
     grouping: Grouping
     posts: list  # per cohort: the posts it has queries of
     sums: list  # per cohort: (posts, 2S) per-post sums of its numerators and denominators
+    extra: list | None = None  # per cohort: (posts, 2E) the same of _extra_columns
 
 
-def _prepare(ds, grouping: Grouping, num_den: np.ndarray) -> _Column:
+def _prepare(ds, grouping: Grouping, num_den: np.ndarray,
+             extra: np.ndarray | None = None) -> _Column:
     g = len(grouping.values)
-    posts, sums = [], []
+    posts, sums, extras = [], [], []
     for j in range(g):
         rows = np.flatnonzero(grouping.codes == j)
         used, local = np.unique(ds.post_code[rows], return_inverse=True)
@@ -308,7 +415,11 @@ def _prepare(ds, grouping: Grouping, num_den: np.ndarray) -> _Column:
         np.add.at(s, local, num_den[rows])
         posts.append(used)
         sums.append(s)
-    return _Column(grouping, posts, sums)
+        if extra is not None:
+            x = np.zeros((used.size, extra.shape[1]))
+            np.add.at(x, local, extra[rows])
+            extras.append(x)
+    return _Column(grouping, posts, sums, extras if extra is not None else None)
 
 
 def _replicates(ds, columns: list[_Column], pairs: _PairCounts, num_den, counts,
@@ -335,24 +446,30 @@ def _replicates(ds, columns: list[_Column], pairs: _PairCounts, num_den, counts,
             g = len(col.grouping.values)
             cohort = np.empty((batch.shape[0], g, n_metrics + 1))
             rest = np.empty_like(cohort)
+            extra = None if col.extra is None else np.empty(
+                (batch.shape[0], g, col.extra[0].shape[1]))
             for j in range(g):
                 s = cf[:, col.posts[j]] @ col.sums[j]
                 cohort[:, j, :n_metrics] = _ratio(s[:, :n_metrics], s[:, n_metrics:])
                 r = whole - s
                 rest[:, j, :n_metrics] = _ratio(r[:, :n_metrics], r[:, n_metrics:])
+                if extra is not None:
+                    extra[:, j] = cf[:, col.posts[j]] @ col.extra[j]
             cohort[:, :, n_metrics], rest[:, :, n_metrics] = a, b
-            out.append((cohort, rest))
+            out.append((cohort, rest, extra))
         return out
 
-    store = [{"cohort": [], "rest": []} for _ in columns]
+    store = [{"cohort": [], "rest": [], "extra": []} for _ in columns]
     done = 0
     total = counts.shape[0] if hasattr(counts, "shape") else None
 
     def keep(values, rows) -> None:
         nonlocal done
-        for part, (cohort, rest) in zip(store, values, strict=True):
+        for part, (cohort, rest, extra) in zip(store, values, strict=True):
             part["cohort"].append(cohort)
             part["rest"].append(rest)
+            if extra is not None:
+                part["extra"].append(extra)
         done += rows
         if progress is not None and total:
             progress(done, total)
@@ -366,7 +483,8 @@ def _replicates(ds, columns: list[_Column], pairs: _PairCounts, num_den, counts,
                 keep(future.result(), rows)
         for future, rows in pending:
             keep(future.result(), rows)
-    return [{k: np.concatenate(v, axis=0) for k, v in part.items()} for part in store]
+    return [{k: np.concatenate(v, axis=0) if v else None for k, v in part.items()}
+            for part in store]
 
 
 #: Threads of the pass over the resamples (the machine's cores, at most 4).
@@ -455,8 +573,33 @@ def _disparity_rows(grouping, names, cohort_v, rest_v, reps, n, n_pos) -> list[d
     return rows
 
 
-def _other_rows(grouping, body: pd.DataFrame, names: set, n, n_pos) -> list[dict]:
-    """The per-group metrics without a disparity test: the cohort's value only."""
+def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
+                     replicates: np.ndarray | None) -> dict[str, list]:
+    """metric -> one interval per cohort (None where no resample defines it), for the
+    metrics of :func:`_extra_columns` the table shows. A metric is given intervals only if
+    its value from the sums on the data itself is the table's value (the same definition)."""
+    if replicates is None:
+        return {}
+    g = len(grouping.values)
+    sums = np.zeros((g, extra.shape[1]))
+    np.add.at(sums, grouping.codes, extra)
+    point = _extra_values(names, sums)
+    resampled = _extra_values(names, replicates)
+    out = {}
+    for name, values in point.items():
+        if name not in body.columns:
+            continue
+        shown = body[name].to_numpy(dtype=np.float64, na_value=np.nan)
+        if np.allclose(values, shown, rtol=1e-9, atol=1e-12, equal_nan=True):
+            out[name] = _cis(np.where(np.isfinite(resampled[name]), resampled[name], np.nan))
+    return out
+
+
+def _other_rows(grouping, body: pd.DataFrame, names: set, n, n_pos,
+                intervals: Mapping[str, list] | None = None) -> list[dict]:
+    """The per-group metrics without a disparity test: the cohort's value and, where the
+    resamples give it (``intervals``: metric -> one interval per cohort), its interval."""
+    intervals = intervals or {}
     rows = []
     metrics = [c for c in body.columns if c not in ("n", "n_positive", "positive_rate",
                                                     "auroc_defined") and "_ci_" not in c
@@ -466,8 +609,10 @@ def _other_rows(grouping, body: pd.DataFrame, names: set, n, n_pos) -> list[dict
         for i, name in enumerate(metrics):
             v = data[j, i]
             defined = bool(np.isfinite(v))
+            ci = intervals.get(name)
             rows.append({"column": grouping.name, "value": value, "metric": name,
-                         "estimate": float(v) if defined else None, "ci95": None,
+                         "estimate": float(v) if defined else None,
+                         "ci95": ci[j] if ci is not None and defined else None,
                          "n": int(n[j]), "n_positive": int(n_pos[j]), "rest_estimate": None,
                          "difference": None, "difference_ci95": None, "ratio": None,
                          "ratio_ci95": None, "p_value": None, "defined": defined})
@@ -518,7 +663,10 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                 pair = intersect(a, b)
                 if pair.name not in known:
                     segment_columns.append(pair)
-    columns = [_prepare(ds, g, num_den) for g in segment_columns]
+    extra_names, extra = _extra_columns(ds, inter)
+    distinct, where = _distinct_columns(extra)  # summed once each, then laid out again
+    columns = [_prepare(ds, g, num_den, distinct if i < len(singles) else None)
+               for i, g in enumerate(segment_columns)]
     pairs = _PairCounts(layout, [g.codes[order] for g in segment_columns],
                         [len(g.values) for g in segment_columns])
     point_auroc = pairs.replicates(np.ones((1, int(ds.posts.size)), dtype=np.int64))
@@ -543,7 +691,9 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                                None if reps is None else reps[k], n, n_pos)
         if k < len(singles):
             body = tables.group_body(ev, inter, grouping)
-            rows += _other_rows(grouping, body, set(all_names), n, n_pos)
+            intervals = _extra_intervals(grouping, body, extra_names, extra,
+                                         None if reps is None else reps[k]["extra"][..., where])
+            rows += _other_rows(grouping, body, set(all_names), n, n_pos, intervals)
             _finish_column(rows)
             cohort_rows.extend(_ordered(rows, body.columns, all_names))
             odds.extend(_equalised_odds(grouping, rows))
