@@ -241,6 +241,15 @@ def _extra_columns(ds, inter) -> tuple[list[str], np.ndarray]:
     rmask = inter.rmask.astype(np.float64)
     for name, values in inter.rk.items():
         cols.setdefault(name, (np.nan_to_num(values) * rmask, rmask))
+    cfg = inter.cfg
+    from metrics_core.metrics.calibration import bin_matrix
+
+    bins = bin_matrix(ds.y, ds.p, n_bins=cfg.n_bins, strategy=cfg.binning,
+                      top_label=cfg.calibration_view == "top_label")  # the data's own edges
+    n_bins = bins.shape[1] // 2
+    for b in range(n_bins):  # per bin: queries, and the sum of y - p (ECE, MCE)
+        cols[f"_bin{b}"] = (bins[:, b], zero)
+        cols[f"_res{b}"] = (bins[:, n_bins + b], zero)
     whole_k = np.asarray(inter.k, dtype=np.int64)
     for value in range(int(whole_k.max()) + 1 if whole_k.size else 0):  # K's histogram
         cols[f"_k{value}"] = ((whole_k == value).astype(np.float64), zero)
@@ -277,8 +286,17 @@ def _extra_values(names: Sequence[str], sums: np.ndarray) -> dict[str, np.ndarra
     at = {name: i for i, name in enumerate(names)}
     out = {}
     for name, i in at.items():
-        out[name] = (num[..., i] if name in _SUMS_ONLY or name.startswith("_k")
+        out[name] = (num[..., i] if name in _SUMS_ONLY or name.startswith(("_k", "_bin", "_res"))
                      else _ratio(num[..., i], den[..., i]))
+    count = [i for name, i in at.items() if name.startswith("_bin")]
+    if count:  # ECE and MCE from the bins' sums (the data's bin edges)
+        from metrics_core.metrics.calibration import ece_from_sums, mce_from_sums
+
+        residual = [i for name, i in at.items() if name.startswith("_res")]
+        c, r = num[..., count], num[..., residual]
+        flat_c, flat_r = c.reshape(-1, len(count)), r.reshape(-1, len(count))
+        out["ece"] = ece_from_sums(flat_r, flat_c.sum(axis=1)).reshape(c.shape[:-1])
+        out["mce"] = mce_from_sums(flat_c, flat_r).reshape(c.shape[:-1])
     histogram = [i for name, i in at.items() if name.startswith("_k")]
     if histogram:  # K's median and P90: numpy's linear quantiles of the weighted K values
         counts = num[..., histogram]
