@@ -161,6 +161,14 @@ def test_the_record_states_the_guarantee(demo):
             f"{r.n_calibration:,} queries") in html
     assert "Learn-then-Test: Bonferroni over a fixed grid of 100 thresholds" in html
     assert '&quot;tau_pos&quot;: &quot;guaranteed&quot;' in html
+    # two set one at a time: each δ is its own, jointly at most their sum
+    g_neg = risk_control.ThresholdGuarantee("screening_sensitivity>=0.99", 0.05, 1, "all", 10)
+    both = record.render_html(evaluation, marks={"tau_pos": "guaranteed",
+                                                 "tau_neg": "guaranteed"},
+                              guarantees={"tau_pos": g, "tau_neg": g_neg})
+    assert ("These 2 guarantees were computed separately: the chance that at least one of "
+            "them fails is at most the sum of their δ (0.15).") in both
+    assert "computed separately" not in html
     # no mark, no section
     assert "Thresholds with a guarantee" not in record.render_html(
         evaluation, guarantees={"tau_pos": g})

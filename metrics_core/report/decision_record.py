@@ -356,6 +356,11 @@ def guarantees_section(cfg, marks: dict | None, guarantees: dict | None) -> str:
     sentences = "".join(
         f"<p>{_e(g.sentence(name, getattr(cfg, name) if name != 'criterion_gates' else None))}"
         "</p>" for name, g in rows)
+    if len(rows) > 1:  # set one at a time: each guarantee's δ is its own
+        total = sum(g.delta for _, g in rows)
+        sentences += (f"<p>These {len(rows)} guarantees were computed separately: the chance "
+                      f"that at least one of them fails is at most the sum of their δ "
+                      f"({total:.3g}).</p>")
     return ("<h3 id='guarantees'>Thresholds with a guarantee</h3>" + sentences
             + _table(table) + "<p class='muted'>What is not guaranteed: a batch of new queries "
             "can still miss the target by chance (the guarantee is over the draw of the "
