@@ -346,6 +346,15 @@ class _PairCounts:
         self.pos_lo, self.pos_hi = nb[lo[self.pos_rows]], nb[hi[self.pos_rows]]
         self.neg_lo, self.neg_hi = pb[lo[self.neg_rows]], pb[hi[self.neg_rows]]
         self.sizes = list(sizes)
+        # per post: its positive (negative) queries in each cohort, for the cohorts' weights
+        n_posts = int(layout.columns.max()) + 1 if layout.n else 0
+        self.pos_by_post = np.zeros((n_posts, sum(self.sizes)))
+        self.neg_by_post = np.zeros((n_posts, sum(self.sizes)))
+        start = 0
+        for c, g in zip(codes_in_order, self.sizes, strict=True):
+            np.add.at(self.pos_by_post, (self.pos_columns, start + c[self.pos_rows]), 1.0)
+            np.add.at(self.neg_by_post, (self.neg_columns, start + c[self.neg_rows]), 1.0)
+            start += g
         self.pos_group = np.hstack([_indicator(c[self.pos_rows], g)
                                     for c, g in zip(codes_in_order, sizes, strict=True)]
                                    or [np.zeros((self.pos_rows.size, 0))])
@@ -382,8 +391,11 @@ class _PairCounts:
                              + np.take(pos, self.neg_hi, axis=1))
         del pos, neg
         twice_total = pos_terms.sum(axis=1)
-        p_j = w_pos @ self.pos_group
-        n_j = w_neg @ self.neg_group
+        # the cohorts' weights of positives and negatives from the posts' weights (whole
+        # numbers: the same sums as over the queries)
+        by_post = weights.astype(np.float64)
+        p_j = by_post @ self.pos_by_post
+        n_j = by_post @ self.neg_by_post
         row = pos_terms @ self.pos_group  # 2 U(j, all)
         col = 2 * total_p[:, None] * n_j - neg_terms @ self.neg_group  # 2 U(all, j)
         diag = np.empty_like(row)
@@ -467,12 +479,13 @@ def _replicates(ds, columns: list[_Column], pairs: _PairCounts, num_den, counts,
             extra = None if col.extra is None else np.empty(
                 (batch.shape[0], g, col.extra[0].shape[1]))
             for j in range(g):
-                s = cf[:, col.posts[j]] @ col.sums[j]
+                own = cf[:, col.posts[j]]  # the cohort's posts' weights, gathered once
+                s = own @ col.sums[j]
                 cohort[:, j, :n_metrics] = _ratio(s[:, :n_metrics], s[:, n_metrics:])
                 r = whole - s
                 rest[:, j, :n_metrics] = _ratio(r[:, :n_metrics], r[:, n_metrics:])
                 if extra is not None:
-                    extra[:, j] = cf[:, col.posts[j]] @ col.extra[j]
+                    extra[:, j] = own @ col.extra[j]
             cohort[:, :, n_metrics], rest[:, :, n_metrics] = a, b
             out.append((cohort, rest, extra))
         return out
