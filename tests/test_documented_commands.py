@@ -261,7 +261,7 @@ def test_readme_notebook_example_gives_the_clis_numbers(tmp_path):
     """The README's notebook example (metrics_core.evaluate) writes the document that
     ``metrics-core evaluate`` writes with the same settings, bootstrap intervals included
     (apart from the time it was made), and its figures."""
-    code = _readme_python("metrics_core.evaluate(")
+    code = _readme_python("evaluation = metrics_core.evaluate(")
     project, env = _project_copy(tmp_path)
     done = subprocess.run([str(project / ".venv" / "bin" / "python"), "-c", code],
                           cwd=project, env=env, capture_output=True, text=True, timeout=TIMEOUT)
