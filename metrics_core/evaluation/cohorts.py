@@ -365,6 +365,10 @@ class _PairCounts:
         # among its own cohort's negatives (below its tie run, and up to its end) and the
         # start of its cohort in that order.
         self.within = []
+        # Per column also: the runs of its negatives (in that order) of one cohort and one tie
+        # run of p, which see the same positives above them: each run's weight times the
+        # positives' weight above it, summed per cohort, is 2 U(all, j).
+        self.runs = []
         n1 = layout.n + 1
         for c in codes_in_order:
             neg_codes = c[self.neg_rows]
@@ -375,6 +379,15 @@ class _PairCounts:
                                 np.searchsorted(keys, g_x + lo[self.pos_rows]),
                                 np.searchsorted(keys, g_x + hi[self.pos_rows]),
                                 np.searchsorted(keys, g_x)))
+            codes, run_lo, run_hi = neg_codes[perm], self.neg_lo[perm], self.neg_hi[perm]
+            new = np.r_[True, (codes[1:] != codes[:-1]) | (run_lo[1:] != run_lo[:-1])
+                        | (run_hi[1:] != run_hi[:-1])] if codes.size else np.zeros(0, bool)
+            starts = np.flatnonzero(new)
+            run_codes = codes[starts]
+            blocks = np.flatnonzero(np.r_[True, run_codes[1:] != run_codes[:-1]]) \
+                if starts.size else starts
+            self.runs.append((starts, run_lo[starts], run_hi[starts], blocks,
+                              run_codes[blocks]))
 
     def replicates(self, weights) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per column: (cohort AUROC, rest AUROC), ``(b, g)`` each."""
@@ -382,14 +395,10 @@ class _PairCounts:
         pos, neg = layout.cumulative(weights)
         total_p, total_n = pos[:, -1].astype(np.float64), neg[:, -1].astype(np.float64)
         w_pos = np.take(weights, self.pos_columns, axis=1).astype(np.float64)
-        w_neg = np.take(weights, self.neg_columns, axis=1).astype(np.float64)
-        # positives against every negative below them (ties one half), per positive row;
-        # negatives against every positive above them
+        # positives against every negative below them (ties one half), per positive row
         pos_terms = w_pos * (np.take(neg, self.pos_lo, axis=1)
                              + np.take(neg, self.pos_hi, axis=1))
-        neg_terms = w_neg * (np.take(pos, self.neg_lo, axis=1)
-                             + np.take(pos, self.neg_hi, axis=1))
-        del pos, neg
+        del neg
         twice_total = pos_terms.sum(axis=1)
         # the cohorts' weights of positives and negatives from the posts' weights (whole
         # numbers: the same sums as over the queries)
@@ -397,18 +406,26 @@ class _PairCounts:
         p_j = by_post @ self.pos_by_post
         n_j = by_post @ self.neg_by_post
         row = pos_terms @ self.pos_group  # 2 U(j, all)
-        col = 2 * total_p[:, None] * n_j - neg_terms @ self.neg_group  # 2 U(all, j)
         diag = np.empty_like(row)
+        above = np.zeros_like(row)  # per cohort: its negatives times the positives above
         start = 0
         kind = np.int32 if int(np.iinfo(weights.dtype).max) * max(layout.n, 1) < 2**31 \
             else np.int64
-        for (g, (columns, at_lo, at_hi, base)) in zip(self.sizes, self.within, strict=True):
+        for (g, (columns, at_lo, at_hi, base), (starts, run_lo, run_hi, blocks, present)) in \
+                zip(self.sizes, self.within, self.runs, strict=True):
+            gathered = np.take(weights, columns, axis=1)
             cum = np.zeros((weights.shape[0], columns.size + 1), dtype=kind)
-            np.cumsum(np.take(weights, columns, axis=1), axis=1, dtype=kind, out=cum[:, 1:])
+            np.cumsum(gathered, axis=1, dtype=kind, out=cum[:, 1:])
             terms = w_pos * (np.take(cum, at_lo, axis=1) + np.take(cum, at_hi, axis=1)
                              - 2.0 * np.take(cum, base, axis=1))
             diag[:, start:start + g] = terms @ self.pos_group[:, start:start + g]
+            if starts.size:  # whole numbers: exact, in any order
+                run_w = np.add.reduceat(gathered, starts, axis=1, dtype=np.int64)
+                run_w *= np.take(pos, run_lo, axis=1) + np.take(pos, run_hi, axis=1)
+                above[:, start + present] = np.add.reduceat(run_w, blocks, axis=1)
             start += g
+        del pos
+        col = 2 * total_p[:, None] * n_j - above  # 2 U(all, j)
         cohort = _ratio(diag / 2.0, p_j * n_j)
         rest = _ratio((twice_total[:, None] - row - col + diag) / 2.0,
                       (total_p[:, None] - p_j) * (total_n[:, None] - n_j))
