@@ -23,6 +23,7 @@ from dashboard import (  # noqa: E402
     computing,
     data,
     display,
+    link,
     refinement,
     server_settings,
     sidebar,
@@ -93,8 +94,8 @@ def main() -> None:
                        menu_items={"Get help": None, "Report a bug": None,
                                    "About": "Evidence pipeline metrics (metrics_core)."})
     access.sign_in_gate()  # with sign-in configured: nothing below runs before it
-    state.load_from_url(caps=server_settings.interaction_caps())
-    notes = state.link_notes()
+    link.load_from_url(caps=server_settings.interaction_caps())
+    notes = link.link_notes()
     try:
         source = data.current_source()
     except Exception as exc:  # the demo files are missing or unreadable: uploads still work
@@ -110,7 +111,7 @@ def main() -> None:
     with st.sidebar:
         data.set_view(_view(source, notes, widgets=page.url_path not in _OWN_CONTROLS,
                             page=page.url_path))
-    state.write_to_url()
+    link.write_to_url()
     top = st.container()  # the offer of resamples above the live cap (refine_intervals)
     for note in dict.fromkeys(notes):
         st.warning(escape_markdown(note), icon=":material/link:")
@@ -121,7 +122,7 @@ def main() -> None:
         except Exception as exc:
             display.show_failure(exc)
         else:
-            state.write_to_url(always=True)  # the address of the run that finished last
+            link.write_to_url(always=True)  # the address of the run that finished last
             refinement.refine_intervals(st.session_state.get(state.VIEW), slot=top)
 
 

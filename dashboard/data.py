@@ -374,10 +374,10 @@ class View:
     filters: Filters
     config: EvalConfig
     show_bootstrap: bool = False
-    #: How each threshold got its value when the view was made (dashboard.state.marks): the
+    #: How each threshold got its value when the view was made (dashboard.provenance.marks): the
     #: pages, settings.json and the record say what the view says.
     marks: Mapping[str, str] = field(default_factory=dict)
-    #: The guarantees of the thresholds marked guaranteed (dashboard.state.guarantees).
+    #: The guarantees of the thresholds marked guaranteed (dashboard.provenance.guarantees).
     guarantees: Mapping[str, Any] = field(default_factory=dict)
     #: The full-resample configuration still to compute (set by a live-resample evaluation).
     pending: EvalConfig | None = None

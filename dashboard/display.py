@@ -234,9 +234,9 @@ def gold_caption(v) -> None:
 
 def thresholds_caption(v) -> None:
     """The thresholds of the view and whether each was pre-specified or exploratory."""
-    from dashboard import state
+    from dashboard import provenance, state
 
-    text = (escape_markdown(state.describe_thresholds(v.config, v.marks, v.guarantees))
+    text = (escape_markdown(provenance.describe_thresholds(v.config, v.marks, v.guarantees))
             + ". Exploratory: moved or found on the data shown, so the numbers computed with "
             "it are optimistic; pre-specified: the default, typed in, or loaded from settings "
             "or a link.")

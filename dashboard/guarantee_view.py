@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import display, state
+from dashboard import display, provenance, state
 from dashboard.safe_text import escape_markdown
 from metrics_core.metrics import risk_control
 
@@ -76,8 +76,8 @@ def _apply(parameter: str, value: float, mark: risk_control.ThresholdGuarantee) 
     else:
         state.set_value("gate", (min(lo, value), value), how=state.GUARANTEED,
                         mark=("tau_pos",), guarantee=mark)
-        if value < lo and state.provenance("tau_neg") != state.GUARANTEED:
-            state.set_mark("tau_neg", state.EXPLORATORY)
+        if value < lo and provenance.mark_of("tau_neg") != state.GUARANTEED:
+            provenance.set_mark("tau_neg", state.EXPLORATORY)
     state.setting_moved()
 
 

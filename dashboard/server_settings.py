@@ -59,7 +59,7 @@ class ServerSettingsError(ValueError):
 #: (the command line has its own, larger bounds: metrics_core.config); the per-session
 #: computing budget ``cpu_seconds_per_minute`` (:class:`CpuBudget`). ``max_link_resamples``
 #: / ``max_link_bins``: the most bootstrap resamples / calibration bins a link or a settings
-#: file may ask for (dashboard.state.LINK_CAPS); ``max_live_resamples``: the most resamples
+#: file may ask for (dashboard.link.LINK_CAPS); ``max_live_resamples``: the most resamples
 #: computed for a view without the user asking in the page (more set under Uncertainty run on
 #: the page's button, with progress and a cancel button).
 INTERACTION = MappingProxyType({"max_link_resamples": 10_000, "max_link_bins": 100,

@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 import streamlit as st
 
-from dashboard import data, display, gold, refinement, server_settings, state
+from dashboard import data, display, gold, link, provenance, refinement, server_settings, state
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from dashboard.state import ALL, SETTINGS, Setting
 from metrics_core.config import SECTIONS
@@ -135,7 +135,7 @@ def _typed(key: str, index: int) -> None:
         # The boxes report the value the threshold has: a box the browser redrew late
         # reporting the server's own value, not typing (typing the same number sends nothing).
         return
-    fields = state.THRESHOLD_FIELDS[key]
+    fields = provenance.THRESHOLD_FIELDS[key]
     typed_field = fields[index]
     if key == "gate":
         lo, hi = typed
@@ -217,7 +217,7 @@ def _link_note(notes: list[str], note: str) -> None:
     """A note about the link shown in this run, and kept with the link's other notes for the
     next runs (the refinement's rerun follows at once) until a setting changes."""
     notes.append(note)
-    state.keep_link_note(note)
+    link.keep_link_note(note)
 
 
 def settings_sidebar(source: data.Source, notes: list[str], *,
@@ -286,8 +286,8 @@ def build_view(source: data.Source, notes: list[str]) -> data.View:
         config = state.build_config({})
     source, words = gold.gold_source(source, values["gold"], notes)
     return data.View(source=source, filters=filters(values), config=config,
-                     show_bootstrap=bool(values["ci"]), marks=state.marks(),
-                     guarantees=state.guarantees(), gold=words)
+                     show_bootstrap=bool(values["ci"]), marks=provenance.marks(),
+                     guarantees=provenance.guarantees(), gold=words)
 
 
 def fragment_view(keys: tuple[str, ...]) -> data.View:
@@ -323,7 +323,7 @@ def end_fragment(v: data.View) -> None:
     """After a page fragment's own rerun: the address follows the settings, and intervals
     computed with fewer resamples while moving are refined (the app's run does both itself)."""
     if state.fragment_rerun():
-        state.write_to_url(always=True)
+        link.write_to_url(always=True)
         refinement.refine_intervals(v, fragment=True)
 
 
@@ -397,7 +397,7 @@ def settings_verdict(payload: bytes, name: str, caps) -> tuple[dict | None, tupl
     none = ((), {})
     if errors:
         return None, none, refused + str(SettingsError.combine(errors, source=name))
-    over = state.capped(values, caps, "settings file")
+    over = link.capped(values, caps, "settings file")
     if over:
         return None, none, refused + " ".join(
             r.replace("the default is used instead. ", "") for r in over)

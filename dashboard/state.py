@@ -1,14 +1,14 @@
-"""Every dashboard setting in one place: key, default, type, widget bounds and URL encoding.
+"""Every dashboard setting in one place: key, default, type, widget bounds and URL encoding,
+and the settings model, the session's one source of truth of the view's settings.
 
 A setting's ``key`` is at once its widget key, its ``st.session_state`` key and its URL
 query-string key, so a link reproduces the exact view. Defaults come from
-:class:`metrics_core.config.EvalConfig`. On the first run of a session :func:`load_from_url`
-reads ``st.query_params`` into the session state; on every run :func:`write_to_url` writes the
-current settings back (non-default values only, to keep links short).
+:class:`metrics_core.config.EvalConfig`. Widgets are drawn from the model
+(:func:`prepare_widget`) and write into it (:func:`from_widget`); a change of a threshold marks
+it (:mod:`dashboard.provenance`); the link reads and writes the model (:mod:`dashboard.link`).
 
-The encoding functions (:meth:`Setting.encode`, :meth:`Setting.decode`, :func:`url_params`,
-:func:`settings_from_params`, :func:`build_config`) are pure, so they are tested without a
-running app.
+The encoding functions (:meth:`Setting.encode`, :meth:`Setting.decode`, :func:`build_config`)
+are pure, so they are tested without a running app.
 """
 
 from __future__ import annotations
@@ -23,6 +23,13 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.provenance import (
+    GUARANTEES,
+    PROVENANCE,
+    THRESHOLD_FIELDS,
+    THRESHOLD_NAMES,
+    set_mark,
+)
 from metrics_core.config import (
     EXPLORATORY,
     GUARANTEED,
@@ -34,30 +41,25 @@ from metrics_core.config import (
     option,
     options,
 )
-from metrics_core.config import THRESHOLD_FIELDS as THRESHOLD_NAMES
 
 __all__ = [
     "ALL",
+    "EXPLORATORY",
     "FILTER_KEYS",
+    "GUARANTEED",
+    "PRESPECIFIED",
     "SETTINGS",
     "Setting",
     "begin_run",
     "build_config",
     "current_settings",
     "filters_of",
-    "guarantees",
-    "link_params",
-    "load_from_url",
     "model",
     "prepare_widget",
-    "set_mark",
     "set_value",
     "setting",
     "setting_kind",
-    "settings_from_params",
-    "url_params",
     "values_of",
-    "write_to_url",
 ]
 
 #: Value of a fold / split filter that keeps everything.
@@ -161,20 +163,14 @@ RAG_PAIR_SCENARIO = "rag_pair_scenario"
 RECORD_TITLE = "record_title"
 RECORD_NOTES = "record_notes"
 SETTINGS_FILE = "settings_file"
-#: How each threshold got its value: field -> "exploratory" or "guaranteed" (absent:
-#: pre-specified); the guaranteed ones' guarantees: field -> risk_control.ThresholdGuarantee.
-PROVENANCE = "_threshold_provenance"
-GUARANTEES = "_threshold_guarantees"
+#: How each threshold got its value, and the guaranteed ones' guarantees: PROVENANCE and
+#: GUARANTEES, kept by dashboard.provenance.
 #: The one source of truth of the view's settings: setting key -> value (validated). Widgets
 #: are drawn from it and write into it; a widget's own state (kept under the setting's key) is
 #: dropped by Streamlit whenever a page does not draw it, the model is not.
 MODEL = "_settings_model"
-#: Query-string key listing the thresholds that are exploratory (so a shared link or a
-#: restored settings.json cannot turn an exploratory threshold into a pre-specified one).
-EXPLORED_PARAM = "explored"
-#: Query-string key of each threshold set with a guarantee (repeated): field;target;delta;
-#: tests;calibration;n (risk_control.ThresholdGuarantee.link).
-GUARANTEED_PARAM = "guaranteed"
+#: The link's own query-string keys (the thresholds' marks): dashboard.link's EXPLORED_PARAM
+#: and GUARANTEED_PARAM.
 #: Number inputs beside the gate and γ sliders (typing = pre-specified): the base of their
 #: widget keys.
 GATE_INPUTS = ("gate_tau_neg_input", "gate_tau_pos_input")
@@ -283,7 +279,7 @@ class Setting:
                     raise ValueError(f"expected one of {', '.join(map(str, self.options))}")
                 value = text if text or self.kind != "text" else ALL  # fold= keeps all
         except ValueError as exc:
-            raise ValueError(f"{self.key}={_short(text)} in the link is not valid: "
+            raise ValueError(f"{self.key}={short_repr(text)} in the link is not valid: "
                              f"{exc}") from None
         return self.validate(value)
 
@@ -308,7 +304,7 @@ class Setting:
                 if self.kind not in ("range", "float"):
                     value = getattr(checked, self.fields[0])
         except (TypeError, ValueError, OverflowError) as exc:
-            raise ValueError(f"{self.key}={_short(value)} is not valid: {exc}") from None
+            raise ValueError(f"{self.key}={short_repr(value)} is not valid: {exc}") from None
         return value
 
     def _gates(self, items: list[str]) -> tuple:
@@ -322,7 +318,7 @@ class Setting:
             try:
                 gates.append(parse_criterion_gate(f"{name}={lo}:{taus}"))
             except ValueError:
-                raise ValueError(f"{self.key}={_short(item)} in the link is not valid: "
+                raise ValueError(f"{self.key}={short_repr(item)} in the link is not valid: "
                                  f"expected criterion:τ_neg:τ_pos with "
                                  f"0 ≤ τ_neg ≤ τ_pos ≤ 1") from None
         return tuple({g[0]: g for g in gates}.values())
@@ -363,7 +359,7 @@ class Setting:
         return self.option_labels.get(value, str(value))
 
 
-def _short(value) -> str:
+def short_repr(value) -> str:
     """``repr(value)``, cut to a length a message can show."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "…"
@@ -458,39 +454,6 @@ def setting(key: str) -> Setting:
     return _BY_KEY[key]
 
 
-# ---------------------------------------------------------------------- pure conversions
-def url_params(values: Mapping[str, Any]) -> dict[str, str | list[str]]:
-    """Query parameters for ``values``: only settings that differ from their default."""
-    out: dict[str, str | list[str]] = {}
-    for s in SETTINGS:
-        if s.key not in values:
-            continue
-        value = values[s.key]
-        if s.kind in ("multi", "gates"):
-            value = tuple(value or ())
-            if value == tuple(s.default):
-                continue
-        elif s.encode(value) == s.encode(s.default):
-            continue
-        out[s.key] = s.encode(value)
-    return out
-
-
-def settings_from_params(params: Mapping[str, str | list[str]]) -> tuple[dict, list[str]]:
-    """Decode query parameters: ``(values, notes)``; a bad value is noted and skipped."""
-    values: dict[str, Any] = {}
-    notes: list[str] = []
-    for key, raw in params.items():
-        s = _BY_KEY.get(key)
-        if s is None:
-            continue
-        try:
-            values[key] = s.decode(raw)
-        except ValueError as exc:
-            notes.append(f"{exc}; the default is used instead.")
-    return values, notes
-
-
 def build_config(values: Mapping[str, Any]) -> EvalConfig:
     """The :class:`EvalConfig` of the settings in ``values`` (missing ones take defaults)."""
     changes: dict[str, Any] = {}
@@ -556,19 +519,6 @@ def value(key: str):
     return model()[key]
 
 
-def marks() -> dict[str, str]:
-    """How each threshold field got its value (a copy): field -> pre-specified / exploratory /
-    guaranteed."""
-    return {name: provenance(name) for fields_ in THRESHOLD_FIELDS.values()
-            for name in fields_}
-
-
-def guarantees() -> dict:
-    """The guarantees of the thresholds marked guaranteed (a copy): field ->
-    :class:`~metrics_core.metrics.risk_control.ThresholdGuarantee`."""
-    return dict(st.session_state.get(GUARANTEES, {}))
-
-
 def _normalise(s: Setting, value):
     """A setting's value in its stored shape (validated where the configuration has a rule)."""
     if s.fields == ("filters",):
@@ -577,12 +527,12 @@ def _normalise(s: Setting, value):
         return ALL if value in (None, ALL) else str(value)
     if not s.fields and s.kind == "choice":  # the gold switch
         if value not in s.options:
-            raise ValueError(f"{s.key}={_short(value)} is not valid: expected one of "
+            raise ValueError(f"{s.key}={short_repr(value)} is not valid: expected one of "
                              f"{', '.join(s.options)}")
         return value
     if not s.fields:  # the bootstrap switch
         if not isinstance(value, bool):
-            raise ValueError(f"{s.key}={_short(value)} is not valid: expected true or false")
+            raise ValueError(f"{s.key}={short_repr(value)} is not valid: expected true or false")
         return value
     return s.validate(value)
 
@@ -622,10 +572,10 @@ def replace_all(values: Mapping[str, Any], explored: tuple[str, ...] = (),
     for s in SETTINGS:
         m[s.key] = _normalise(s, values[s.key]) if s.key in values else s.default
     kept = {name: g for name, g in (guaranteed or {}).items()
-            if name in _THRESHOLD_NAMES and name not in explored}
+            if name in THRESHOLD_NAMES and name not in explored}
     st.session_state[PROVENANCE] = {
         **dict.fromkeys(kept, GUARANTEED),
-        **{name: EXPLORATORY for name in explored if name in _THRESHOLD_NAMES}}
+        **{name: EXPLORATORY for name in explored if name in THRESHOLD_NAMES}}
     st.session_state[GUARANTEES] = kept
     st.session_state.pop(LINK_NOTES, None)
 
@@ -691,123 +641,6 @@ def setting_moved() -> None:
     st.session_state.pop(LINK_NOTES, None)
 
 
-# ------------------------------------------------------------------ the link
-def _query() -> dict[str, str | list[str]]:
-    params = {key: st.query_params.get_all(key) for key in st.query_params}
-    return {k: (v[0] if len(v) == 1 and setting_kind(k) not in ("multi", "gates")
-                and k != GUARANTEED_PARAM else v)
-            for k, v in params.items()}
-
-
-def explored_from_params(params: Mapping[str, str | list[str]]) -> tuple[tuple[str, ...],
-                                                                        list[str]]:
-    """The exploratory threshold fields a link names (``explored=tau_neg,gamma``)."""
-    raw = params.get(EXPLORED_PARAM)
-    if raw is None:
-        return (), []
-    text = ",".join([raw] if isinstance(raw, str) else raw)[:MAX_TEXT * 4]
-    names = tuple(n for n in (t.strip() for t in text.split(",")) if n)
-    unknown = [n for n in names if n not in _THRESHOLD_NAMES]
-    notes = ([f"{EXPLORED_PARAM}={_short(text)} in the link names unknown thresholds "
-              f"({', '.join(unknown[:5])}); known: {', '.join(_THRESHOLD_NAMES)}."]
-             if unknown else [])
-    return tuple(n for n in names if n in _THRESHOLD_NAMES), notes
-
-
-def guaranteed_from_params(params: Mapping[str, str | list[str]]
-                           ) -> tuple[dict, tuple[str, ...], list[str]]:
-    """The thresholds a link names as set with a guarantee (``guaranteed=`` values, see
-    :data:`GUARANTEED_PARAM`): ``(field -> ThresholdGuarantee, fields, notes)``. A value
-    that is not a valid guarantee is noted, and its threshold, if named, counts as
-    exploratory (it was found on the data; a broken mark cannot make it pre-specified)."""
-    from metrics_core.metrics.risk_control import ThresholdGuarantee
-
-    raw = params.get(GUARANTEED_PARAM)
-    if raw is None:
-        return {}, (), []
-    items = [raw] if isinstance(raw, str) else list(raw)
-    found: dict[str, Any] = {}
-    broken: list[str] = []
-    notes: list[str] = []
-    for item in items[:len(_THRESHOLD_NAMES)]:
-        try:
-            name, g = ThresholdGuarantee.from_link(str(item)[:MAX_TEXT])
-        except ValueError as exc:
-            name = str(item).partition(";")[0]
-            if name in _THRESHOLD_NAMES:
-                broken.append(name)
-            notes.append(f"{GUARANTEED_PARAM}={_short(item)} in the link is not a valid "
-                         f"guarantee: {exc}"
-                         + (f"; {name} counts as exploratory." if name in _THRESHOLD_NAMES
-                            else "."))
-            continue
-        found[name] = g
-    if len(items) > len(_THRESHOLD_NAMES):
-        notes.append(f"{GUARANTEED_PARAM} in the link is given {len(items)} times; at most "
-                     f"{len(_THRESHOLD_NAMES)} are read.")
-    return found, tuple(broken), notes
-
-
-#: The settings whose cost grows with their value, each with the key of the server's cap on
-#: what a link or a settings file may ask for (``[interaction]`` in
-#: ``.streamlit/metrics_core.toml``) and what it counts. Every other numeric setting costs the
-#: same whatever its value (K bounds, γ, temperature, seed: the dynamic-K selection reads the
-#: candidates once whatever K is; the γ sweep and the gate grid have fixed sizes), and every
-#: list setting of a link is bounded by :data:`MAX_ITEMS` and :data:`MAX_TEXT`.
-LINK_CAPS = MappingProxyType({"bootstrap": ("max_link_resamples", "resamples", "Uncertainty"),
-                              "n_bins": ("max_link_bins", "calibration bins", "Calibration")})
-
-
-def capped(values: dict[str, Any], caps: Mapping[str, int], where: str) -> list[str]:
-    """Refuse (drop, with a note) each value above what this server computes for a link or a
-    settings file (``caps``: :data:`LINK_CAPS`' keys -> the most allowed): a link must not be
-    able to keep a shared server busy for minutes."""
-    notes = []
-    for key, (cap_key, what, section) in LINK_CAPS.items():
-        asked, most = values.get(key), caps.get(cap_key)
-        if asked is None or most is None or asked <= most:
-            continue
-        del values[key]
-        notes.append(f"{key}={asked:,} in the {where} asks for more {what} than this server "
-                     f"computes for a {where} (at most {most:,}); the default is used "
-                     f"instead. Set it under {section} to run it here, with progress.")
-    return notes
-
-
-def load_from_url(*, caps: Mapping[str, int] | None = None) -> list[str]:
-    """On a session's first run, read ``st.query_params`` into the settings model.
-
-    Returns notes about values in the link that were not understood (shown to the user); a
-    bad value leaves its setting at the default and every other setting as the link gives it.
-    ``caps``: the most a link may ask for (:data:`LINK_CAPS`; default: no cap).
-    """
-    if st.session_state.get(URL_LOADED):
-        return []
-    st.session_state[URL_LOADED] = True
-    params = _query()
-    values, notes = settings_from_params(params)
-    notes += capped(values, caps or {}, "link")
-    explored, more = explored_from_params(params)
-    guaranteed, broken, broken_notes = guaranteed_from_params(params)
-    replace_all(values, explored + broken, guaranteed)
-    more += broken_notes
-    st.session_state[LINK_NOTES] = notes + more
-    return notes + more
-
-
-def keep_link_note(note: str) -> None:
-    """Keep ``note`` with the link's notes (:func:`link_notes`), once."""
-    kept = link_notes()
-    if note not in kept:
-        st.session_state[LINK_NOTES] = [*kept, note]
-
-
-def link_notes() -> list[str]:
-    """What the link this session opened with could not give (kept until a setting changes:
-    the run that refines the intervals would otherwise take the notes away)."""
-    return list(st.session_state.get(LINK_NOTES, ()))
-
-
 def setting_kind(key: str) -> str | None:
     s = _BY_KEY.get(key)
     return None if s is None else s.kind
@@ -824,76 +657,3 @@ def current_settings() -> dict[str, Any]:
             value = tuple(value or ())
         out[s.key] = value
     return out
-
-
-def link_params(values: Mapping[str, Any], threshold_marks: Mapping[str, str],
-                threshold_guarantees: Mapping[str, Any] | None = None
-                ) -> dict[str, str | list[str]]:
-    """The query string of a view: its non-default settings, its exploratory thresholds and
-    its thresholds set with a guarantee (with the guarantee)."""
-    out = url_params(values)
-    explored = [n for n in _THRESHOLD_NAMES if threshold_marks.get(n) == EXPLORATORY]
-    if explored:
-        out[EXPLORED_PARAM] = ",".join(explored)
-    kept = threshold_guarantees or {}
-    guaranteed = [kept[n].link(n) for n in _THRESHOLD_NAMES
-                  if threshold_marks.get(n) == GUARANTEED and n in kept]
-    if guaranteed:
-        out[GUARANTEED_PARAM] = guaranteed
-    return out
-
-
-def write_to_url(*, always: bool = False) -> None:
-    """Write the settings into the query string (non-defaults only), if anything changed.
-
-    ``always``: write even when the server's copy already matches (at the end of a run: an
-    earlier, interrupted run's address may reach the browser after this run's start)."""
-    wanted = link_params(current_settings(), marks(), guarantees())
-    if always or _query() != wanted:
-        st.query_params.from_dict(wanted)
-
-
-# ------------------------------------------------------------ pre-specified / exploratory
-#: The thresholds whose provenance is shown, by setting key -> config fields.
-THRESHOLD_FIELDS = MappingProxyType({
-    "gate": ("tau_neg", "tau_pos"), "threshold": ("threshold",), "gamma": ("gamma",),
-    "criterion_gates": ("criterion_gates",)})
-#: The threshold fields in the order settings.json records them (the configuration's list).
-_THRESHOLD_NAMES = THRESHOLD_NAMES
-
-
-def set_mark(name: str, how: str, guarantee=None) -> None:
-    """Mark the threshold field ``name``: pre-specified, exploratory, or guaranteed with
-    ``guarantee`` (a ThresholdGuarantee); any other mark drops the field's guarantee."""
-    current = dict(st.session_state.get(PROVENANCE, {}))
-    kept = dict(st.session_state.get(GUARANTEES, {}))
-    kept.pop(name, None)
-    if how == GUARANTEED:
-        if guarantee is None:
-            raise ValueError(f"{name}: a guaranteed threshold needs its guarantee")
-        current[name], kept[name] = GUARANTEED, guarantee
-    elif how == EXPLORATORY:
-        current[name] = EXPLORATORY
-    else:
-        current.pop(name, None)
-    st.session_state[PROVENANCE] = current
-    st.session_state[GUARANTEES] = kept
-
-
-def provenance(field_name: str) -> str:
-    """``pre-specified`` (the default, typed, loaded), ``exploratory`` (moved on the data) or
-    ``guaranteed`` (found on the data with a guarantee)."""
-    return st.session_state.get(PROVENANCE, {}).get(field_name, PRESPECIFIED)
-
-
-def describe_thresholds(config: EvalConfig, threshold_marks: Mapping[str, str] | None = None,
-                        threshold_guarantees: Mapping[str, Any] | None = None) -> str:
-    """One line for every page and the record: each threshold, its value and how it was
-    chosen (``threshold_marks`` and ``threshold_guarantees``: the view's; default: the
-    session's). A guaranteed threshold names its target, δ and calibration data."""
-    from metrics_core.report.decision_record import thresholds_line
-
-    got = marks() if threshold_marks is None else threshold_marks
-    kept = (guarantees() if threshold_marks is None else {}) \
-        if threshold_guarantees is None else threshold_guarantees
-    return thresholds_line(config, got, kept)

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import display, state
+from dashboard import display, link, state
 from metrics_core.config import EvalConfig
 from metrics_core.demo import DEMO_LABEL, demo_paths
 from metrics_core.inputs import loading as mio
@@ -528,7 +528,7 @@ def test_bad_link_values_fall_back_with_a_note():
 
 def test_registry_defaults_are_the_eval_config_defaults():
     assert state.build_config({s.key: s.default for s in state.SETTINGS}) == EvalConfig()
-    assert state.url_params({s.key: s.default for s in state.SETTINGS}) == {}
+    assert link.url_params({s.key: s.default for s in state.SETTINGS}) == {}
     fields = {f for s in state.SETTINGS for f in s.fields}
     # Every EvalConfig field is a dashboard setting except the K and FPR lists.
     assert set(EvalConfig.__dataclass_fields__) - fields == {"ks", "tpr_fprs"}
@@ -556,15 +556,15 @@ def test_every_setting_round_trips_through_the_url(setting):
         value = (("A:1", 0.05, 0.7), ("B 2", 0.2, 0.2))
     else:
         value = "TEST"
-    params = state.url_params({setting.key: value})
+    params = link.url_params({setting.key: value})
     assert params == {setting.key: setting.encode(value)}
-    decoded, notes = state.settings_from_params(params)
+    decoded, notes = link.settings_from_params(params)
     assert notes == []
     assert decoded == {setting.key: value}
 
 
 def test_url_values_outside_the_widget_bounds_are_rejected():
-    decoded, notes = state.settings_from_params({"threshold": "1.5", "k_min": "2.5",
+    decoded, notes = link.settings_from_params({"threshold": "1.5", "k_min": "2.5",
                                                  "binning": "fancy", "unknown": "1"})
     assert decoded == {}
     assert len(notes) == 3

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from dashboard import guarantee_view, state
+from dashboard import guarantee_view, provenance, state
 from metrics_core.metrics import decision, risk_control
 from tests.test_app import assert_clean, metric, open_app, texts
 
@@ -62,8 +62,8 @@ def test_guarantee_mode_sets_the_gate_with_a_guarantee(demo):
     # the positives missed at the set value are those missed at the guaranteed one
     pos = demo.p[demo.y == 1]
     assert int((pos < tau).sum()) == int((pos < want.value).sum())
-    assert at.session_state[state.PROVENANCE] == {"tau_neg": state.GUARANTEED}
-    mark = at.session_state[state.GUARANTEES]["tau_neg"]
+    assert at.session_state[provenance.PROVENANCE] == {"tau_neg": state.GUARANTEED}
+    mark = at.session_state[provenance.GUARANTEES]["tau_neg"]
     assert mark == risk_control.ThresholdGuarantee(
         "screening_sensitivity>=0.99", 0.1, 1, "all", demo.n_queries)
     assert _line(at).startswith(
@@ -87,13 +87,13 @@ def test_guarantee_mode_sets_the_gate_with_a_guarantee(demo):
     assert "(guaranteed: screening_sensitivity>=0.99, δ 0.1" in _line(at)
     # moving the gate's other end leaves τ_neg guaranteed; moving τ_neg makes it exploratory
     at.slider(key="gate").set_value((tau, 0.7)).run()
-    assert at.session_state[state.PROVENANCE] == {"tau_neg": state.GUARANTEED,
+    assert at.session_state[provenance.PROVENANCE] == {"tau_neg": state.GUARANTEED,
                                                   "tau_pos": state.EXPLORATORY}
     at.slider(key="gate").set_value((0.05, 0.7)).run()
     assert_clean(at)
-    assert at.session_state[state.PROVENANCE] == {"tau_neg": state.EXPLORATORY,
+    assert at.session_state[provenance.PROVENANCE] == {"tau_neg": state.EXPLORATORY,
                                                   "tau_pos": state.EXPLORATORY}
-    assert at.session_state[state.GUARANTEES] == {}
+    assert at.session_state[provenance.GUARANTEES] == {}
     assert _line(at).startswith("Thresholds: τ_neg 0.05 (exploratory); τ_pos 0.7 "
                                 "(exploratory);")
     assert dict(at.query_params) == {"gate": "0.05,0.7", "explored": "tau_neg,tau_pos"}
@@ -103,14 +103,14 @@ def test_a_link_carries_the_guarantee_and_a_broken_one_is_exploratory(demo):
     g = risk_control.ThresholdGuarantee("alert_precision>=0.9", 0.2, 4, "split=TUNE", 812)
     at = open_app({"gate": "0.05,0.71", "guaranteed": g.link("tau_pos")}, page="overview")
     assert_clean(at)
-    assert at.session_state[state.GUARANTEES] == {"tau_pos": g}
+    assert at.session_state[provenance.GUARANTEES] == {"tau_pos": g}
     assert _line(at).startswith(
         "Thresholds: τ_neg 0.05 (pre-specified); τ_pos 0.71 (guaranteed: "
         "alert_precision>=0.9, δ 0.2 over 4 guarantees, calibrated on split TUNE);")
     # a target that sets τ_neg cannot guarantee τ_pos: noted, and τ_pos is exploratory
     at = open_app({"gate": "0.05,0.71",
                    "guaranteed": "tau_pos;screening_sensitivity>=0.99;0.1;1;all;10"})
-    assert at.session_state[state.PROVENANCE] == {"tau_pos": state.EXPLORATORY}
+    assert at.session_state[provenance.PROVENANCE] == {"tau_pos": state.EXPLORATORY}
     shown = _unescaped("\n".join(texts(at)))
     assert "is not a valid guarantee: screening_sensitivity>=0.99 sets tau_neg, not " \
            "tau_pos; tau_pos counts as exploratory" in shown
@@ -220,8 +220,8 @@ def test_guarantee_mode_per_criterion_splits_delta(demo):
          min(risk_control.floor_threshold(r.value, "tau_neg"), 0.6), 0.6)
         for r in want[1:] if r.value is not None))
     assert expected and at.session_state[state.MODEL]["criterion_gates"] == expected
-    assert at.session_state[state.PROVENANCE] == {"criterion_gates": state.GUARANTEED}
-    mark = at.session_state[state.GUARANTEES]["criterion_gates"]
+    assert at.session_state[provenance.PROVENANCE] == {"criterion_gates": state.GUARANTEED}
+    mark = at.session_state[provenance.GUARANTEES]["criterion_gates"]
     assert mark == risk_control.ThresholdGuarantee(
         "screening_sensitivity>=0.95", 0.1, len(want), "all", demo.n_queries)
     assert mark.delta_each == pytest.approx(0.1 / len(want))

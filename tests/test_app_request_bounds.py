@@ -11,7 +11,17 @@ import time
 
 import pytest
 
-from dashboard import computing, data, evaluations, idle, server_settings, sidebar, state
+from dashboard import (
+    computing,
+    data,
+    evaluations,
+    idle,
+    link,
+    provenance,
+    server_settings,
+    sidebar,
+    state,
+)
 from metrics_core.config import SCHEMA
 from tests.test_app import TIMEOUT, assert_clean, open_app
 
@@ -53,8 +63,8 @@ def _assert_worded(note: str, key: str) -> None:
 
 def test_every_link_value_of_the_corpus_is_refused_in_words_or_within_the_caps():
     for key, raw in _link_corpus():
-        values, notes = state.settings_from_params({key: raw})
-        notes += state.capped(values, CAPS, "link")
+        values, notes = link.settings_from_params({key: raw})
+        notes += link.capped(values, CAPS, "link")
         for note in notes:
             _assert_worded(note, key)
         if key in values:
@@ -72,20 +82,20 @@ def test_every_link_value_of_the_corpus_is_refused_in_words_or_within_the_caps()
 ])
 def test_a_link_asking_for_more_than_the_server_computes_is_refused_with_the_cap(key, raw,
                                                                                 shown):
-    values, notes = state.settings_from_params({key: raw})
-    notes += state.capped(values, CAPS, "link")
+    values, notes = link.settings_from_params({key: raw})
+    notes += link.capped(values, CAPS, "link")
     assert key not in values
     assert len(notes) == 1 and shown in notes[0] and "at most" in notes[0], notes
 
 
 def test_an_unknown_target_metric_in_a_link_is_refused_with_the_valid_names():
-    values, notes = state.settings_from_params({"targets": ["auroc>=0.8", "foo>=1"]})
+    values, notes = link.settings_from_params({"targets": ["auroc>=0.8", "foo>=1"]})
     assert "targets" not in values
     assert "foo" in notes[0] and "valid metrics: auroc" in notes[0], notes
 
 
 def test_link_range_messages_state_the_range():
-    _, notes = state.settings_from_params({"k_min": "2.5", "gamma": "x", "gate": "0.1,inf"})
+    _, notes = link.settings_from_params({"k_min": "2.5", "gamma": "x", "gate": "0.1,inf"})
     text = " ".join(notes)
     assert "k_min='2.5'" in text and "whole number within [0, 1000]" in text
     assert "gamma='x'" in text and "within [0.05, 1]" in text
@@ -149,11 +159,11 @@ def recorded(monkeypatch):
 
 
 def test_a_link_at_every_extreme_is_capped_before_the_engine(recorded):
-    link = {s.key: str(int(s.high) if s.kind == "int" else s.high)
-            for s in state.SETTINGS if s.kind in ("int", "float") and s.high is not None}
-    link.update({"bootstrap": "100000", "bootstrap_unit": "post", "ci": "1",
-                 "binning": "quantile", "gate": "0,1", "targets": ["foo>=1"]})
-    at = open_app(link, page="overview")
+    params = {s.key: str(int(s.high) if s.kind == "int" else s.high)
+              for s in state.SETTINGS if s.kind in ("int", "float") and s.high is not None}
+    params.update({"bootstrap": "100000", "bootstrap_unit": "post", "ci": "1",
+                   "binning": "quantile", "gate": "0,1", "targets": ["foo>=1"]})
+    at = open_app(params, page="overview")
     assert_clean(at)
     notes = " ".join(str(w.value) for w in at.warning)
     for shown in ("bootstrap=100,000", "n_bins=1,000", "foo"):
@@ -304,13 +314,13 @@ def test_waiting_for_another_sessions_evaluation_can_be_stopped():
 
 
 def test_a_second_session_gets_the_demos_view_from_memory(recorded):
-    link = {"seed": "13", "gamma": "0.79"}
-    first = open_app(link, page="overview")
+    params = {"seed": "13", "gamma": "0.79"}
+    first = open_app(params, page="overview")
     assert_clean(first)
     computed = [c for c in recorded if c.seed == 13]
     assert computed  # the first session computed its view
     recorded.clear()
-    second = open_app(link, page="overview")
+    second = open_app(params, page="overview")
     assert_clean(second)
     # the second computed no view (the first one's per-criterion warm-up may still run)
     assert not [c for c in recorded if c.seed == 13 and not c.filters.active]
@@ -573,20 +583,20 @@ def test_the_newer_link_parameters_of_the_corpus_are_refused_in_words_or_bounded
 
     for key, raw in _newer_link_corpus():
         if key == "explored":
-            names, notes = state.explored_from_params({key: raw})
-            assert set(names) <= set(state.THRESHOLD_NAMES), (raw, names)
+            names, notes = link.explored_from_params({key: raw})
+            assert set(names) <= set(provenance.THRESHOLD_NAMES), (raw, names)
             for note in notes:
                 assert key in note and "known:" in note, note
                 assert not any(w in note for w in PYTHON_WORDING), note
                 assert len(note) < 1_500, len(note)
             continue
         if key == "guaranteed":
-            found, _, notes = state.guaranteed_from_params({key: raw})
+            found, _, notes = link.guaranteed_from_params({key: raw})
             for g in found.values():
                 assert 0 < g.delta < 1 and 1 <= g.tests <= 10_000, (raw, g)
                 assert 0 <= g.n_calibration <= MAX_CALIBRATION_N, (raw, g)
         else:
-            values, notes = state.settings_from_params({key: raw})
+            values, notes = link.settings_from_params({key: raw})
             filters = state.build_config(values).filters
             assert len(filters.cohorts) <= state.MAX_ITEMS, raw
             assert all(len(c) <= state.MAX_TEXT for c in filters.cohorts), raw
@@ -638,7 +648,7 @@ def test_the_newer_settings_file_parts_of_the_corpus_are_refused_in_words_or_bou
         for field_name, g in guaranteed.items():
             # what the file restores, the view's link carries: read back, the same guarantee
             assert g.n_calibration <= MAX_CALIBRATION_N
-            assert state.guaranteed_from_params({"guaranteed": g.link(field_name)})[0] == {
+            assert link.guaranteed_from_params({"guaranteed": g.link(field_name)})[0] == {
                 field_name: g}
 
 

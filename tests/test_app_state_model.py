@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from dashboard import data, state
+from dashboard import data, provenance, state
 from metrics_core.config import EvalConfig, Filters
 from metrics_core.metrics import risk_control
 from metrics_core.report import decision_record as record
@@ -311,7 +311,7 @@ class DashboardSettings(RuleBasedStateMachine):
         assert settings_file["config"]["filters"].get("cohorts", []) == list(self.cohort)
         assert settings_file.get("guarantees", {}) == {
             k: g.to_dict() for k, g in self.guaranteed.items()}
-        assert state.describe_thresholds(cfg, view.marks, view.guarantees) == self.line()
+        assert provenance.describe_thresholds(cfg, view.marks, view.guarantees) == self.line()
 
 
 DashboardSettings.TestCase.settings = settings(

@@ -6,7 +6,7 @@ import subprocess
 import pandas as pd
 import streamlit as st
 
-from dashboard import computing, data, display, finder, gold, guarantee_view, state
+from dashboard import computing, data, display, finder, gold, guarantee_view, provenance, state
 from dashboard.safe_text import escape_markdown
 from metrics_core import registry
 from metrics_core.errors import InputError
@@ -256,7 +256,7 @@ def _html() -> str:
     return record.render_html(ev, title=title, notes=notes, data_label=v.source.label,
                               gold=v.gold,
                               exclusions=exclusions,
-                              thresholds=state.describe_thresholds(v.config, v.marks,
+                              thresholds=provenance.describe_thresholds(v.config, v.marks,
                                                                    v.guarantees) + ".",
                               marks=v.marks, guarantees=v.guarantees,
                               adjudication=adjudicated, cohorts=_cohorts())
