@@ -50,10 +50,13 @@ def test_output_names_and_values(tmp_path):
     for r in expected:
         if r.name == "counterfactual_consistency" and semantic:
             continue  # by embeddings here, by token F1 in `expected` (test_rag_semantic)
-        assert by_name[r.name]["value"] == pytest.approx(r.value, abs=1e-12), r.name
+        want = r.to_dict()["value"]  # null for an undefined metric
+        assert (by_name[r.name]["value"] is None if want is None
+                else by_name[r.name]["value"] == pytest.approx(want, abs=1e-12)), r.name
         assert by_name[r.name]["target"] == r.target.value
     llm = by_name["llm_faithfulness"]
     assert llm["defined"] is False and "no LLM critic" in llm["details"]["skipped_reason"]
+    assert llm["value"] is None  # undefined, never a silent 0
     if semantic_available():
         assert by_name["embedding_similarity"]["defined"] is True
 

@@ -4,12 +4,15 @@ reply holds no score, scale normalisation, and the skip note without a critic.""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from metrics_core.rag.data_model import TargetCategory
 from metrics_core.rag.generation_llm_judge import (
     NO_CRITIC,
     CriticError,
+    CriticUnavailable,
     LLMAnswerQuality,
     LLMCritic,
     LLMFaithfulnessScore,
@@ -114,9 +117,25 @@ def test_no_server_is_a_clear_error_after_retries():
 def test_without_a_critic_the_metrics_are_skipped_with_a_note():
     for metric in (LLMFaithfulnessScore(), LLMAnswerQuality()):
         r = metric.compute(SAMPLES, OUTPUTS)
-        assert r.value == 0.0 and not r.defined
+        assert math.isnan(r.value) and not r.defined  # undefined, never a silent 0
+        assert r.to_dict()["value"] is None and r.to_dict()["defined"] is False
         assert r.details["skipped_reason"] == NO_CRITIC
-        assert r.details["num_skipped"] == 3
+        assert r.details["num_samples"] == 0 and r.details["num_skipped"] == 3
+
+
+def test_an_unavailable_critic_leaves_the_metrics_undefined_not_zero():
+    class Gone(LLMCritic):
+        def score(self, *, prompt, metadata=None):
+            if metadata["sample_id"] == "1":
+                return 1.0  # judged before the critic failed: not used
+            raise CriticUnavailable("the critic at http://x gave no reply")
+
+    for metric in (LLMFaithfulnessScore(Gone()), LLMAnswerQuality(Gone())):
+        r = metric.compute(SAMPLES, OUTPUTS)
+        assert math.isnan(r.value) and not r.defined
+        assert r.to_dict()["value"] is None and r.to_dict()["defined"] is False
+        assert r.details["skipped_reason"] == "skipped: the critic at http://x gave no reply"
+        assert r.details["num_samples"] == 0 and r.details["num_skipped"] == 3
 
 
 def test_any_llm_critic_subclass_works():

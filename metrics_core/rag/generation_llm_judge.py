@@ -332,8 +332,9 @@ class _LLMMetric(Metric):
 
     def compute(self, samples, outputs):
         n = check_lengths(samples, outputs)
+        # A skipped metric is undefined (value nan: ``null`` in its record), never 0.
         if self.critic is None:
-            return MetricResult(self.name, self.target, 0.0,
+            return MetricResult(self.name, self.target, math.nan,
                                 {"num_samples": 0, "num_skipped": n,
                                  "skipped_reason": NO_CRITIC}, per_sample=np.full(n, np.nan))
         values = np.full(n, np.nan)
@@ -347,7 +348,7 @@ class _LLMMetric(Metric):
         except CriticUnavailable as err:
             # The whole metric is skipped (a mean over the samples scored before the critic
             # failed would not be the metric of the file).
-            return MetricResult(self.name, self.target, 0.0,
+            return MetricResult(self.name, self.target, math.nan,
                                 {"num_samples": 0, "num_skipped": n,
                                  "skipped_reason": f"skipped: {err}", "critic_error": str(err),
                                  "scale": self.scale}, per_sample=np.full(n, np.nan))
