@@ -45,7 +45,8 @@ def test_missing_extra_gives_a_clear_skip_note(monkeypatch):
     samples, outputs = split([sample("1", reference="a", response="a")])
     for metric in (sem.BertScoreMetric(), sem.EmbeddingSimilarity()):
         r = metric.compute(samples, outputs)
-        assert r.value == 0.0 and not r.defined
+        assert math.isnan(r.value) and not r.defined  # undefined, never a silent 0
+        assert r.to_dict()["value"] is None
         assert r.details["skipped_reason"] == sem.SEMANTIC_MISSING
         assert 'python -m pip install -e ".[rag-semantic]"' in r.details["skipped_reason"]
     # With its own embedding function the metric needs no extra.
@@ -55,6 +56,7 @@ def test_missing_extra_gives_a_clear_skip_note(monkeypatch):
         *split([sample("b", response="x"),
                 sample("c", response="y", scenario="counterfactual", variant_of="b")]))
     assert cf.details["skipped_reason"] == sem.SEMANTIC_MISSING and not cf.defined
+    assert math.isnan(cf.value) and cf.to_dict()["value"] is None
 
 
 needs_extra = pytest.mark.skipif(not sem.semantic_available(),

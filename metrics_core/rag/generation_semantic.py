@@ -10,6 +10,7 @@ whose ``details["skipped_reason"]`` says what to install (:data:`SEMANTIC_MISSIN
 
 from __future__ import annotations
 
+import math
 import os
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
@@ -53,7 +54,8 @@ def _offline() -> None:
 
 
 def _skipped(metric, n: int, reason: str) -> MetricResult:
-    return MetricResult(metric.name, metric.target, 0.0,
+    """The metric skipped for ``reason``: undefined (value nan, ``null`` in its record)."""
+    return MetricResult(metric.name, metric.target, math.nan,
                         {"num_samples": 0, "num_skipped": n, "skipped_reason": reason},
                         per_sample=np.full(n, np.nan))
 

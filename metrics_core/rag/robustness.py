@@ -8,6 +8,7 @@ Subsets come from ``labels``: ``variant_of`` links a perturbed sample to its bas
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -166,7 +167,7 @@ class CounterfactualConsistency(Metric):
             if not ready():
                 from metrics_core.rag.generation_semantic import SEMANTIC_MISSING
 
-                return MetricResult(self.name, self.target, 0.0,
+                return MetricResult(self.name, self.target, math.nan,
                                     {"num_samples": 0, "num_skipped": n,
                                      "skipped_reason": SEMANTIC_MISSING, **details},
                                     per_sample=values)
