@@ -26,9 +26,9 @@ from dashboard.provenance import THRESHOLD_NAMES
 from dashboard.state import MAX_TEXT, SETTINGS, short_repr
 from metrics_core.config import EXPLORATORY, GUARANTEED
 
-__all__ = ["EXPLORED_PARAM", "GUARANTEED_PARAM", "LINK_CAPS", "capped", "explored_from_params",
-           "guaranteed_from_params", "keep_link_note", "link_notes", "link_params",
-           "load_from_url", "settings_from_params", "url_params", "write_to_url"]
+__all__ = ["EXPLORED_PARAM", "GUARANTEED_PARAM", "LINK_CAPS", "STREAMLIT_PARAMS", "capped",
+           "explored_from_params", "guaranteed_from_params", "keep_link_note", "link_notes",
+           "link_params", "load_from_url", "settings_from_params", "url_params", "write_to_url"]
 
 #: Query-string key listing the thresholds that are exploratory (so a shared link or a
 #: restored settings.json cannot turn an exploratory threshold into a pre-specified one).
@@ -56,10 +56,28 @@ def url_params(values: Mapping[str, Any]) -> dict[str, str | list[str]]:
     return out
 
 
+#: Query-string keys of Streamlit's own (the embedded view's options), not settings.
+STREAMLIT_PARAMS = ("embed", "embed_options")
+
+
 def settings_from_params(params: Mapping[str, str | list[str]]) -> tuple[dict, list[str]]:
-    """Decode query parameters: ``(values, notes)``; a bad value is noted and skipped."""
+    """Decode query parameters: ``(values, notes)``; a bad value is noted and skipped, and so
+    is a key that names no setting (a hand-edited ``tau_neg=0.05`` would otherwise leave the
+    page at τ_neg's default without a word).
+
+    >>> values, (note,) = settings_from_params({"gate": "0.05,0.6", "tau_neg": "0.05"})
+    >>> values
+    {'gate': (0.05, 0.6)}
+    >>> print(note)  # doctest: +NORMALIZE_WHITESPACE
+    'tau_neg' in the link is not a setting and was ignored: the gate's thresholds are set as
+    gate=τ_neg,τ_pos (e.g. gate=0.05,0.6).
+    """
     values: dict[str, Any] = {}
     notes: list[str] = []
+    unknown = [key for key in params if state.setting_kind(key) is None
+               and key not in (EXPLORED_PARAM, GUARANTEED_PARAM, *STREAMLIT_PARAMS)]
+    if unknown:
+        notes.append(_unknown_note(unknown))
     for key, raw in params.items():
         if state.setting_kind(key) is None:  # not a setting
             continue
@@ -69,6 +87,17 @@ def settings_from_params(params: Mapping[str, str | list[str]]) -> tuple[dict, l
         except ValueError as exc:
             notes.append(f"{exc}; the default is used instead.")
     return values, notes
+
+
+def _unknown_note(keys: list[str]) -> str:
+    """What the link's keys that name no setting were, and where a threshold goes."""
+    shown = ", ".join(short_repr(k) for k in keys[:5]) + (
+        f" and {len(keys) - 5:,} more" if len(keys) > 5 else "")
+    verb = "is not a setting" if len(keys) == 1 else "are not settings"
+    hint = ""
+    if {"tau_neg", "tau_pos"} & set(keys):
+        hint = ": the gate's thresholds are set as gate=τ_neg,τ_pos (e.g. gate=0.05,0.6)"
+    return f"{shown} in the link {verb} and {'was' if len(keys) == 1 else 'were'} ignored{hint}."
 
 
 # ------------------------------------------------------------------ the link

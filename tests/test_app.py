@@ -567,7 +567,8 @@ def test_url_values_outside_the_widget_bounds_are_rejected():
     decoded, notes = link.settings_from_params({"threshold": "1.5", "k_min": "2.5",
                                                  "binning": "fancy", "unknown": "1"})
     assert decoded == {}
-    assert len(notes) == 3
+    assert len(notes) == 4  # three bad values, and a key that names no setting
+    assert notes[0] == "'unknown' in the link is not a setting and was ignored."
 
 
 # ----------------------------------------------------------------- export and config
@@ -647,3 +648,16 @@ def test_a_failure_in_the_gate_fragment_is_a_plain_message(monkeypatch):
     assert "division by zero in a test" not in "\n".join(texts(at))
     assert at.slider(key="gate").value == (0.1, 0.6)
     assert table(at, "tpr_table") is not None  # below the fragment: still drawn
+
+
+def test_a_link_key_that_names_no_setting_is_said_not_silently_dropped():
+    """A hand-edited link ``?tau_neg=0.05`` used to show τ_neg's default with no word."""
+    at = open_app({"tau_neg": "0.05", "ci": "0"})
+    shown = " ".join(texts(at))
+    # (as the page's markdown has it: underscores escaped)
+    assert "'tau_neg' in the link is not a setting and was ignored" in shown
+    assert "set as gate=τ\\_neg,τ\\_pos (e.g. gate=0.05,0.6)" in shown
+    assert at.session_state[state.VIEW].config.tau_neg == 0.1  # the default, as said
+    # the app's own keys are settings or marks: no note for a link the app wrote
+    clean = open_app({"gate": "0.05,0.6", "explored": "tau_neg", "ci": "0"})
+    assert not any("in the link is not a setting" in t for t in texts(clean))
