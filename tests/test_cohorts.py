@@ -379,7 +379,7 @@ def test_the_decision_record_has_a_cohorts_section():
 def test_the_resamples_on_several_threads_give_the_values_of_one(monkeypatch):
     """The pass over the resamples runs its batches on threads: each batch's rows are its own,
     so one thread and four give the same values, bit for bit, and progress counts up."""
-    from metrics_core.evaluation import cohorts as module
+    from metrics_core.evaluation import cohort_resamples as module
 
     q, c = _data(n_posts=80)
     cfg = EvalConfig(bootstrap=1_200)  # three batches of 500 rows

@@ -1,0 +1,413 @@
+"""One pass over the resamples for every cohort of a column (contract §9): the per-query sums
+each disparity metric is a ratio of, AUROC's weighted pair counts, and the replicates of the
+cohorts and of the rest of the data, from the run's post count matrix re-weighted (never one
+bootstrap per cohort). :mod:`metrics_core.evaluation.cohorts` turns them into its tables.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from metrics_core.evaluation.cohort_groups import DISPARITY_METRICS, Grouping
+from metrics_core.metrics.curve_replicates import ScoreLayout
+from metrics_core.metrics.uncertainty import Bootstrap, weighted_int_quantiles
+
+__all__ = ["WORKERS", "PairCounts", "distinct_columns", "extra_columns", "extra_values",
+           "prepare", "ratio", "replicates", "sum_columns"]
+
+
+# --------------------------------------------------------------------- per-query sums
+def sum_columns(ds, inter) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(metric names, numerators, denominators): each metric of :data:`DISPARITY_METRICS`
+    but AUROC as a ratio of per-query sums, ``(n_queries, S)`` float arrays."""
+    y = ds.y.astype(np.float64)
+    pred = inter.pred.astype(np.float64)
+    alert = (inter.states == 2).astype(np.float64)
+    passed = (inter.states != 0).astype(np.float64)
+    ones = np.ones_like(y)
+    cols = {"sensitivity": (pred * y, y), "specificity": ((1 - pred) * (1 - y), 1 - y),
+            "precision": (pred * y, pred), "screening_sensitivity": (passed * y, y),
+            "false_flag_rate": (alert * (1 - y), 1 - y), "alert_precision": (alert * y, alert),
+            "brier": ((ds.p - y) ** 2, ones)}
+    emask = inter.emask.astype(np.float64)
+    cols["evidence_recall"] = (np.nan_to_num(inter.rec) * emask, emask)
+    rmask = inter.rmask.astype(np.float64)
+    for name in _ranking_names(inter):
+        cols[name] = (np.nan_to_num(inter.rk[name]) * rmask, rmask)
+    names = [n for n in _metric_names(inter) if n in cols]
+    num = np.column_stack([cols[n][0] for n in names])
+    den = np.column_stack([cols[n][1] for n in names])
+    return names, num, den
+
+
+def _ranking_names(inter) -> list[str]:
+    ref = getattr(inter, "ref", None)
+    out = [f"{family}@{ref}" for family in ("recall", "ndcg") if f"{family}@{ref}" in inter.rk]
+    return out + (["mrr"] if "mrr" in inter.rk else [])
+
+
+def _metric_names(inter) -> list[str]:
+    """The disparity metrics in report order (the ranking ones at the reference K)."""
+    ranking = _ranking_names(inter)
+    out = []
+    for name in DISPARITY_METRICS:
+        if name == "mrr":
+            out.extend(ranking)
+        else:
+            out.append(name)
+    return out
+
+
+def ratio(num, den) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+# ------------------------------------------------------- the other metrics' intervals
+def extra_columns(ds, inter) -> tuple[list[str], np.ndarray]:
+    """The per-group metrics without a disparity test whose value is a ratio (or a sum) of
+    per-query sums: ``(names, sums)``, ``sums`` an ``(n_queries, 2 E)`` array (numerators,
+    then denominators; a sum's denominator is 0). Their resampled values are the intervals of
+    the cohorts table; :func:`extra_values` adds the balanced accuracies and MCCs from the
+    outcome counts."""
+    y = ds.y.astype(np.float64)
+    n = 1.0 - y
+    pred = inter.pred.astype(np.float64)
+    st = inter.states
+    neg, unc, pos = ((st == s).astype(np.float64) for s in (0, 1, 2))
+    answered = 1.0 - unc
+    ones = np.ones_like(y)
+    k = np.asarray(inter.k, dtype=np.float64)
+    emask = inter.emask.astype(np.float64)
+    zero = np.zeros_like(y)
+    cols = {
+        "tp": (pred * y, zero), "fp": (pred * n, zero), "tn": ((1 - pred) * n, zero),
+        "fn": ((1 - pred) * y, zero), "fpr": (pred * n, n), "npv": ((1 - pred) * n, 1 - pred),
+        "f1": (2 * pred * y, 2 * pred * y + pred * n + (1 - pred) * y),
+        "neg_rate": (neg, ones), "uncertain_rate": (unc, ones), "pos_rate": (pos, ones),
+        "review_rate": (unc + pos, ones), "alert_rate_per_1000": (1000 * pos, ones),
+        "screening_fn_per_1000": (1000 * neg * y, ones), "workup_to_detection": (pos, pos * y),
+        "coverage": (answered, ones), "abstain_rate": (unc, ones),
+        "abstain_rate_pos": (unc * y, y), "abstain_rate_neg": (unc * n, n),
+        "accuracy": (neg * n + pos * y, ones), "accuracy_answered": (neg * n + pos * y, answered),
+        "precision_pos": (pos * y, pos), "recall_pos": (pos * y, answered * y),
+        "f1_pos": (2 * pos * y, 2 * pos * y + pos * n + neg * y),
+        "precision_neg": (neg * n, neg), "recall_neg": (neg * n, answered * n),
+        "f1_neg": (2 * neg * n, 2 * neg * n + neg * y + pos * n),
+        "slip_rate": (neg * y, y), "catch_rate": (pos * y, y), "pass_rate": (neg * n, n),
+        "evidence_precision": (np.nan_to_num(inter.prec) * emask, emask),
+        "mean_k": (k, ones), "workload": (k, zero), "workload_per_1000": (1000 * k, ones),
+        # outcome counts for the balanced accuracies and MCCs
+        "_neg_y": (neg * y, zero), "_neg_n": (neg * n, zero), "_pos_y": (pos * y, zero),
+        "_pos_n": (pos * n, zero)}
+    rmask = inter.rmask.astype(np.float64)
+    for name, values in inter.rk.items():
+        cols.setdefault(name, (np.nan_to_num(values) * rmask, rmask))
+    cfg = inter.cfg
+    from metrics_core.metrics.calibration import bin_matrix
+
+    bins = bin_matrix(ds.y, ds.p, n_bins=cfg.n_bins, strategy=cfg.binning,
+                      top_label=cfg.calibration_view == "top_label")  # the data's own edges
+    n_bins = bins.shape[1] // 2
+    for b in range(n_bins):  # per bin: queries, and the sum of y - p (ECE, MCE)
+        cols[f"_bin{b}"] = (bins[:, b], zero)
+        cols[f"_res{b}"] = (bins[:, n_bins + b], zero)
+    whole_k = np.asarray(inter.k, dtype=np.int64)
+    for value in range(int(whole_k.max()) + 1 if whole_k.size else 0):  # K's histogram
+        cols[f"_k{value}"] = ((whole_k == value).astype(np.float64), zero)
+    names = list(cols)
+    return names, np.column_stack([cols[c][0] for c in names] + [cols[c][1] for c in names])
+
+
+def distinct_columns(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(distinct, where)``: the distinct columns of ``matrix`` (many metrics share a
+    denominator) and each column's place among them (``distinct[:, where] == matrix``)."""
+    seen: dict[bytes, int] = {}
+    where = np.empty(matrix.shape[1], dtype=np.int64)
+    keep = []
+    for i in range(matrix.shape[1]):
+        key = np.ascontiguousarray(matrix[:, i]).tobytes()
+        if key not in seen:
+            seen[key] = len(keep)
+            keep.append(i)
+        where[i] = seen[key]
+    return matrix[:, keep], where
+
+
+#: Ratios of two per-query sums' parts: name -> its numerator's and denominator's columns.
+_SUMS_ONLY = frozenset({"tp", "fp", "tn", "fn", "workload", "_neg_y", "_neg_n", "_pos_y",
+                        "_pos_n"})
+
+
+def extra_values(names: Sequence[str], sums: np.ndarray) -> dict[str, np.ndarray]:
+    """Each extra metric's values from its sums (``(..., 2 E)``, the last axis as
+    :func:`extra_columns` lays it out): ratios, sums, and the balanced accuracies and MCCs
+    of the outcome table at τ and of the gate's answered queries."""
+    e = len(names)
+    num, den = sums[..., :e], sums[..., e:]
+    at = {name: i for i, name in enumerate(names)}
+    out = {}
+    for name, i in at.items():
+        out[name] = (num[..., i] if name in _SUMS_ONLY or name.startswith(("_k", "_bin", "_res"))
+                     else ratio(num[..., i], den[..., i]))
+    count = [i for name, i in at.items() if name.startswith("_bin")]
+    if count:  # ECE and MCE from the bins' sums (the data's bin edges)
+        from metrics_core.metrics.calibration import ece_from_sums, mce_from_sums
+
+        residual = [i for name, i in at.items() if name.startswith("_res")]
+        c, r = num[..., count], num[..., residual]
+        flat_c, flat_r = c.reshape(-1, len(count)), r.reshape(-1, len(count))
+        out["ece"] = ece_from_sums(flat_r, flat_c.sum(axis=1)).reshape(c.shape[:-1])
+        out["mce"] = mce_from_sums(flat_c, flat_r).reshape(c.shape[:-1])
+    histogram = [i for name, i in at.items() if name.startswith("_k")]
+    if histogram:  # K's median and P90: numpy's linear quantiles of the weighted K values
+        counts = num[..., histogram]
+        flat = counts.reshape(-1, len(histogram))
+        q = weighted_int_quantiles(np.arange(len(histogram)), (0.5, 0.9)).from_histogram(
+            flat).reshape(*counts.shape[:-1], 2)
+        empty = counts.sum(axis=-1) == 0
+        out["median_k"] = np.where(empty, np.nan, q[..., 0])
+        out["p90_k"] = np.where(empty, np.nan, q[..., 1])
+
+    def balanced(tp, fn, tn, fp):
+        return (ratio(tp, tp + fn) + ratio(tn, tn + fp)) / 2.0
+
+    def mcc(tp, fp, tn, fn):
+        with np.errstate(invalid="ignore"):
+            scale = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+        return ratio(tp * tn - fp * fn, scale)
+
+    tau = (out["tp"], out["fp"], out["tn"], out["fn"])
+    gate = (out["_pos_y"], out["_pos_n"], out["_neg_n"], out["_neg_y"])  # tp, fp, tn, fn
+    out["balanced_accuracy"] = balanced(tau[0], tau[3], tau[2], tau[1])
+    out["mcc"] = mcc(*tau)
+    out["balanced_accuracy_answered"] = balanced(gate[0], gate[3], gate[2], gate[1])
+    out["mcc_answered"] = mcc(*gate)
+    return {k: v for k, v in out.items() if not k.startswith("_")}
+
+
+# ------------------------------------------------------------------ AUROC pair counts
+class PairCounts:
+    """AUROC of each cohort and of its rest from weighted pair counts, for several columns.
+
+    With ``U(A, B)`` the Mann-Whitney count of positives of A above negatives of B (ties one
+    half), a cohort's is ``U(j, j)`` and the rest's ``U - U(j, ·) - U(·, j) + U(j, j)``:
+    the cross counts of every column come from one cumulation of the whole data's weights,
+    ``U(j, j)`` from the cohort's own rows. Exact in whole numbers (doubled)."""
+
+    def __init__(self, layout: ScoreLayout, codes_in_order: Sequence[np.ndarray],
+                 sizes: Sequence[int]):
+        self.layout = layout
+        ys = layout.ys
+        run = np.searchsorted(layout.starts, np.arange(layout.n), side="right") - 1
+        lo, hi = layout.edges[run], layout.edges[run + 1]
+        self.pos_rows, self.neg_rows = np.flatnonzero(ys), np.flatnonzero(~ys)
+        self.pos_columns = layout.columns[self.pos_rows]
+        self.neg_columns = layout.columns[self.neg_rows]
+        nb, pb = layout.negatives_before, layout.positives_before
+        self.pos_lo, self.pos_hi = nb[lo[self.pos_rows]], nb[hi[self.pos_rows]]
+        self.neg_lo, self.neg_hi = pb[lo[self.neg_rows]], pb[hi[self.neg_rows]]
+        self.sizes = list(sizes)
+        # per post: its positive (negative) queries in each cohort, for the cohorts' weights
+        n_posts = int(layout.columns.max()) + 1 if layout.n else 0
+        self.pos_by_post = np.zeros((n_posts, sum(self.sizes)))
+        self.neg_by_post = np.zeros((n_posts, sum(self.sizes)))
+        start = 0
+        for c, g in zip(codes_in_order, self.sizes, strict=True):
+            np.add.at(self.pos_by_post, (self.pos_columns, start + c[self.pos_rows]), 1.0)
+            np.add.at(self.neg_by_post, (self.neg_columns, start + c[self.neg_rows]), 1.0)
+            start += g
+        self.pos_group = np.hstack([_indicator(c[self.pos_rows], g)
+                                    for c, g in zip(codes_in_order, sizes, strict=True)]
+                                   or [np.zeros((self.pos_rows.size, 0))])
+        self.neg_group = np.hstack([_indicator(c[self.neg_rows], g)
+                                    for c, g in zip(codes_in_order, sizes, strict=True)]
+                                   or [np.zeros((self.neg_rows.size, 0))])
+        # Per column: its negatives by cohort, then in the order of p; each positive's place
+        # among its own cohort's negatives (below its tie run, and up to its end) and the
+        # start of its cohort in that order.
+        self.within = []
+        # Per column also: the runs of its negatives (in that order) of one cohort and one tie
+        # run of p, which see the same positives above them: each run's weight times the
+        # positives' weight above it, summed per cohort, is 2 U(all, j).
+        self.runs = []
+        n1 = layout.n + 1
+        for c in codes_in_order:
+            neg_codes = c[self.neg_rows]
+            perm = np.argsort(neg_codes, kind="stable")
+            keys = neg_codes[perm] * n1 + self.neg_rows[perm]
+            g_x = c[self.pos_rows] * n1
+            self.within.append((self.neg_columns[perm],
+                                np.searchsorted(keys, g_x + lo[self.pos_rows]),
+                                np.searchsorted(keys, g_x + hi[self.pos_rows]),
+                                np.searchsorted(keys, g_x)))
+            codes, run_lo, run_hi = neg_codes[perm], self.neg_lo[perm], self.neg_hi[perm]
+            new = np.r_[True, (codes[1:] != codes[:-1]) | (run_lo[1:] != run_lo[:-1])
+                        | (run_hi[1:] != run_hi[:-1])] if codes.size else np.zeros(0, bool)
+            starts = np.flatnonzero(new)
+            run_codes = codes[starts]
+            blocks = np.flatnonzero(np.r_[True, run_codes[1:] != run_codes[:-1]]) \
+                if starts.size else starts
+            self.runs.append((starts, run_lo[starts], run_hi[starts], blocks,
+                              run_codes[blocks]))
+
+    def replicates(self, weights) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per column: (cohort AUROC, rest AUROC), ``(b, g)`` each."""
+        layout = self.layout
+        pos, neg = layout.cumulative(weights)
+        total_p, total_n = pos[:, -1].astype(np.float64), neg[:, -1].astype(np.float64)
+        w_pos = np.take(weights, self.pos_columns, axis=1).astype(np.float64)
+        # positives against every negative below them (ties one half), per positive row
+        pos_terms = w_pos * (np.take(neg, self.pos_lo, axis=1)
+                             + np.take(neg, self.pos_hi, axis=1))
+        del neg
+        twice_total = pos_terms.sum(axis=1)
+        # the cohorts' weights of positives and negatives from the posts' weights (whole
+        # numbers: the same sums as over the queries)
+        by_post = weights.astype(np.float64)
+        p_j = by_post @ self.pos_by_post
+        n_j = by_post @ self.neg_by_post
+        row = pos_terms @ self.pos_group  # 2 U(j, all)
+        diag = np.empty_like(row)
+        above = np.zeros_like(row)  # per cohort: its negatives times the positives above
+        start = 0
+        kind = np.int32 if int(np.iinfo(weights.dtype).max) * max(layout.n, 1) < 2**31 \
+            else np.int64
+        for (g, (columns, at_lo, at_hi, base), (starts, run_lo, run_hi, blocks, present)) in \
+                zip(self.sizes, self.within, self.runs, strict=True):
+            gathered = np.take(weights, columns, axis=1)
+            cum = np.zeros((weights.shape[0], columns.size + 1), dtype=kind)
+            np.cumsum(gathered, axis=1, dtype=kind, out=cum[:, 1:])
+            terms = w_pos * (np.take(cum, at_lo, axis=1) + np.take(cum, at_hi, axis=1)
+                             - 2.0 * np.take(cum, base, axis=1))
+            diag[:, start:start + g] = terms @ self.pos_group[:, start:start + g]
+            if starts.size:  # whole numbers: exact, in any order
+                run_w = np.add.reduceat(gathered, starts, axis=1, dtype=np.int64)
+                run_w *= np.take(pos, run_lo, axis=1) + np.take(pos, run_hi, axis=1)
+                above[:, start + present] = np.add.reduceat(run_w, blocks, axis=1)
+            start += g
+        del pos
+        col = 2 * total_p[:, None] * n_j - above  # 2 U(all, j)
+        cohort = ratio(diag / 2.0, p_j * n_j)
+        rest = ratio((twice_total[:, None] - row - col + diag) / 2.0,
+                      (total_p[:, None] - p_j) * (total_n[:, None] - n_j))
+        out, start = [], 0
+        for g in self.sizes:
+            out.append((cohort[:, start:start + g], rest[:, start:start + g]))
+            start += g
+        return out
+
+
+def _indicator(codes: np.ndarray, g: int) -> np.ndarray:
+    out = np.zeros((codes.size, g))
+    out[np.arange(codes.size), codes] = 1.0
+    return out
+
+
+# ------------------------------------------------------------------ one pass over resamples
+@dataclass
+class _Column:
+    grouping: Grouping
+    posts: list  # per cohort: the posts it has queries of
+    sums: list  # per cohort: (posts, 2S) per-post sums of its numerators and denominators
+    extra: list | None = None  # per cohort: (posts, 2E) the same of extra_columns
+
+
+def prepare(ds, grouping: Grouping, num_den: np.ndarray,
+             extra: np.ndarray | None = None) -> _Column:
+    g = len(grouping.values)
+    posts, sums, extras = [], [], []
+    for j in range(g):
+        rows = np.flatnonzero(grouping.codes == j)
+        used, local = np.unique(ds.post_code[rows], return_inverse=True)
+        s = np.zeros((used.size, num_den.shape[1]))
+        np.add.at(s, local, num_den[rows])
+        posts.append(used)
+        sums.append(s)
+        if extra is not None:
+            x = np.zeros((used.size, extra.shape[1]))
+            np.add.at(x, local, extra[rows])
+            extras.append(x)
+    return _Column(grouping, posts, sums, extras if extra is not None else None)
+
+
+def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
+                n_metrics: int, progress) -> list[dict]:
+    """Per column: the cohorts' and the rests' resampled values ``(R, g, S + 1)`` (AUROC
+    last), from one pass over the post count matrix: its batches of resamples on
+    :data:`WORKERS` threads (numpy works outside the interpreter's lock, so they share the
+    cores), each batch's values in its own rows, so the values do not depend on which thread
+    computed them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from metrics_core.cpu_account import charged
+
+    n_posts = int(ds.posts.size)
+    totals_posts = np.zeros((n_posts, num_den.shape[1]))
+    np.add.at(totals_posts, ds.post_code, num_den)
+
+    def one(batch) -> list[tuple[np.ndarray, np.ndarray]]:
+        cf = batch.astype(np.float64)
+        whole = cf @ totals_posts
+        aurocs = pairs.replicates(batch)
+        out = []
+        for col, (a, b) in zip(columns, aurocs, strict=True):
+            g = len(col.grouping.values)
+            cohort = np.empty((batch.shape[0], g, n_metrics + 1))
+            rest = np.empty_like(cohort)
+            extra = None if col.extra is None else np.empty(
+                (batch.shape[0], g, col.extra[0].shape[1]))
+            for j in range(g):
+                own = cf[:, col.posts[j]]  # the cohort's posts' weights, gathered once
+                s = own @ col.sums[j]
+                cohort[:, j, :n_metrics] = ratio(s[:, :n_metrics], s[:, n_metrics:])
+                r = whole - s
+                rest[:, j, :n_metrics] = ratio(r[:, :n_metrics], r[:, n_metrics:])
+                if extra is not None:
+                    extra[:, j] = own @ col.extra[j]
+            cohort[:, :, n_metrics], rest[:, :, n_metrics] = a, b
+            out.append((cohort, rest, extra))
+        return out
+
+    store = [{"cohort": [], "rest": [], "extra": []} for _ in columns]
+    done = 0
+    total = counts.shape[0] if hasattr(counts, "shape") else None
+
+    def keep(values, rows) -> None:
+        nonlocal done
+        for part, (cohort, rest, extra) in zip(store, values, strict=True):
+            part["cohort"].append(cohort)
+            part["rest"].append(rest)
+            if extra is not None:
+                part["extra"].append(extra)
+        done += rows
+        if progress is not None and total:
+            progress(done, total)
+
+    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cohorts") as pool:
+        pending = []
+        for batch in _batches(counts):
+            pending.append((pool.submit(charged(one), batch), batch.shape[0]))
+            if len(pending) > WORKERS:  # at most one batch waiting per thread
+                future, rows = pending.pop(0)
+                keep(future.result(), rows)
+        for future, rows in pending:
+            keep(future.result(), rows)
+    return [{k: np.concatenate(v, axis=0) if v else None for k, v in part.items()}
+            for part in store]
+
+
+#: Threads of the pass over the resamples (the machine's cores, at most 4).
+WORKERS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _batches(counts, rows: int = 500):
+    if isinstance(counts, Bootstrap):
+        yield from counts.count_batches()
+        return
+    for start in range(0, counts.shape[0], rows):
+        yield counts[start:start + rows]
