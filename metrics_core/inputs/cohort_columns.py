@@ -443,7 +443,7 @@ def posts_table(posts, loaded, *, name: str | None = None, limits=None) -> pd.Da
     ...                   "has_evidence": [1, 0, 0], "p_has_evidence": [.9, .2, .3]})
     >>> loaded = load(q)
     >>> posts_table(pd.DataFrame({"post_id": ["1"], "site": ["x"]}), loaded)["site"].tolist()
-    ['x', nan, nan]
+    ['x', 'x', nan]
     """
     from metrics_core.errors import InputErrors
     from metrics_core.inputs.loading import read_table
