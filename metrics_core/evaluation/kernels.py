@@ -136,6 +136,16 @@ class RunKernels:
     def __init__(self, ev, inter, *, ml: dict | None = None, n_posts: int = 0):
         self.ev, self.inter, self.cfg = ev, inter, inter.cfg
         self.ml, self.n_posts = ml, n_posts
+        self._rows: dict = {}
+        self._k: np.ndarray | None = None
+
+    def _rows_over(self, over: str) -> np.ndarray | None:
+        """The queries a kernel reducing ``over`` reads (None: all), found once per run: the
+        dozens of ranking means each gather their rows instead of scanning the mask."""
+        if over not in self._rows:
+            mask = _mask(self.inter, over)
+            self._rows[over] = None if mask is None or mask.all() else np.flatnonzero(mask)
+        return self._rows[over]
 
     def whole(self, source: str):
         """The result of whole-sample kernel ``source`` on the run."""
@@ -171,12 +181,15 @@ class RunKernels:
             return (value, ds.n_positive if kernel.over == "positives" else ds.n_queries,
                     None, defined)
         if kernel.per_query:
-            values = _per_query(self.ev, self.inter, name)
             if kernel.source == "k":
-                values = np.asarray(values, dtype=np.int64)
-            mask = _mask(self.inter, kernel.over)
-            if mask is not None:
-                values = values[mask]
+                if self._k is None:
+                    self._k = np.asarray(self.inter.k, dtype=np.int64)
+                values = self._k
+            else:
+                values = _per_query(self.ev, self.inter, name)
+            rows = self._rows_over(kernel.over)
+            if rows is not None:
+                values = values.take(rows)
             return _reduce(values, kernel.reduce), int(values.size), None, None
         field = kernel.field or name
         result = self.whole(kernel.source)
