@@ -6,6 +6,8 @@ too, late or with too much, and the test fails instead of hanging)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from metrics_core.rag.generation_llm_judge import (
@@ -86,7 +88,7 @@ def test_the_llm_metrics_are_skipped_with_the_reason_and_the_critic_asked_once(b
                    LLMAnswerQuality(c).compute(SAMPLES, OUTPUTS)]
     assert stats["requests"] == 1  # the second sample and metric do not wait again
     for r in results:
-        assert not r.defined and r.value == 0.0
+        assert not r.defined and math.isnan(r.value)  # undefined, never a silent 0
         assert r.details["num_samples"] == 0 and r.details["num_skipped"] == 2
         assert r.details["skipped_reason"] == f"skipped: {r.details['critic_error']}"
         assert r.details["critic_error"].startswith(("the critic at", "the critic's reply"))
