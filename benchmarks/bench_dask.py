@@ -11,7 +11,8 @@ children) every 0.2 s; the peak of the sum is reported.
     python benchmarks/bench_dask.py --queries 1000000
     python benchmarks/bench_dask.py --queries 10000000 --queries-per-part 100000
 
-The data are written once per size and reused (``--regenerate`` writes them again).
+The data are written once per size and reused (``--regenerate`` writes them again;
+``--write-only`` writes them and stops, so the large sizes can be written ahead of the runs).
 
 ``--reduced`` runs ``metrics-core evaluate --engine dask --reduced``
 (``dask.evaluate_reduced``: no per-query value is gathered; the records are made from
@@ -186,6 +187,17 @@ print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
     return {"part_s": round(float(out[0]), 2), "part_peak_rss_gb": round(int(out[1]) / 2**20, 3)}
 
 
+def _commit() -> str | None:
+    """The code's commit (the figures name the code they measured), None outside git."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout.strip() or None
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def run_reduced(folder: Path, args, parts: int, size: int) -> dict:
     """``evaluate --engine dask --reduced`` on a local cluster of ``args.workers``, as the CLI
     runs it: wall time, client and cluster peaks, the document's size, one part's cost."""
@@ -203,7 +215,7 @@ def run_reduced(folder: Path, args, parts: int, size: int) -> dict:
         wall = time.perf_counter() - t0
     auroc = next(r for r in doc["metrics"] if r["name"] == "auroc")
     figures = {
-        "mode": "reduced", "queries": doc["dataset"]["n_queries"],
+        "mode": "reduced", "commit": _commit(), "queries": doc["dataset"]["n_queries"],
         "candidates": doc["dataset"]["n_candidates"], "parts": parts,
         "parquet_bytes": size, "workers": args.workers, "bootstrap": args.bootstrap,
         "wall_s": round(wall, 2),
@@ -238,6 +250,9 @@ def main(argv=None) -> int:
                         help="with --reduced: skip the one-part cost (a child process)")
     parser.add_argument("--results", type=Path, default=None,
                         help="append the figures as one JSON line to this file")
+    parser.add_argument("--write-only", action="store_true",
+                        help="write the data for this size (if not written yet) and stop: "
+                             "the large sizes can be written ahead of the runs")
     args = parser.parse_args(argv)
 
     from metrics_core.config import EvalConfig
@@ -252,6 +267,8 @@ def main(argv=None) -> int:
         (folder / "done").write_text(str(parts))
         print(f"wrote {parts} parts in {time.perf_counter() - t:.1f} s", flush=True)
     parts = int((folder / "done").read_text())
+    if args.write_only:
+        return 0
     size = sum(f.stat().st_size for t in ("queries", "candidates")
                for f in (folder / t).glob("*.parquet"))
     if args.reduced:
