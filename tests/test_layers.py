@@ -48,6 +48,8 @@ def test_the_contracts_hold():
      "The library's layers"),
     ("metrics_core/engines/dask.py", "from metrics_core import compare",
      "The library's layers"),
+    ("metrics_core/cli/parser.py", "from metrics_core import launcher",
+     "The library's layers"),
     ("metrics_core/inputs/parquet.py", "from metrics_core.inputs import loading",
      "The reading's steps: audit, load, read Parquet, limits"),
     ("metrics_core/evaluation/result.py", "from metrics_core.evaluation import tables",
