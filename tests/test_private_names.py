@@ -3,7 +3,8 @@
 A name with a leading underscore belongs to the module that defines it. Another module of
 ``metrics_core`` or ``dashboard`` may not import it (``from m import _name``), read it from the
 module (``m._name``), use a private attribute or method that only another module's classes
-define (``evaluator._memo`` from outside the evaluator), or override one in a subclass. Dunder
+define (``evaluator._memo`` from outside the evaluator, or ``getattr(x, "_memo")``), or override
+one in a subclass. Dunder
 names are not private. A name two modules need is public in one of them.
 """
 
@@ -84,6 +85,17 @@ def violations(modules: dict[str, ast.Module]) -> list[str]:
                             if item.name in owned[base]:
                                 found.append(f"{name}:{item.lineno}: {node.name}.{item.name} "
                                              f"overrides {base}'s")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id in ("getattr", "hasattr", "setattr") and len(node.args) >= 2 \
+                    and isinstance(node.args[1], ast.Constant) and \
+                    isinstance(node.args[1].value, str) and is_private(node.args[1].value):
+                attr = node.args[1].value
+                owners = sorted(other for other, names in owned.items()
+                                if attr in names and other != name)
+                if owners and attr not in owned[name]:
+                    found.append(f"{name}:{node.lineno}: {node.func.id}(…, {attr!r}) "
+                                 f"(defined in {', '.join(owners)})")
+                continue
             if not (isinstance(node, ast.Attribute) and is_private(node.attr)):
                 continue
             base = node.value
@@ -113,6 +125,8 @@ def test_no_private_name_is_used_across_modules():
      "._probe_only (defined in metrics_core.data.dataset)"),
     ("metrics_core/evaluation/tables.py", "def f(ev):\n    return ev.__class__",
      None),
+    ("metrics_core/evaluation/tables.py", "def f(ev):\n    return getattr(ev, '_probe_only')",
+     "getattr(…, '_probe_only') (defined in metrics_core.data.dataset)"),
     ("metrics_core/engines/gathered.py",
      "class Probe(Dataset):\n    def _probe_only(self):\n        return 1",
      "Probe._probe_only overrides metrics_core.data.dataset's"),

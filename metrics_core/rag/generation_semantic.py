@@ -87,12 +87,13 @@ class _Semantic(Metric):
     def required_fields(self) -> list[str]:
         return ["reference_answer" if self.compare_to == "reference" else "query", "response"]
 
-    def _ready(self) -> bool:
+    def ready(self) -> bool:
+        """Whether the similarity can be computed here (the rag-semantic extra installed)."""
         return semantic_available()
 
     def compute(self, samples, outputs):
         n = check_lengths(samples, outputs)
-        if not self._ready():
+        if not self.ready():
             return _skipped(self, n, SEMANTIC_MISSING)
         index, preds, targets = _pairs(samples, outputs, self.compare_to)
         values = np.full(n, np.nan)
@@ -164,7 +165,9 @@ class EmbeddingSimilarity(_Semantic):
         if compare_to == "query":
             self.name += "_query"
 
-    def _ready(self) -> bool:
+    def ready(self) -> bool:
+        """Whether the similarity can be computed here (an embedding function given, or the
+        rag-semantic extra installed)."""
         return self.embed_fn is not None or semantic_available()
 
     def _embed(self, texts: list[str]) -> np.ndarray:

@@ -163,7 +163,9 @@ class CounterfactualConsistency(Metric):
         values = np.full(n, np.nan)
         details = {"similarity": self.similarity.name}
         if pairs:
-            ready = getattr(self.similarity, "_ready", lambda: True)
+            # A similarity may say whether it can compute here (the embeddings' need the
+            # rag-semantic extra or an embedding function); one that does not say can.
+            ready = getattr(self.similarity, "ready", lambda: True)
             if not ready():
                 from metrics_core.rag.generation_semantic import SEMANTIC_MISSING
 
