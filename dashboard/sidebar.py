@@ -213,6 +213,11 @@ def _filter_options(source: data.Source) -> dict[str, tuple]:
             "cohort": data.cohort_options(source)}
 
 
+#: The multi-valued filters whose values a link may name that a data set lacks, and their
+#: wording in the note that says they were dropped.
+_LINK_DROPS = (("criterion", "criteria"), ("cohort", "cohort values"))
+
+
 def _link_note(notes: list[str], note: str) -> None:
     """A note about the link shown in this run, and kept with the link's other notes for the
     next runs (the refinement's rerun follows at once) until a setting changes."""
@@ -234,18 +239,13 @@ def settings_sidebar(source: data.Source, notes: list[str], *,
                 _link_note(notes, f"{key}={state.value(key)!r} is not in this data set; "
                                   f"showing all.")
             state.set_value(key, ALL)
-    chosen = [c for c in state.value("criterion") if c in options["criterion"]]
-    if chosen != list(state.value("criterion")):
-        if not switched:
-            _link_note(notes, "Some criteria in the link are not in this data set and were "
-                              "dropped.")
-        state.set_value("criterion", chosen)
-    chosen = [c for c in state.value("cohort") if c in options["cohort"]]
-    if chosen != list(state.value("cohort")):
-        if not switched:
-            _link_note(notes, "Some cohort values in the link are not in this data set and "
-                              "were dropped.")
-        state.set_value("cohort", chosen)
+    for key, what in _LINK_DROPS:
+        chosen = [c for c in state.value(key) if c in options[key]]
+        if chosen != list(state.value(key)):
+            if not switched:
+                _link_note(notes, f"Some {what} in the link are not in this data set and were "
+                                  f"dropped.")
+            state.set_value(key, chosen)
     gates = tuple(state.value("criterion_gates"))
     kept = tuple(g for g in gates if g[0] in options["criterion"])
     if kept != gates:

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from metrics_core.metrics.classification import checked_order
+from metrics_core.metrics.risk_control import threshold_subsets
 from metrics_core.metrics.uncertainty import bootstrap_cis
 from metrics_core.progress import stage
 
@@ -328,11 +329,7 @@ def tune(ds, targets, *, by: str | None = None, nested: str | None = None,
     """
     targets = [Target.parse(t) if isinstance(t, str) else t for t in targets]
     y, p = ds.y.astype(np.float64), ds.p.astype(np.float64)
-    groups = [("all_queries", np.ones(ds.n_queries, dtype=bool))]
-    if by == "criterion":
-        groups += [(f"criterion {c}", ds.criterion == c) for c in ds.criteria]
-    elif by is not None:
-        raise ValueError(f"by must be 'criterion' or None; got {by!r}")
+    groups = threshold_subsets(ds, by)
     out: list[TuneResult] = []
     for subset, m in groups:
         pairs = ([(None, m, m)] if nested is None else _held_out_pairs(ds, m, nested))

@@ -53,7 +53,7 @@ import numpy as np
 
 __all__ = ["GUARANTEES", "PRECISION_GRID", "Guarantee", "GuaranteeResult", "GuaranteedThreshold",
            "ThresholdGuarantee", "floor_threshold", "guarantee", "guaranteed_threshold",
-           "hb_p_value", "multiplicity", "n_needed"]
+           "hb_p_value", "multiplicity", "n_needed", "threshold_subsets"]
 
 #: What each guarantee sets: metric -> (operator, parameter, the risk it controls in words).
 GUARANTEES = MappingProxyType({
@@ -357,6 +357,17 @@ def _held_out(y, p, g: Guarantee, tau: float, subset: str) -> dict:
             "met": bool(scale * k / n >= g.value if g.op == ">=" else scale * k / n <= g.value)}
 
 
+def threshold_subsets(ds, by: str | None) -> list[tuple[str, np.ndarray]]:
+    """``(subset name, query mask)`` of each subset thresholds are chosen on: all queries,
+    and with ``by="criterion"`` each criterion too."""
+    subsets = [("all_queries", np.ones(ds.n_queries, dtype=bool))]
+    if by == "criterion":
+        subsets += [(f"criterion {c}", ds.criterion == c) for c in ds.criteria]
+    elif by is not None:
+        raise ValueError(f"by must be 'criterion' or None; got {by!r}")
+    return subsets
+
+
 def guarantee(ds, targets, *, delta: float, by: str | None = None,
               calibrate_on: str | None = None, grid=PRECISION_GRID) -> list[GuaranteeResult]:
     """Guaranteed thresholds for ``targets`` on a :class:`Dataset`, overall or also
@@ -374,11 +385,7 @@ def guarantee(ds, targets, *, delta: float, by: str | None = None,
         raise ValueError("one alert_precision guarantee at a time (the thresholds each "
                          "guarantees need not overlap)")
     y, p = ds.y.astype(np.float64), ds.p.astype(np.float64)
-    groups = [("all_queries", np.ones(ds.n_queries, dtype=bool))]
-    if by == "criterion":
-        groups += [(f"criterion {c}", ds.criterion == c) for c in ds.criteria]
-    elif by is not None:
-        raise ValueError(f"by must be 'criterion' or None; got {by!r}")
+    groups = threshold_subsets(ds, by)
     each = delta / (len(targets) * len(groups))
     out: list[GuaranteeResult] = []
     for subset, m in groups:

@@ -227,6 +227,18 @@ def _is_number(value) -> bool:
             and math.isfinite(value))
 
 
+def _object(obj, key, problems) -> dict:
+    """The optional object field ``key`` (``{}`` when absent or null; a problem, and ``{}``,
+    when it is no object)."""
+    value = obj.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        problems.append((key, f"must be an object, got {type(value).__name__}"))
+        return {}
+    return value
+
+
 def _string(obj, key, problems, *, where: str = "", required: bool = True,
             nullable: bool = False, non_empty: bool = False):
     field = f"{where}{key}"
@@ -282,15 +294,9 @@ def _parse_line(raw: str, problems):
         if doc_id is not None:
             relevant.append(Document(doc_id, text))
 
-    labels = obj.get("labels")
-    if labels is None:
-        labels = {}
-    elif not isinstance(labels, dict):
-        problems.append(("labels", f"must be an object, got {type(labels).__name__}"))
-        labels = {}
-    else:
-        for key in ("scenario", "variant_of"):
-            _string(labels, key, problems, where="labels.", required=False, nullable=True)
+    labels = _object(obj, "labels", problems)
+    for key in ("scenario", "variant_of"):
+        _string(labels, key, problems, where="labels.", required=False, nullable=True)
 
     retrieved = []
     ids, ranks = set(), set()
@@ -340,18 +346,11 @@ def _parse_line(raw: str, problems):
             retrieved.append(RetrievedDocument(Document(doc_id, text, MappingProxyType(
                 metadata)), float(score), rank))
 
-    timings = obj.get("timings")
-    if timings is None:
-        timings = {}
-    elif not isinstance(timings, dict):
-        problems.append(("timings", f"must be an object, got {type(timings).__name__}"))
-        timings = {}
-    else:
-        for key, value in timings.items():
-            if value is not None and not (_is_number(value) and 0 <= value <= MAX_SECONDS):
-                problems.append((f"timings.{key}", f"must be a number of seconds in [0, "
-                                                   f"{MAX_SECONDS:,.0f}], got "
-                                                   f"{_shown(value)}"))
+    timings = _object(obj, "timings", problems)
+    for key, value in timings.items():
+        if value is not None and not (_is_number(value) and 0 <= value <= MAX_SECONDS):
+            problems.append((f"timings.{key}", f"must be a number of seconds in [0, "
+                                               f"{MAX_SECONDS:,.0f}], got {_shown(value)}"))
     if problems:
         return None
     sample = EvaluationSample(sample_id, query, reference_answer=reference,
