@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from metrics_core.cpu_account import charged
 
 if TYPE_CHECKING:
-    from metrics_core.evaluation.evaluator import Evaluator
+    from metrics_core.evaluation.evaluator import QueryLevelEvaluator
     from metrics_core.inputs.audit import AuditReport
     from metrics_core.inputs.loading import Limits, Loaded
 
@@ -54,7 +54,7 @@ class Run:
 
     loaded: Loaded
     audit: AuditReport | None
-    evaluator: Evaluator
+    evaluator: QueryLevelEvaluator
     inputs: tuple[dict, ...]
 
     @property

@@ -16,9 +16,11 @@ from distributed import Client, LocalCluster
 
 from metrics_core.cli import main
 from metrics_core.config import EvalConfig, Filters
+from metrics_core.data.dataset import Dataset, Queries
 from metrics_core.engines import dask as dask_engine
+from metrics_core.engines.gathered import QueryLevelDataset
 from metrics_core.errors import InputError
-from metrics_core.evaluation.evaluator import Evaluator
+from metrics_core.evaluation.evaluator import Evaluator, QueryLevelEvaluator
 from metrics_core.inputs import loading
 from metrics_core.inputs.audit import audit
 from tests.conftest import random_frames
@@ -329,10 +331,24 @@ def test_the_query_level_data_set_refuses_candidate_reads(paths, cluster):
     assert ds.n_candidates == loaded.dataset.n_candidates
     np.testing.assert_array_equal(ds.n_cand, loaded.dataset.n_cand)
     np.testing.assert_array_equal(ds.n_gold, loaded.dataset.n_gold)
-    with pytest.raises(RuntimeError, match="stay on the workers"):
+    # The query-level data set and its evaluator offer the queries' interface only: what
+    # reads the candidates is no part of it, and asking for it says where they are.
+    assert not isinstance(ds, Dataset) and isinstance(ds, Queries)
+    assert not isinstance(run.evaluator, Evaluator)
+    assert isinstance(run.evaluator, QueryLevelEvaluator)
+    with pytest.raises(AttributeError, match="cum_gold: the candidates of a Dask run stay on "
+                                             "the workers"):
         _ = ds.cum_gold
-    with pytest.raises(RuntimeError, match="stay on the workers"):
+    assert not hasattr(ds, "offsets")
+    with pytest.raises(AttributeError, match="sentences: the candidates of a Dask run stay on "
+                                             "the workers"):
         run.evaluator.sentences(EvalConfig(), "p001", "C1")
+    with pytest.raises(AttributeError, match="no attribute 'anything_else'"):
+        _ = ds.anything_else
+    sub = run.evaluator.for_filters(Filters(criteria=("C1",)))
+    assert isinstance(sub.ds, QueryLevelDataset)
+    np.testing.assert_array_equal(sub.ds.n_cand, loaded.dataset.n_cand[loaded.dataset.criterion
+                                                                          == "C1"])
 
 
 def test_a_file_that_is_not_parquet_exits_2_naming_it(paths, tmp_path, capsys):

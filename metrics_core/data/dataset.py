@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from metrics_core.data.ordering import grouped_order as _grouped_order
 
-__all__ = ["CANDIDATE_COLUMNS", "QUERY_COLUMNS", "Dataset"]
+__all__ = ["CANDIDATE_COLUMNS", "QUERY_COLUMNS", "Dataset", "Queries"]
 
 #: Canonical query-table columns (contract §2); the first four are required.
 QUERY_COLUMNS = ("post_id", "criterion", "has_evidence", "p_has_evidence", "fold", "split",
@@ -86,20 +86,17 @@ class _StringField:
 
 
 @dataclass(frozen=True, eq=False)
-class Dataset:
-    """Queries and their ranked candidates as flat numpy arrays.
+class Queries:
+    """The queries of a data set as flat numpy arrays, in canonical order (post, then
+    criterion), and what derives from them alone.
 
-    Query arrays have length ``n_queries``; candidate arrays have length ``n_candidates`` and are
-    grouped by query: the candidates of query ``q`` are ``offsets[q]:offsets[q + 1]`` in ranking
-    order (position 1 first).
-
-    Build one with :meth:`from_frames`; the loader in :mod:`metrics_core.inputs.loading` does that
-    after validation. ``sent_uid`` and ``sentence`` read as object arrays like every other string
-    field, but :meth:`from_frames` keeps them as Arrow strings until their first read: no
-    metric kernel needs them, and building millions of Python strings dominates the cost.
+    A subclass says where the candidates are and gives their counts per query, ``n_cand``
+    and ``n_gold_found``, and their total ``n_candidates``: :class:`Dataset` holds the
+    candidates themselves; the Dask engine's query-level data set
+    (:class:`metrics_core.engines.gathered.QueryLevelDataset`) the counts gathered from the
+    workers that hold them.
     """
 
-    # --- queries ---
     post_id: np.ndarray  # object (str), per query
     criterion: np.ndarray  # object (str), per query
     criterion_code: np.ndarray  # int32 index into ``criteria``
@@ -111,6 +108,95 @@ class Dataset:
     fold: np.ndarray | None  # int64 or None
     split: np.ndarray | None  # object (str) or None
     n_gold_given: np.ndarray | None  # int64 n_gold column, or None
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.y.shape[0])
+
+    @cached_property
+    def fold_codes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``pandas.factorize(fold)``: (code per query, distinct folds in first-seen order);
+        None without a fold column. Computed once per data set."""
+        return None if self.fold is None else pd.factorize(self.fold)
+
+    @cached_property
+    def split_codes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``pandas.factorize(split)``, as :attr:`fold_codes` (hashing a million strings takes
+        tens of milliseconds: once per data set, not per check, summary or app rerun)."""
+        return None if self.split is None else pd.factorize(self.split)
+
+    @property
+    def folds(self) -> list[int] | None:
+        """The distinct folds, ascending (None without a fold column)."""
+        return None if self.fold is None else sorted(int(f) for f in self.fold_codes[1])
+
+    @property
+    def splits(self) -> list[str] | None:
+        """The distinct splits, sorted (None without a split column)."""
+        return None if self.split is None else sorted(str(s) for s in self.split_codes[1])
+
+    @cached_property
+    def n_gold(self) -> np.ndarray:
+        """``|Gold|`` per query: the ``n_gold`` column where given, else gold found (§3)."""
+        if self.n_gold_given is None:
+            return self.n_gold_found
+        return self.n_gold_given
+
+    @cached_property
+    def positives(self) -> np.ndarray:
+        """Mask of ``has_evidence = 1`` queries: the ``positives_only`` protocol (§1)."""
+        return self.y == 1
+
+    @property
+    def n_positive(self) -> int:
+        return int(self.y.sum())
+
+    def query_frame(self) -> pd.DataFrame:
+        """The queries as a DataFrame in canonical order (for tables and downloads)."""
+        data = {"post_id": self.post_id, "criterion": self.criterion,
+                "has_evidence": self.y, "p_has_evidence": self.p,
+                "n_candidates": self.n_cand, "n_gold": self.n_gold}
+        if self.fold is not None:
+            data["fold"] = self.fold
+        if self.split is not None:
+            data["split"] = self.split
+        return pd.DataFrame(data)
+
+    def query_fields(self, mask: np.ndarray) -> dict:
+        """The query fields of the queries where ``mask`` is true (criteria and posts
+        renumbered over those kept), for a subclass's ``subset``."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (self.n_queries,):
+            raise ValueError(f"mask must have one entry per query ({self.n_queries}), "
+                             f"got shape {mask.shape}")
+        crit_used = np.unique(self.criterion_code[mask])
+        remap = np.full(len(self.criteria), -1, dtype=np.int32)
+        remap[crit_used] = np.arange(len(crit_used), dtype=np.int32)
+        post_used, post_code = np.unique(self.post_code[mask], return_inverse=True)
+        return {"post_id": self.post_id[mask], "criterion": self.criterion[mask],
+                "criterion_code": remap[self.criterion_code[mask]],
+                "criteria": tuple(self.criteria[i] for i in crit_used),
+                "post_code": post_code.astype(np.int64), "posts": self.posts[post_used],
+                "y": self.y[mask], "p": self.p[mask],
+                "fold": None if self.fold is None else self.fold[mask],
+                "split": None if self.split is None else self.split[mask],
+                "n_gold_given": None if self.n_gold_given is None else self.n_gold_given[mask]}
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset(Queries):
+    """Queries and their ranked candidates as flat numpy arrays.
+
+    Query arrays (:class:`Queries`) have length ``n_queries``; candidate arrays have length
+    ``n_candidates`` and are grouped by query: the candidates of query ``q`` are
+    ``offsets[q]:offsets[q + 1]`` in ranking order (position 1 first).
+
+    Build one with :meth:`from_frames`; the loader in :mod:`metrics_core.inputs.loading` does that
+    after validation. ``sent_uid`` and ``sentence`` read as object arrays like every other string
+    field, but :meth:`from_frames` keeps them as Arrow strings until their first read: no
+    metric kernel needs them, and building millions of Python strings dominates the cost.
+    """
+
     # --- candidates (grouped by query, ranking order) ---
     offsets: np.ndarray  # int64, length n_queries + 1
     score: np.ndarray  # float64
@@ -123,10 +209,6 @@ class Dataset:
 
     # ------------------------------------------------------------------ sizes
     @property
-    def n_queries(self) -> int:
-        return int(self.y.shape[0])
-
-    @property
     def n_candidates(self) -> int:
         return int(self.score.shape[0])
 
@@ -134,28 +216,6 @@ class Dataset:
     def n_cand(self) -> np.ndarray:
         """Number of candidates per query (int64)."""
         return np.diff(self.offsets)
-
-    @cached_property
-    def fold_codes(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """``pandas.factorize(fold)``: (code per query, distinct folds in first-seen order);
-        None without a fold column. Computed once per Dataset."""
-        return None if self.fold is None else pd.factorize(self.fold)
-
-    @cached_property
-    def split_codes(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """``pandas.factorize(split)``, as :attr:`fold_codes` (hashing a million strings takes
-        tens of milliseconds: once per Dataset, not per check, summary or app rerun)."""
-        return None if self.split is None else pd.factorize(self.split)
-
-    @property
-    def folds(self) -> list[int] | None:
-        """The distinct folds, ascending (None without a fold column)."""
-        return None if self.fold is None else sorted(int(f) for f in self.fold_codes[1])
-
-    @property
-    def splits(self) -> list[str] | None:
-        """The distinct splits, sorted (None without a split column)."""
-        return None if self.split is None else sorted(str(s) for s in self.split_codes[1])
 
     @cached_property
     def query_of_candidate(self) -> np.ndarray:
@@ -206,22 +266,6 @@ class Dataset:
         before = np.searchsorted(np.flatnonzero(self.is_gold), self.offsets, side="left")
         return np.diff(before).astype(np.int64)
 
-    @cached_property
-    def n_gold(self) -> np.ndarray:
-        """``|Gold|`` per query: the ``n_gold`` column where given, else gold found (§3)."""
-        if self.n_gold_given is None:
-            return self.n_gold_found
-        return self.n_gold_given
-
-    @cached_property
-    def positives(self) -> np.ndarray:
-        """Mask of ``has_evidence = 1`` queries: the ``positives_only`` protocol (§1)."""
-        return self.y == 1
-
-    @property
-    def n_positive(self) -> int:
-        return int(self.y.sum())
-
     def candidate_slice(self, q: int) -> slice:
         """Slice of the candidate arrays belonging to query ``q``."""
         return slice(int(self.offsets[q]), int(self.offsets[q + 1]))
@@ -229,31 +273,17 @@ class Dataset:
     # ------------------------------------------------------------- subsetting
     def subset(self, mask: np.ndarray) -> Dataset:
         """A new Dataset with only the queries where ``mask`` is true (their candidates follow)."""
+        queries = self.query_fields(mask)
         mask = np.asarray(mask, dtype=bool)
-        if mask.shape != (self.n_queries,):
-            raise ValueError(f"mask must have one entry per query ({self.n_queries}), "
-                             f"got shape {mask.shape}")
         keep_c = np.repeat(mask, self.n_cand)
         n_cand = self.n_cand[mask]
         offsets = np.concatenate(([0], np.cumsum(n_cand, dtype=np.int64)))
 
-        def q(a):
-            return None if a is None else a[mask]
-
         def c(a):
             return None if a is None else a[keep_c]
 
-        crit_used = np.unique(self.criterion_code[mask])
-        remap = np.full(len(self.criteria), -1, dtype=np.int32)
-        remap[crit_used] = np.arange(len(crit_used), dtype=np.int32)
-        post_used, post_code = np.unique(self.post_code[mask], return_inverse=True)
         return Dataset(
-            post_id=self.post_id[mask], criterion=self.criterion[mask],
-            criterion_code=remap[self.criterion_code[mask]],
-            criteria=tuple(self.criteria[i] for i in crit_used),
-            post_code=post_code.astype(np.int64), posts=self.posts[post_used],
-            y=self.y[mask], p=self.p[mask], fold=q(self.fold), split=q(self.split),
-            n_gold_given=q(self.n_gold_given), offsets=offsets,
+            **queries, offsets=offsets,
             score=self.score[keep_c], is_gold=self.is_gold[keep_c], sent_uid=self.sent_uid[keep_c],
             sentence=c(self.sentence), relevance=c(self.relevance), ranked_by=self.ranked_by,
             meta=dict(self.meta),
@@ -383,17 +413,6 @@ class Dataset:
             relevance=None if relevance is None else relevance[c_order].astype(np.int64),
             ranked_by="score" if rank is None else "rank", meta=dict(meta or {}),
         )
-
-    def query_frame(self) -> pd.DataFrame:
-        """The queries as a DataFrame in canonical order (for tables and downloads)."""
-        data = {"post_id": self.post_id, "criterion": self.criterion,
-                "has_evidence": self.y, "p_has_evidence": self.p,
-                "n_candidates": self.n_cand, "n_gold": self.n_gold}
-        if self.fold is not None:
-            data["fold"] = self.fold
-        if self.split is not None:
-            data["split"] = self.split
-        return pd.DataFrame(data)
 
 
 def _natural_key(name: str):

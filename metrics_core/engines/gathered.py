@@ -2,8 +2,10 @@
 
 :func:`combine` orders every query as the in-memory engine does (post, then criterion, over
 all posts) and builds a query-level data set (:class:`QueryLevelDataset`) whose
-candidate-derived arrays are the gathered ones; :class:`GatheredEvaluator` answers the
-candidate-based parts from them, and the in-memory code
+candidate-derived counts are the gathered ones (a :class:`~metrics_core.data.dataset.Queries`:
+the candidates stay on the workers); :class:`GatheredEvaluator`, a
+:class:`~metrics_core.evaluation.evaluator.QueryLevelEvaluator`, answers the candidate-based
+parts from the gathered values, and the in-memory code
 (:func:`metrics_core.evaluation.assemble.build_evaluation`) makes every record, table, interval
 and check, so the report equals the in-memory engine's.
 """
@@ -11,67 +13,61 @@ and check, so the report equals the in-memory engine's.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from metrics_core.data.dataset import Dataset
+from metrics_core.data.dataset import Dataset, Queries
 from metrics_core.engines.units import empty_candidates
 from metrics_core.errors import InputError
-from metrics_core.evaluation.evaluator import GAMMA_SWEEP, Evaluator, reference_k
+from metrics_core.evaluation.evaluator import GAMMA_SWEEP, QueryLevelEvaluator, reference_k
 from metrics_core.run import run_of
 
 __all__ = ["DaskRun", "GatheredEvaluator", "QueryLevelDataset", "combine", "criteria_order"]
 
 
-@dataclass(frozen=True, eq=False)
-class QueryLevelDataset(Dataset):
-    """A :class:`Dataset` of the queries only, its candidate-derived arrays gathered.
+#: What a :class:`~metrics_core.data.dataset.Dataset` has beyond its queries: the candidates
+#: and what reads them, which a Dask run leaves on the workers.
+CANDIDATE_ONLY = frozenset({"offsets", "score", "is_gold", "sent_uid", "sentence", "relevance",
+                            "query_of_candidate", "position", "locate", "cum_gold",
+                            "candidate_slice"})
 
-    The candidates stay on the workers: ``offsets`` are zeros and the candidate arrays empty;
-    ``n_cand``, ``n_gold_found``, the audit's tie masks and the gold hits within the K arrays
-    computed on the workers (``extra["hits_known"]``: ``(k, hits)`` pairs) are the gathered
-    per-query values. Reading a per-candidate array raises.
+#: What an in-memory :class:`~metrics_core.evaluation.evaluator.Evaluator` has beyond the
+#: query-level evaluator: the parts that read the candidates themselves.
+CANDIDATE_PARTS = frozenset({"mass_profile", "sentences"})
+
+
+@dataclass(frozen=True, eq=False)
+class QueryLevelDataset(Queries):
+    """The queries of a Dask run, with what was computed on the workers from their candidates.
+
+    The candidates stay on the workers: ``n_cand`` and ``n_gold_found`` are the gathered
+    per-query counts, ``gathered_tie_masks`` the audit's tie masks and ``hits_known`` the gold
+    hits within the K arrays computed there (``(k, hits)`` pairs, read by
+    :meth:`gathered_hits`). It has no candidate array: reading one (:data:`CANDIDATE_ONLY`)
+    is an AttributeError that says so.
     """
 
-    extra: dict = field(default_factory=dict)
+    n_cand: np.ndarray
+    n_gold_found: np.ndarray
+    gathered_tie_masks: dict
+    hits_known: tuple
+    ranked_by: str = "score"  # "rank" or "score"
+    meta: dict = field(default_factory=dict)  # source file names etc.
 
     @property
     def n_candidates(self) -> int:
-        return int(self.extra["n_cand"].sum())
+        return int(self.n_cand.sum())
 
-    @property
-    def n_cand(self) -> np.ndarray:
-        return self.extra["n_cand"]
-
-    @property
-    def n_gold_found(self) -> np.ndarray:
-        return self.extra["n_gold_found"]
-
-    @property
-    def gathered_tie_masks(self) -> dict:
-        return {"positive_ties": self.extra["positive_ties"],
-                "gold_ties": self.extra["gold_ties"]}
-
-    def _no_candidates(self, name):
-        raise RuntimeError(f"{name}: the candidates of a Dask run stay on the workers")
-
-    @property
-    def query_of_candidate(self):
-        self._no_candidates("query_of_candidate")
-
-    @property
-    def position(self):
-        self._no_candidates("position")
-
-    @property
-    def cum_gold(self):
-        self._no_candidates("cum_gold")
+    def __getattr__(self, name):  # only for names the data set does not have
+        if name in CANDIDATE_ONLY:
+            raise AttributeError(f"{name}: the candidates of a Dask run stay on the workers")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def gathered_hits(self, k: np.ndarray) -> np.ndarray:
         """Gold within the first ``k`` of each query, for a K array computed on the workers."""
-        for known, hits in self.extra["hits_known"]:
+        for known, hits in self.hits_known:
             if known.shape == np.shape(k) and np.array_equal(known, k):
                 return hits
         raise RuntimeError("gold hits were gathered for the selected K and the reference K "
@@ -79,21 +75,23 @@ class QueryLevelDataset(Dataset):
 
     def subset(self, mask: np.ndarray) -> QueryLevelDataset:
         mask = np.asarray(mask, dtype=bool)
-        plain = Dataset(**{f.name: getattr(self, f.name) for f in fields(Dataset)})
-        sub = plain.subset(mask)
-        extra = {name: value[mask] for name, value in self.extra.items()
-                 if name != "hits_known"}
-        extra["hits_known"] = tuple((k[mask], h[mask]) for k, h in self.extra["hits_known"])
-        return QueryLevelDataset(**{f.name: getattr(sub, f.name) for f in fields(Dataset)},
-                                 extra=extra)
+        return QueryLevelDataset(
+            **self.query_fields(mask), n_cand=self.n_cand[mask],
+            n_gold_found=self.n_gold_found[mask],
+            gathered_tie_masks={n: v[mask] for n, v in self.gathered_tie_masks.items()},
+            hits_known=tuple((k[mask], h[mask]) for k, h in self.hits_known),
+            ranked_by=self.ranked_by, meta=dict(self.meta))
 
 
-class GatheredEvaluator(Evaluator):
-    """An :class:`Evaluator` whose candidate-based parts were computed on the workers.
+class GatheredEvaluator(QueryLevelEvaluator):
+    """The evaluator of a :class:`QueryLevelDataset`: what reads the candidates was computed
+    on the workers.
 
     It serves one configuration (the one the workers ran): ranking arrays, selected K,
     evidence and the γ sweep come from the gathered values; everything query-level
     (classification, calibration, gate, bootstrap, tables, checks) is the in-memory code.
+    What only the candidates can answer (:data:`CANDIDATE_PARTS`: dynamic-K's mass profiles,
+    a query's candidates) it does not have: asking for it is an AttributeError that says so.
     """
 
     def __init__(self, dataset: QueryLevelDataset, *, config, per_query: dict, ranking: dict,
@@ -120,9 +118,6 @@ class GatheredEvaluator(Evaluator):
         self._same(cfg, "ranking")
         return self._ranking
 
-    def mass_profile(self, cfg):
-        raise RuntimeError("the mass profiles of a Dask run stay on the workers")
-
     def select_k(self, cfg, states, *, gamma=None):
         if cfg.dynamic_k != self.config.dynamic_k or cfg.gate != self.config.gate or (
                 gamma is not None and gamma != self.config.gamma):
@@ -148,8 +143,10 @@ class GatheredEvaluator(Evaluator):
                          "current": bool(np.isclose(g, config.gamma))})
         return pd.DataFrame(rows)
 
-    def sentences(self, config, post_id, criterion, k=None):
-        raise RuntimeError("the candidates of a Dask run stay on the workers")
+    def __getattr__(self, name):  # only for names the evaluator does not have
+        if name in CANDIDATE_PARTS:
+            raise AttributeError(f"{name}: the candidates of a Dask run stay on the workers")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 # ----------------------------------------------------------------------- combining
@@ -235,15 +232,12 @@ def combine(results: list[dict], config, *, queries_name: str, candidates_name: 
     ref = reference_k(config.ks)
     fixed_k = np.minimum(np.full(order.size, ref, dtype=np.int64), arrays["n_cand"])
     ranked_by = "rank" if any(r["ranked_by"] == "rank" for r in results) else "score"
-    extra = {"n_cand": arrays["n_cand"], "n_gold_found": arrays["n_gold_found"],
-             "positive_ties": arrays["positive_ties"], "gold_ties": arrays["gold_ties"],
-             "hits_known": ((arrays["k"], arrays["hits"]),
-                            (fixed_k, arrays["hits_fixed"]))}
     ds = QueryLevelDataset(
-        **query_fields, offsets=np.zeros(order.size + 1, dtype=np.int64),
-        score=np.empty(0), is_gold=np.empty(0, dtype=bool),
-        sent_uid=np.empty(0, dtype=object), sentence=None, relevance=None,
-        ranked_by=ranked_by, meta=meta, extra=extra)
+        **query_fields, n_cand=arrays["n_cand"], n_gold_found=arrays["n_gold_found"],
+        gathered_tie_masks={"positive_ties": arrays["positive_ties"],
+                            "gold_ties": arrays["gold_ties"]},
+        hits_known=((arrays["k"], arrays["hits"]), (fixed_k, arrays["hits_fixed"])),
+        ranked_by=ranked_by, meta=meta)
     sweep = {g: sum(r["sweep"][g] for r in results) for g in results[0]["sweep"]}
     parts = [r["exclusions"] for r in results if len(r["exclusions"])]
     if parts:

@@ -11,6 +11,7 @@ it to the section functions (:mod:`metrics_core.evaluation.sections`), the per-g
 
 from __future__ import annotations
 
+import abc
 import sys
 import threading
 from collections import OrderedDict
@@ -21,13 +22,14 @@ import numpy as np
 import pandas as pd
 
 from metrics_core.config import EvalConfig, Filters
-from metrics_core.data.dataset import Dataset
+from metrics_core.data.dataset import Queries
 from metrics_core.errors import InputError
 from metrics_core.evaluation.inflight import ComputeOnce, in_background
 from metrics_core.metrics import calibration, classification, dynamic_k, gate, outcomes
 from metrics_core.metrics import ranking as ranking_mod
 
-__all__ = ["GAMMA_SWEEP", "GRID_STEPS", "Evaluator", "Intermediate", "reference_k"]
+__all__ = ["GAMMA_SWEEP", "GRID_STEPS", "Evaluator", "Intermediate", "QueryLevelEvaluator",
+           "reference_k"]
 
 POS = "positives_only"
 #: γ values of the sweep (seed 003 §8.2); the current γ is added.
@@ -83,12 +85,22 @@ def _nbytes(value, depth: int = 0) -> int:
     return sys.getsizeof(value) if depth == 0 else 0
 
 
-class Evaluator:
-    """Caches the data-only parts of the computation for one :class:`Dataset`.
+class QueryLevelEvaluator(abc.ABC):
+    """The computation of a run over its queries, and its memo.
+
+    It keeps the data-only parts of one data set's computation in one bounded memo
+    (:meth:`cached`), makes the evaluators of its filters and computes every query-level part
+    (classification, calibration, the gate, the γ-independent tables). What reads the
+    candidates (the ranking values, the selected K, evidence recall / precision, the γ
+    sweep) is the subclass's: :class:`Evaluator` computes it from the candidates it holds;
+    the Dask engine's evaluator (:class:`metrics_core.engines.gathered.GatheredEvaluator`)
+    reads what its workers computed.
 
     Parameters
     ----------
-    dataset : Dataset
+    dataset : Queries
+        A :class:`Dataset`, or another :class:`~metrics_core.data.dataset.Queries` whose
+        subclass gives the candidates' counts.
     audit : AuditReport, optional
         Attached to every :class:`Evaluation` (fold / split disjointness feeds the checks).
     inputs : sequence of dict, optional
@@ -98,7 +110,7 @@ class Evaluator:
         which a cohort filter (``Filters.cohorts``) reads; kept by the evaluators of subsets.
     """
 
-    def __init__(self, dataset: Dataset, *, audit=None, inputs=(), cohorts=None):
+    def __init__(self, dataset: Queries, *, audit=None, inputs=(), cohorts=None):
         self.ds = dataset
         self.audit = audit
         self.inputs = tuple(inputs)
@@ -167,7 +179,7 @@ class Evaluator:
                               self.logistic_calibration), "metrics_core-prefetch")
 
     # ---- filters ----
-    def for_filters(self, filters: Filters) -> Evaluator:
+    def for_filters(self, filters: Filters) -> QueryLevelEvaluator:
         """The evaluator of the queries ``filters`` keeps (itself when nothing is filtered)."""
         if not filters.active:
             return self
@@ -195,18 +207,30 @@ class Evaluator:
 
         return self.cached(("filtered", filters), compute)
 
-    def subset(self, keep: np.ndarray) -> Evaluator:
+    # ---- what reads the candidates (the subclass's) ----
+    @abc.abstractmethod
+    def subset(self, keep: np.ndarray) -> QueryLevelEvaluator:
         """The evaluator of the queries in ``keep`` (filters)."""
-        return Evaluator(self.ds.subset(keep), audit=self.audit, inputs=self.inputs,
-                         cohorts=self.cohorts)
+
+    @abc.abstractmethod
+    def ranking(self, cfg: EvalConfig) -> dict[str, np.ndarray]:
+        """The ranking metrics' per-query values (contract §3): name -> one value a query."""
+
+    @abc.abstractmethod
+    def select_k(self, cfg: EvalConfig, states: np.ndarray, *, gamma: float | None = None
+                 ) -> np.ndarray:
+        """The selected K of every query (contract §7), at ``gamma`` if given."""
+
+    @abc.abstractmethod
+    def evidence(self, cfg: EvalConfig, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Evidence recall / precision per query at the selected ``k`` (§7)."""
+
+    @abc.abstractmethod
+    def gamma_sweep(self, config: EvalConfig, gammas: Iterable[float] = GAMMA_SWEEP
+                    ) -> pd.DataFrame:
+        """Mean K, evidence recall / precision and workload for each γ (seed 003 §8.2)."""
 
     # ---- data-only parts (cached) ----
-    def ranking(self, cfg: EvalConfig) -> dict[str, np.ndarray]:
-        key = ("ranking", cfg.ks, cfg.precision_denominator, cfg.map_denominator, cfg.gain)
-        return self.cached(key, lambda: ranking_mod.ranking_per_query(
-            self.ds, ks=cfg.ks, precision_denominator=cfg.precision_denominator,
-            map_denominator=cfg.map_denominator, gain=cfg.gain))
-
     def ranking_mask(self, cfg: EvalConfig) -> np.ndarray:
         return self.ds.positives if cfg.ranking_protocol == POS else np.ones(
             self.ds.n_queries, dtype=bool)
@@ -322,10 +346,6 @@ class Evaluator:
     def brier(self) -> float:
         return self.cached(("brier",), lambda: calibration.brier(self.ds.y, self.ds.p))
 
-    def mass_profile(self, cfg: EvalConfig):
-        return self.cached(("mass", cfg.mass, cfg.temperature), lambda: dynamic_k.MassProfile
-                          .from_dataset(self.ds, mass=cfg.mass, temperature=cfg.temperature))
-
     def sorted_p(self) -> tuple[np.ndarray, np.ndarray]:
         """(sorted p of all queries, sorted p of positives), for threshold sweeps."""
         def compute():
@@ -346,24 +366,6 @@ class Evaluator:
                 states[rows] = gate.assign_states(self.ds.p[rows], tau_neg=tau_neg,
                                                   tau_pos=tau_pos)
         return states
-
-    def select_k(self, cfg: EvalConfig, states: np.ndarray, *, gamma: float | None = None):
-        return dynamic_k.select_k(
-            self.mass_profile(cfg), states, gamma=cfg.gamma if gamma is None else gamma,
-            gamma_uncertain=cfg.gamma_uncertain, k_min=cfg.k_min, hard_cap=cfg.hard_cap,
-            k_max_ratio=cfg.k_max_ratio, gate_aware=cfg.gate_aware)
-
-    def evidence(self, cfg: EvalConfig, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Evidence recall / precision per query (§7).
-
-        A ``has_evidence = 1`` query without any gold has recall 0/0; it scores 0.0 here, the
-        seed 003 convention that the ranking metrics (§3) use too, so ``recall@K`` and
-        ``evidence_recall`` stay on the same subset. The data audit lists those queries.
-        """
-        rec, prec = dynamic_k.evidence_per_query(self.ds, k, protocol=cfg.evidence_protocol)
-        if cfg.evidence_protocol == POS:
-            rec = np.where(self.ds.positives & np.isnan(rec), 0.0, rec)
-        return rec, prec
 
     def evidence_mask(self, cfg: EvalConfig) -> np.ndarray:
         return self.ds.positives if cfg.evidence_protocol == POS else np.ones(
@@ -398,25 +400,6 @@ class Evaluator:
         return build_evaluation(target, cfg, progress=progress)
 
     # ---- sweeps and drill-downs ----
-    def gamma_sweep(self, config: EvalConfig, gammas: Iterable[float] = GAMMA_SWEEP
-                    ) -> pd.DataFrame:
-        """Mean K, evidence recall / precision and workload for each γ (seed 003 §8.2)."""
-        cfg = config
-        states = self.states(cfg)
-        mask = self.evidence_mask(cfg)
-        rows = []
-        for g in sorted({float(x) for x in gammas} | {float(cfg.gamma)}):
-            k = self.select_k(cfg, states, gamma=g)
-            rec, prec = self.evidence(cfg, k)
-            rows.append({"gamma": g, "mean_k": float(k.mean()) if k.size else np.nan,
-                         "evidence_recall": float(np.mean(rec[mask])) if mask.any() else np.nan,
-                         "evidence_precision": float(np.mean(prec[mask])) if mask.any()
-                         else np.nan,
-                         "workload": int(k.sum()),
-                         "workload_per_1000": float(k.sum() / max(k.size, 1) * 1000),
-                         "current": bool(np.isclose(g, cfg.gamma))})
-        return pd.DataFrame(rows)
-
     def gate_grid(self, config: EvalConfig, tau_negs: Iterable[float] | None = None,
                   tau_poss: Iterable[float] | None = None) -> pd.DataFrame:
         """Gate metrics over a (τ_neg, τ_pos) grid (§6), by the gate's own counting formulas.
@@ -470,6 +453,76 @@ class Evaluator:
                                   & (pq["evidence_hits"] < pq["n_gold"])].sort_values(
                 "evidence_recall"),
         }
+
+
+class Evaluator(QueryLevelEvaluator):
+    """The evaluator of a :class:`Dataset` (its candidates in memory): the ranking values,
+    dynamic-K's mass profiles and selected K, evidence and the candidates of a query, from
+    the candidates; the rest is :class:`QueryLevelEvaluator`'s.
+
+    >>> import pandas as pd
+    >>> from metrics_core.data.dataset import Dataset
+    >>> q = pd.DataFrame({"post_id": ["p", "p"], "criterion": ["A", "B"],
+    ...                   "has_evidence": [1, 0], "p_has_evidence": [0.9, 0.2]})
+    >>> c = pd.DataFrame({"post_id": "p", "criterion": ["A", "A", "B"],
+    ...                   "sent_uid": ["s1", "s2", "s1"], "score": [0.9, 0.8, 0.5],
+    ...                   "is_gold": [0, 1, 0]})
+    >>> ev = Evaluator(Dataset.from_frames(q, c))
+    >>> ev.ranking(EvalConfig())["mrr"].tolist()
+    [0.5, 0.0]
+    """
+
+    def subset(self, keep: np.ndarray) -> Evaluator:
+        """The evaluator of the queries in ``keep`` (filters)."""
+        return Evaluator(self.ds.subset(keep), audit=self.audit, inputs=self.inputs,
+                         cohorts=self.cohorts)
+
+    def ranking(self, cfg: EvalConfig) -> dict[str, np.ndarray]:
+        key = ("ranking", cfg.ks, cfg.precision_denominator, cfg.map_denominator, cfg.gain)
+        return self.cached(key, lambda: ranking_mod.ranking_per_query(
+            self.ds, ks=cfg.ks, precision_denominator=cfg.precision_denominator,
+            map_denominator=cfg.map_denominator, gain=cfg.gain))
+
+    def mass_profile(self, cfg: EvalConfig):
+        return self.cached(("mass", cfg.mass, cfg.temperature), lambda: dynamic_k.MassProfile
+                          .from_dataset(self.ds, mass=cfg.mass, temperature=cfg.temperature))
+
+    def select_k(self, cfg: EvalConfig, states: np.ndarray, *, gamma: float | None = None):
+        return dynamic_k.select_k(
+            self.mass_profile(cfg), states, gamma=cfg.gamma if gamma is None else gamma,
+            gamma_uncertain=cfg.gamma_uncertain, k_min=cfg.k_min, hard_cap=cfg.hard_cap,
+            k_max_ratio=cfg.k_max_ratio, gate_aware=cfg.gate_aware)
+
+    def evidence(self, cfg: EvalConfig, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Evidence recall / precision per query (§7).
+
+        A ``has_evidence = 1`` query without any gold has recall 0/0; it scores 0.0 here, the
+        seed 003 convention that the ranking metrics (§3) use too, so ``recall@K`` and
+        ``evidence_recall`` stay on the same subset. The data audit lists those queries.
+        """
+        rec, prec = dynamic_k.evidence_per_query(self.ds, k, protocol=cfg.evidence_protocol)
+        if cfg.evidence_protocol == POS:
+            rec = np.where(self.ds.positives & np.isnan(rec), 0.0, rec)
+        return rec, prec
+
+    def gamma_sweep(self, config: EvalConfig, gammas: Iterable[float] = GAMMA_SWEEP
+                    ) -> pd.DataFrame:
+        """Mean K, evidence recall / precision and workload for each γ (seed 003 §8.2)."""
+        cfg = config
+        states = self.states(cfg)
+        mask = self.evidence_mask(cfg)
+        rows = []
+        for g in sorted({float(x) for x in gammas} | {float(cfg.gamma)}):
+            k = self.select_k(cfg, states, gamma=g)
+            rec, prec = self.evidence(cfg, k)
+            rows.append({"gamma": g, "mean_k": float(k.mean()) if k.size else np.nan,
+                         "evidence_recall": float(np.mean(rec[mask])) if mask.any() else np.nan,
+                         "evidence_precision": float(np.mean(prec[mask])) if mask.any()
+                         else np.nan,
+                         "workload": int(k.sum()),
+                         "workload_per_1000": float(k.sum() / max(k.size, 1) * 1000),
+                         "current": bool(np.isclose(g, cfg.gamma))})
+        return pd.DataFrame(rows)
 
     def sentences(self, config: EvalConfig, post_id: str, criterion: str,
                   k: int | None = None) -> pd.DataFrame:
