@@ -44,7 +44,8 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
 
     records = sections.RecordList(n_positive=ds.n_positive,
                                   n_negative=ds.n_queries - ds.n_positive)
-    run = sections.RunKernels(ev, inter, ml=ml, n_posts=n_posts)
+    run = sections.RunKernels(ev, inter, ml=ml, n_posts=n_posts,
+                              ranking_summary=ranking_summary, k_summary=ks)
     intervals = {"data": boot, "operating": op, "posts": ml_boot}
     confusion = sections.classification_records(records, ev, inter, op, run, intervals)
     sections.kernel_records(records, "calibration", run, intervals)

@@ -125,19 +125,42 @@ def _reduce(values: np.ndarray, how: str) -> float:
     return int(values.sum()) / values.size * 1000.0  # per_1000
 
 
+#: What a reduction of K over every query is in :class:`~metrics_core.metrics.dynamic_k.KStats`.
+_K_STATS = MappingProxyType({"mean": "mean", "median": "median", "p90": "p90",
+                             "sum": "workload", "per_1000": "workload_per_1000"})
+
+
 class RunKernels:
     """The run's value of every kernel metric (the records' numbers), whole-sample kernels
     computed once each when first read.
 
     ``ml``, ``n_posts``: the run's multi-label metrics and its number of posts
-    (:func:`multilabel_values`).
+    (:func:`multilabel_values`). ``ranking_summary`` (the evaluator's
+    :meth:`~metrics_core.evaluation.evaluator.Evaluator.ranking_summary`) and ``k_summary``
+    (:func:`~metrics_core.metrics.dynamic_k.k_summary` of the run's K), when given, are
+    reductions the run has already made: a ranking mean over the ranking protocol's queries
+    is its summary's mean, a reduction of K over every query its overall statistic (the same
+    arithmetic on the same values), so neither is computed twice.
     """
 
-    def __init__(self, ev, inter, *, ml: dict | None = None, n_posts: int = 0):
+    def __init__(self, ev, inter, *, ml: dict | None = None, n_posts: int = 0,
+                 ranking_summary: dict | None = None, k_summary=None):
         self.ev, self.inter, self.cfg = ev, inter, inter.cfg
         self.ml, self.n_posts = ml, n_posts
+        self.ranking_summary, self.k_summary = ranking_summary, k_summary
         self._rows: dict = {}
         self._k: np.ndarray | None = None
+
+    def _reduced(self, name: str, kernel) -> tuple[float, int] | None:
+        """``(value, n)`` of a per-query kernel the run has already reduced, else None."""
+        if (kernel.source == "ranking" and kernel.over == "ranking" and kernel.reduce == "mean"
+                and self.ranking_summary is not None and name in self.ranking_summary):
+            s = self.ranking_summary[name]
+            return s.mean, s.n
+        if kernel.source == "k" and kernel.over == "all" and self.k_summary is not None:
+            stats = self.k_summary.overall
+            return getattr(stats, _K_STATS[kernel.reduce]), stats.n
+        return None
 
     def _rows_over(self, over: str) -> np.ndarray | None:
         """The queries a kernel reducing ``over`` reads (None: all), found once per run: the
@@ -181,6 +204,9 @@ class RunKernels:
             return (value, ds.n_positive if kernel.over == "positives" else ds.n_queries,
                     None, defined)
         if kernel.per_query:
+            reduced = self._reduced(name, kernel)
+            if reduced is not None:
+                return reduced[0], int(reduced[1]), None, None
             if kernel.source == "k":
                 if self._k is None:
                     self._k = np.asarray(self.inter.k, dtype=np.int64)
