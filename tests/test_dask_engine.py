@@ -560,6 +560,36 @@ def test_reduced_run_equals_the_in_memory_values_record_by_record(paths, cluster
                 "n_excluded_candidates", "criteria"):
         assert doc["dataset"][key] == expected["dataset"][key], key
     assert doc["not_computed"] and doc["engine"] == "dask (reduced)"
+    _assert_tables_agree(expected, doc, bootstrap=bool(cfg.bootstrap))
+
+
+#: The in-memory document's parts the reduced run does not make (reduced_tables.NOT_COMPUTED).
+NOT_REDUCED = {"schema", "ranking_distribution", "roc_band", "pr_band", "smoothed_calibration",
+               "gate_risk_coverage", "audit"}
+#: Table keys made from the bootstrap's intervals: in memory the multinomial bootstrap's, in the
+#: reduced run the Poisson bootstrap's (or not made); every other field must agree.
+INTERVAL_FIELDS = {"fold_summary": ("ci_lo", "ci_hi", "text"),
+                   "targets": ("ci_lo", "ci_hi", "status"),
+                   "per_criterion": ("auroc_ci_lo", "auroc_ci_hi"),
+                   "decision_curve": ("net_benefit_ci_lo", "net_benefit_ci_hi")}
+
+
+def _assert_tables_agree(expected: dict, doc: dict, *, bootstrap: bool) -> None:
+    """Every table and check of the reduced document equals the in-memory one (1e-12), but
+    for the bootstrap intervals' fields; the tables it lacks are the documented ones."""
+    tables = set(expected) - {"run", "dataset", "config", "generated_by", "metrics"}
+    assert tables - set(doc) == NOT_REDUCED
+    assert len(doc["not_computed"]) == 7
+    for key in sorted(tables - NOT_REDUCED):
+        want, got = expected[key], doc[key]
+        if bootstrap and key in INTERVAL_FIELDS:
+            drop = INTERVAL_FIELDS[key]
+            want = [{k: v for k, v in row.items() if k not in drop} for row in want]
+            got = [{k: v for k, v in row.items() if k not in drop} for row in got]
+        assert _differences(want, got, key) == [], key
+    assert [c["passed"] for c in doc["consistency_checks"]].count(False) == 0
+    assert len(doc["per_criterion"]) == len(expected["dataset"]["criteria"]) + 2
+    assert doc["per_fold"] is not None and doc["gate_grid"] and doc["decision_curve"]
 
 
 def test_reduced_run_is_the_same_whatever_the_partitioning_and_survives_a_killed_worker(
@@ -574,15 +604,23 @@ def test_reduced_run_is_the_same_whatever_the_partitioning_and_survives_a_killed
     with dask.config.set({"distributed.scheduler.allowed-failures": 2}), \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                          dashboard_address=":0") as local, Client(local) as client:
-        docs = [dask_engine.evaluate_reduced(qs, cs, cfg, client=client)["metrics"]
+        docs = [_reduced_parts(dask_engine.evaluate_reduced(qs, cs, cfg, client=client))
                 for qs, cs in ((paths["q"], paths["c"]), (paths["q_dir"], paths["c_dir"]),
                                (other["q_dir"], other["c_dir"]))]
         # counts, rates and the rank metrics (integer sums) are identical bit for bit;
         # the means (float sums in another order) to rounding
         assert _differences(docs[0], docs[1]) == [] and _differences(docs[0], docs[2]) == []
-        exact = [r for r in docs[0] if r["name"].split("@")[0] in
+        exact = [r for r in docs[0]["metrics"] if r["name"].split("@")[0] in
                  ("auroc", "auprc", "sensitivity", "f1", "mcc", "tp", "tpr", "median_k")]
-        assert exact and all(r in docs[1] and r in docs[2] for r in exact)
+        assert exact and all(r in docs[1]["metrics"] and r in docs[2]["metrics"]
+                             for r in exact)
+        # the tables too: the per-criterion and per-fold counts and rank metrics bit for bit
+        for column in ("n", "tp", "auroc", "sensitivity", "median_k"):
+            for table in ("per_criterion", "per_fold"):
+                assert [r[column] for r in docs[0][table]] == \
+                    [r[column] for r in docs[2][table]], (table, column)
+        assert docs[0]["gate_grid"] == docs[2]["gate_grid"]
+        assert docs[0]["consistency_checks"] == docs[2]["consistency_checks"]
         marker = tmp_path / "died"
         from metrics_core.engines import reduced
 
@@ -590,11 +628,17 @@ def test_reduced_run_is_the_same_whatever_the_partitioning_and_survives_a_killed
         try:
             reduced.unit_summary = functools.partial(_summary_die_once, marker=str(marker),
                                                      original=original)
-            again = dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"], cfg,
-                                                 client=client)["metrics"]
+            again = _reduced_parts(dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"],
+                                                                cfg, client=client))
         finally:
             reduced.unit_summary = original
         assert marker.exists() and _differences(docs[1], again) == []
+
+
+def _reduced_parts(doc: dict) -> dict:
+    """A reduced document without what names the inputs or the time (the records, tables and
+    checks)."""
+    return {k: v for k, v in doc.items() if k not in ("run", "dataset", "warnings")}
 
 
 def _summary_die_once(q_paths, c_paths, config, *, marker, original, **kwargs):
@@ -618,6 +662,10 @@ def test_cli_reduced_run_writes_the_records_and_refuses_per_query(paths, cluster
     want = _by_name(_memory(paths, EvalConfig(bootstrap=50))["metrics"])
     assert all(_differences(want[r["name"]]["value"], r["value"]) == []
                for r in doc["metrics"])
+    assert [r["criterion"] for r in doc["per_criterion"]] == ["C1", "C2", "C3", "micro",
+                                                               "macro"]
+    assert doc["consistency_checks"] and doc["gate_grid"] and doc["per_fold"]
+    assert any(n.startswith("per_query") for n in doc["not_computed"])
     assert main(["evaluate", str(paths["q_dir"]), str(paths["c_dir"]), "--engine", "dask",
                  "--reduced", "--scheduler", local.scheduler_address, "--per-query",
                  str(tmp_path / "pq.csv"), "--out", str(tmp_path / "x.json")]) == 2
@@ -626,6 +674,24 @@ def test_cli_reduced_run_writes_the_records_and_refuses_per_query(paths, cluster
     assert main(["evaluate", str(paths["q"]), str(paths["c"]), "--reduced",
                  "--out", str(tmp_path / "x.json")]) == 2
     assert "--reduced needs --engine dask" in capsys.readouterr().err
+
+
+def test_reduced_checks_fail_as_the_in_memory_ones_do(cluster, tmp_path):
+    """A post in two folds fails the disjointness check in both engines, with the same
+    detail; the per-fold table then counts the post's queries in each of its folds."""
+    _, client = cluster
+    q, c = _data()
+    q.loc[(q["post_id"] == "p007") & (q["criterion"] == "C1"), "fold"] = 0
+    paths = _write(q, c, tmp_path)
+    cfg = EvalConfig(bootstrap=0)
+    expected = _memory(paths, cfg)
+    doc = dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"], cfg, client=client)
+    want = {c["name"]: c for c in expected["consistency_checks"]}
+    got = {c["name"]: c for c in doc["consistency_checks"]}
+    assert got == want
+    assert got["folds post-disjoint"] == {"name": "folds post-disjoint", "passed": False,
+                                          "detail": "1 posts in more than one fold: p007"}
+    assert _differences(expected["per_fold"], doc["per_fold"]) == []
 
 
 def test_counted_quantiles_and_reliability_are_numpy_s_and_the_in_memory_ones():

@@ -148,13 +148,15 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
     (:func:`~metrics_core.engines.reduced.unit_summary`), the sums are merged and turned into
     per-resample values on the workers, and the client makes the records from them: what
     reaches it does not grow with the number of queries. Returns the document written as
-    ``metrics_master.json`` (``engine``: ``"dask (reduced)"``; ``not_computed`` names the
-    in-memory report's parts this run does not make). Arguments as :func:`evaluate`.
+    ``metrics_master.json`` (``engine``: ``"dask (reduced)"``): the records, the tables and
+    the consistency checks (:mod:`metrics_core.engines.reduced_tables`); ``not_computed``
+    names the in-memory report's parts this run does not make. Arguments as
+    :func:`evaluate`.
     """
     from datetime import UTC, datetime
 
     from metrics_core import __version__
-    from metrics_core.engines import reduced
+    from metrics_core.engines import reduced, reduced_tables
     from metrics_core.engines.reductions import tree_reduce
 
     if candidates is None:
@@ -203,6 +205,7 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
                     "n_excluded_queries": summary["n_excluded_queries"],
                     "n_excluded_candidates": summary["n_excluded_candidates"]},
         "metrics": [r.to_dict() for r in records],
+        **reduced_tables.document_tables(summary, records, config),
         "n_resamples": int(config.bootstrap),
         "warnings": summary["warnings"],
         "not_computed": list(reduced.NOT_COMPUTED),

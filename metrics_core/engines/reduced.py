@@ -16,8 +16,10 @@ queries. :func:`reduced_records` makes the records with the in-memory sections' 
 The point estimates equal the in-memory engine's (exact for AUROC, AUPRC, TPR@FPR and every
 count; means to rounding, 1e-12). ECE and MCE come from the counts by distinct ``p`` (the
 in-memory bins, uniform or quantile, of either calibration view), the logistic calibration
-fits from one row per distinct ``p``. The tables, the checks and the audit are not made by
-this run (``not_computed``).
+fits from one row per distinct ``p`` (:mod:`metrics_core.engines.counted`). Each unit's
+summary also holds the sums of each of its criteria and folds and what the tables and checks
+need (:mod:`metrics_core.engines.reduced_tables`); what that module does not make is listed
+under ``not_computed`` (:data:`NOT_COMPUTED`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,20 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from metrics_core.engines import reduced_tables
+from metrics_core.engines.counted import (
+    CRITERION_COLUMNS,
+    POST_COLUMNS,
+    add_hist,
+    calibration_bins,
+    calibration_rows,
+    counted_quantile,
+    f1_of_counts,
+    hist_quantile,
+    logistic_fits,
+    multilabel_of_sums,
+    reliability_values,
+)
 from metrics_core.engines.reductions import ScoreCounts, counted_scores, merge_counts, score_counts
 from metrics_core.engines.resampling import (
     WEIGHTED_SORT_LIMIT,
@@ -40,103 +56,27 @@ from metrics_core.engines.resampling import (
     weighted_counts,
 )
 
-__all__ = ["NOT_COMPUTED", "counted_quantile", "finish", "hist_quantile", "merge_summaries",
-           "ranking_and_k_records", "reduced_records", "reliability_values", "unit_summary"]
+__all__ = ["CRITERION_COLUMNS", "NOT_COMPUTED", "POST_COLUMNS", "add_hist", "calibration_bins",
+           "counted_quantile", "finish", "hist_quantile", "logistic_fits", "merge_summaries",
+           "merge_sums", "multilabel_of_sums", "ranking_and_k_records", "reduced_records",
+           "reliability_values", "unit_summary"]
 
-#: Sections of the in-memory report this run does not make.
-NOT_COMPUTED = ("every table and curve", "the consistency checks", "the audit")
+#: Parts of the in-memory report this run does not make.
+NOT_COMPUTED = reduced_tables.NOT_COMPUTED
 #: Resamples weighted at once on a worker (weights: this many x the unit's queries, int32).
 RESAMPLE_BATCH = 64
 #: The interval method the records name.
 METHOD = "poisson_bootstrap"
 
 
-def counted_quantile(values: np.ndarray, counts: np.ndarray, fraction: float) -> float:
-    """``numpy.quantile(rows, fraction)`` (linear) of the rows that are ``counts[i]`` times
-    ``values[i]`` (``values`` ascending); ``nan`` when there is no row."""
-    counts = np.asarray(counts)
-    n = int(counts.sum())
-    if n == 0:
-        return math.nan
-    cum = np.cumsum(counts)
-    pos = (n - 1) * fraction
-    lo = math.floor(pos)
-    a = float(values[np.searchsorted(cum, lo, side="right")])
-    b = float(values[np.searchsorted(cum, min(lo + 1, n - 1), side="right")])
-    t = pos - lo
-    return a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)
-
-
-def hist_quantile(hist: np.ndarray, q: float) -> float:
-    """``numpy.percentile(values, q)`` (linear) of the integers whose counts are ``hist``
-    (``hist[v]`` values equal to ``v``); ``nan`` when empty."""
-    return counted_quantile(np.arange(len(hist)), hist, q / 100)
-
-
-def _calibration_rows(values, pos, neg, view: str):
-    """(confidence, outcome-1 count, total) per distinct ``p`` for the calibration view:
-    ``pos`` / ``neg`` may be ``(resamples, values)`` weighted counts."""
-    total = pos + neg
-    if view != "top_label":
-        return values, pos, total
-    predicted = values >= 0.5
-    return np.where(predicted, values, 1.0 - values), np.where(predicted, pos, neg), total
-
-
-def _bins(conf, total, n_bins: int, strategy: str):
-    """Bin of every distinct confidence with the in-memory edges (contract §5)."""
-    if strategy == "uniform":
-        edges = np.arange(n_bins + 1, dtype=np.float64) / n_bins
-    elif total.sum() == 0:
-        edges = np.array([0.0, 1.0])
-    else:
-        order = np.argsort(conf, kind="stable")
-        edges = np.unique([counted_quantile(conf[order], total[order], f)
-                           for f in np.arange(n_bins + 1) / n_bins])
-        if edges.size == 1:
-            edges = np.repeat(edges, 2)
-    k = edges.size - 1
-    return np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, k - 1), k
-
-
-def reliability_values(counts: ScoreCounts, config) -> tuple[float, float]:
-    """ECE and MCE of the calibration view from the score counts (the in-memory bins)."""
-    conf, ones, total = _calibration_rows(counts.values, counts.pos, counts.neg,
-                                          config.calibration_view)
-    idx, k = _bins(conf, total, config.n_bins, config.binning)
-    count = np.bincount(idx, weights=total, minlength=k)
-    positives = np.bincount(idx, weights=ones, minlength=k)
-    sum_p = np.bincount(idx, weights=conf * total, minlength=k)
-    filled = count > 0
-    n = count.sum()
-    if not n:
-        return math.nan, math.nan
-    gap = np.abs(positives[filled] / count[filled] - sum_p[filled] / count[filled])
-    return float(np.sum(count[filled] / n * gap)), float(np.max(gap))
-
-
-def _logistic_fits(counts: ScoreCounts):
-    """The logistic calibration (§5) from the counts: one row per distinct clipped ``p``."""
-    from metrics_core.metrics import calibration
-
-    total = counts.pos + counts.neg
-    clipped = np.clip(counts.values, calibration.LOGIT_EPS, 1.0 - calibration.LOGIT_EPS)
-    values, inverse = np.unique(clipped, return_inverse=True)
-    return calibration.logistic_calibration_of_rows(
-        values, np.bincount(inverse, weights=counts.pos, minlength=values.size),
-        np.bincount(inverse, weights=total, minlength=values.size),
-        observed=float(counts.pos.sum()), expected=float(np.sum(counts.values * total)))
-
-
 def _reliability_resamples(counts: ScoreCounts, weighted, config):
     """ECE and MCE of each resample from the weighted counts (the full sample's bins)."""
     from metrics_core.metrics import calibration
 
-    conf, _, total = _calibration_rows(counts.values, counts.pos, counts.neg,
-                                       config.calibration_view)
-    idx, k = _bins(conf, total, config.n_bins, config.binning)
+    conf, _, _, idx, edges = calibration_bins(counts, config)
+    k = edges.size - 1
     # weighted counts hold every distinct p of the data, as the merged score counts do
-    _, ones, weight = _calibration_rows(weighted.values, weighted.pos.astype(np.float64),
+    _, ones, weight = calibration_rows(weighted.values, weighted.pos.astype(np.float64),
                                         weighted.neg.astype(np.float64),
                                         config.calibration_view)
     onehot = (idx[:, None] == np.arange(k)[None, :]).astype(np.float64)
@@ -180,20 +120,35 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
     gate_pred = gate.states_to_prediction(inter.states)
     means = _means(inter, ds)
     k = inter.k.astype(np.int64)
-    out = {"n_queries": ds.n_queries, "n_positive": ds.n_positive, "n_posts": int(ds.posts.size),
-           "n_candidates": ds.n_candidates, "criteria": set(ds.criteria), **kept,
-           "counts": score_counts(ds.y, ds.p),
-           "tau": outcomes.outcome_counts(ds.y, inter.pred)[0],
-           "gate": outcomes.outcome_counts(ds.y, gate_pred)[0],
-           "sums": {n: (float(np.sum(v if m is None else v[m])),
-                        int(v.size if m is None else m.sum())) for n, (v, m) in means.items()},
-           "k_hist": np.bincount(k, minlength=1)}
-    per_post, per_crit = _multilabel_cells(ds, cfg, inter.states)
-    out["multilabel"] = {"n_posts": int(ds.posts.size), "posts": per_post.sum(axis=0),
-                         "criteria": dict(zip(ds.criteria, per_crit.sum(axis=0), strict=True))}
+    cells = _query_cells(ds, cfg, inter.states)
+
+    def sums(rows=None) -> dict:
+        """The summary's sums over the queries ``rows`` (every query when None)."""
+        def take(a):
+            return a if rows is None else a[rows]
+
+        y, kk = take(ds.y), take(k)
+        per_post, per_crit = _post_sums(ds, cells, rows)
+        return {"n_queries": int(y.size), "n_positive": int(np.sum(y)),
+                "counts": score_counts(y, take(ds.p)),
+                "tau": outcomes.outcome_counts(y, take(inter.pred))[0],
+                "gate": outcomes.outcome_counts(y, take(gate_pred))[0],
+                "sums": {n: (float(np.sum(take(v) if m is None else take(v)[take(m)])),
+                             int(y.size if m is None else take(m).sum()))
+                         for n, (v, m) in means.items()},
+                "k_hist": np.bincount(kk, minlength=1),
+                "multilabel": {"n_posts": int(np.count_nonzero(per_post[:, 0])),
+                               "posts": per_post.sum(axis=0),
+                               "criteria": dict(zip(ds.criteria, per_crit.sum(axis=0),
+                                                    strict=True))}}
+
+    out = {"n_posts": int(ds.posts.size), "n_candidates": ds.n_candidates,
+           "criteria": set(ds.criteria), **kept, **sums()}
+    out.update(reduced_tables.unit_tables(ev, cfg, inter, k, sums))
     b_total = int(cfg.bootstrap)
     if b_total < 1:
         return out
+    per_post, per_crit = _post_sums(ds, cells, None)
     post_id = np.asarray(ds.posts, dtype=object)[ds.post_code]
     if cfg.bootstrap_unit == "post":
         keys, inverse = np.unique(post_id, return_inverse=True)
@@ -201,7 +156,7 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
     else:
         keys = unit_keys(post_id, np.asarray(ds.criteria, dtype=object)[ds.criterion_code])
         inverse = None
-    cells = {"tau": _cells(ds.y, inter.pred), "gate": _cells(ds.y, gate_pred)}
+    outcome_cells = {"tau": _cells(ds.y, inter.pred), "gate": _cells(ds.y, gate_pred)}
     weighted = b_total * out["counts"].values.size <= WEIGHTED_SORT_LIMIT
     parts = {"tau": [], "gate": [], "auroc": [], "k_hist": [],
              **{n: [] for n in means}}
@@ -211,7 +166,7 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
         if inverse is not None:
             w = w[:, inverse]
         for name in ("tau", "gate"):
-            parts[name].append(w.astype(np.int64) @ cells[name])
+            parts[name].append(w.astype(np.int64) @ outcome_cells[name])
         wf = w.astype(np.float64)
         for name, (v, m) in means.items():
             mask = np.ones(v.size, dtype=bool) if m is None else m
@@ -241,64 +196,38 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
     return out
 
 
-#: Per-post multi-label sums: cells, wrong cells, TP, FP, FN, has a cell, no wrong cell, F1.
-POST_COLUMNS = ("cells", "wrong", "tp", "fp", "fn", "has", "exact", "f1")
-#: Per-criterion multi-label sums: TP, FP, FN, gold positives, cells.
-CRITERION_COLUMNS = ("tp", "fp", "fn", "support", "cells")
-
-
-def _f1(tp, fp, fn):
-    """``2TP / (2TP + FP + FN)``, 1 where that is 0 / 0 (contract §8)."""
-    tp, fp, fn = (np.asarray(a, dtype=np.float64) for a in (tp, fp, fn))
-    denom = 2 * tp + fp + fn
-    return np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1.0), 1.0)
-
-
-def _multilabel_cells(ds, cfg, states):
-    """``(posts, 8)`` per-post and ``(posts, criteria, 5)`` per-post-and-criterion sums of the
-    multi-label cells (each query a present cell of its post and criterion, §8)."""
+def _query_cells(ds, cfg, states) -> np.ndarray:
+    """``(queries, 7)`` multi-label cells of each query (§8: each query a present cell of its
+    post and criterion): present, wrong, TP, FP, FN, then gold positive."""
     from metrics_core.metrics import multilabel
 
     labels = multilabel.decision_labels(ds, rule=cfg.multilabel_rule, threshold=cfg.threshold,
                                         states=states)
     y, yh = ds.y == 1, np.asarray(labels) == 1
-    cells = np.stack([np.ones(y.size), (y != yh), y & yh, yh & ~y, y & ~yh], axis=1)
+    return np.stack([np.ones(y.size), (y != yh), y & yh, yh & ~y, y & ~yh, y],
+                    axis=1).astype(np.float64)
+
+
+def _post_sums(ds, cells, rows):
+    """``(posts, 8)`` per-post (:data:`POST_COLUMNS`) and ``(posts, criteria, 5)``
+    per-post-and-criterion (:data:`CRITERION_COLUMNS`) sums of the multi-label cells of the
+    queries ``rows`` (every query when None)."""
+    post = ds.post_code if rows is None else ds.post_code[rows]
+    crit = ds.criterion_code if rows is None else ds.criterion_code[rows]
+    cells = cells if rows is None else cells[rows]
     n_posts, n_crit = int(ds.posts.size), len(ds.criteria)
     per_post = np.zeros((n_posts, 5))
-    np.add.at(per_post, ds.post_code, cells.astype(np.float64))
+    np.add.at(per_post, post, cells[:, :5])
     has = per_post[:, 0] > 0
     exact = has & (per_post[:, 1] == 0)
-    f1 = np.where(has, _f1(per_post[:, 2], per_post[:, 3], per_post[:, 4]), 0.0)
+    f1 = np.where(has, f1_of_counts(per_post[:, 2], per_post[:, 3], per_post[:, 4]), 0.0)
     per_crit = np.zeros((n_posts, n_crit, 5))
-    crit_cells = np.stack([cells[:, 2], cells[:, 3], cells[:, 4], y, cells[:, 0]], axis=1)
-    np.add.at(per_crit, (ds.post_code, ds.criterion_code), crit_cells.astype(np.float64))
+    np.add.at(per_crit, (post, crit), cells[:, [2, 3, 4, 5, 0]])
     return np.column_stack([per_post, has, exact, f1]), per_crit
 
 
 def _merge_criteria(a: dict, b: dict) -> dict:
     return {name: a.get(name, 0) + b.get(name, 0) for name in {**a, **b}}
-
-
-def multilabel_of_sums(posts: np.ndarray, criteria: dict) -> dict:
-    """The §8 metrics from the summed per-post (:data:`POST_COLUMNS`) and per-criterion
-    (:data:`CRITERION_COLUMNS`) sums; a leading resample axis is kept when there is one."""
-    posts = np.asarray(posts, dtype=np.float64)
-    crit = np.stack([criteria[c] for c in sorted(criteria)], axis=-2) if criteria else None
-    cells, wrong, tp, fp, fn, has, exact, f1 = np.moveaxis(posts, -1, 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        hamming = wrong / cells
-        out = {"exact_match": exact / has, "hamming_score": 1.0 - hamming,
-               "hamming_loss": hamming, "micro_f1": _f1(tp, fp, fn), "samples_f1": f1 / has}
-        c_tp, c_fp, c_fn, support, c_cells = np.moveaxis(crit, -1, 0)
-        per_crit = _f1(c_tp, c_fp, c_fn)
-        drawn = c_cells > 0
-        macro = np.sum(np.where(drawn, per_crit, 0.0), axis=-1) / drawn.sum(axis=-1)
-        total = support.sum(axis=-1)
-        weighted = np.where(total > 0, np.sum(per_crit * support, axis=-1)
-                            / np.where(total > 0, total, 1.0), macro)
-    out.update(macro_f1=macro, weighted_f1=weighted)
-    undefined = cells == 0
-    return {k: np.where(undefined, np.nan, v) for k, v in out.items()}
 
 
 def _cells(y, pred) -> np.ndarray:
@@ -315,13 +244,6 @@ def _stack_weighted(parts):
                           np.concatenate([p.neg for p in parts]))
 
 
-def _add_hist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    width = max(a.shape[-1], b.shape[-1])
-    pad = [(0, 0)] * (a.ndim - 1)
-    return (np.pad(a, [*pad, (0, width - a.shape[-1])])
-            + np.pad(b, [*pad, (0, width - b.shape[-1])]))
-
-
 def merge_summaries(*parts: dict) -> dict:
     """The summary of the union of units (exact: sums of counts, and of floats)."""
     error = next((p for p in parts if "error" in p), None)
@@ -333,20 +255,11 @@ def merge_summaries(*parts: dict) -> dict:
         out[name] = sum(p[name] for p in parts)
     out["warnings"] = list(dict.fromkeys(w for p in parts for w in p["warnings"]))
     for p in full[1:]:
-        for name in ("n_queries", "n_positive", "n_posts", "n_candidates"):
+        for name in ("n_posts", "n_candidates"):
             out[name] = out[name] + p[name]
         out["criteria"] = out["criteria"] | p["criteria"]
-        out["counts"] = merge_counts(out["counts"], p["counts"])
-        out["tau"] = out["tau"] + p["tau"]
-        out["gate"] = out["gate"] + p["gate"]
-        out["sums"] = {n: (s + p["sums"][n][0], c + p["sums"][n][1])
-                       for n, (s, c) in out["sums"].items()}
-        out["k_hist"] = _add_hist(out["k_hist"], p["k_hist"])
-        out["multilabel"] = {
-            "n_posts": out["multilabel"]["n_posts"] + p["multilabel"]["n_posts"],
-            "posts": out["multilabel"]["posts"] + p["multilabel"]["posts"],
-            "criteria": _merge_criteria(out["multilabel"]["criteria"],
-                                        p["multilabel"]["criteria"])}
+        out.update(merge_sums(out, p))
+        out.update(reduced_tables.merge_unit_tables(out, p, merge_sums))
         if "resampled" in out:
             a, b = out["resampled"], p["resampled"]
             out["resampled"] = {
@@ -354,10 +267,27 @@ def merge_summaries(*parts: dict) -> dict:
                                "criteria": _merge_criteria(a["multilabel"]["criteria"],
                                                            b["multilabel"]["criteria"])},
                 "tau": a["tau"] + b["tau"], "gate": a["gate"] + b["gate"],
-                "k_hist": _add_hist(a["k_hist"], b["k_hist"]),
+                "k_hist": add_hist(a["k_hist"], b["k_hist"]),
                 "means": {n: a["means"][n] + b["means"][n] for n in a["means"]},
                 "auroc": _merged_weighted(a["auroc"], b["auroc"])}
     return out
+
+
+def merge_sums(a: dict, b: dict) -> dict:
+    """The sums of two summaries (or of one group's in two units) added: queries, counts,
+    outcome tables, the means' sums, K's histogram, the multi-label cells (new objects)."""
+    return {"n_queries": a["n_queries"] + b["n_queries"],
+            "n_positive": a["n_positive"] + b["n_positive"],
+            "counts": merge_counts(a["counts"], b["counts"]),
+            "tau": a["tau"] + b["tau"], "gate": a["gate"] + b["gate"],
+            "sums": {n: (s + b["sums"][n][0], c + b["sums"][n][1])
+                     for n, (s, c) in a["sums"].items()},
+            "k_hist": add_hist(a["k_hist"], b["k_hist"]),
+            "multilabel": {
+                "n_posts": a["multilabel"]["n_posts"] + b["multilabel"]["n_posts"],
+                "posts": a["multilabel"]["posts"] + b["multilabel"]["posts"],
+                "criteria": _merge_criteria(a["multilabel"]["criteria"],
+                                            b["multilabel"]["criteria"])}}
 
 
 def _merged_weighted(a, b):
@@ -462,7 +392,7 @@ def reduced_records(summary: dict, config) -> list:
             ci = percentile_interval(resampled[name])
         records.add(name, value, sections.ALL, n, ci=ci,
                     ci_method=METHOD if ci is not None else None, variant=reliability_variant)
-    fits = _logistic_fits(counts)
+    fits = logistic_fits(counts)
     for name, field, kind, variant in (
             ("calibration_in_the_large", "in_the_large", "poisson", "positive_p"),
             ("calibration_intercept", "intercept", "wald", "logistic_intercept"),

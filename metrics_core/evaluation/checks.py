@@ -13,7 +13,8 @@ from metrics_core import registry
 from metrics_core.evaluation.result import Check
 from metrics_core.metrics import dynamic_k, gate, outcomes
 
-__all__ = ["consistency_checks", "disjoint_checks"]
+__all__ = ["confusion_checks", "consistency_checks", "disjoint_checks", "disjoint_posts",
+           "range_check", "recall_agreement", "recall_check"]
 
 
 def _close(a: float, b: float) -> bool:
@@ -79,35 +80,49 @@ def consistency_checks(ds, cfg, records, inter, criterion_codes, pooled_states) 
     return checks
 
 
-def _recall_check(ds, inter, values) -> Check:
-    """recall@K (ranking) and evidence recall at a fixed K = K must agree on the same queries;
-    the records themselves are labelled with their different K and subset."""
+def recall_agreement(ds, inter) -> bool | None:
+    """Whether recall@K (ranking) and evidence recall at a fixed K = K agree on every query
+    of the ranking protocol (None when recall@K is not computed)."""
     ref = inter.ref
     name = f"recall@{ref}"
     if name not in inter.rk:
-        return Check(f"{name} vs evidence_recall labelled", None, f"{name} not computed")
+        return None
     fixed_k = np.minimum(np.full(ds.n_queries, ref, dtype=np.int64), ds.n_cand)
     hits = dynamic_k.hits_within(ds, fixed_k)
     n_gold = np.asarray(ds.n_gold, dtype=np.float64)
     mask = inter.rmask
     via_evidence = np.where(n_gold > 0, hits / np.where(n_gold > 0, n_gold, 1), 0.0)[mask]
     ranking = inter.rk[name][mask]
-    agree = bool(np.allclose(via_evidence, ranking, rtol=0, atol=1e-12))
+    return bool(np.allclose(via_evidence, ranking, rtol=0, atol=1e-12))
+
+
+def _recall_check(ds, inter, values) -> Check:
+    return recall_check(recall_agreement(ds, inter), inter.ref, inter.cfg, values)
+
+
+def recall_check(agree: bool | None, ref: int, cfg, values: dict) -> Check:
+    """recall@K (ranking) and evidence recall at a fixed K = K must agree on the same queries
+    (``agree``: :func:`recall_agreement`); the records themselves are labelled with their
+    different K and subset."""
+    name = f"recall@{ref}"
+    if agree is None:
+        return Check(f"{name} vs evidence_recall labelled", None, f"{name} not computed")
     rec = values.get(name)
     detail = (f"{name} = {'undefined' if rec is None else f'{rec:.6f}'} at fixed K = {ref} on "
-              f"{inter.cfg.ranking_protocol}; evidence recall at the same fixed K "
+              f"{cfg.ranking_protocol}; evidence recall at the same fixed K "
               f"{'agrees' if agree else 'DIFFERS'} per query; evidence_recall uses the selected "
-              f"K on {inter.cfg.evidence_protocol}")
+              f"K on {cfg.evidence_protocol}")
     return Check(f"{name} vs evidence_recall labelled", agree, detail)
 
 
-def disjoint_checks(ds) -> list[Check]:
-    """Folds and splits post-disjoint (§10): no post in more than one fold / split."""
-    out = []
-    for column, label in (("fold", "folds"), ("split", "splits")):
+def disjoint_posts(ds) -> dict:
+    """``{"fold": found, "split": found}``: ``found`` is None without the column, else
+    ``(number of posts in more than one fold / split, the first five of them)``."""
+    out = {}
+    for column in ("fold", "split"):
         factorized = getattr(ds, f"{column}_codes")
         if factorized is None:
-            out.append(Check(f"{label} post-disjoint", None, f"no {column} column"))
+            out[column] = None
             continue
         codes = factorized[0]
         # Queries are stored post by post (canonical order): compare each post's min and max.
@@ -115,8 +130,22 @@ def disjoint_checks(ds) -> list[Check]:
         lo = np.minimum.reduceat(codes, starts) if codes.size else codes
         hi = np.maximum.reduceat(codes, starts) if codes.size else codes
         bad = ds.post_code[starts[lo != hi]]
-        examples = ", ".join(str(ds.posts[i]) for i in bad[:5])
-        out.append(Check(f"{label} post-disjoint", bad.size == 0,
-                         f"no post in more than one {column}" if bad.size == 0
-                         else f"{bad.size} posts in more than one {column}: {examples}"))
+        out[column] = (int(bad.size), [str(ds.posts[i]) for i in bad[:5]])
+    return out
+
+
+def disjoint_checks(ds, found: dict | None = None) -> list[Check]:
+    """Folds and splits post-disjoint (§10): no post in more than one fold / split (``found``:
+    :func:`disjoint_posts`, of ``ds`` when not given)."""
+    found = disjoint_posts(ds) if found is None else found
+    out = []
+    for column, label in (("fold", "folds"), ("split", "splits")):
+        if found[column] is None:
+            out.append(Check(f"{label} post-disjoint", None, f"no {column} column"))
+            continue
+        n_bad, bad = found[column]
+        examples = ", ".join(bad[:5])
+        out.append(Check(f"{label} post-disjoint", n_bad == 0,
+                         f"no post in more than one {column}" if n_bad == 0
+                         else f"{n_bad} posts in more than one {column}: {examples}"))
     return out

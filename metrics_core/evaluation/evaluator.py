@@ -29,7 +29,7 @@ from metrics_core.metrics import calibration, classification, dynamic_k, gate, o
 from metrics_core.metrics import ranking as ranking_mod
 
 __all__ = ["GAMMA_SWEEP", "GRID_STEPS", "Evaluator", "Intermediate", "QueryLevelEvaluator",
-           "reference_k"]
+           "gate_grid_frame", "reference_k"]
 
 POS = "positives_only"
 #: γ values of the sweep (seed 003 §8.2); the current γ is added.
@@ -408,36 +408,13 @@ class QueryLevelEvaluator(abc.ABC):
         Cells with τ_neg > τ_pos are not valid gates and are left out. Each cell's outcome
         table comes from binary searches in the sorted probabilities.
         """
-        steps = {*GRID_STEPS, config.tau_neg, config.tau_pos}
-        tau_negs = steps if tau_negs is None else tau_negs
-        tau_poss = steps if tau_poss is None else tau_poss
         p_all, p_pos = self.sorted_p()
-        n, n_pos = p_all.size, p_pos.size
-        tn = np.asarray(sorted({float(x) for x in tau_negs}))
-        tp = np.asarray(sorted({float(x) for x in tau_poss}))
-        neg_all = np.searchsorted(p_all, tn, side="left")  # p < τ_neg
-        neg_pos = np.searchsorted(p_pos, tn, side="left")
-        below_all = np.searchsorted(p_all, tp, side="left")  # p < τ_pos
-        below_pos = np.searchsorted(p_pos, tp, side="left")
-        a, b = np.meshgrid(np.arange(tn.size), np.arange(tp.size), indexing="ij")
-        a, b = a.ravel(), b.ravel()
-        valid = tn[a] <= tp[b]
-        a, b = a[valid], b[valid]
-        # outcome table per cell: rows UNCERTAIN / NEG / POS, columns y = 0 / 1
-        table = np.zeros((a.size, 3, 2), dtype=np.int64)
-        table[:, 1, 1] = neg_pos[a]
-        table[:, 1, 0] = neg_all[a] - neg_pos[a]
-        table[:, 2, 1] = n_pos - below_pos[b]
-        table[:, 2, 0] = (n - below_all[b]) - table[:, 2, 1]
-        table[:, 0, 1] = below_pos[b] - neg_pos[a]
-        table[:, 0, 0] = (below_all[b] - neg_all[a]) - table[:, 0, 1]
-        frame = pd.DataFrame({"tau_neg": tn[a], "tau_pos": tp[b]})
-        for name, fraction in outcomes.gate_fractions(table).items():
-            if name != "alert_rate_per_1000":
-                frame[name] = outcomes.ratio(*fraction)
-        frame["current"] = np.isclose(frame["tau_neg"], config.tau_neg) & np.isclose(
-            frame["tau_pos"], config.tau_pos)
-        return frame
+
+        def below(t):  # the queries, and the positives, with p < t
+            return (np.searchsorted(p_all, t, side="left"),
+                    np.searchsorted(p_pos, t, side="left"))
+
+        return gate_grid_frame(below, p_all.size, p_pos.size, config, tau_negs, tau_poss)
 
     def case_review(self, config: EvalConfig, evaluation=None) -> dict[str, pd.DataFrame]:
         """Queries behind the numbers: missed positives, false alerts, missed evidence."""
@@ -543,3 +520,37 @@ class Evaluator(QueryLevelEvaluator):
         if ds.sentence is not None:
             frame.insert(2, "sentence", ds.sentence[sl])
         return frame
+
+
+def gate_grid_frame(below, n: int, n_pos: int, config: EvalConfig,
+                    tau_negs: Iterable[float] | None = None,
+                    tau_poss: Iterable[float] | None = None) -> pd.DataFrame:
+    """The gate grid (:meth:`Evaluator.gate_grid`) from ``below(thresholds)``: the number of
+    queries, and of positives, with ``p`` below each threshold (``n`` queries, ``n_pos``
+    positives): sorted rows in memory, counts by distinct ``p`` in the reduced Dask run."""
+    steps = {*GRID_STEPS, config.tau_neg, config.tau_pos}
+    tau_negs = steps if tau_negs is None else tau_negs
+    tau_poss = steps if tau_poss is None else tau_poss
+    tn = np.asarray(sorted({float(x) for x in tau_negs}))
+    tp = np.asarray(sorted({float(x) for x in tau_poss}))
+    neg_all, neg_pos = below(tn)  # p < τ_neg
+    below_all, below_pos = below(tp)  # p < τ_pos
+    a, b = np.meshgrid(np.arange(tn.size), np.arange(tp.size), indexing="ij")
+    a, b = a.ravel(), b.ravel()
+    valid = tn[a] <= tp[b]
+    a, b = a[valid], b[valid]
+    # outcome table per cell: rows UNCERTAIN / NEG / POS, columns y = 0 / 1
+    table = np.zeros((a.size, 3, 2), dtype=np.int64)
+    table[:, 1, 1] = neg_pos[a]
+    table[:, 1, 0] = neg_all[a] - neg_pos[a]
+    table[:, 2, 1] = n_pos - below_pos[b]
+    table[:, 2, 0] = (n - below_all[b]) - table[:, 2, 1]
+    table[:, 0, 1] = below_pos[b] - neg_pos[a]
+    table[:, 0, 0] = (below_all[b] - neg_all[a]) - table[:, 0, 1]
+    frame = pd.DataFrame({"tau_neg": tn[a], "tau_pos": tp[b]})
+    for name, fraction in outcomes.gate_fractions(table).items():
+        if name != "alert_rate_per_1000":
+            frame[name] = outcomes.ratio(*fraction)
+    frame["current"] = np.isclose(frame["tau_neg"], config.tau_neg) & np.isclose(
+        frame["tau_pos"], config.tau_pos)
+    return frame

@@ -22,8 +22,9 @@ from metrics_core.evaluation import kernels
 from metrics_core.evaluation.kernels import members
 from metrics_core.metrics import gate, outcomes
 
-__all__ = ["fold_summary", "group_body", "group_codes", "group_intervals",
-           "group_intervals_in_the_making", "group_intervals_ready", "group_table"]
+__all__ = ["assemble_group_table", "counting_columns", "fold_summary", "group_body",
+           "group_codes", "group_frame", "group_intervals", "group_intervals_in_the_making",
+           "group_intervals_ready", "group_table", "metric_order"]
 
 #: Proportions whose per-group Wilson interval is a column of the table (``group_ci``).
 WILSON_COLUMNS = tuple(s.name for s in registry.SPECS if s.group_ci)
@@ -60,6 +61,13 @@ def _counting(ds, inter, codes, g, label) -> dict[str, np.ndarray]:
     tables = {"tau": outcomes.outcome_counts(ds.y, inter.pred, codes, g),
               "gate": outcomes.outcome_counts(ds.y, gate.states_to_prediction(inter.states),
                                               codes, g)}
+    return counting_columns(tables, label)
+
+
+def counting_columns(tables: dict[str, np.ndarray], label) -> dict[str, np.ndarray]:
+    """The counting columns of a table per ``label`` from the groups' outcome tables
+    (``tables["tau"]``, ``tables["gate"]``: ``(groups, 3, 2)``), with the Wilson bounds of
+    :data:`WILSON_COLUMNS` (the in-memory tables and the reduced Dask run's)."""
     out: dict[str, np.ndarray] = {}
     for spec in registry.counting(where=None if label == "pooled" else _place(label)):
         out[spec.name], fraction = outcomes.counted(tables[spec.counting.table], spec.counting)
@@ -86,7 +94,14 @@ def _columns(ev, inter, label, boot) -> tuple[pd.DataFrame, list[str]]:
         cis = boot["auroc_by_criterion"]
         values["auroc_ci_lo"] = np.array([c.lo for c in cis])
         values["auroc_ci_hi"] = np.array([c.hi for c in cis])
-    metrics = [c for c in _metric_order(inter, label) if c in values]
+    return group_frame(values, inter, label, names)
+
+
+def group_frame(values: dict, inter, label, names) -> tuple[pd.DataFrame, list[str]]:
+    """The body of a table per ``label`` from its columns (``values``: name -> one value per
+    group of ``names``, inserted descriptive, counting, kernel, then interval columns) and its
+    metric columns in registry order."""
+    metrics = [c for c in metric_order(inter, label) if c in values]
     extra = [c for c in values if "_ci_" in c]
     frame = pd.DataFrame({c: values[c] for c in (*_DESCRIPTIVE, *metrics, *extra)},
                          index=pd.Index(names, name=label))
@@ -100,7 +115,7 @@ def _place(label) -> str:
     return "cohort" if hasattr(label, "codes") else label
 
 
-def _metric_order(inter, label) -> list[str]:
+def metric_order(inter, label) -> list[str]:
     """The metric columns of a table per ``label`` (``pooled``: of any), registry order, a
     family at each of the run's cut-offs or FPR targets (:func:`kernels.names`)."""
     return [name for s in registry.SPECS
@@ -122,6 +137,14 @@ def group_table(ev, inter, *, label: str, boot=None) -> pd.DataFrame:
     pooled = ev.cached(("pooled_columns", inter.cfg),
                       lambda: _columns(ev, inter, "pooled", None)[0]).copy()
     pooled.loc["pooled", "auroc_defined"] = ev.classification()["auroc"].defined
+    return assemble_group_table(body, metrics, pooled, label)
+
+
+def assemble_group_table(body: pd.DataFrame, metrics: list[str], pooled: pd.DataFrame,
+                         label: str) -> pd.DataFrame:
+    """The table of ``label`` from its ``body`` (one row per group), its metric columns and
+    the ``pooled`` row (a one-row frame indexed ``pooled``): then ``micro``, ``macro`` for
+    criteria, ``mean``, ``std``, ``pooled`` for folds."""
     averaged = ["positive_rate", *metrics]
     data = body[averaged].to_numpy(dtype=np.float64)
     # All-NaN columns have NaN means, computed without numpy's warning: no warnings filter

@@ -370,13 +370,15 @@ def _held_out_pairs(ds, m, nested) -> list[tuple[str, np.ndarray, np.ndarray]]:
     raise ValueError(f"nested must be 'folds', 'split' or None; got {nested!r}")
 
 
-def decision_curve(y, p, thresholds=DECISION_THRESHOLDS, *, order=None) -> pd.DataFrame:
+def decision_curve(y, p, thresholds=DECISION_THRESHOLDS, *, order=None,
+                   sample_weight=None) -> pd.DataFrame:
     """Net benefit of the model, treat-all and treat-none at each threshold probability.
 
     ``net_benefit = TP/N − FP/N · t / (1 − t)`` with positive iff ``p ≥ t``;
     ``interventions_avoided_per_100 = (NB_model − NB_all) / (t / (1 − t)) × 100``.
     ``order``: the rows ordered by ``p`` ascending, when the caller has it (the counts are
-    sums of whole numbers, the same in any such order).
+    sums of whole numbers, the same in any such order). ``sample_weight``: each row's count
+    (rows standing for that many queries: the reduced Dask run's counts by distinct ``p``).
 
     >>> dc = decision_curve([1, 0, 1, 0], [0.9, 0.2, 0.6, 0.7], [0.5])
     >>> float(dc["net_benefit"][0]), float(dc["net_benefit_treat_all"][0])
@@ -385,7 +387,9 @@ def decision_curve(y, p, thresholds=DECISION_THRESHOLDS, *, order=None) -> pd.Da
     y = np.asarray(y, dtype=np.float64)
     t = np.asarray(thresholds, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
-    nb, prevalence = net_benefit(y, p, t, np.ones((1, y.size)), checked_order(order, p))
+    w = np.ones((1, y.size)) if sample_weight is None else \
+        np.asarray(sample_weight, dtype=np.float64)[None, :]
+    nb, prevalence = net_benefit(y, p, t, w, checked_order(order, p))
     odds = t / (1.0 - t)
     treat_all = prevalence - (1.0 - prevalence) * odds
     return pd.DataFrame({"threshold": t, "net_benefit": nb[0], "net_benefit_treat_all": treat_all,

@@ -1,0 +1,350 @@
+"""The tables and checks of the reduced Dask run, from per-unit sums merged on the workers.
+
+Each work unit adds to its summary (:func:`unit_tables`): the summary's own sums for each of
+its criteria and folds (the per-criterion and per-fold tables are the records' rules on each
+group's sums), the histograms of K by gate state and by class, the sums of the γ sweep, and
+what the consistency checks read (the ranking protocol's count, whether recall@K and the
+evidence recall at the same fixed K agree on every query, the posts found in more than one
+fold or split). :func:`merge_unit_tables` adds two units' parts; the client makes the tables
+with the in-memory code (:func:`document_tables`): the group tables by
+:func:`metrics_core.evaluation.tables.assemble_group_table`, the gate grid by
+:func:`metrics_core.evaluation.evaluator.gate_grid_frame` on the counts by distinct ``p``, the
+decision curve by :func:`metrics_core.metrics.decision.decision_curve` on those counts as
+weights, the fold summary and the targets from the records. What reaches the client is
+proportional to the report: groups x (distinct ``p`` + metrics), never to the queries.
+
+Not made (:data:`NOT_COMPUTED`): what needs each query's value (the ranking distribution's
+medians and quartiles, the smoothed calibration curve, the gate's risk-coverage curve, the
+per-query table), the bootstrap bands of the curves, the per-criterion AUROC intervals and the
+input audit.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+__all__ = ["NOT_COMPUTED", "document_tables", "gammas", "merge_unit_tables", "unit_tables"]
+
+#: Parts of the in-memory report the reduced run does not make.
+NOT_COMPUTED = (
+    "per_query (one row per query: needs the gathered run)",
+    "ranking_distribution (medians and quartiles of the per-query ranking values)",
+    "smoothed_calibration (a spline fit on every query)",
+    "gate_risk_coverage (the queries ordered by confidence)",
+    "roc_band, pr_band and the decision curve's net_benefit_ci_lo / net_benefit_ci_hi "
+    "(bootstrap bands of the curves)",
+    "per_criterion's auroc_ci_lo / auroc_ci_hi (the per-criterion AUROC bootstrap intervals)",
+    "audit (the input checks of the loaded rows)",
+)
+
+
+def gammas(cfg) -> list[float]:
+    """The γ values of the γ sweep (:meth:`Evaluator.gamma_sweep`), ascending."""
+    from metrics_core.evaluation.evaluator import GAMMA_SWEEP
+
+    return sorted({float(x) for x in GAMMA_SWEEP} | {float(cfg.gamma)})
+
+
+# ---------------------------------------------------------------------------- on a worker
+def unit_tables(ev, cfg, inter, k: np.ndarray, sums) -> dict:
+    """A unit's parts of the tables and checks; ``sums(rows)`` is the summary's sums over the
+    queries ``rows`` (:func:`metrics_core.engines.reduced.unit_summary`)."""
+    from metrics_core.evaluation.checks import disjoint_posts, recall_agreement
+
+    ds = ev.ds
+    groups = {"criterion": {}}
+    present = np.bincount(ds.criterion_code, minlength=len(ds.criteria))
+    for code, name in enumerate(ds.criteria):
+        if present[code]:
+            groups["criterion"][name] = sums(np.flatnonzero(ds.criterion_code == code))
+    if ds.fold is not None:
+        groups["fold"] = {int(f): sums(np.flatnonzero(ds.fold == f)) for f in np.unique(ds.fold)}
+    width = int(k.max()) + 1 if k.size else 1
+    by = {"state": np.stack([np.bincount(k[inter.states == s], minlength=width)
+                             for s in range(3)]),
+          "class": np.stack([np.bincount(k[ds.y == v], minlength=width) for v in (0, 1)])}
+    states = ev.states(cfg)
+    mask = ev.evidence_mask(cfg)
+    sweep = []
+    for g in gammas(cfg):
+        kg = ev.select_k(cfg, states, gamma=g)
+        rec, prec = ev.evidence(cfg, kg)
+        sweep.append([float(kg.sum()), float(kg.size), float(np.sum(rec[mask])),
+                      float(np.sum(prec[mask])), float(mask.sum())])
+    return {"groups": groups, "k_by": by, "gamma": np.array(sweep),
+            "checks": {"n_rank": int(inter.rmask.sum()), "ref": int(inter.ref),
+                       "recall": recall_agreement(ds, inter), "disjoint": disjoint_posts(ds)}}
+
+
+def merge_unit_tables(a: dict, b: dict, merge_sums) -> dict:
+    """Two units' parts added (``merge_sums`` adds two summaries' sums); new objects."""
+    from metrics_core.engines.counted import add_hist
+
+    groups = {}
+    for label in {**a["groups"], **b["groups"]}:
+        ga, gb = a["groups"].get(label, {}), b["groups"].get(label, {})
+        groups[label] = {key: merge_sums(ga[key], gb[key]) if key in ga and key in gb
+                         else ga.get(key, gb.get(key)) for key in {**ga, **gb}}
+    ca, cb = a["checks"], b["checks"]
+    recall = None if ca["recall"] is None or cb["recall"] is None else \
+        ca["recall"] and cb["recall"]
+    disjoint = {}
+    for column in ("fold", "split"):
+        da, db = ca["disjoint"][column], cb["disjoint"][column]
+        disjoint[column] = None if da is None or db is None else \
+            (da[0] + db[0], (da[1] + db[1])[:5])
+    return {"groups": groups,
+            "k_by": {n: add_hist(a["k_by"][n], b["k_by"][n]) for n in a["k_by"]},
+            "gamma": a["gamma"] + b["gamma"],
+            "checks": {"n_rank": ca["n_rank"] + cb["n_rank"], "ref": ca["ref"],
+                       "recall": recall, "disjoint": disjoint}}
+
+
+# ---------------------------------------------------------------------------- on the client
+def _kernel_columns(summaries: list, cfg, inter, where) -> dict[str, np.ndarray]:
+    """Every kernel metric that applies ``where`` (None: anywhere) of each group's sums, as
+    :func:`metrics_core.evaluation.kernels.group_values` computes it from the rows."""
+    from metrics_core import registry
+    from metrics_core.engines import counted
+    from metrics_core.evaluation.kernels import names
+    from metrics_core.metrics import outcomes
+
+    out: dict[str, np.ndarray] = {}
+    whole: dict[str, list] = {}
+    for spec in registry.kernels(where=where):
+        kernel = spec.kernel
+        for name in names(spec, inter):
+            if not kernel.per_query:
+                if kernel.source != "discrimination":
+                    whole.setdefault(kernel.source, []).append((name, kernel.field or name))
+                continue
+            key = {"ranking": name, "squared_error": "brier", "k": "mean_k"}.get(
+                kernel.source, kernel.source)
+            total = np.array([s["sums"][key][0] for s in summaries], dtype=np.float64)
+            count = np.array([s["sums"][key][1] for s in summaries], dtype=np.float64)
+            how = kernel.reduce
+            if how in ("median", "p90"):
+                out[name] = np.array([counted.hist_quantile(s["k_hist"],
+                                                            50 if how == "median" else 90)
+                                      for s in summaries])
+            elif how == "sum":
+                out[name] = total
+            else:
+                out[name] = outcomes.ratio(total, count, 1000.0 if how == "per_1000" else 1.0)
+    for source, fields in whole.items():
+        if source == "reliability":
+            found = [dict(zip(("ece", "mce"), counted.reliability_values(s["counts"], cfg),
+                              strict=True)) for s in summaries]
+        elif source == "logistic":
+            found = [{f: getattr(fits, f) for f in ("in_the_large", "intercept", "slope")}
+                     for fits in (counted.logistic_fits(s["counts"]) for s in summaries)]
+        else:  # multilabel
+            found = [counted.multilabel_of_sums(s["multilabel"]["posts"],
+                                                s["multilabel"]["criteria"])
+                     for s in summaries]
+        for name, field in fields:
+            out[name] = np.array([float(f[field]) for f in found], dtype=np.float64)
+    return out
+
+
+def _discrimination(summaries: list, cfg) -> dict[str, np.ndarray]:
+    """AUROC (and whether defined), AUPRC, TPR / threshold at the FPR targets per group, NaN
+    where undefined (:func:`metrics_core.evaluation.kernels.group_discrimination`)."""
+    from metrics_core.engines.reductions import counted_scores
+    from metrics_core.metrics import classification
+    from metrics_core.registry import fmt_t
+
+    out: dict[str, list] = {}
+    for s in summaries:
+        scores = counted_scores(s["counts"])
+        auroc = classification.roc_auc(scores)
+        auprc = classification.average_precision(scores)
+        out.setdefault("auroc_defined", []).append(auroc.defined)
+        out.setdefault("auroc", []).append(auroc.value if auroc.defined else np.nan)
+        out.setdefault("auprc", []).append(auprc.value if auprc.defined else np.nan)
+        for t in classification.tpr_at_fpr(scores, targets=cfg.tpr_fprs):
+            out.setdefault(f"tpr@fpr={fmt_t(t.target)}", []).append(
+                np.nan if not auroc.defined else t.tpr)
+            out.setdefault(f"threshold@fpr={fmt_t(t.target)}", []).append(
+                np.nan if not auroc.defined else t.threshold)
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def _group_body(summaries: list, names: list, cfg, inter, label):
+    """(body, metric columns) of a table per ``label`` (``pooled``: the one pooled row)."""
+    from metrics_core import registry
+    from metrics_core.evaluation.kernels import names as record_names
+    from metrics_core.evaluation.tables import counting_columns, group_frame
+    from metrics_core.metrics import outcomes
+
+    n = np.array([s["n_queries"] for s in summaries], dtype=np.int64)
+    n_pos = np.array([s["n_positive"] for s in summaries], dtype=np.int64)
+    values = {"n": n, "n_positive": n_pos, "positive_rate": outcomes.ratio(n_pos, n)}
+    discrimination = _discrimination(summaries, cfg)
+    values["auroc_defined"] = discrimination["auroc_defined"]
+    values.update(counting_columns({t: np.stack([s[t] for s in summaries])
+                                    for t in ("tau", "gate")}, label))
+    where = None if label == "pooled" else label
+    kernels = _kernel_columns(summaries, cfg, inter, where)
+    for spec in registry.kernels(where=where):  # in the registry's order, as in memory
+        for name in record_names(spec, inter):
+            values[name] = (discrimination if spec.kernel.source == "discrimination"
+                            else kernels)[name]
+    return group_frame(values, inter, label, names)
+
+
+def _group_table(summary: dict, label: str, cfg, inter):
+    from metrics_core.engines.gathered import criteria_order
+    from metrics_core.evaluation.tables import assemble_group_table
+
+    groups = summary["groups"].get(label)
+    if groups is None:
+        return None
+    keys = list(criteria_order(groups)) if label == "criterion" else sorted(groups)
+    body, metrics = _group_body([groups[k] for k in keys], [str(k) for k in keys], cfg, inter,
+                                label)
+    pooled, _ = _group_body([summary], ["pooled"], cfg, inter, "pooled")
+    return assemble_group_table(body, metrics, pooled, label)
+
+
+def _k_stats(hist: np.ndarray) -> dict:
+    """:meth:`metrics_core.metrics.dynamic_k.KStats.as_dict` of the K whose counts are
+    ``hist``."""
+    from metrics_core.engines.counted import hist_quantile
+
+    n = int(hist.sum())
+    if n == 0:
+        nan = float("nan")
+        return {"n": 0, "mean_k": nan, "median_k": nan, "p90_k": nan, "min_k": nan,
+                "max_k": nan, "workload": 0, "workload_per_1000": nan}
+    values = np.flatnonzero(hist)
+    total = int(np.dot(np.arange(hist.size), hist))
+    return {"n": n, "mean_k": total / n, "median_k": hist_quantile(hist, 50),
+            "p90_k": hist_quantile(hist, 90), "min_k": float(values[0]),
+            "max_k": float(values[-1]), "workload": total,
+            "workload_per_1000": total / n * 1000.0}
+
+
+def _reliability_table(counts, cfg):
+    """The reliability table (:func:`metrics_core.metrics.calibration.reliability_bins` of the
+    calibration view) from the counts by distinct ``p``."""
+    import pandas as pd
+
+    from metrics_core.engines.counted import calibration_bins
+    from metrics_core.metrics.uncertainty import wilson_interval
+
+    conf, ones, total, idx, edges = calibration_bins(counts, cfg)
+    k = edges.size - 1
+    count = np.bincount(idx, weights=total, minlength=k).round().astype(np.int64)
+    positives = np.bincount(idx, weights=ones, minlength=k).round().astype(np.int64)
+    sum_p = np.bincount(idx, weights=conf * total, minlength=k)
+    filled = count > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        confidence = np.where(filled, sum_p / count, np.nan)
+        observed = np.where(filled, positives / count, np.nan)
+    lo, hi = wilson_interval(positives, count)
+    return pd.DataFrame({"lo": edges[:-1], "hi": edges[1:], "count": count,
+                         "mean_confidence": confidence, "observed_frequency": observed,
+                         "wilson_lo": np.asarray(lo), "wilson_hi": np.asarray(hi),
+                         "gap": observed - confidence})
+
+
+def _checks(summary: dict, records, cfg) -> list:
+    from metrics_core.evaluation.checks import (
+        confusion_checks,
+        disjoint_checks,
+        range_check,
+        recall_check,
+    )
+    from metrics_core.evaluation.result import Check
+
+    values = {r.name: r.value for r in records}
+    n, n_pos = summary["n_queries"], summary["n_positive"]
+    checks = [range_check(records), *confusion_checks(values, n, n_pos)]
+    pooled = np.asarray(summary["gate"])
+    total = int(pooled.sum())
+    checks.append(Check("NEG + UNCERTAIN + POS = N", total == n, f"{total} vs N = {n}"))
+    c = summary["checks"]
+    if cfg.ranking_protocol == "positives_only":
+        checks.append(Check("ranking metrics on has_evidence = 1 only", c["n_rank"] == n_pos,
+                            f"ranking n = {c['n_rank']}, positives = {n_pos}"))
+    summed = sum(np.asarray(g["gate"]) for g in summary["groups"]["criterion"].values())
+    missed = int(summed[1, 1])
+    via_groups = (n_pos - missed) / n_pos if n_pos else float("nan")
+    overall = values.get("screening_sensitivity")
+    overall = float("nan") if overall is None else overall
+    same = bool((summed == pooled).all()) and (
+        (np.isnan(via_groups) and np.isnan(overall))
+        or abs(via_groups - overall) <= 1e-12)
+    checks.append(Check("screening sensitivity: pooled per-criterion = overall", same,
+                        f"{via_groups:.6f} vs {overall:.6f}"))
+    checks.append(recall_check(c["recall"], c["ref"], cfg, values))
+    checks.extend(disjoint_checks(None, c["disjoint"]))
+    return checks
+
+
+def document_tables(summary: dict, records, cfg) -> dict:
+    """The tables and checks of ``metrics_master.json`` the reduced run makes, by their keys
+    there (rows as the in-memory document writes them)."""
+    import pandas as pd
+
+    from metrics_core.engines.reductions import counted_scores
+    from metrics_core.evaluation.evaluator import gate_grid_frame
+    from metrics_core.evaluation.result import clean, frame_records
+    from metrics_core.evaluation.tables import fold_summary
+    from metrics_core.metrics import classification, decision
+    from metrics_core.targets import target_table
+
+    counts = summary["counts"]
+    ranking = [n for n in summary["sums"]
+               if n not in ("brier", "evidence_recall", "evidence_precision", "mean_k")]
+    inter = SimpleNamespace(rk=dict.fromkeys(ranking), cfg=cfg)
+    per_criterion = _group_table(summary, "criterion", cfg, inter)
+    per_fold = _group_table(summary, "fold", cfg, inter)
+    k_rows = [{"group": "overall", **_k_stats(summary["k_hist"])}]
+    k_rows += [{"group": f"state={name}", **_k_stats(h)}
+               for name, h in zip(("NEG", "UNCERTAIN", "POS"), summary["k_by"]["state"],
+                                  strict=True)]
+    k_rows += [{"group": f"has_evidence={v}", **_k_stats(h)}
+               for v, h in zip((0, 1), summary["k_by"]["class"], strict=True)]
+    sweep = []
+    for g, (k_sum, n, rec, prec, n_ev) in zip(gammas(cfg), summary["gamma"], strict=True):
+        sweep.append({"gamma": g, "mean_k": k_sum / n if n else np.nan,
+                      "evidence_recall": rec / n_ev if n_ev else np.nan,
+                      "evidence_precision": prec / n_ev if n_ev else np.nan,
+                      "workload": int(k_sum), "workload_per_1000": k_sum / max(n, 1) * 1000,
+                      "current": bool(np.isclose(g, cfg.gamma))})
+    values, pos, neg = counts.values, counts.pos, counts.neg
+    cum_all = np.concatenate([[0], np.cumsum(pos + neg)])
+    cum_pos = np.concatenate([[0], np.cumsum(pos)])
+
+    def below(t):  # the queries, and the positives, with p < t
+        at = np.searchsorted(values, t, side="left")
+        return cum_all[at], cum_pos[at]
+
+    grid = gate_grid_frame(below, int(cum_all[-1]), int(cum_pos[-1]), cfg)
+    curve = decision.decision_curve(np.r_[np.ones(values.size), np.zeros(values.size)],
+                                    np.r_[values, values],
+                                    sample_weight=np.r_[pos, neg].astype(np.float64))
+    tpr = classification.tpr_at_fpr(counted_scores(counts), targets=cfg.tpr_fprs)
+    return clean({
+        "tpr_at_fpr": [{"target_fpr": t.target, "tpr": t.tpr if t.defined else None,
+                        "fpr": t.fpr if t.defined else None,
+                        "threshold": t.threshold if t.defined else None,
+                        "defined": bool(t.defined)} for t in tpr],
+        "reliability": frame_records(_reliability_table(counts, cfg)),
+        "k_by_state": frame_records(pd.DataFrame(k_rows)),
+        "gamma_sweep": frame_records(pd.DataFrame(sweep)),
+        "gate_grid": frame_records(grid),
+        "decision_curve": frame_records(curve),
+        "per_criterion": frame_records(per_criterion.reset_index()),
+        "per_criterion_macro_over": per_criterion.attrs.get("n_groups"),
+        "per_fold": None if per_fold is None else frame_records(per_fold.reset_index()),
+        "per_fold_mean_over": None if per_fold is None else per_fold.attrs.get("n_groups"),
+        "fold_summary": None if per_fold is None
+        else frame_records(fold_summary(per_fold, records)),
+        "targets": frame_records(target_table(records, cfg.targets)),
+        "consistency_checks": [c.to_dict() for c in _checks(summary, records, cfg)],
+    })
