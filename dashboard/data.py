@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import logging
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -178,6 +179,15 @@ def _attach_cohorts(run, columns) -> None:
         from metrics_core.inputs.cohort_columns import CohortSource
 
         run.evaluator.cohorts = CohortSource(columns, run.loaded)
+
+
+def cohort_choices(source: Source) -> tuple[str, ...]:
+    """The cohort columns one may choose on ``source``: its suggested columns (at most 20
+    values, or numbers), then every pair of them as an intersection (``site*sex``)."""
+    if source.cohorts is None or source.loaded is None:
+        return ()
+    single = tuple(source.cohorts.suggested)
+    return (*single, *(f"{a}*{b}" for a, b in itertools.combinations(single, 2)))
 
 
 def cohort_options(source: Source) -> tuple[str, ...]:
@@ -390,6 +400,9 @@ class View:
     #: Which gold the view is computed on, in words for the pages' headers
     #: (:func:`dashboard.gold.gold_source`).
     gold: str = "original (the files' labels)"
+    #: The cohort columns chosen (the setting ``cohort_columns``, checked against the data:
+    #: :func:`cohort_choices`): the Cohorts page's groups, the record's and settings.json's.
+    cohort_columns: tuple[str, ...] = ()
 
     @property
     def evaluator(self) -> Evaluator:

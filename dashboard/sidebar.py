@@ -15,7 +15,7 @@ import streamlit as st
 
 from dashboard import data, display, gold, link, provenance, refinement, server_settings, state
 from dashboard.safe_text import escape_markdown, neutralise_bidi
-from dashboard.state import ALL, SETTINGS, Setting
+from dashboard.state import ALL, SETTINGS, Setting, short_repr
 from metrics_core.config import SECTIONS
 from metrics_core.report import decision_record as record
 
@@ -58,16 +58,18 @@ def _widget(s: Setting, *, options: tuple = (), disabled: bool = False,
         st.selectbox(s.label, options, format_func=lambda v: "all" if v == ALL
                      else neutralise_bidi(str(v)), **common)
     elif s.kind == "multi":  # a cohort filter's "site=S1" shown as "site = S1"
-        st.multiselect(s.label, options, placeholder="all", format_func=lambda v: (
+        st.multiselect(s.label, options, format_func=lambda v: (
             neutralise_bidi(str(v).replace("=", " = ", 1) if s.key == "cohort"
-                            else str(v))), **common)
+                            else str(v))),
+                       placeholder="none" if s.key == state.COHORT_COLUMNS else "all", **common)
     elif s.kind == "gates":
         _gates_widget(s, options)
 
 
-def setting_widget(key: str, *, typed: bool = True) -> None:
-    """The widget of the setting ``key`` where the page draws it (:data:`PAGE_CONTROLS`)."""
-    _widget(state.setting(key), typed=typed)
+def setting_widget(key: str, *, typed: bool = True, options: tuple = ()) -> None:
+    """The widget of the setting ``key`` where the page draws it (:data:`PAGE_CONTROLS`, the
+    Data page's cohort columns; ``options``: a list setting's values)."""
+    _widget(state.setting(key), typed=typed, options=options)
 
 
 def _moved(key: str) -> None:
@@ -225,6 +227,32 @@ def _link_note(notes: list[str], note: str) -> None:
     link.keep_link_note(note)
 
 
+def cohort_columns_rule(source: data.Source) -> str:
+    """What the cohort columns of ``source`` may be, for a refusal."""
+    single = () if source.cohorts is None else source.cohorts.suggested
+    if not single:
+        return "these data have no cohort column (no extra column in the queries table)"
+    example = f" (e.g. {single[0]}*{single[1]})" if len(single) > 1 else ""
+    return (f"must name cohort columns of these data: {', '.join(single)}"
+            + (f", or two of them joined by '*'{example}" if len(single) > 1 else ""))
+
+
+def _check_cohort_columns(source: data.Source, notes: list[str], switched: bool) -> None:
+    """Cohort columns (from a link) that these data do not have are dropped: with a note
+    naming them and the valid ones, silently when the data source changed."""
+    choices = data.cohort_choices(source)
+    chosen = tuple(state.value(state.COHORT_COLUMNS))
+    kept = tuple(c for c in chosen if c in choices)
+    if kept == chosen:
+        return
+    if not switched:
+        dropped = ", ".join(short_repr(c) for c in chosen if c not in kept)
+        _link_note(notes, f"{state.COHORT_COLUMNS}: {dropped} in the link "
+                          f"{'is' if len(chosen) - len(kept) == 1 else 'are'} not valid and "
+                          f"left out: {cohort_columns_rule(source)}.")
+    state.set_value(state.COHORT_COLUMNS, kept)
+
+
 def settings_sidebar(source: data.Source, notes: list[str], *,
                      on_page: tuple[str, ...] = ()) -> None:
     """Every setting's widget, by section; those in ``on_page`` are drawn by the page."""
@@ -246,6 +274,7 @@ def settings_sidebar(source: data.Source, notes: list[str], *,
                 _link_note(notes, f"Some {what} in the link are not in this data set and were "
                                   f"dropped.")
             state.set_value(key, chosen)
+    _check_cohort_columns(source, notes, switched)
     gates = tuple(state.value("criterion_gates"))
     kept = tuple(g for g in gates if g[0] in options["criterion"])
     if kept != gates:
@@ -284,10 +313,12 @@ def build_view(source: data.Source, notes: list[str]) -> data.View:
     except ValueError as exc:
         notes.append(f"{exc}; the defaults are used.")
         config = state.build_config({})
+    choices = data.cohort_choices(source)
+    columns = tuple(c for c in values[state.COHORT_COLUMNS] if c in choices)
     source, words = gold.gold_source(source, values["gold"], notes)
     return data.View(source=source, filters=filters(values), config=config,
                      show_bootstrap=bool(values["ci"]), marks=provenance.marks(),
-                     guarantees=provenance.guarantees(), gold=words)
+                     guarantees=provenance.guarantees(), gold=words, cohort_columns=columns)
 
 
 def fragment_view(keys: tuple[str, ...]) -> data.View:
@@ -347,7 +378,8 @@ def downloads_sidebar(v: data.View) -> None:
                          index=True)
     st.download_button("settings.json", data=lambda: record.settings_json(
                            ref.view.evaluation, marks=ref.view.marks,
-                           guarantees=ref.view.guarantees),
+                           guarantees=ref.view.guarantees,
+                           cohort_columns=ref.view.cohort_columns),
                        file_name="settings.json", mime="application/json",
                        key="download_settings", on_click="ignore", icon=":material/tune:",
                        help="Every setting of this view; load it below (or give it to "
@@ -369,7 +401,8 @@ def _apply_settings() -> None:
     if uploaded is None:
         return
     values, (explored, guaranteed), error = settings_verdict(
-        uploaded.getvalue(), uploaded.name, server_settings.interaction_caps())
+        uploaded.getvalue(), uploaded.name, server_settings.interaction_caps(),
+        source=data.current_source())
     if error is not None:
         st.session_state["_settings_error"] = error
         return
@@ -379,7 +412,8 @@ def _apply_settings() -> None:
     _sync_inputs()
 
 
-def settings_verdict(payload: bytes, name: str, caps) -> tuple[dict | None, tuple, str | None]:
+def settings_verdict(payload: bytes, name: str, caps, *, source: data.Source | None = None
+                     ) -> tuple[dict | None, tuple, str | None]:
     """What a settings.json does to the view: ``(values, (explored, guaranteed), None)`` (the
     setting values of the view it restores, its exploratory thresholds and its thresholds set
     with a guarantee, field -> ThresholdGuarantee) or ``(None, ((), {}), message)``.
@@ -388,12 +422,19 @@ def settings_verdict(payload: bytes, name: str, caps) -> tuple[dict | None, tupl
     reads it, so the same file gets the same verdict: a file with any invalid setting is
     refused whole, with every problem named (field, rule, value), and so is a file asking for
     more than this server computes for a settings file (``caps``: the ``[interaction]``
-    table) or setting what the dashboard does not offer."""
+    table) or setting what the dashboard does not offer. Its cohort columns must be columns
+    of ``source`` (:func:`dashboard.data.cohort_choices`; none given: not checked)."""
     from metrics_core.config import EvalConfig, SettingsError
-    from metrics_core.settings_file import read_settings_file
+    from metrics_core.settings_file import read_settings_cohorts, read_settings_file
 
     refused = f"{name} was not applied; nothing changed. "
     values, errors, explored, guaranteed = read_settings_file(payload, source=name)
+    columns, more = read_settings_cohorts(payload, source=name)
+    errors = [*errors, *(e for e in more if e.field is not None)]  # the file's own: once
+    if source is not None and not errors:
+        choices = data.cohort_choices(source)
+        errors = [SettingsError(state.COHORT_COLUMNS, cohort_columns_rule(source), c)
+                  for c in columns if c not in choices]
     none = ((), {})
     if errors:
         return None, none, refused + str(SettingsError.combine(errors, source=name))
@@ -414,7 +455,8 @@ def settings_verdict(payload: bytes, name: str, caps) -> tuple[dict | None, tupl
             + " and ".join(f"{f} = {', '.join(f'{v:g}' for v in getattr(EvalConfig(), f))}"
                            for f in fixed)
             + "); run the file with metrics-core report --settings instead.")
-    return state.values_of(config), (explored, guaranteed), None
+    return ({**state.values_of(config), state.COHORT_COLUMNS: columns},
+            (explored, guaranteed), None)
 
 
 def filters(values: dict) -> data.Filters:

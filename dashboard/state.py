@@ -41,6 +41,8 @@ from metrics_core.config import (
     option,
     options,
 )
+from metrics_core.errors import SettingsError
+from metrics_core.settings_file import cohort_column_names
 
 __all__ = [
     "ALL",
@@ -119,12 +121,10 @@ ADJ_UPLOAD_SEEN = "_adjudication_upload_seen"
 ADJ_ERROR = "_adjudication_error"
 ADJ_NOTICE = "_adjudication_notice"
 ADJ_UPLOAD = "adjudication_upload"
-#: The cohort columns chosen on the Data page (the Cohorts page's groups), and the Cohorts
-#: page's metric.
+#: The cohort columns chosen on the Data page (the Cohorts page's groups: a setting, in the
+#: link and settings.json), and the Cohorts page's metric.
 COHORT_COLUMNS = "cohort_columns"
 COHORT_METRIC = "cohort_metric"
-#: The chosen cohort columns, kept when the Data page (and its widget) is not drawn.
-COHORTS_CHOSEN = "_cohorts_chosen"
 ADJ_DOWNLOAD = "adjudication_download"
 VERDICT_CHOICE = "verdict_choice"
 VERDICT_TARGET = "verdict_target"
@@ -294,6 +294,8 @@ class Setting:
                 value = round(float(value), 6)
             elif self.kind in ("multi", "gates"):
                 value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+            if self.key == COHORT_COLUMNS:  # the settings file's own rule of the names
+                value = cohort_column_names(list(value))
             if self.key in _FILTER_FIELDS:  # the configuration's own rule of the filter
                 value = getattr(Filters(**{_FILTER_FIELDS[self.key]: value}),
                                 _FILTER_FIELDS[self.key])
@@ -303,6 +305,9 @@ class Setting:
                 checked = EvalConfig(**given)
                 if self.kind not in ("range", "float"):
                     value = getattr(checked, self.fields[0])
+        except SettingsError as exc:  # the item that breaks the rule
+            shown = short_repr(exc.value if exc.has_value else value)
+            raise ValueError(f"{self.key}={shown} is not valid: {exc.rule}") from None
         except (TypeError, ValueError, OverflowError) as exc:
             raise ValueError(f"{self.key}={short_repr(value)} is not valid: {exc}") from None
         return value
@@ -443,6 +448,13 @@ SETTINGS: tuple[Setting, ...] = (
                  "Case review (adjudicated; the original numbers stay beside them). Not a "
                  "setting of the run: settings.json keeps the configuration only, and the "
                  "verdicts come with the adjudication file."),
+    Setting(COHORT_COLUMNS, "Cohort columns (the Cohorts page's groups)", "multi", (),
+            section="cohorts",
+            help="Extra columns of the queries table (or of a posts table): a few values "
+                 "each (site, sex), or numbers, cut into quartiles; two joined by '*' "
+                 "(site*sex) are their intersection. A missing value is its own cohort. "
+                 "Chosen on the Data & audit page; not a setting of the run (every metric "
+                 "is the same), but in the link, settings.json and the record."),
 )
 
 _BY_KEY = {s.key: s for s in SETTINGS}
@@ -525,6 +537,8 @@ def _normalise(s: Setting, value):
         if s.kind == "multi":
             return s.validate(tuple(str(v) for v in (value or ())))
         return ALL if value in (None, ALL) else str(value)
+    if s.key == COHORT_COLUMNS:  # checked against the data by the sidebar
+        return s.validate(tuple(value or ()))
     if not s.fields and s.kind == "choice":  # the gold switch
         if value not in s.options:
             raise ValueError(f"{s.key}={short_repr(value)} is not valid: expected one of "

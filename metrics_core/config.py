@@ -34,6 +34,7 @@ from metrics_core.field_schema import FieldSchema
 from metrics_core.filters import MAX_CRITERIA, MAX_NAME_CHARS, Filters
 
 __all__ = [
+    "COHORT_COLUMNS_KEY",
     "MAX_BOOTSTRAP",
     "MAX_K",
     "MAX_NAME_CHARS",
@@ -116,6 +117,10 @@ MAX_SETTINGS_BYTES = 1 << 20
 MAX_SETTINGS_DEPTH = 32
 #: The ``schema`` value of a settings file written by the dashboard.
 SETTINGS_SCHEMA_ID = "metrics_core_settings/1"
+#: A settings file's key of the cohort columns chosen (beside ``config``): the columns the
+#: Cohorts page and the record break the metrics down by (``--cohort``). Not a field of the
+#: configuration: every metric is the same whichever columns are chosen.
+COHORT_COLUMNS_KEY = "cohort_columns"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 
 from metrics_core.config import (
+    COHORT_COLUMNS_KEY,
     EXPLORATORY,
     GUARANTEED,
     MAX_NAME_CHARS,
@@ -27,7 +28,34 @@ from metrics_core.config import (
 )
 from metrics_core.errors import SettingsError
 
-__all__ = ["read_settings", "read_settings_file", "read_settings_partial"]
+__all__ = ["COHORT_COLUMNS_KEY", "MAX_COHORT_COLUMNS", "cohort_column_names", "read_settings",
+           "read_settings_cohorts", "read_settings_file", "read_settings_partial"]
+
+#: Most cohort columns (and intersections) a settings file or a link may choose.
+MAX_COHORT_COLUMNS = 64
+
+
+def cohort_column_names(value, *, source: str | None = None) -> tuple[str, ...]:
+    """Cohort columns as a settings file or a link gives them: a list of column names, each
+    a column or ``"a*b"`` (an intersection), as text of 1 to :data:`MAX_NAME_CHARS`
+    characters; spaces around names and ``*`` dropped, repeats dropped. A
+    :class:`SettingsError` naming ``cohort_columns``, the rule and the value otherwise.
+
+    >>> cohort_column_names(["site", " site * sex ", "site"])
+    ('site', 'site*sex')
+    """
+    rule = (f"must be a list of at most {MAX_COHORT_COLUMNS} cohort column names (a column, "
+            f"or two joined by '*' such as site*sex; text of 1 to {MAX_NAME_CHARS} characters)")
+    if not isinstance(value, list | tuple) or len(value) > MAX_COHORT_COLUMNS:
+        raise SettingsError(COHORT_COLUMNS_KEY, rule, value, source=source)
+    out = []
+    for item in value:
+        parts = ([p.strip() for p in item.split("*")] if isinstance(item, str) else [""])
+        if (not all(parts) or len(item) > MAX_NAME_CHARS
+                or any(not p.isprintable() for p in parts)):
+            raise SettingsError(COHORT_COLUMNS_KEY, rule, item, source=source)
+        out.append("*".join(parts))
+    return tuple(dict.fromkeys(out))
 
 
 # ------------------------------------------------------------------------ settings files
@@ -113,9 +141,8 @@ def _settings_mapping(data: bytes | str, source: str) -> Mapping:
     return _settings_parts(data, source)[0]
 
 
-def _settings_parts(data: bytes | str, source: str) -> tuple[Mapping, tuple[str, ...], dict]:
-    """The configuration mapping of a settings file, its exploratory thresholds and its
-    thresholds set with a guarantee (with their guarantees)."""
+def _settings_top(data: bytes | str, source: str) -> dict:
+    """The JSON object of a settings file (size, encoding, depth and JSON checked)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     data = bytes(data)
@@ -137,13 +164,21 @@ def _settings_parts(data: bytes | str, source: str) -> tuple[Mapping, tuple[str,
         raise err.with_source(source) from None
     if not isinstance(top, dict):
         raise SettingsError(None, "must hold a JSON object of settings", top, source=source)
+    return top
+
+
+def _settings_parts(data: bytes | str, source: str) -> tuple[Mapping, tuple[str, ...], dict]:
+    """The configuration mapping of a settings file, its exploratory thresholds and its
+    thresholds set with a guarantee (with their guarantees)."""
+    top = _settings_top(data, source)
     if "config" not in top:
         return top, (), {}
-    extra = sorted(k for k in top if k not in ("config", "schema", "provenance", "guarantees"))
+    extra = sorted(k for k in top if k not in ("config", "schema", "provenance", "guarantees",
+                                                COHORT_COLUMNS_KEY))
     if extra:
         raise SettingsError(None, f"has keys a settings file does not have: "
                             f"{', '.join(map(repr, extra))} (it holds schema, config, "
-                            f"provenance and guarantees)", source=source)
+                            f"provenance, guarantees and cohort_columns)", source=source)
     if top.get("schema", SETTINGS_SCHEMA_ID) != SETTINGS_SCHEMA_ID:
         raise SettingsError("schema", f"must be {SETTINGS_SCHEMA_ID!r}", top["schema"],
                             source=source)
@@ -213,6 +248,23 @@ def read_settings_file(data: bytes, *, source: str
         return {}, [err], (), {}
     values, errors = checked_mapping(config, source)
     return values, errors, explored, guaranteed
+
+
+def read_settings_cohorts(data: bytes, *, source: str) -> tuple[tuple[str, ...],
+                                                              list[SettingsError]]:
+    """The cohort columns a settings.json chooses (its ``cohort_columns``, checked by
+    :func:`cohort_column_names`; none: ``()``) and the refusal of the file or of that key:
+    ``(columns, errors)``. Whether the data have those columns is the reader's to check."""
+    try:
+        top = _settings_top(data, source)
+    except SettingsError as err:
+        return (), [err]
+    if "config" not in top or COHORT_COLUMNS_KEY not in top:  # a bare configuration: none
+        return (), []
+    try:
+        return cohort_column_names(top[COHORT_COLUMNS_KEY], source=source), []
+    except SettingsError as err:
+        return (), [err]
 
 
 def read_settings_partial(data: bytes, *, source: str) -> tuple[dict, list[SettingsError]]:

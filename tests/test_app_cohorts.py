@@ -3,8 +3,14 @@ planted disparity at site_E is shown flagged, with the numbers metrics_core comp
 
 from __future__ import annotations
 
-import numpy as np
+import json
 
+import numpy as np
+import pandas as pd
+
+from dashboard import state
+from metrics_core.config import EvalConfig
+from metrics_core.report import decision_record as record
 from tests.test_app import TIMEOUT, assert_clean, open_app, table, texts
 
 #: The Cohorts page computes every cohort's intervals (2,000 resamples) on its first run.
@@ -58,3 +64,90 @@ def test_data_page_offers_the_demo_cohort_columns_and_the_page_shows_them():
     at.switch_page("app_pages/overview.py").run(timeout=TIMEOUT)
     at.switch_page("app_pages/cohorts.py").run(timeout=TIMEOUT)
     assert set(table(at, "cohort_table")["column"]) == {"site", "sex"}
+
+
+# ------------------------------------------------- the cohort columns: a setting like the others
+#: Few resamples (the link sets it): the Cohorts page's intervals in seconds.
+QUICK = {"bootstrap": "400"}
+CHOSEN = ["site", "site*sex"]
+
+
+def _cohorts_page(at) -> pd.DataFrame:
+    at.switch_page("app_pages/cohorts.py").run(timeout=COHORTS_TIMEOUT)
+    assert_clean(at)
+    return table(at, "cohort_table")
+
+
+def _apply(at, payload: bytes) -> None:
+    at.sidebar.file_uploader(key=state.SETTINGS_FILE).set_value(
+        ("settings.json", payload, "application/json")).run(timeout=TIMEOUT)
+    at.button(key="apply_settings").click().run(timeout=TIMEOUT)
+
+
+def test_the_cohort_columns_survive_pages_the_link_and_settings_json():
+    """Chosen on the Data page (a column and an intersection): the same choice and the same
+    Cohorts page after a visit to another page, in a new session opened from the link, and in
+    a new session that restored the view's settings.json; the record says them."""
+    at = open_app(QUICK, page="data_source")
+    at.multiselect(key="cohort_columns").set_value(CHOSEN).run(timeout=TIMEOUT)
+    assert_clean(at)
+    shown = _cohorts_page(at)
+    assert list(dict.fromkeys(shown["column"])) == CHOSEN
+    assert {"site_E*F", "site_E*M"} <= set(shown["value"])
+    # another page, then back
+    at.switch_page("app_pages/gate.py").run(timeout=TIMEOUT)
+    assert at.session_state[state.VIEW].cohort_columns == tuple(CHOSEN)
+    pd.testing.assert_frame_equal(_cohorts_page(at), shown)
+    at.switch_page("app_pages/data_source.py").run(timeout=TIMEOUT)
+    assert at.multiselect(key="cohort_columns").value == CHOSEN
+    # the link, opened in a new session
+    address = dict(at.query_params)
+    assert address == {**QUICK, "cohort_columns": CHOSEN}
+    again = open_app(address, page="data_source")
+    assert again.multiselect(key="cohort_columns").value == CHOSEN
+    pd.testing.assert_frame_equal(_cohorts_page(again), shown)
+    # settings.json, restored in a new session
+    view = at.session_state[state.VIEW]
+    payload = record.settings_json(view.evaluation, marks=view.marks,
+                                   guarantees=view.guarantees,
+                                   cohort_columns=view.cohort_columns)
+    assert json.loads(payload)["cohort_columns"] == CHOSEN
+    fresh = open_app(page="cohorts")
+    assert fresh.session_state[state.VIEW].cohort_columns == ()
+    _apply(fresh, payload.encode())
+    assert fresh.session_state[state.VIEW].cohort_columns == tuple(CHOSEN)
+    assert dict(fresh.query_params) == address
+    pd.testing.assert_frame_equal(_cohorts_page(fresh), shown)
+    # the record's settings table and its settings file say them
+    page = record.settings_rows(view.evaluation.config, view.cohort_columns)
+    assert ("cohort_columns", json.dumps(CHOSEN)) in page
+
+
+def test_a_settings_file_naming_a_column_the_data_lack_is_refused_in_words():
+    at = open_app(QUICK, page="overview")
+    payload = {"schema": "metrics_core_settings/1", "config": EvalConfig(gamma=0.5).to_dict(),
+               "cohort_columns": ["site", "region"]}
+    _apply(at, json.dumps(payload).encode())
+    assert_clean(at)
+    error = " ".join(str(e.value) for e in at.error)
+    assert ("settings.json was not applied; nothing changed. cohort_columns: "
+            "must name cohort columns of these data: site, sex, age_band, or two of them "
+            "joined by '*' (e.g. site*sex); got 'region'") in error.replace("\\", ""), error
+    view = at.session_state[state.VIEW]
+    assert view.cohort_columns == () and view.config.gamma == EvalConfig().gamma
+    # a malformed one: the rule, in words
+    payload["cohort_columns"] = "site"
+    _apply(at, json.dumps(payload).encode())
+    error = " ".join(str(e.value) for e in at.error)
+    assert "cohort_columns: must be a list of at most 64 cohort column names" in error, error
+
+
+def test_a_link_naming_a_column_the_data_lack_keeps_the_others_with_a_note():
+    at = open_app({**QUICK, "cohort_columns": ["region", "site"]}, page="cohorts")
+    assert_clean(at)
+    assert at.session_state[state.VIEW].cohort_columns == ("site",)
+    notes = " ".join(str(w.value) for w in at.warning).replace("\\", "")
+    assert ("cohort_columns: 'region' in the link is not valid and left out: must name cohort "
+            "columns of these data: site, sex, age_band") in notes, notes
+    assert set(table(at, "cohort_table")["column"]) == {"site"}
+    assert dict(at.query_params) == {**QUICK, "cohort_columns": "site"}

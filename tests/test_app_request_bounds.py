@@ -621,12 +621,16 @@ def _newer_settings_corpus() -> list[tuple[str, bytes]]:
                    ("guarantees", _settings(provenance=marked, guarantees={"tau_neg": v})),
                    ("guarantees", _settings(guarantees=v)),
                    ("filters", _settings({"filters": {"cohorts": v}})),
-                   ("filters", _settings({"filters": {"cohorts": [v]}}))]
+                   ("filters", _settings({"filters": {"cohorts": [v]}})),
+                   ("cohort_columns", _settings(cohort_columns=v)),
+                   ("cohort_columns", _settings(cohort_columns=[v, "site"]))]
         corpus += [(k, _settings(provenance=marked, guarantees={"tau_neg": {**guarantee,
                                                                             k: v}}))
                    for k in guarantee]
     corpus += [("filters", _settings({"filters": {"cohorts": ["site=S1"] * 10_000}})),
                ("filters", _settings({"filters": {"cohorts": ["site=" + "x" * 100_000]}})),
+               ("cohort_columns", _settings(cohort_columns=["site"] * 10_000)),
+               ("cohort_columns", _settings(cohort_columns=["site*", "*", "a\x00b"])),
                ("n_calibration", _settings(provenance=marked, guarantees={
                    "tau_neg": {**guarantee, "n_calibration": 10**13}})),
                ("tau_neg", b'{"config": {}, "provenance": {"tau_neg": "exploratory", '
@@ -645,6 +649,7 @@ def test_the_newer_settings_file_parts_of_the_corpus_are_refused_in_words_or_bou
             continue
         config = state.build_config(values)
         assert len(config.filters.cohorts) <= state.MAX_ITEMS, payload[:80]
+        assert len(values["cohort_columns"]) <= state.MAX_ITEMS, payload[:80]
         for field_name, g in guaranteed.items():
             # what the file restores, the view's link carries: read back, the same guarantee
             assert g.n_calibration <= MAX_CALIBRATION_N

@@ -1,14 +1,15 @@
 """A model of the dashboard's settings state, checked against the app after every step.
 
 Hypothesis draws random sequences of what a meeting does (open a page, move a slider, type a
-threshold, switch intervals on or off, look at one cohort, switch the demo, open the link in a
-new session, restore a settings.json, set the gate with a guarantee on Decision support) and
-runs them through AppTest. After each step every drawn widget, the thresholds line and the
-cohort the pages show, the link, settings.json and the record's thresholds must equal the
-model, which is written here from the rules alone (what was moved is exploratory, what was
-typed, loaded or left at its default is pre-specified, what was set with a guarantee is
-guaranteed until it moves: contract §9; a cohort stays chosen until data without that cohort
-is shown), not from the app's code.
+threshold, switch intervals on or off, look at one cohort, choose the cohort columns on the
+Data page, switch the demo, open the link in a new session, restore a settings.json, set the
+gate with a guarantee on Decision support) and runs them through AppTest. After each step every
+drawn widget, the thresholds line, the cohort the pages show and the cohort columns chosen,
+the link, settings.json and the record's thresholds must equal the model, which is written
+here from the rules alone (what was moved is exploratory, what was typed, loaded or left at
+its default is pre-specified, what was set with a guarantee is guaranteed until it moves:
+contract §9; a cohort, and a cohort column, stays chosen until data without it is shown),
+not from the app's code.
 
 CI runs a bounded number of sequences; ``STATE_MODEL_EXAMPLES=500`` runs more.
 """
@@ -40,6 +41,8 @@ DEFAULT = EvalConfig()
 ORDER = ("tau_neg", "tau_pos", "threshold", "gamma")
 #: Cohorts of the plain demo (the one with data problems has no cohort column).
 COHORTS = ("site=site_A", "site=site_E", "sex=F", "sex=M", "age_band=80+")
+#: Cohort columns of the plain demo the Data page offers (and an intersection).
+COHORT_COLUMNS = ("site", "sex", "age_band", "site*sex")
 
 cents = st.integers(0, 100).map(lambda i: i / 100)
 #: The guarantee mode's targets the sequences set the gate with (δ 0.1, all queries).
@@ -63,6 +66,7 @@ class DashboardSettings(RuleBasedStateMachine):
         self.ci = True  # intervals on by default
         self.gold = "original"  # the Gold labels switch (no verdicts here: the original shown)
         self.cohort: tuple[str, ...] = ()  # every query
+        self.cohort_columns: tuple[str, ...] = ()  # the Cohorts page's groups: none yet
         self.demo = data.DEMO
         self.page = "overview"
         self.at = open_app({"bootstrap": str(RESAMPLES)})
@@ -78,6 +82,9 @@ class DashboardSettings(RuleBasedStateMachine):
                 out[name] = _num(v[name])
         if self.cohort:
             out["cohort"] = self.cohort[0] if len(self.cohort) == 1 else list(self.cohort)
+        if self.cohort_columns:
+            out["cohort_columns"] = (self.cohort_columns[0] if len(self.cohort_columns) == 1
+                                     else list(self.cohort_columns))
         if not self.ci:
             out["ci"] = "0"
         if self.gold != "original":
@@ -190,12 +197,25 @@ class DashboardSettings(RuleBasedStateMachine):
         self.run(self.at.multiselect(key="cohort").set_value(cohort))
         self.cohort = tuple(cohort)
 
+    @precondition(lambda self: self.demo == data.DEMO)
+    @rule(columns=st.lists(st.sampled_from(COHORT_COLUMNS), max_size=3, unique=True))
+    def choose_cohort_columns(self, columns):
+        """The Data page's cohort columns, then back to the page the meeting was on."""
+        self.at.switch_page("app_pages/data_source.py").run(timeout=TIMEOUT)
+        widget = self.at.multiselect(key="cohort_columns")
+        assert widget.value == list(self.cohort_columns)
+        self.run(widget.set_value(columns))
+        self.cohort_columns = tuple(columns)
+        assert self.at.multiselect(key="cohort_columns").value == columns
+        self.navigate(self.page)
+
     @precondition(lambda self: self.page != "meeting")
     @rule(variant=st.sampled_from((data.DEMO, data.DEMO_PROBLEMS)))
     def switch_demo(self, variant):
         self.run(self.at.radio(key=state.DEMO_VARIANT).set_value(variant))
         if variant != self.demo and variant == data.DEMO_PROBLEMS:
             self.cohort = ()  # no cohort column there: the filter is dropped silently
+            self.cohort_columns = ()  # and so are the cohort columns
         self.demo = variant
 
     @rule()
@@ -240,10 +260,12 @@ class DashboardSettings(RuleBasedStateMachine):
     @precondition(lambda self: self.page != "meeting")
     @rule(lo=cents, hi=cents, gamma=st.integers(5, 100).map(lambda i: i / 100),
           explored=st.sets(st.sampled_from(ORDER)), cohort=st.sampled_from(COHORTS),
-          guaranteed=st.booleans())
-    def restore_settings(self, lo, hi, gamma, explored, cohort, guaranteed):
+          guaranteed=st.booleans(),
+          columns=st.lists(st.sampled_from(COHORT_COLUMNS), max_size=2, unique=True))
+    def restore_settings(self, lo, hi, gamma, explored, cohort, guaranteed, columns=()):
         lo, hi = min(lo, hi), max(lo, hi)
         cohorts = (cohort,) if self.demo == data.DEMO else ()
+        columns = tuple(columns) if self.demo == data.DEMO else ()
         config = EvalConfig(tau_neg=lo, tau_pos=hi, gamma=gamma, bootstrap=RESAMPLES,
                             filters=Filters(cohorts=cohorts))
         guaranteed = guaranteed and "tau_neg" not in explored
@@ -253,6 +275,8 @@ class DashboardSettings(RuleBasedStateMachine):
         if guaranteed:
             payload["provenance"]["tau_neg"] = "guaranteed"
             payload["guarantees"] = {"tau_neg": RESTORED.to_dict()}
+        if columns:
+            payload["cohort_columns"] = list(columns)
         self.at.sidebar.file_uploader(key=state.SETTINGS_FILE).set_value(
             ("settings.json", json.dumps(payload).encode(), "application/json")).run(
             timeout=TIMEOUT)
@@ -261,6 +285,7 @@ class DashboardSettings(RuleBasedStateMachine):
                        "gamma": gamma}
         self.explored = set(explored)
         self.cohort = cohorts
+        self.cohort_columns = columns  # none in the file: none chosen
         self.guaranteed = {"tau_neg": RESTORED} if guaranteed else {}
 
     # ------------------------------------------------------------------------- invariants
@@ -275,6 +300,7 @@ class DashboardSettings(RuleBasedStateMachine):
         assert view.show_bootstrap == self.ci
         assert view.filters.cohorts == cfg.filters.cohorts == self.cohort
         assert view.evaluation.config.filters.cohorts == self.cohort
+        assert view.cohort_columns == self.cohort_columns
         # the widgets drawn
         assert tuple(at.slider(key="gate").value) == (v["tau_neg"], v["tau_pos"])
         assert at.slider(key="gamma").value == v["gamma"]
@@ -303,12 +329,14 @@ class DashboardSettings(RuleBasedStateMachine):
         # the link
         assert dict(at.query_params) == self.link()
         # settings.json and the record, as the downloads make them from the view
-        settings_file = json.loads(record.settings_json(view.evaluation, marks=view.marks,
-                                                        guarantees=view.guarantees))
+        settings_file = json.loads(record.settings_json(
+            view.evaluation, marks=view.marks, guarantees=view.guarantees,
+            cohort_columns=view.cohort_columns))
         assert {k: settings_file["config"][k] for k in ORDER} == v
         assert {k: settings_file["provenance"][k] for k in ORDER} == {
             k: self.mark(k) for k in ORDER}
         assert settings_file["config"]["filters"].get("cohorts", []) == list(self.cohort)
+        assert settings_file.get("cohort_columns", []) == list(self.cohort_columns)
         assert settings_file.get("guarantees", {}) == {
             k: g.to_dict() for k, g in self.guaranteed.items()}
         assert provenance.describe_thresholds(cfg, view.marks, view.guarantees) == self.line()
@@ -334,7 +362,8 @@ def test_a_guaranteed_gate_through_the_model():
              lambda: machine.navigate("meeting"),
              lambda: machine.move_gate(machine.values["tau_neg"], 0.8),
              lambda: machine.navigate("gate"),
-             lambda: machine.restore_settings(0.1, 0.7, 0.5, {"gamma"}, COHORTS[0], True),
+             lambda: machine.restore_settings(0.1, 0.7, 0.5, {"gamma"}, COHORTS[0], True,
+                                              ("site*sex",)),
              lambda: machine.type_threshold("tau_neg", 0.05)]
     machine.everything_says_the_same()
     marks = []
@@ -346,4 +375,27 @@ def test_a_guaranteed_gate_through_the_model():
     assert marks[4] == {"tau_neg": "guaranteed", "tau_pos": "exploratory"}
     assert marks[6] == {"tau_neg": "guaranteed", "tau_pos": "pre-specified"}
     assert marks[7] == {"tau_neg": "pre-specified", "tau_pos": "pre-specified"}
+    machine.teardown()
+
+
+def test_cohort_columns_through_the_model():
+    """One fixed sequence: cohort columns chosen on the Data page (an intersection too), the
+    pages switched, the link opened in a new session, data without cohort columns shown
+    (dropped), a settings.json with other columns restored."""
+    machine = DashboardSettings()
+    steps = [lambda: machine.choose_cohort_columns(["site", "site*sex"]),
+             lambda: machine.navigate("gate"),
+             machine.open_link,
+             lambda: machine.navigate("decision"),
+             lambda: machine.switch_demo(data.DEMO_PROBLEMS),
+             lambda: machine.switch_demo(data.DEMO),
+             lambda: machine.restore_settings(0.1, 0.7, 0.5, set(), COHORTS[1], False,
+                                              ("age_band", "sex"))]
+    machine.everything_says_the_same()
+    chosen = []
+    for step in steps:
+        step()
+        machine.everything_says_the_same()
+        chosen.append(machine.cohort_columns)
+    assert chosen == [("site", "site*sex")] * 4 + [(), (), ("age_band", "sex")]
     machine.teardown()

@@ -130,3 +130,40 @@ def test_report_refuses_a_bad_cohort_flag(files, capsys):
                  "--cohort", "region"])
     err = capsys.readouterr().err
     assert code == 2 and "cohort column not found" in err and "Traceback" not in err
+
+
+def test_report_takes_the_cohort_columns_of_the_settings_file(files, capsys):
+    """A settings.json that chooses cohort columns (the app's Data page) gives ``report
+    --settings`` the same cohorts as ``--cohort`` would; ``--cohort`` given wins; its settings
+    file and settings table say them; a malformed choice is refused naming the key."""
+    tmp, qp, cp = files
+    settings = tmp / "chosen.json"
+    settings.write_text(json.dumps({"schema": "metrics_core_settings/1",
+                                    "config": {"bootstrap": 200},
+                                    "cohort_columns": ["site", "site*sex"]}))
+    by_file, by_flags = tmp / "by_file.html", tmp / "by_flags.html"
+    assert main(["report", str(qp), str(cp), "--settings", str(settings), "--out",
+                 str(by_file), "--quiet"]) == 0
+    assert main(["report", str(qp), str(cp), "--settings", str(settings), "--out",
+                 str(by_flags), "--quiet", "--cohort", "site", "--cohort", "site*sex"]) == 0
+    page = by_file.read_text()
+    assert "<h2 id='cohorts'>Cohorts</h2>" in page
+
+    def section(text):
+        return text[text.index("<h2 id='cohorts'>"):text.index("<h2>Flow of queries")]
+
+    assert section(page) == section(by_flags.read_text())
+    assert '&quot;cohort_columns&quot;: [\n    &quot;site&quot;,' in page  # its settings file
+    assert "<td>cohort_<wbr>columns</td>" in page  # and its settings table
+    only_sex = tmp / "sex.html"
+    assert main(["report", str(qp), str(cp), "--settings", str(settings), "--out",
+                 str(only_sex), "--quiet", "--cohort", "sex"]) == 0
+    assert "site*sex" not in section(only_sex.read_text())
+    settings.write_text(json.dumps({"schema": "metrics_core_settings/1", "config": {},
+                                    "cohort_columns": "site"}))
+    capsys.readouterr()
+    assert main(["report", str(qp), str(cp), "--settings", str(settings), "--out",
+                 str(tmp / "bad.html"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "chosen.json: cohort_columns: must be a list of at most 64 cohort column names" in err
+    assert "Traceback" not in err

@@ -23,8 +23,7 @@ def _readable(frame: pd.DataFrame) -> pd.DataFrame:
 v = data.view()
 display.page_header("Cohorts", v)
 source = v.source
-offered = () if source.cohorts is None else source.cohorts.suggested
-chosen = [c for c in st.session_state.get(state.COHORTS_CHOSEN) or () if c in offered]
+chosen = list(v.cohort_columns)
 if source.cohorts is None or not (source.cohorts.suggested or source.cohorts.others):
     st.info("The queries table has no extra column to form cohorts from (such as site, sex "
             "or age): add one to the queries file and upload it again.")

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, display, state
+from dashboard import data, display, sidebar, state
 from dashboard.safe_text import escape_markdown
 
 v = data.view()
@@ -70,19 +70,8 @@ if source.loaded is not None:
     if cohorts is None or not (cohorts.suggested or cohorts.others):
         st.caption("The queries table has no extra column to form cohorts from.")
     else:
-        offered = list(cohorts.suggested)
-        kept = [c for c in st.session_state.get(state.COHORTS_CHOSEN) or () if c in offered]
-        st.session_state[state.COHORT_COLUMNS] = kept
-
-        def _keep_cohorts():
-            st.session_state[state.COHORTS_CHOSEN] = list(
-                st.session_state.get(state.COHORT_COLUMNS) or [])
-
-        st.multiselect(
-            "Cohort columns (the Cohorts page's groups)", offered,
-            key=state.COHORT_COLUMNS, on_change=_keep_cohorts,
-            help="Extra columns of the queries table: a few values each (site, sex), or "
-                 "numbers, cut into quartiles. A missing value is its own cohort.")
+        sidebar.setting_widget(state.COHORT_COLUMNS,
+                               options=data.cohort_choices(source))
         if cohorts.others:
             st.caption("Not offered (more than 20 distinct values): "
                        + escape_markdown(", ".join(cohorts.others)) + ".")

@@ -259,19 +259,15 @@ def _html() -> str:
                               thresholds=provenance.describe_thresholds(v.config, v.marks,
                                                                    v.guarantees) + ".",
                               marks=v.marks, guarantees=v.guarantees,
-                              adjudication=adjudicated, cohorts=_cohorts())
+                              adjudication=adjudicated, cohorts=_cohorts(),
+                              cohort_columns=v.cohort_columns)
 
 
-# Read while the page is drawn: a download's data is made on click, outside the session's
-# run, where the session's state is not at hand.
-_chosen = tuple(st.session_state.get(state.COHORTS_CHOSEN) or ())
-
-
-def _cohorts(chosen=_chosen):
+def _cohorts():
     """The cohort tables of the columns chosen on the Data page (None without)."""
-    if not chosen or v.source.cohorts is None:
+    if not v.cohort_columns or v.source.cohorts is None:
         return None
-    return data.cohort_result(v, [c for c in chosen if c in v.source.cohorts.suggested])
+    return data.cohort_result(v, v.cohort_columns)
 
 
 def _zip() -> bytes:
@@ -282,7 +278,8 @@ def _zip() -> bytes:
         pdf, missing = None, str(err)
     return record.render_zip(ev, html_text=page, pdf=pdf, exclusions=exclusions,
                              pdf_missing=missing, marks=v.marks, guarantees=v.guarantees,
-                             adjudication=_adjudicated() if _adjudicated is not None else None)
+                             adjudication=_adjudicated() if _adjudicated is not None else None,
+                             cohort_columns=v.cohort_columns)
 
 
 left, right = st.columns(2)

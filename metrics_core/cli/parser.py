@@ -233,7 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Write the decision record of a run (the same numbers and "
                                     "figures as the dashboard's export for the same settings).")
     _inputs(rp)
-    rp.add_argument("--settings", type=Path, help="settings.json downloaded from the dashboard")
+    rp.add_argument("--settings", type=Path,
+                    help="settings.json downloaded from the dashboard (its cohort columns "
+                         "too, unless --cohort is given)")
     rp.add_argument("--format", choices=("html", "pdf", "zip"), default="html",
                     help="html, pdf (printed by Chromium) or a zip of the record, its data and "
                          "figures (default: %(default)s)")

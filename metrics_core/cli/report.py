@@ -43,12 +43,13 @@ def load_settings(path: Path) -> EvalConfig:
     return load_settings_marks(path)[0]
 
 
-def load_settings_marks(path: Path) -> tuple[EvalConfig, dict, dict]:
-    """:func:`load_settings` and how the file says each threshold was chosen: ``(config,
-    marks, guarantees)`` (field -> exploratory / guaranteed; field -> ThresholdGuarantee),
-    contract §9: a record made from the file keeps them."""
+def load_settings_marks(path: Path) -> tuple[EvalConfig, dict, dict, tuple[str, ...]]:
+    """:func:`load_settings`, how the file says each threshold was chosen and the cohort
+    columns it chooses: ``(config, marks, guarantees, cohort_columns)`` (field ->
+    exploratory / guaranteed; field -> ThresholdGuarantee), contract §9: a record made from
+    the file keeps them."""
     from metrics_core.config import EXPLORATORY, GUARANTEED, MAX_SETTINGS_BYTES
-    from metrics_core.settings_file import read_settings_file
+    from metrics_core.settings_file import read_settings_cohorts, read_settings_file
 
     def too_large(size: str) -> SettingsError:
         return SettingsError(None, f"is {size}; a settings file holds at most "
@@ -58,7 +59,10 @@ def load_settings_marks(path: Path) -> tuple[EvalConfig, dict, dict]:
     config = EvalConfig(**read_settings(data, source=path.name))
     _, _, explored, guaranteed = read_settings_file(data, source=path.name)
     marks = {**dict.fromkeys(guaranteed, GUARANTEED), **dict.fromkeys(explored, EXPLORATORY)}
-    return config, marks, guaranteed
+    columns, errors = read_settings_cohorts(data, source=path.name)
+    if errors:
+        raise SettingsError.combine(errors, source=path.name)
+    return config, marks, guaranteed, columns
 
 
 def read_notes(path: Path) -> str:
@@ -98,8 +102,10 @@ def report_command(args) -> int:
                    ("--adjudications", args.adjudications), ("--posts", args.posts)],
                   [("--out", out)])
     cohorts = cohort_options(args)
-    config, marks, guarantees = (load_settings_marks(args.settings) if args.settings
-                                 else (EvalConfig(), {}, {}))
+    config, marks, guarantees, chosen = (load_settings_marks(args.settings) if args.settings
+                                         else (EvalConfig(), {}, {}, ()))
+    if not cohorts["declared"]:  # the cohort columns the settings file chose (the app's)
+        cohorts["declared"] = list(chosen)
     notes = read_notes(args.notes) if args.notes else ""
     from metrics_core.report import decision_record as record
 
@@ -137,7 +143,8 @@ def report_command(args) -> int:
                               data_label=f"Data: {files}", exclusions=loaded.exclusions,
                               thresholds=_thresholds(config, marks, guarantees, args.settings),
                               marks=marks, guarantees=guarantees,
-                              adjudication=adjudicated, cohorts=cohort_result)
+                              adjudication=adjudicated, cohorts=cohort_result,
+                              cohort_columns=tuple(cohorts["declared"]))
     if args.format == "html":
         data = page.encode("utf-8")
     elif args.format == "pdf":
@@ -152,7 +159,8 @@ def report_command(args) -> int:
         data = record.render_zip(evaluation, html_text=page, pdf=pdf,
                                  exclusions=loaded.exclusions, pdf_missing=missing,
                                  marks=marks, guarantees=guarantees,
-                                 adjudication=adjudicated)
+                                 adjudication=adjudicated,
+                                 cohort_columns=tuple(cohorts["declared"]))
     write_atomically({out: data})
     args.progress.close()
     if not args.quiet:

@@ -29,6 +29,7 @@ import pandas as pd
 from metrics_core import registry
 from metrics_core.bidi import neutralise_bidi
 from metrics_core.config import (
+    COHORT_COLUMNS_KEY,
     EXPLORATORY,
     GUARANTEED,
     PRESPECIFIED,
@@ -41,7 +42,7 @@ from metrics_core.report.figures.gate import risk_coverage_figure
 from metrics_core.report.wording import plain_subset, verdict_frame, verdict_summary
 
 __all__ = ["CHROMIUM", "PDF_NOTE", "adjudication_section", "guarantees_section", "render_html",
-           "render_pdf", "render_zip", "risk_coverage_section", "settings_json",
+           "render_pdf", "render_zip", "risk_coverage_section", "settings_json", "settings_rows",
            "thresholds_line"]
 
 #: The plotly template of the record's figures, whoever makes it: importing Streamlit makes its
@@ -149,12 +150,14 @@ def thresholds_line(config, marks: dict | None = None, guarantees: dict | None =
 
 
 def settings_json(evaluation, *, marks: dict | None = None,
-                  guarantees: dict | None = None) -> str:
+                  guarantees: dict | None = None, cohort_columns=()) -> str:
     """The run's settings as JSON: what the app loads to restore the same view, with how each
     threshold was chosen (``marks``: field -> pre-specified / exploratory / guaranteed; none
-    given: every threshold pre-specified, as the command line's runs are) and, for the
-    guaranteed ones, their guarantee (``guarantees``: field -> ThresholdGuarantee; a
-    guaranteed mark without one is written exploratory)."""
+    given: every threshold pre-specified, as the command line's runs are), for the
+    guaranteed ones their guarantee (``guarantees``: field -> ThresholdGuarantee; a
+    guaranteed mark without one is written exploratory) and the cohort columns chosen
+    (``cohort_columns``: the Cohorts page's and the record's, ``--cohort``; written when
+    there are some)."""
     cfg = evaluation.config
     kept = guarantees or {}
     provenance = {name: (marks or {}).get(name, PRESPECIFIED) for name in THRESHOLD_FIELDS}
@@ -168,9 +171,18 @@ def settings_json(evaluation, *, marks: dict | None = None,
                   if mark == GUARANTEED}
     if guaranteed:
         out["guarantees"] = guaranteed
+    if cohort_columns:
+        out[COHORT_COLUMNS_KEY] = list(cohort_columns)
     return json.dumps(out, indent=2)
 
 
+
+
+def settings_rows(config, cohort_columns=()) -> list[tuple[str, str]]:
+    """The record's settings table: each setting of ``config`` and its value as JSON, then
+    the cohort columns chosen (when there are some), as settings.json writes them."""
+    chosen = {COHORT_COLUMNS_KEY: list(cohort_columns)} if cohort_columns else {}
+    return [(k, json.dumps(v)) for k, v in {**config.to_dict(), **chosen}.items()]
 
 
 def _records_frame(evaluation) -> pd.DataFrame:
@@ -215,7 +227,7 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
                 data_label: str = "", exclusions: pd.DataFrame | None = None,
                 created: datetime | None = None, thresholds: str = "",
                 marks: dict | None = None, adjudication=None, cohorts=None,
-                gold: str = "", guarantees: dict | None = None) -> str:
+                gold: str = "", guarantees: dict | None = None, cohort_columns=()) -> str:
     """The decision record as one self-contained HTML page (no network needed to open it).
 
     ``gold`` names the labels ``evaluation`` was computed on (the app's *Gold labels*
@@ -223,7 +235,8 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
     adjudication section); it is said under the title.
 
     ``cohorts`` (a :class:`~metrics_core.evaluation.cohorts.CohortResult`) adds the cohorts'
-    section (:func:`cohorts_section`).
+    section (:func:`cohorts_section`); ``cohort_columns`` names the columns chosen (the
+    settings' table and the settings file say them).
 
     ``thresholds`` says how each threshold was chosen (pre-specified or exploratory), as
     ``marks`` records it for the settings file (see :func:`settings_json`); ``adjudication``
@@ -253,8 +266,7 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
     if exclusions is not None and len(exclusions):
         parts += [f"<p>{len(exclusions):,} rows excluded, with their reasons:</p>",
                   _table(exclusions, max_rows=50)]
-    settings = pd.DataFrame([{"setting": k, "value": json.dumps(v)}
-                             for k, v in cfg.to_dict().items()])
+    settings = pd.DataFrame(settings_rows(cfg, cohort_columns), columns=["setting", "value"])
     parts += ["<h2>Settings</h2>",
               f"<p><strong>{_e(thresholds)}</strong></p>" if thresholds else "",
               _table(settings),
@@ -292,8 +304,9 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
               "<p class='muted'>settings.json of this record: load it in the dashboard (sidebar, "
               "<em>Restore settings</em>) or give it to <code>metrics-core report "
               "--settings</code> to reproduce every number.</p>",
-              f"<pre id='settings-json'>"
-              f"{_e(settings_json(evaluation, marks=marks, guarantees=guarantees))}</pre>"]
+              "<pre id='settings-json'>"
+              + _e(settings_json(evaluation, marks=marks, guarantees=guarantees,
+                               cohort_columns=cohort_columns)) + "</pre>"]
     body = "\n".join(parts)
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
@@ -499,11 +512,12 @@ PDF_NOTE = "decision_record.pdf.txt"
 def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
                exclusions: pd.DataFrame | None = None, pdf_missing: str | None = None,
                marks: dict | None = None, adjudication=None,
-               guarantees: dict | None = None) -> bytes:
+               guarantees: dict | None = None, cohort_columns=()) -> bytes:
     """HTML, PDF, metrics_master.json, settings.json and the CSV tables in one zip.
 
     Without ``pdf``, ``pdf_missing`` (why it could not be printed) is written as
-    :data:`PDF_NOTE` in its place; ``marks``: the thresholds' provenance (settings.json);
+    :data:`PDF_NOTE` in its place; ``marks``: the thresholds' provenance and
+    ``cohort_columns`` the cohort columns chosen (settings.json);
     ``adjudication``: the review's run (its block in metrics_master.json, and its file);
     metrics_master.json is then the original gold's document with that block, as
     ``metrics-core evaluate --adjudications`` writes it, whichever gold ``evaluation`` (the
@@ -524,7 +538,8 @@ def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
             z.writestr("adjudications.csv", adjudication.adjudications.to_csv())
         z.writestr("metrics_master.json", document)
         z.writestr("settings.json", settings_json(evaluation, marks=marks,
-                                                  guarantees=guarantees))
+                                                  guarantees=guarantees,
+                                                  cohort_columns=cohort_columns))
         z.writestr("per_criterion.csv", csv_bytes(evaluation.per_criterion.reset_index()))
         z.writestr("per_query.csv", csv_bytes(evaluation.per_query))
         z.writestr("records.csv", csv_bytes(evaluation.records_frame()))
