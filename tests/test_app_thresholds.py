@@ -184,6 +184,69 @@ def test_the_per_criterion_page_shows_live_intervals_until_the_full_ones_are_in(
     assert got.equals(tables.group_intervals(Evaluator(loaded.dataset), cfg, "f1"))
 
 
+def _warm_view(kind: str, seed: int):
+    """A view of random data as ``kind`` ("demo" or "upload"), at a configuration above the
+    live resamples, with its evaluator."""
+    from types import SimpleNamespace
+
+    from dashboard import data
+    from tests.conftest import random_frames
+
+    q, c = random_frames(n_posts=60, seed=seed)
+    loaded = load(q, c)
+    ev = Evaluator(loaded.dataset)
+    source = SimpleNamespace(kind=kind, adjudicated=None, token=(f"warm-{kind}", id(ev)),
+                             evaluator=lambda filters=None: ev)
+    cfg = EvalConfig(bootstrap=data.LIVE_RESAMPLES + 300, seed=1)
+    view = SimpleNamespace(source=source, evaluator=ev, config=cfg, show_bootstrap=True)
+    return view, ev, cfg, loaded
+
+
+def test_a_demos_per_criterion_intervals_are_computed_ahead_once_for_every_session(
+        monkeypatch):
+    """For a bundled demo (shared between sessions), the warm-ups after the first refinement
+    also compute every criterion's intervals with the configured resamples: the next session
+    (the same evaluator, the same shared memo) opens Per criterion with them from memory,
+    equal to a fresh evaluator's, and nothing is started twice."""
+    from dashboard import refinement
+    from dashboard.evaluations import Evaluations
+    from metrics_core.evaluation import tables
+
+    view, ev, cfg, loaded = _warm_view("demo", seed=6)
+    memo = Evaluations(3)
+    started = refinement.warm_ahead(view, cfg, memo)
+    assert [t.name for t in started] == ["dashboard-group-intervals", "dashboard-finder",
+                                         "dashboard-group-intervals"]
+    for thread in started:
+        thread.join()
+    assert tables.group_intervals_ready(ev, cfg)
+    assert refinement.warm_ahead(view, cfg, memo) == []  # once per data set and resamples
+    monkeypatch.setattr(ev, "evaluate", lambda *a, **k: pytest.fail("computed again"))
+    got, refining = refinement.group_intervals(view, cfg, "auroc")
+    assert not refining
+    want = tables.group_intervals(Evaluator(loaded.dataset), cfg, "auroc")
+    assert got.equals(want)
+    assert set(got["ci_method"]) == {f"bootstrap (query, {cfg.bootstrap} resamples, seed 1)"}
+
+
+def test_an_uploads_per_criterion_intervals_are_not_computed_ahead():
+    """An upload is never shared: its configured per-criterion resamples are computed on the
+    page only, with progress (no work its user does not see); the live ones and the finder
+    are computed ahead, in the session's own memo."""
+    from dashboard import data, refinement
+    from dashboard.evaluations import Evaluations, shared
+    from metrics_core.evaluation import tables
+
+    view, ev, cfg, _ = _warm_view("upload", seed=7)
+    assert not shared(view.source)
+    started = refinement.warm_ahead(view, cfg, Evaluations(3))
+    assert [t.name for t in started] == ["dashboard-group-intervals", "dashboard-finder"]
+    for thread in started:
+        thread.join()
+    assert tables.group_intervals_ready(ev, cfg.replace(bootstrap=data.LIVE_RESAMPLES))
+    assert not tables.group_intervals_ready(ev, cfg)
+
+
 def test_the_finders_first_result_is_computed_ahead(monkeypatch):
     """The Decision support page's long computation (the default target's threshold with
     every resample re-selecting it) starts on a helper thread once the view is refined; the
