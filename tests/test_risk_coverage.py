@@ -151,3 +151,40 @@ def test_metrics_master_has_the_gates_risk_coverage():
     wrong = (pos & (ds.y == 0)) | (neg & (ds.y == 1))
     assert got["gate"]["coverage"] == pytest.approx(answered.mean())
     assert got["gate"]["risk"] == pytest.approx(wrong.sum() / answered.sum())
+
+
+def test_digamma_of_whole_numbers_equals_scipy_bit_for_bit():
+    """The optimal AURC's harmonic numbers come from ψ at whole counts without scipy; they
+    must not move a bit from scipy.special.digamma's (metrics_master.json unchanged)."""
+    from scipy.special import digamma
+
+    x = np.arange(1, 300_001, dtype=np.float64)
+    assert np.array_equal(rcov.digamma_of_whole(x), digamma(x))
+    rng = np.random.default_rng(7)
+    big = np.floor(10 ** rng.uniform(0, 15.5, 50_000))
+    assert np.array_equal(rcov.digamma_of_whole(big), digamma(big))
+    assert rcov.digamma_of_whole(np.array([])).size == 0
+    # ψ(n + 1) − ψ(1) = H(n): 1 + 1/2 + 1/3 = 11/6
+    assert np.isclose(rcov.digamma_of_whole([4.0])[0] - rcov.digamma_of_whole([1.0])[0], 11 / 6)
+    for bad in ([0.0], [2.5], [np.nan]):
+        with pytest.raises(ValueError, match="whole numbers >= 1"):
+            rcov.digamma_of_whole(bad)
+
+
+def test_the_gate_s_risk_coverage_imports_no_scipy():
+    """metrics_master.json's gate risk–coverage (with its intervals) loads no scipy: importing
+    scipy.special cost the command line about a tenth of a second."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom metrics_core.config import EvalConfig\n"
+            "from metrics_core.data.dataset import Dataset\n"
+            "from metrics_core.evaluation.evaluator import Evaluator\n"
+            "from tests.conftest import random_frames\n"
+            "q, c = random_frames(n_posts=30, seed=2)\n"
+            "ev = Evaluator(Dataset.from_frames(q, c)).evaluate(EvalConfig(bootstrap=50))\n"
+            "assert ev.gate_risk_coverage['ci95']\n"
+            "print('scipy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"
