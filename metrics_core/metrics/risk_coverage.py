@@ -135,7 +135,7 @@ def digamma_of_whole(x) -> np.ndarray:
     run, for one function).
 
     >>> digamma_of_whole([1, 2, 11]).round(12).tolist()
-    [-0.577215664902, 0.422784335098, 2.351752589066]
+    [-0.577215664902, 0.422784335098, 2.351752589067]
     """
     x = np.asarray(x, dtype=np.float64)
     if x.size and not (np.all(x >= 1) and np.all(x == np.floor(x))):
