@@ -485,3 +485,36 @@ def test_the_metrics_left_without_an_interval_are_the_curve_calibration_and_per_
                        "hamming_score", "hamming_loss", "micro_f1", "samples_f1", "macro_f1",
                        "weighted_f1"} | {m for m in without if m.startswith(("tpr@", "threshold@"))}
     assert set(table.loc[table["ci95"].notna(), "metric"]) >= SUMMED
+
+
+def test_each_metric_s_per_query_sums_come_from_its_registry_entry():
+    """The cohorts' numerators and denominators per query (``kernels.ratio_sums``), by hand:
+    four queries, y = 1, 1, 0, 0 and p = 0.9, 0.3, 0.7, 0.05, so at τ = 0.5 the predictions
+    are 1, 0, 1, 0 and with τ_neg = 0.1, τ_pos = 0.6 the gate says POS, UNCERTAIN, POS, NEG."""
+    from metrics_core.data.dataset import Dataset
+    from metrics_core.evaluation import kernels
+
+    q = pd.DataFrame({"post_id": ["a", "b", "c", "d"], "criterion": "C1",
+                      "has_evidence": [1, 1, 0, 0], "p_has_evidence": [0.9, 0.3, 0.7, 0.05]})
+    c = pd.DataFrame({"post_id": ["a", "b", "c", "d"], "criterion": "C1",
+                      "sent_uid": "s", "score": 0.5, "is_gold": [1, 1, 0, 0]})
+    ev = Evaluator(Dataset.from_frames(q, c))
+    inter = ev.intermediate(EvalConfig(threshold=0.5, tau_neg=0.1, tau_pos=0.6, bootstrap=0))
+    names = ["sensitivity", "tp", "alert_rate_per_1000", "workup_to_detection", "brier",
+             "mean_k", "workload"]
+    num, den = kernels.ratio_sums(ev, inter, names)
+    k = inter.k.astype(float)
+    expected = {  # (numerator, denominator) per query
+        "sensitivity": ([1, 0, 0, 0], [1, 1, 0, 0]),  # TP / (TP + FN) at τ
+        "tp": ([1, 0, 0, 0], [0, 0, 0, 0]),  # a count: no denominator
+        "alert_rate_per_1000": ([1000, 0, 1000, 0], [1, 1, 1, 1]),  # POS / n × 1000
+        "workup_to_detection": ([1, 0, 1, 0], [1, 0, 0, 0]),  # POS / true POS
+        "brier": ([0.01, 0.49, 0.49, 0.0025], [1, 1, 1, 1]),  # (p − y)², every query
+        "mean_k": (k, [1, 1, 1, 1]),
+        "workload": (k, [0, 0, 0, 0]),
+    }
+    for i, name in enumerate(names):
+        np.testing.assert_allclose(num[:, i], expected[name][0], rtol=1e-12, err_msg=name)
+        np.testing.assert_array_equal(den[:, i], expected[name][1], err_msg=name)
+    with pytest.raises(ValueError, match="mcc: its value is no ratio of per-query sums"):
+        kernels.ratio_sums(ev, inter, ["mcc"])

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from metrics_core import registry
+from metrics_core.evaluation import kernels
 from metrics_core.evaluation.cohort_groups import DISPARITY_METRICS, Grouping
+from metrics_core.metrics import outcomes
 from metrics_core.metrics.curve_replicates import ScoreLayout
 from metrics_core.metrics.uncertainty import Bootstrap, weighted_int_quantiles
 
@@ -21,26 +24,12 @@ __all__ = ["WORKERS", "PairCounts", "distinct_columns", "extra_columns", "extra_
 
 
 # --------------------------------------------------------------------- per-query sums
-def sum_columns(ds, inter) -> tuple[list[str], np.ndarray, np.ndarray]:
+def sum_columns(ev, inter) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(metric names, numerators, denominators): each metric of :data:`DISPARITY_METRICS`
-    but AUROC as a ratio of per-query sums, ``(n_queries, S)`` float arrays."""
-    y = ds.y.astype(np.float64)
-    pred = inter.pred.astype(np.float64)
-    alert = (inter.states == 2).astype(np.float64)
-    passed = (inter.states != 0).astype(np.float64)
-    ones = np.ones_like(y)
-    cols = {"sensitivity": (pred * y, y), "specificity": ((1 - pred) * (1 - y), 1 - y),
-            "precision": (pred * y, pred), "screening_sensitivity": (passed * y, y),
-            "false_flag_rate": (alert * (1 - y), 1 - y), "alert_precision": (alert * y, alert),
-            "brier": ((ds.p - y) ** 2, ones)}
-    emask = inter.emask.astype(np.float64)
-    cols["evidence_recall"] = (np.nan_to_num(inter.rec) * emask, emask)
-    rmask = inter.rmask.astype(np.float64)
-    for name in _ranking_names(inter):
-        cols[name] = (np.nan_to_num(inter.rk[name]) * rmask, rmask)
-    names = [n for n in _metric_names(inter) if n in cols]
-    num = np.column_stack([cols[n][0] for n in names])
-    den = np.column_stack([cols[n][1] for n in names])
+    but AUROC as a ratio of per-query sums, ``(n_queries, S)`` float arrays, from its registry
+    entry (:func:`metrics_core.evaluation.kernels.ratio_sums`)."""
+    names = [n for n in _metric_names(inter) if kernels.ratio_sum(registry.spec(n))]
+    num, den = kernels.ratio_sums(ev, inter, names)
     return names, num, den
 
 
@@ -68,57 +57,43 @@ def ratio(num, den) -> np.ndarray:
 
 
 # ------------------------------------------------------- the other metrics' intervals
-def extra_columns(ds, inter) -> tuple[list[str], np.ndarray]:
-    """The per-group metrics without a disparity test whose value is a ratio (or a sum) of
-    per-query sums: ``(names, sums)``, ``sums`` an ``(n_queries, 2 E)`` array (numerators,
-    then denominators; a sum's denominator is 0). Their resampled values are the intervals of
-    the cohorts table; :func:`extra_values` adds the balanced accuracies and MCCs from the
-    outcome counts."""
-    y = ds.y.astype(np.float64)
-    n = 1.0 - y
-    pred = inter.pred.astype(np.float64)
-    st = inter.states
-    neg, unc, pos = ((st == s).astype(np.float64) for s in (0, 1, 2))
-    answered = 1.0 - unc
-    ones = np.ones_like(y)
-    k = np.asarray(inter.k, dtype=np.float64)
-    emask = inter.emask.astype(np.float64)
-    zero = np.zeros_like(y)
-    cols = {
-        "tp": (pred * y, zero), "fp": (pred * n, zero), "tn": ((1 - pred) * n, zero),
-        "fn": ((1 - pred) * y, zero), "fpr": (pred * n, n), "npv": ((1 - pred) * n, 1 - pred),
-        "f1": (2 * pred * y, 2 * pred * y + pred * n + (1 - pred) * y),
-        "neg_rate": (neg, ones), "uncertain_rate": (unc, ones), "pos_rate": (pos, ones),
-        "review_rate": (unc + pos, ones), "alert_rate_per_1000": (1000 * pos, ones),
-        "screening_fn_per_1000": (1000 * neg * y, ones), "workup_to_detection": (pos, pos * y),
-        "coverage": (answered, ones), "abstain_rate": (unc, ones),
-        "abstain_rate_pos": (unc * y, y), "abstain_rate_neg": (unc * n, n),
-        "accuracy": (neg * n + pos * y, ones), "accuracy_answered": (neg * n + pos * y, answered),
-        "precision_pos": (pos * y, pos), "recall_pos": (pos * y, answered * y),
-        "f1_pos": (2 * pos * y, 2 * pos * y + pos * n + neg * y),
-        "precision_neg": (neg * n, neg), "recall_neg": (neg * n, answered * n),
-        "f1_neg": (2 * neg * n, 2 * neg * n + neg * y + pos * n),
-        "slip_rate": (neg * y, y), "catch_rate": (pos * y, y), "pass_rate": (neg * n, n),
-        "evidence_precision": (np.nan_to_num(inter.prec) * emask, emask),
-        "mean_k": (k, ones), "workload": (k, zero), "workload_per_1000": (1000 * k, ones),
-        # outcome counts for the balanced accuracies and MCCs
-        "_neg_y": (neg * y, zero), "_neg_n": (neg * n, zero), "_pos_y": (pos * y, zero),
-        "_pos_n": (pos * n, zero)}
-    rmask = inter.rmask.astype(np.float64)
-    for name, values in inter.rk.items():
-        cols.setdefault(name, (np.nan_to_num(values) * rmask, rmask))
-    cfg = inter.cfg
-    from metrics_core.metrics.calibration import bin_matrix
+def extra_columns(ev, inter) -> tuple[list[str], np.ndarray]:
+    """The per-group metrics of the cohorts table (those of the registry that apply per
+    cohort) whose value comes from per-query sums: ``(names, sums)``, ``sums`` an
+    ``(n_queries, 2 E)`` array (numerators, then denominators; a sum's denominator is 0).
+    Their resampled values are the intervals of the cohorts table (:func:`extra_values`).
+    From each registry entry: a ratio of sums or a sum (:func:`metrics_core.evaluation.kernels.
+    ratio_sums`); a formula of the outcome cells (F1, MCC, balanced accuracy) from the
+    queries' one-hot outcome tables (``_tau0`` .. ``_gate5``); ECE and MCE from the
+    reliability bins' sums (the data's own edges: ``_bin``, ``_res``); K's median and P90 from
+    K's histogram (``_k``)."""
+    ds = ev.ds
+    specs = (*registry.counting(where="cohort"), *registry.kernels(where="cohort"))
+    names = [name for spec in specs if kernels.ratio_sum(spec)
+             for name in kernels.names(spec, inter)]
+    num, den = kernels.ratio_sums(ev, inter, names)
+    cols = {name: (num[:, i], den[:, i]) for i, name in enumerate(names)}
+    zero = np.zeros(ds.n_queries)
+    for table in {s.counting.table for s in specs
+                  if s.counting is not None and s.counting.formula is not None}:
+        cells = kernels.outcome_cells(ev, inter, table).reshape(-1, 6).astype(np.float64)
+        for c in range(6):
+            cols[f"_{table}{c}"] = (cells[:, c], zero)
+    kernels_of = {s.kernel.source for s in specs if s.kernel is not None}
+    if "reliability" in kernels_of:
+        cfg = inter.cfg
+        from metrics_core.metrics.calibration import bin_matrix
 
-    bins = bin_matrix(ds.y, ds.p, n_bins=cfg.n_bins, strategy=cfg.binning,
-                      top_label=cfg.calibration_view == "top_label")  # the data's own edges
-    n_bins = bins.shape[1] // 2
-    for b in range(n_bins):  # per bin: queries, and the sum of y - p (ECE, MCE)
-        cols[f"_bin{b}"] = (bins[:, b], zero)
-        cols[f"_res{b}"] = (bins[:, n_bins + b], zero)
-    whole_k = np.asarray(inter.k, dtype=np.int64)
-    for value in range(int(whole_k.max()) + 1 if whole_k.size else 0):  # K's histogram
-        cols[f"_k{value}"] = ((whole_k == value).astype(np.float64), zero)
+        bins = bin_matrix(ds.y, ds.p, n_bins=cfg.n_bins, strategy=cfg.binning,
+                          top_label=cfg.calibration_view == "top_label")
+        n_bins = bins.shape[1] // 2
+        for b in range(n_bins):  # per bin: queries, and the sum of y - p (ECE, MCE)
+            cols[f"_bin{b}"] = (bins[:, b], zero)
+            cols[f"_res{b}"] = (bins[:, n_bins + b], zero)
+    if "k" in kernels_of:
+        whole_k = np.asarray(inter.k, dtype=np.int64)
+        for value in range(int(whole_k.max()) + 1 if whole_k.size else 0):  # K's histogram
+            cols[f"_k{value}"] = ((whole_k == value).astype(np.float64), zero)
     names = list(cols)
     return names, np.column_stack([cols[c][0] for c in names] + [cols[c][1] for c in names])
 
@@ -138,21 +113,19 @@ def distinct_columns(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return matrix[:, keep], where
 
 
-#: Ratios of two per-query sums' parts: name -> its numerator's and denominator's columns.
-_SUMS_ONLY = frozenset({"tp", "fp", "tn", "fn", "workload", "_neg_y", "_neg_n", "_pos_y",
-                        "_pos_n"})
-
-
 def extra_values(names: Sequence[str], sums: np.ndarray) -> dict[str, np.ndarray]:
     """Each extra metric's values from its sums (``(..., 2 E)``, the last axis as
-    :func:`extra_columns` lays it out): ratios, sums, and the balanced accuracies and MCCs
-    of the outcome table at τ and of the gate's answered queries."""
+    :func:`extra_columns` lays it out), by its registry entry: a ratio or a sum of the sums,
+    a formula of the outcome table (:func:`metrics_core.metrics.outcomes.counted`), ECE / MCE
+    of the bins' sums, K's median / P90 of its histogram."""
     e = len(names)
     num, den = sums[..., :e], sums[..., e:]
     at = {name: i for i, name in enumerate(names)}
     out = {}
     for name, i in at.items():
-        out[name] = (num[..., i] if name in _SUMS_ONLY or name.startswith(("_k", "_bin", "_res"))
+        if name.startswith("_"):
+            continue
+        out[name] = (num[..., i] if kernels.ratio_sum(registry.spec(name)) == "sum"
                      else ratio(num[..., i], den[..., i]))
     count = [i for name, i in at.items() if name.startswith("_bin")]
     if count:  # ECE and MCE from the bins' sums (the data's bin edges)
@@ -161,8 +134,10 @@ def extra_values(names: Sequence[str], sums: np.ndarray) -> dict[str, np.ndarray
         residual = [i for name, i in at.items() if name.startswith("_res")]
         c, r = num[..., count], num[..., residual]
         flat_c, flat_r = c.reshape(-1, len(count)), r.reshape(-1, len(count))
-        out["ece"] = ece_from_sums(flat_r, flat_c.sum(axis=1)).reshape(c.shape[:-1])
-        out["mce"] = mce_from_sums(flat_c, flat_r).reshape(c.shape[:-1])
+        from_bins = {"ece": ece_from_sums(flat_r, flat_c.sum(axis=1)),
+                     "mce": mce_from_sums(flat_c, flat_r)}
+        for spec in registry.kernels(where="cohort", source="reliability"):
+            out[spec.name] = from_bins[spec.kernel.field or spec.name].reshape(c.shape[:-1])
     histogram = [i for name, i in at.items() if name.startswith("_k")]
     if histogram:  # K's median and P90: numpy's linear quantiles of the weighted K values
         counts = num[..., histogram]
@@ -170,24 +145,18 @@ def extra_values(names: Sequence[str], sums: np.ndarray) -> dict[str, np.ndarray
         q = weighted_int_quantiles(np.arange(len(histogram)), (0.5, 0.9)).from_histogram(
             flat).reshape(*counts.shape[:-1], 2)
         empty = counts.sum(axis=-1) == 0
-        out["median_k"] = np.where(empty, np.nan, q[..., 0])
-        out["p90_k"] = np.where(empty, np.nan, q[..., 1])
-
-    def balanced(tp, fn, tn, fp):
-        return (ratio(tp, tp + fn) + ratio(tn, tn + fp)) / 2.0
-
-    def mcc(tp, fp, tn, fn):
-        with np.errstate(invalid="ignore"):
-            scale = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-        return ratio(tp * tn - fp * fn, scale)
-
-    tau = (out["tp"], out["fp"], out["tn"], out["fn"])
-    gate = (out["_pos_y"], out["_pos_n"], out["_neg_n"], out["_neg_y"])  # tp, fp, tn, fn
-    out["balanced_accuracy"] = balanced(tau[0], tau[3], tau[2], tau[1])
-    out["mcc"] = mcc(*tau)
-    out["balanced_accuracy_answered"] = balanced(gate[0], gate[3], gate[2], gate[1])
-    out["mcc_answered"] = mcc(*gate)
-    return {k: v for k, v in out.items() if not k.startswith("_")}
+        for spec in registry.kernels(where="cohort", source="k"):
+            if spec.kernel.reduce in ("median", "p90"):
+                out[spec.name] = np.where(empty, np.nan,
+                                          q[..., 0 if spec.kernel.reduce == "median" else 1])
+    for spec in registry.counting(where="cohort"):
+        if spec.counting.formula is None or f"_{spec.counting.table}0" not in at:
+            continue
+        start = at[f"_{spec.counting.table}0"]
+        table = num[..., start:start + 6]
+        values, _ = outcomes.counted(table.reshape(-1, 3, 2), spec.counting)
+        out[spec.name] = values.reshape(table.shape[:-1])
+    return out
 
 
 # ------------------------------------------------------------------ AUROC pair counts

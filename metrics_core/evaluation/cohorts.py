@@ -211,7 +211,7 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
     n_resamples = cfg.bootstrap if n_resamples is None else n_resamples
     seed = cfg.seed if seed is None else seed
     singles = [Grouping.of(g) for g in groupings]
-    names, num, den = sum_columns(ds, inter)
+    names, num, den = sum_columns(ev, inter)
     n_metrics = len(names)
     num_den = np.column_stack([num, den])
     order = ev.p_order()
@@ -225,7 +225,7 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                 pair = intersect(a, b)
                 if pair.name not in known:
                     segment_columns.append(pair)
-    extra_names, extra = extra_columns(ds, inter)
+    extra_names, extra = extra_columns(ev, inter)
     distinct, where = distinct_columns(extra)  # summed once each, then laid out again
     columns = [prepare(ds, g, num_den, distinct if i < len(singles) else None)
                for i, g in enumerate(segment_columns)]

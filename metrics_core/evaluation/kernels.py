@@ -6,8 +6,9 @@ sum per 1,000 over the queries its kernel says) or a field of a whole-sample ker
 (:data:`~metrics_core.registry.WHOLE`). This module resolves both, three ways that share the
 values: the run's value (:class:`RunKernels`, the records), each group's (:func:`group_values`,
 the per-criterion / per-fold / per-cohort tables) and the data-only columns the bootstrap
-averages (:func:`bootstrap_columns`). Each reduction keeps the arithmetic its section has always
-used, so the numbers do not move.
+averages (:func:`bootstrap_columns`); and a metric that is a ratio of per-query sums, counting
+ones included, as those sums (:func:`ratio_sums`: the cohorts' resamples). Each reduction
+keeps the arithmetic its section has always used, so the numbers do not move.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from metrics_core import registry
 from metrics_core.config import VARIANT_LABELS
 from metrics_core.data.ordering import stable_argsort
 from metrics_core.metrics import calibration, classification, multilabel, outcomes
+from metrics_core.metrics import gate as gate_mod
 from metrics_core.registry import fmt_t
 
 __all__ = ["VARIANTS", "RunKernels", "bootstrap_columns", "group_discrimination",
            "group_values", "members", "members_by_p", "multilabel_values", "names",
-           "record_order", "squared_error", "subset"]
+           "outcome_cells", "ratio_sum", "ratio_sums", "record_order", "squared_error",
+           "subset"]
 
 ALL = "all_queries"
 
@@ -421,3 +424,70 @@ def bootstrap_columns(ev, cfg) -> dict[str, tuple[np.ndarray, np.ndarray | None]
     specs.sort(key=lambda s: registry.SOURCES.index(s.kernel.source))
     return {name: (_per_query(ev, inter, name), _mask(inter, s.kernel.over))
             for s in specs for name in names(s, inter)}
+
+
+# ------------------------------------------------------------------------ ratio sums
+def ratio_sum(spec: registry.MetricSpec) -> str | None:
+    """How ``spec``'s value is a ratio of per-query sums, from its registry entry: ``"ratio"``
+    (a counting metric's cells over its cells, or a kernel's mean or per-1,000 sum over the
+    queries it reduces), ``"sum"`` (a count, or a kernel's sum), None (a formula of the
+    cells, or a kernel that is no such reduction)."""
+    if spec.counting is not None:
+        if spec.counting.formula is not None:
+            return None
+        return "ratio" if spec.counting.denominator else "sum"
+    kernel = spec.kernel
+    if kernel is None or not kernel.per_query or kernel.over not in ("all", "ranking",
+                                                                     "evidence"):
+        return None
+    return {"mean": "ratio", "per_1000": "ratio", "sum": "sum"}.get(kernel.reduce)
+
+
+def outcome_cells(ev, inter, table: str) -> np.ndarray:
+    """Each query's outcome table ``(n_queries, 3, 2)``, one-hot: at τ (``table="tau"``) or
+    of the gate (``"gate"``), as :func:`metrics_core.metrics.outcomes.outcome_counts` lays
+    a table out; summed over some queries, their table."""
+    ds = ev.ds
+    pred = inter.pred if table == "tau" else gate_mod.states_to_prediction(inter.states)
+    return outcomes.outcome_counts(ds.y, pred, np.arange(ds.n_queries), ds.n_queries)
+
+
+def ratio_sums(ev, inter, names) -> tuple[np.ndarray, np.ndarray]:
+    """Each of ``names`` (a :func:`ratio_sum` metric) as per-query numerators and
+    denominators, ``(n_queries, len(names))`` float arrays whose sums over any queries make
+    the metric's value of those queries (``ratio(sum(num), sum(den))``; a sum's denominator
+    is 0): from the registry entry, a counting metric's cells (times its scale) and the cells
+    of its denominator, one-hot per query at τ or of the gate; a kernel's per-query values
+    (times 1,000 for a per-1,000 sum) over the queries it reduces, and those queries."""
+    n = ev.ds.n_queries
+    tables: dict[str, np.ndarray] = {}
+
+    def cells(counting, which) -> np.ndarray:
+        if counting.table not in tables:
+            tables[counting.table] = outcome_cells(ev, inter, counting.table)
+        return outcomes.cell_sum(tables[counting.table], counting.cells(which)).astype(
+            np.float64)
+
+    ones, zero = np.ones(n), np.zeros(n)
+    num, den = [], []
+    for name in names:
+        spec = registry.spec(name)
+        how = ratio_sum(spec)
+        if how is None:
+            raise ValueError(f"{name}: its value is no ratio of per-query sums")
+        if spec.counting is not None:
+            c = spec.counting
+            num.append(cells(c, "numerator") * c.scale)
+            den.append(cells(c, "denominator") if how == "ratio" else zero)
+            continue
+        kernel = spec.kernel
+        values = np.asarray(_per_query(ev, inter, name), dtype=np.float64)
+        mask = _mask(inter, kernel.over)
+        weight = ones if mask is None else mask.astype(np.float64)
+        if mask is not None:
+            values = np.nan_to_num(values) * weight
+        num.append(1000 * values if kernel.reduce == "per_1000" else values)
+        den.append(zero if how == "sum" else weight)
+    if not num:
+        return np.zeros((n, 0)), np.zeros((n, 0))
+    return np.column_stack(num), np.column_stack(den)
