@@ -122,29 +122,58 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
     k = inter.k.astype(np.int64)
     cells = _query_cells(ds, cfg, inter.states)
 
-    def sums(rows=None) -> dict:
-        """The summary's sums over the queries ``rows`` (every query when None)."""
-        def take(a):
-            return a if rows is None else a[rows]
-
-        y, kk = take(ds.y), take(k)
+    def multilabel_sums(rows) -> dict:
         per_post, per_crit = _post_sums(ds, cells, rows)
-        return {"n_queries": int(y.size), "n_positive": int(np.sum(y)),
-                "counts": score_counts(y, take(ds.p)),
-                "tau": outcomes.outcome_counts(y, take(inter.pred))[0],
-                "gate": outcomes.outcome_counts(y, take(gate_pred))[0],
-                "sums": {n: (float(np.sum(take(v) if m is None else take(v)[take(m)])),
-                             int(y.size if m is None else take(m).sum()))
-                         for n, (v, m) in means.items()},
-                "k_hist": np.bincount(kk, minlength=1),
-                "multilabel": {"n_posts": int(np.count_nonzero(per_post[:, 0])),
-                               "posts": per_post.sum(axis=0),
-                               "criteria": dict(zip(ds.criteria, per_crit.sum(axis=0),
-                                                    strict=True))}}
+        return {"n_posts": int(np.count_nonzero(per_post[:, 0])),
+                "posts": per_post.sum(axis=0),
+                "criteria": dict(zip(ds.criteria, per_crit.sum(axis=0), strict=True))}
+
+    def grouped(codes, g: int, *, multilabel: bool = True) -> list[dict]:
+        """The summary's sums of each group of ``codes`` (``g`` groups), one pass over the
+        queries per column; without the multi-label cells when ``multilabel`` is false (the
+        per-criterion groups: §8's metrics are per post, not per criterion)."""
+        codes = np.asarray(codes, dtype=np.int64)
+        n = np.bincount(codes, minlength=g)
+        n_pos = np.bincount(codes, weights=ds.y, minlength=g)
+        values, inverse = np.unique(ds.p, return_inverse=True)
+        cell = codes * values.size + inverse
+        total = np.bincount(cell, minlength=g * values.size).reshape(g, values.size)
+        pos = np.bincount(cell[ds.y == 1], minlength=g * values.size).reshape(g, values.size)
+        tables = {"tau": outcomes.outcome_counts(ds.y, inter.pred, codes, g),
+                  "gate": outcomes.outcome_counts(ds.y, gate_pred, codes, g)}
+        columns = {}
+        for name, (v, m) in means.items():
+            if m is None:
+                columns[name] = (np.bincount(codes, weights=v, minlength=g), n)
+            else:
+                columns[name] = (np.bincount(codes, weights=np.where(m, v, 0.0), minlength=g),
+                                 np.bincount(codes, weights=m, minlength=g).astype(np.int64))
+        width = int(k.max()) + 1 if k.size else 1
+        hist = np.bincount(codes * width + k, minlength=g * width).reshape(g, width)
+        out = []
+        for i in range(g):
+            at = total[i] > 0
+            out.append({
+                "n_queries": int(n[i]), "n_positive": int(n_pos[i]),
+                "counts": ScoreCounts(values[at], pos[i, at].astype(np.int64),
+                                      (total[i, at] - pos[i, at]).astype(np.int64)),
+                "tau": tables["tau"][i], "gate": tables["gate"][i],
+                "sums": {name: (float(t[i]), int(c[i])) for name, (t, c) in columns.items()},
+                "k_hist": hist[i],
+                "multilabel": multilabel_sums(np.flatnonzero(codes == i)) if multilabel
+                else None})
+        return out
 
     out = {"n_posts": int(ds.posts.size), "n_candidates": ds.n_candidates,
-           "criteria": set(ds.criteria), **kept, **sums()}
-    out.update(reduced_tables.unit_tables(ev, cfg, inter, k, sums))
+           "criteria": set(ds.criteria), **kept,
+           "n_queries": ds.n_queries, "n_positive": ds.n_positive,
+           "counts": score_counts(ds.y, ds.p),
+           "tau": outcomes.outcome_counts(ds.y, inter.pred)[0],
+           "gate": outcomes.outcome_counts(ds.y, gate_pred)[0],
+           "sums": {n: (float(np.sum(v if m is None else v[m])),
+                        int(v.size if m is None else m.sum())) for n, (v, m) in means.items()},
+           "k_hist": np.bincount(k, minlength=1), "multilabel": multilabel_sums(None)}
+    out.update(reduced_tables.unit_tables(ev, cfg, inter, k, grouped))
     b_total = int(cfg.bootstrap)
     if b_total < 1:
         return out
@@ -216,13 +245,14 @@ def _post_sums(ds, cells, rows):
     crit = ds.criterion_code if rows is None else ds.criterion_code[rows]
     cells = cells if rows is None else cells[rows]
     n_posts, n_crit = int(ds.posts.size), len(ds.criteria)
-    per_post = np.zeros((n_posts, 5))
-    np.add.at(per_post, post, cells[:, :5])
+    per_post = np.stack([np.bincount(post, weights=cells[:, j], minlength=n_posts)
+                         for j in range(5)], axis=1)
     has = per_post[:, 0] > 0
     exact = has & (per_post[:, 1] == 0)
     f1 = np.where(has, f1_of_counts(per_post[:, 2], per_post[:, 3], per_post[:, 4]), 0.0)
-    per_crit = np.zeros((n_posts, n_crit, 5))
-    np.add.at(per_crit, (post, crit), cells[:, [2, 3, 4, 5, 0]])
+    cell = post.astype(np.int64) * n_crit + crit
+    per_crit = np.stack([np.bincount(cell, weights=cells[:, j], minlength=n_posts * n_crit)
+                         for j in (2, 3, 4, 5, 0)], axis=1).reshape(n_posts, n_crit, 5)
     return np.column_stack([per_post, has, exact, f1]), per_crit
 
 
@@ -283,7 +313,7 @@ def merge_sums(a: dict, b: dict) -> dict:
             "sums": {n: (s + b["sums"][n][0], c + b["sums"][n][1])
                      for n, (s, c) in a["sums"].items()},
             "k_hist": add_hist(a["k_hist"], b["k_hist"]),
-            "multilabel": {
+            "multilabel": None if a["multilabel"] is None or b["multilabel"] is None else {
                 "n_posts": a["multilabel"]["n_posts"] + b["multilabel"]["n_posts"],
                 "posts": a["multilabel"]["posts"] + b["multilabel"]["posts"],
                 "criteria": _merge_criteria(a["multilabel"]["criteria"],

@@ -48,19 +48,19 @@ def gammas(cfg) -> list[float]:
 
 
 # ---------------------------------------------------------------------------- on a worker
-def unit_tables(ev, cfg, inter, k: np.ndarray, sums) -> dict:
-    """A unit's parts of the tables and checks; ``sums(rows)`` is the summary's sums over the
-    queries ``rows`` (:func:`metrics_core.engines.reduced.unit_summary`)."""
+def unit_tables(ev, cfg, inter, k: np.ndarray, grouped) -> dict:
+    """A unit's parts of the tables and checks; ``grouped(codes, g, multilabel=...)`` is the
+    summary's sums of each group (:func:`metrics_core.engines.reduced.unit_summary`)."""
     from metrics_core.evaluation.checks import disjoint_posts, recall_agreement
 
     ds = ev.ds
-    groups = {"criterion": {}}
-    present = np.bincount(ds.criterion_code, minlength=len(ds.criteria))
-    for code, name in enumerate(ds.criteria):
-        if present[code]:
-            groups["criterion"][name] = sums(np.flatnonzero(ds.criterion_code == code))
+    by_criterion = grouped(ds.criterion_code, len(ds.criteria), multilabel=False)
+    groups = {"criterion": {name: s for name, s in zip(ds.criteria, by_criterion, strict=True)
+                            if s["n_queries"]}}
     if ds.fold is not None:
-        groups["fold"] = {int(f): sums(np.flatnonzero(ds.fold == f)) for f in np.unique(ds.fold)}
+        folds, codes = np.unique(ds.fold, return_inverse=True)
+        groups["fold"] = dict(zip((int(f) for f in folds), grouped(codes, folds.size),
+                                  strict=True))
     width = int(k.max()) + 1 if k.size else 1
     by = {"state": np.stack([np.bincount(k[inter.states == s], minlength=width)
                              for s in range(3)]),
