@@ -243,6 +243,7 @@ def current_source() -> Source:
 def use_demo(variant: str = DEMO) -> None:
     """Switch the session to a demo (an upload is dropped from memory, and from the budget)."""
     release_upload()
+    release_upload(state.POSTS_HOLDER)
     st.session_state[_SOURCE_KEY] = None
     st.session_state[state.DEMO_VARIANT] = variant
     st.session_state.pop(_EVAL_KEY, None)

@@ -94,6 +94,13 @@ CANCEL_HEAVY = "cancel_heavy"
 #: Upload widgets and buttons.
 UPLOAD_QUERIES = "upload_queries"
 UPLOAD_CANDIDATES = "upload_candidates"
+#: The Data page's posts table: its uploader, its buttons, a refused table's message and
+#: this session's key in the server-wide memory budget for it.
+UPLOAD_POSTS = "upload_posts"
+LOAD_POSTS = "load_posts"
+REMOVE_POSTS = "remove_posts"
+POSTS_ERROR = "_posts_error"
+POSTS_HOLDER = "_posts_holder"
 LOAD_UPLOAD = "load_upload"
 USE_DEMO = "use_demo"
 #: Which demo the session shows (a token of dashboard.data.DEMOS); its radio's key.

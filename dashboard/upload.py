@@ -90,6 +90,7 @@ def _load(upload: data.Upload, mapping: dict | None = None) -> None:
     else:
         st.session_state.pop(state.UPLOAD_ERROR, None)
         st.session_state.pop(state.SNIFFED, None)
+        data.release_upload(state.POSTS_HOLDER)  # a posts table belonged to the data left
         data.set_source(source)
         return
     st.session_state[state.UPLOAD_ERROR] = {"digest": upload.digest, **error}

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, display, sidebar, state
+from dashboard.posts import posts_step
 from dashboard.safe_text import escape_markdown
 
 v = data.view()
@@ -68,13 +69,15 @@ if source.loaded is not None:
     st.subheader("Cohorts")
     cohorts = source.cohorts
     if cohorts is None or not (cohorts.suggested or cohorts.others):
-        st.caption("The queries table has no extra column to form cohorts from.")
+        st.caption("The queries table has no extra column to form cohorts from"
+                   + (": add a posts table below." if source.kind == "upload" else "."))
     else:
         sidebar.setting_widget(state.COHORT_COLUMNS,
                                options=data.cohort_choices(source))
         if cohorts.others:
             st.caption("Not offered (more than 20 distinct values): "
                        + escape_markdown(", ".join(cohorts.others)) + ".")
+    posts_step(source)
 
     st.subheader("Data audit")
     report = source.audit
