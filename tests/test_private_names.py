@@ -51,6 +51,17 @@ def private_attributes(tree: ast.Module) -> set[str]:
     return {name for name in names if is_private(name)}
 
 
+def dotted_name(node) -> str | None:
+    """``a.b.c`` of an attribute chain of names (None for anything else)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
 def violations(modules: dict[str, ast.Module]) -> list[str]:
     owned = {name: private_attributes(tree) for name, tree in modules.items()}
     found = []
@@ -99,7 +110,10 @@ def violations(modules: dict[str, ast.Module]) -> list[str]:
             if not (isinstance(node, ast.Attribute) and is_private(node.attr)):
                 continue
             base = node.value
-            if isinstance(base, ast.Name) and base.id in module_aliases:
+            dotted = dotted_name(base)
+            if dotted in modules and dotted != name:  # metrics_core.x._name
+                found.append(f"{name}:{node.lineno}: {dotted}.{node.attr}")
+            elif isinstance(base, ast.Name) and base.id in module_aliases:
                 found.append(f"{name}:{node.lineno}: {base.id}.{node.attr} "
                              f"({module_aliases[base.id]})")
             elif isinstance(base, ast.Name) and base.id in ("self", "cls"):
@@ -127,6 +141,8 @@ def test_no_private_name_is_used_across_modules():
      None),
     ("metrics_core/evaluation/tables.py", "def f(ev):\n    return getattr(ev, '_probe_only')",
      "getattr(…, '_probe_only') (defined in metrics_core.data.dataset)"),
+    ("dashboard/display.py", "import metrics_core.metrics.ranking\nmetrics_core.metrics.ranking._x",
+     "metrics_core.metrics.ranking._x"),
     ("metrics_core/engines/gathered.py",
      "class Probe(Dataset):\n    def _probe_only(self):\n        return 1",
      "Probe._probe_only overrides metrics_core.data.dataset's"),
