@@ -564,8 +564,8 @@ def test_reduced_run_equals_the_in_memory_values_record_by_record(paths, cluster
 
 
 #: The in-memory document's parts the reduced run does not make (reduced_tables.NOT_COMPUTED).
-NOT_REDUCED = {"schema", "ranking_distribution", "roc_band", "pr_band", "smoothed_calibration",
-               "gate_risk_coverage", "audit"}
+NOT_REDUCED = {"schema", "roc_band", "pr_band", "smoothed_calibration", "gate_risk_coverage",
+               "audit"}
 #: Table keys made from the bootstrap's intervals: in memory the multinomial bootstrap's, in the
 #: reduced run the Poisson bootstrap's (or not made); every other field must agree.
 INTERVAL_FIELDS = {"fold_summary": ("ci_lo", "ci_hi", "text"),
@@ -579,7 +579,7 @@ def _assert_tables_agree(expected: dict, doc: dict, *, bootstrap: bool) -> None:
     for the bootstrap intervals' fields; the tables it lacks are the documented ones."""
     tables = set(expected) - {"run", "dataset", "config", "generated_by", "metrics"}
     assert tables - set(doc) == NOT_REDUCED
-    assert len(doc["not_computed"]) == 7
+    assert len(doc["not_computed"]) == 6
     for key in sorted(tables - NOT_REDUCED):
         want, got = expected[key], doc[key]
         if bootstrap and key in INTERVAL_FIELDS:

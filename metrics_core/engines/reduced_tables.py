@@ -2,21 +2,23 @@
 
 Each work unit adds to its summary (:func:`unit_tables`): the summary's own sums for each of
 its criteria and folds (the per-criterion and per-fold tables are the records' rules on each
-group's sums), the histograms of K by gate state and by class, the sums of the γ sweep, and
-what the consistency checks read (the ranking protocol's count, whether recall@K and the
-evidence recall at the same fixed K agree on every query, the posts found in more than one
-fold or split). :func:`merge_unit_tables` adds two units' parts; the client makes the tables
-with the in-memory code (:func:`document_tables`): the group tables by
+group's sums), the histograms of K by gate state and by class, the sums of the γ sweep, what
+the consistency checks read (the ranking protocol's count, whether recall@K and the evidence
+recall at the same fixed K agree on every query, the posts found in more than one fold or
+split) and each ranking metric's per-query values counted by distinct value (a few thousand
+at most: ratios of small whole numbers and discounts of ranks). :func:`merge_unit_tables`
+adds two units' parts; the client makes the tables with the in-memory code
+(:func:`document_tables`): the group tables by
 :func:`metrics_core.evaluation.tables.assemble_group_table`, the gate grid by
 :func:`metrics_core.evaluation.evaluator.gate_grid_frame` on the counts by distinct ``p``, the
 decision curve by :func:`metrics_core.metrics.decision.decision_curve` on those counts as
-weights, the fold summary and the targets from the records. What reaches the client is
-proportional to the report: groups x (distinct ``p`` + metrics), never to the queries.
+weights, the ranking distribution from the counted values, the fold summary and the targets
+from the records. What reaches the client is proportional to the report: groups x (distinct
+``p`` + metrics), never to the queries.
 
-Not made (:data:`NOT_COMPUTED`): what needs each query's value (the ranking distribution's
-medians and quartiles, the smoothed calibration curve, the gate's risk-coverage curve, the
-per-query table), the bootstrap bands of the curves, the per-criterion AUROC intervals and the
-input audit.
+Not made (:data:`NOT_COMPUTED`): what needs each query's value (the smoothed calibration
+curve, the gate's risk-coverage curve, the per-query table), the bootstrap bands of the
+curves, the per-criterion AUROC intervals and the input audit.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ __all__ = ["NOT_COMPUTED", "document_tables", "gammas", "merge_unit_tables", "un
 #: Parts of the in-memory report the reduced run does not make.
 NOT_COMPUTED = (
     "per_query (one row per query: needs the gathered run)",
-    "ranking_distribution (medians and quartiles of the per-query ranking values)",
     "smoothed_calibration (a spline fit on every query)",
     "gate_risk_coverage (the queries ordered by confidence)",
     "roc_band, pr_band and the decision curve's net_benefit_ci_lo / net_benefit_ci_hi "
@@ -73,7 +74,11 @@ def unit_tables(ev, cfg, inter, k: np.ndarray, grouped) -> dict:
         rec, prec = ev.evidence(cfg, kg)
         sweep.append([float(kg.sum()), float(kg.size), float(np.sum(rec[mask])),
                       float(np.sum(prec[mask])), float(mask.sum())])
+    rows = np.flatnonzero(inter.rmask)
+    distributions = {name: np.unique(values.take(rows), return_counts=True)
+                     for name, values in inter.rk.items()}
     return {"groups": groups, "k_by": by, "gamma": np.array(sweep),
+            "ranking_values": distributions,
             "checks": {"n_rank": int(inter.rmask.sum()), "ref": int(inter.ref),
                        "recall": recall_agreement(ds, inter), "disjoint": disjoint_posts(ds)}}
 
@@ -97,12 +102,43 @@ def merge_unit_tables(a: dict, b: dict, merge_sums) -> dict:
             (da[0] + db[0], (da[1] + db[1])[:5])
     return {"groups": groups,
             "k_by": {n: add_hist(a["k_by"][n], b["k_by"][n]) for n in a["k_by"]},
+            "ranking_values": {n: _merge_values(v, b["ranking_values"][n])
+                               for n, v in a["ranking_values"].items()},
             "gamma": a["gamma"] + b["gamma"],
             "checks": {"n_rank": ca["n_rank"] + cb["n_rank"], "ref": ca["ref"],
                        "recall": recall, "disjoint": disjoint}}
 
 
+def _merge_values(a: tuple, b: tuple) -> tuple:
+    """Two (distinct values ascending, counts) of one metric's per-query values merged."""
+    values, inverse = np.unique(np.concatenate([a[0], b[0]]), return_inverse=True)
+    counts = np.bincount(inverse, weights=np.concatenate([a[1], b[1]]).astype(np.float64),
+                         minlength=values.size)
+    return values, counts.astype(np.int64)
+
+
 # ---------------------------------------------------------------------------- on the client
+def _ranking_distribution(distributions: dict) -> list[dict]:
+    """Mean, std (ddof 0), median, P25, P75 and n of each ranking metric's per-query values
+    over the ranking protocol's queries
+    (:func:`metrics_core.metrics.ranking.summarize`), from its counted distinct values."""
+    from metrics_core.engines.counted import counted_quantile
+
+    rows = []
+    for name, (values, counts) in distributions.items():
+        n = int(counts.sum())
+        if n == 0:
+            rows.append({"name": name, "mean": np.nan, "std": np.nan, "median": np.nan,
+                         "p25": np.nan, "p75": np.nan, "n": 0})
+            continue
+        mean = float(np.dot(values, counts) / n)
+        std = float(np.sqrt(np.dot((values - mean) ** 2, counts) / n))
+        rows.append({"name": name, "mean": mean, "std": std,
+                     "median": counted_quantile(values, counts, 0.5),
+                     "p25": counted_quantile(values, counts, 0.25),
+                     "p75": counted_quantile(values, counts, 0.75), "n": n})
+    return rows
+
 def _kernel_columns(summaries: list, cfg, inter, where) -> dict[str, np.ndarray]:
     """Every kernel metric that applies ``where`` (None: anywhere) of each group's sums, as
     :func:`metrics_core.evaluation.kernels.group_values` computes it from the rows."""
@@ -334,6 +370,8 @@ def document_tables(summary: dict, records, cfg) -> dict:
                         "fpr": t.fpr if t.defined else None,
                         "threshold": t.threshold if t.defined else None,
                         "defined": bool(t.defined)} for t in tpr],
+        "ranking_distribution": frame_records(pd.DataFrame(
+            _ranking_distribution(summary["ranking_values"]))),
         "reliability": frame_records(_reliability_table(counts, cfg)),
         "k_by_state": frame_records(pd.DataFrame(k_rows)),
         "gamma_sweep": frame_records(pd.DataFrame(sweep)),
