@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from metrics_core.data.dataset import Dataset
+from metrics_core.metrics import dynamic_k
 from metrics_core.metrics._reference import naive_evidence_per_query, naive_select_k
 from metrics_core.metrics.dynamic_k import (
     MassProfile,
@@ -338,3 +339,47 @@ def test_profile_is_reused_across_settings():
             np.testing.assert_array_equal(select_k(profile, gamma=gamma, hard_cap=hard_cap),
                                           naive_select_k(ds, gamma=gamma, hard_cap=hard_cap))
     np.testing.assert_array_equal(profile.cum_mass, before)
+
+
+def _numpy_stats(k) -> tuple:
+    k = np.asarray(k, dtype=np.int64)
+    return (k.size, float(k.mean()), float(np.median(k)), float(np.percentile(k, 90)),
+            float(k.min()), float(k.max()), int(k.sum()))
+
+
+def _stats(s) -> tuple:
+    return (s.n, s.mean, s.median, s.p90, s.min, s.max, s.workload)
+
+
+def test_k_statistics_from_counts_equal_numpy_s_to_the_last_bit():
+    """KStats counts K instead of sorting it: mean, median and the linear P90 must be numpy's
+    to the last bit (the records and metrics_master.json do not move), on narrow ranges (most
+    K zero, as the gate leaves them), wide ranges (the distinct K counted) and tiny groups."""
+    rng = np.random.default_rng(11)
+    for trial in range(3000):
+        n = int(rng.integers(1, 40)) if trial % 2 else int(rng.integers(1, 3000))
+        k = [rng.integers(0, 4, n), rng.integers(0, 250, n), rng.integers(-9, 10**8, n),
+             np.where(rng.random(n) < 0.85, 0, rng.integers(1, 60, n))][trial % 4]
+        stats = dynamic_k.KStats.of(k)
+        assert _stats(stats) == _numpy_stats(k), (trial, k)
+        assert type(stats.workload) is int
+    empty = dynamic_k.KStats.of(np.array([], dtype=np.int64))
+    assert empty.n == 0 and empty.workload == 0 and np.isnan(empty.p90)
+
+
+def test_the_k_summary_s_groups_equal_numpy_on_each_group():
+    rng = np.random.default_rng(4)
+    for n in (1, 2, 7, 500, 4000):
+        k = np.where(rng.random(n) < 0.7, 0, rng.integers(1, 30, n))
+        states = rng.integers(0, 3, n)
+        y = rng.integers(0, 2, n)
+        summary = dynamic_k.k_summary(k, states=states, y=y)
+        assert _stats(summary.overall) == _numpy_stats(k)
+        for code, name in enumerate(("NEG", "UNCERTAIN", "POS")):
+            group = k[states == code]
+            got = summary.by_state[name]
+            assert (_stats(got) == _numpy_stats(group)) if group.size else got.n == 0
+        for v in (0, 1):
+            group = k[y == v]
+            got = summary.by_has_evidence[v]
+            assert (_stats(got) == _numpy_stats(group)) if group.size else got.n == 0

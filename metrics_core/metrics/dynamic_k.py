@@ -479,6 +479,18 @@ def hits_within(ds: Dataset, k: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- K summary
+def _k_codes(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the K values counted, ascending; each query's index into them): the range from the
+    smallest K to the largest when it is narrow (as selected K are), else the distinct K."""
+    if k.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.intp)
+    low, high = int(k.min()), int(k.max())
+    if high - low < max(2 * k.size, 1024):
+        return np.arange(low, high + 1, dtype=np.int64), (k - low).astype(np.intp)
+    values, codes = np.unique(k, return_inverse=True)
+    return values, codes.astype(np.intp)
+
+
 @dataclass(frozen=True)
 class KStats:
     """Distribution of K over a group of queries (contract §7, seed 003 §4.1).
@@ -498,15 +510,45 @@ class KStats:
 
     @classmethod
     def of(cls, k: np.ndarray) -> KStats:
-        k = np.asarray(k, dtype=np.int64)
-        n = int(k.shape[0])
+        values, codes = _k_codes(np.asarray(k, dtype=np.int64))
+        return cls.of_counts(np.bincount(codes, minlength=values.size), values)
+
+    @classmethod
+    def of_counts(cls, counts: np.ndarray, values: np.ndarray) -> KStats:
+        """The statistics of K from ``counts[i]``, how many queries have K = ``values[i]``
+        (ascending): the values numpy's ``mean``, ``median`` and linear ``percentile`` give on
+        those K (the same float operations on the same order statistics, no sort; checked in
+        tests/test_dynamic_k.py), so a breakdown counts K once per grouping."""
+        counts = np.asarray(counts, dtype=np.int64)
+        n = int(counts.sum())
         if n == 0:
             nan = float("nan")
             return cls(0, nan, nan, nan, nan, nan, 0, nan)
-        total = int(k.sum())
-        return cls(n=n, mean=float(k.mean()), median=float(np.median(k)),
-                   p90=float(np.percentile(k, 90)), min=float(k.min()), max=float(k.max()),
-                   workload=total, workload_per_1000=total / n * 1000.0)
+        present = np.flatnonzero(counts)
+        ends = np.cumsum(counts)
+        total = int(np.dot(counts, values))
+
+        def value(i: int) -> int:
+            """The (i + 1)-th smallest K."""
+            return int(values[np.searchsorted(ends, i, side="right")])
+
+        half = n // 2
+        median = (float(value(half)) if n % 2 else
+                  (float(value(half - 1)) + float(value(half))) / 2.0)
+        # numpy's linear percentile: virtual index (n − 1) q, then a + (b − a) γ, or
+        # b − (b − a)(1 − γ) from γ = 0.5 on
+        virtual = (n - 1) * (90 / 100)
+        before = math.floor(virtual)
+        if virtual >= n - 1:
+            p90 = float(value(n - 1))
+        else:
+            gamma = virtual - before
+            a, b = value(before), value(before + 1)
+            diff = float(b - a)
+            p90 = b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma
+        return cls(n=n, mean=total / n, median=median, p90=float(p90),
+                   min=float(values[present[0]]), max=float(values[present[-1]]), workload=total,
+                   workload_per_1000=total / n * 1000.0)
 
     def as_dict(self) -> dict:
         return {"n": self.n, "mean_k": self.mean, "median_k": self.median, "p90_k": self.p90,
@@ -602,11 +644,21 @@ def k_summary(k, *, states=None, y=None) -> KSummary:
     k = np.asarray(k)
     if k.ndim != 1:
         raise ValueError(f"k must be one-dimensional, got shape {k.shape}")
-    k = k.astype(np.int64)
+    # each group's K counted in one pass per grouping (no sort, no gather)
+    values, shifted = _k_codes(k.astype(np.int64))
+    width = values.size
+
+    def counted(codes, n_codes: int) -> np.ndarray:
+        key = codes.astype(np.intp) * width
+        key += shifted
+        return np.bincount(key, minlength=n_codes * width).reshape(n_codes, width)
+
     by_state = {}
     if states is not None:
         states = _check_states(states, k.shape[0])
-        by_state = {name: KStats.of(k[states == code]) for code, name in enumerate(_STATE_NAMES)}
+        rows = counted(states, len(_STATE_NAMES))
+        by_state = {name: KStats.of_counts(rows[code], values)
+                    for code, name in enumerate(_STATE_NAMES)}
     by_label = {}
     if y is not None:
         y = np.asarray(y)
@@ -614,5 +666,9 @@ def k_summary(k, *, states=None, y=None) -> KSummary:
             raise ValueError(f"y must have one entry per query ({k.shape[0]}), got {y.shape}")
         if y.size and not np.isin(y, (0, 1)).all():
             raise ValueError("y must be 0/1 (has_evidence)")
-        by_label = {v: KStats.of(k[y == v]) for v in (0, 1)}
-    return KSummary(overall=KStats.of(k), by_state=by_state, by_has_evidence=by_label)
+        rows = counted(y, 2)
+        by_label = {v: KStats.of_counts(rows[v], values) for v in (0, 1)}
+    overall = (rows.sum(axis=0) if y is not None or states is not None
+               else np.bincount(shifted, minlength=width))
+    return KSummary(overall=KStats.of_counts(overall, values), by_state=by_state,
+                    by_has_evidence=by_label)
