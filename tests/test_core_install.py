@@ -29,7 +29,7 @@ def _python(code: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_the_core_dependencies_leave_out_the_app():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     core = {d.split(">")[0].split("=")[0].split("[")[0] for d in project["dependencies"]}
-    assert core == {"numpy", "pandas", "pyarrow", "scipy"}
+    assert core == {"numpy", "pandas", "pyarrow", "scipy", "threadpoolctl"}
     extras = project["optional-dependencies"]
     assert {d.split(">")[0] for d in extras["app"]} == {"streamlit", "plotly", "Authlib"}
     assert "metrics-core[app]" in extras["dev"]

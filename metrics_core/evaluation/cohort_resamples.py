@@ -6,6 +6,7 @@ bootstrap per cohort). :mod:`metrics_core.evaluation.cohorts` turns them into it
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -160,106 +161,168 @@ def extra_values(names: Sequence[str], sums: np.ndarray) -> dict[str, np.ndarray
 
 
 # ------------------------------------------------------------------ AUROC pair counts
+class _Prefix:
+    """Prefix sums of the weights of a sequence of items (each a post, ``columns``) at some
+    of its positions (``positions``: ``x`` stands for "the items before the ``x``-th"), per
+    resample: the items between two consecutive positions asked for are one segment, its
+    weight one sparse product with the posts' weights, and the segments are cumulated.
+    Whole numbers: exact, in any order."""
+
+    def __init__(self, columns: np.ndarray, positions: np.ndarray, n_posts: int):
+        from scipy import sparse
+
+        positions = np.asarray(positions, dtype=np.int64)
+        self.points = np.unique(np.r_[np.int64(0), positions])
+        segment = np.searchsorted(self.points, np.arange(columns.size), side="right") - 1
+        keep = np.arange(columns.size) < self.points[-1]  # items after the last: never read
+        self.segments = sparse.csr_matrix(
+            (np.ones(int(keep.sum()), dtype=np.int32), (segment[keep], columns[keep])),
+            shape=(self.points.size - 1, n_posts))
+        self.segments.sum_duplicates()
+
+    def index(self, positions: np.ndarray) -> np.ndarray:
+        """Rows of :meth:`values` for ``positions`` (each one of those asked for)."""
+        return np.searchsorted(self.points, np.asarray(positions, dtype=np.int64))
+
+    def values(self, by_post: np.ndarray) -> np.ndarray:
+        """``(len(points), b)`` float64: the weight of the items before each point, per
+        resample (``by_post``: the posts' weights, ``(n_posts, b)`` integers). Whole numbers
+        below 2**53: exact."""
+        out = np.zeros((self.points.size, by_post.shape[1]))
+        if self.points.size > 1:
+            segments = self.segments if by_post.dtype == self.segments.dtype \
+                else self.segments.astype(by_post.dtype)
+            np.cumsum(segments @ by_post, axis=0, out=out[1:])
+        return out
+
+
+def _pair_sum(cum: np.ndarray, lo: np.ndarray, hi: np.ndarray, tied: np.ndarray) -> np.ndarray:
+    """``cum[lo] + cum[hi]`` (rows), read once where ``lo == hi`` (no tie: most rows)."""
+    out = np.take(cum, lo, axis=0)
+    out *= 2.0
+    if tied.size:
+        out[tied] += np.take(cum, hi[tied], axis=0) - np.take(cum, lo[tied], axis=0)
+    return out
+
+
 class PairCounts:
     """AUROC of each cohort and of its rest from weighted pair counts, for several columns.
 
     With ``U(A, B)`` the Mann-Whitney count of positives of A above negatives of B (ties one
     half), a cohort's is ``U(j, j)`` and the rest's ``U - U(j, ·) - U(·, j) + U(j, j)``:
-    the cross counts of every column come from one cumulation of the whole data's weights,
-    ``U(j, j)`` from the cohort's own rows. Exact in whole numbers (doubled)."""
+    the cross counts of every column come from the whole data's cumulations, ``U(j, j)``
+    from the cumulation of the column's negatives by cohort then score. A cumulation is read
+    only where a positive (or a run of negatives between two positives) needs it
+    (:class:`_Prefix`: segment sums of the posts' weights, then cumulated), so a resample
+    costs a pass over the positives and the segments, not over every query. Exact in whole
+    numbers (doubled)."""
 
     def __init__(self, layout: ScoreLayout, codes_in_order: Sequence[np.ndarray],
                  sizes: Sequence[int]):
         self.layout = layout
         ys = layout.ys
+        n_posts = int(layout.columns.max()) + 1 if layout.n else 0
         run = np.searchsorted(layout.starts, np.arange(layout.n), side="right") - 1
         lo, hi = layout.edges[run], layout.edges[run + 1]
-        self.pos_rows, self.neg_rows = np.flatnonzero(ys), np.flatnonzero(~ys)
-        self.pos_columns = layout.columns[self.pos_rows]
-        self.neg_columns = layout.columns[self.neg_rows]
+        pos_rows, neg_rows = np.flatnonzero(ys), np.flatnonzero(~ys)
+        self.pos_columns = layout.columns[pos_rows]
+        neg_columns = layout.columns[neg_rows]
         nb, pb = layout.negatives_before, layout.positives_before
-        self.pos_lo, self.pos_hi = nb[lo[self.pos_rows]], nb[hi[self.pos_rows]]
-        self.neg_lo, self.neg_hi = pb[lo[self.neg_rows]], pb[hi[self.neg_rows]]
+        pos_lo, pos_hi = nb[lo[pos_rows]], nb[hi[pos_rows]]
+        neg_lo, neg_hi = pb[lo[neg_rows]], pb[hi[neg_rows]]
         self.sizes = list(sizes)
+        # the whole data's negatives below each positive (its tie run, and up to its end)
+        self.negatives = _Prefix(neg_columns, np.r_[pos_lo, pos_hi], n_posts)
+        self.pos_at = _pair(self.negatives.index(pos_lo), self.negatives.index(pos_hi))
+        self.neg_per_post = np.bincount(neg_columns, minlength=n_posts).astype(np.int64)
         # per post: its positive (negative) queries in each cohort, for the cohorts' weights
-        n_posts = int(layout.columns.max()) + 1 if layout.n else 0
         self.pos_by_post = np.zeros((n_posts, sum(self.sizes)))
         self.neg_by_post = np.zeros((n_posts, sum(self.sizes)))
         start = 0
         for c, g in zip(codes_in_order, self.sizes, strict=True):
-            np.add.at(self.pos_by_post, (self.pos_columns, start + c[self.pos_rows]), 1.0)
-            np.add.at(self.neg_by_post, (self.neg_columns, start + c[self.neg_rows]), 1.0)
+            np.add.at(self.pos_by_post, (self.pos_columns, start + c[pos_rows]), 1.0)
+            np.add.at(self.neg_by_post, (neg_columns, start + c[neg_rows]), 1.0)
             start += g
-        self.pos_group = np.hstack([_indicator(c[self.pos_rows], g)
-                                    for c, g in zip(codes_in_order, sizes, strict=True)]
-                                   or [np.zeros((self.pos_rows.size, 0))])
-        self.neg_group = np.hstack([_indicator(c[self.neg_rows], g)
-                                    for c, g in zip(codes_in_order, sizes, strict=True)]
-                                   or [np.zeros((self.neg_rows.size, 0))])
+        # (cohorts x positives) indicators, to sum a positive's terms per cohort
+        self.pos_group_t = np.vstack([_indicator(c[pos_rows], g).T
+                                      for c, g in zip(codes_in_order, sizes, strict=True)]
+                                     or [np.zeros((0, pos_rows.size))])
         # Per column: its negatives by cohort, then in the order of p; each positive's place
         # among its own cohort's negatives (below its tie run, and up to its end) and the
-        # start of its cohort in that order.
+        # start of its cohort in that order. And the runs of its negatives (in that order) of
+        # one cohort between the same two positives, which see the same positives above
+        # them: each run's weight times the positives' weight above it, summed per cohort,
+        # is 2 U(all, j).
         self.within = []
-        # Per column also: the runs of its negatives (in that order) of one cohort and one tie
-        # run of p, which see the same positives above them: each run's weight times the
-        # positives' weight above it, summed per cohort, is 2 U(all, j).
-        self.runs = []
+        run_positions = []
         n1 = layout.n + 1
-        for c in codes_in_order:
-            neg_codes = c[self.neg_rows]
+        for c, g in zip(codes_in_order, self.sizes, strict=True):
+            neg_codes = c[neg_rows]
             perm = np.argsort(neg_codes, kind="stable")
-            keys = neg_codes[perm] * n1 + self.neg_rows[perm]
-            g_x = c[self.pos_rows] * n1
-            self.within.append((self.neg_columns[perm],
-                                np.searchsorted(keys, g_x + lo[self.pos_rows]),
-                                np.searchsorted(keys, g_x + hi[self.pos_rows]),
-                                np.searchsorted(keys, g_x)))
-            codes, run_lo, run_hi = neg_codes[perm], self.neg_lo[perm], self.neg_hi[perm]
+            keys = neg_codes[perm] * n1 + neg_rows[perm]
+            g_x = c[pos_rows] * n1
+            at_lo = np.searchsorted(keys, g_x + lo[pos_rows])
+            at_hi = np.searchsorted(keys, g_x + hi[pos_rows])
+            base = np.searchsorted(keys, np.arange(g, dtype=np.int64) * n1)  # per cohort
+            codes, run_lo, run_hi = neg_codes[perm], neg_lo[perm], neg_hi[perm]
             new = np.r_[True, (codes[1:] != codes[:-1]) | (run_lo[1:] != run_lo[:-1])
                         | (run_hi[1:] != run_hi[:-1])] if codes.size else np.zeros(0, bool)
             starts = np.flatnonzero(new)
+            ends = np.r_[starts[1:], codes.size].astype(np.int64)
             run_codes = codes[starts]
             blocks = np.flatnonzero(np.r_[True, run_codes[1:] != run_codes[:-1]]) \
                 if starts.size else starts
-            self.runs.append((starts, run_lo[starts], run_hi[starts], blocks,
-                              run_codes[blocks]))
+            prefix = _Prefix(neg_columns[perm], np.r_[at_lo, at_hi, base, starts, ends],
+                             n_posts)
+            self.within.append((prefix, _pair(prefix.index(at_lo), prefix.index(at_hi)),
+                                prefix.index(base),
+                                prefix.index(starts), prefix.index(ends), blocks,
+                                run_codes[blocks], run_lo[starts], run_hi[starts]))
+            run_positions.append(np.r_[run_lo[starts], run_hi[starts]])
+        # the whole data's positives above each run (up to its tie run, and below its end)
+        self.positives = _Prefix(
+            self.pos_columns, np.concatenate(run_positions or [np.zeros(0, np.int64)]), n_posts)
+        self.within = [(*w[:-2], _pair(self.positives.index(w[-2]),
+                                       self.positives.index(w[-1]))) for w in self.within]
 
     def replicates(self, weights) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per column: (cohort AUROC, rest AUROC), ``(b, g)`` each."""
-        layout = self.layout
-        pos, neg = layout.cumulative(weights)
-        total_p, total_n = pos[:, -1].astype(np.float64), neg[:, -1].astype(np.float64)
-        w_pos = np.take(weights, self.pos_columns, axis=1).astype(np.float64)
-        # positives against every negative below them (ties one half), per positive row
-        pos_terms = w_pos * (np.take(neg, self.pos_lo, axis=1)
-                             + np.take(neg, self.pos_hi, axis=1))
-        del neg
-        twice_total = pos_terms.sum(axis=1)
+        bound = int(np.iinfo(weights.dtype).max) * max(self.layout.n, 1)
+        by_post = np.ascontiguousarray(  # (posts, b)
+            weights.T, dtype=np.int32 if bound < np.iinfo(np.int32).max else np.int64)
+        w_pos = np.take(by_post, self.pos_columns, axis=0).astype(np.float64)  # (positives, b)
+        total_p = w_pos.sum(axis=0)
+        total_n = (self.neg_per_post @ by_post).astype(np.float64)
+        # positives against every negative below them (ties one half), per positive
+        pos_terms = _pair_sum(self.negatives.values(by_post), *self.pos_at)
+        pos_terms *= w_pos
+        twice_total = pos_terms.sum(axis=0)
         # the cohorts' weights of positives and negatives from the posts' weights (whole
         # numbers: the same sums as over the queries)
-        by_post = weights.astype(np.float64)
-        p_j = by_post @ self.pos_by_post
-        n_j = by_post @ self.neg_by_post
-        row = pos_terms @ self.pos_group  # 2 U(j, all)
+        weights_f = weights.astype(np.float64)
+        p_j = weights_f @ self.pos_by_post
+        n_j = weights_f @ self.neg_by_post
+        row = (self.pos_group_t @ pos_terms).T  # 2 U(j, all)
+        del pos_terms
         diag = np.empty_like(row)
         above = np.zeros_like(row)  # per cohort: its negatives times the positives above
+        pos = self.positives.values(by_post)
         start = 0
-        kind = np.int32 if int(np.iinfo(weights.dtype).max) * max(layout.n, 1) < 2**31 \
-            else np.int64
-        for (g, (columns, at_lo, at_hi, base), (starts, run_lo, run_hi, blocks, present)) in \
-                zip(self.sizes, self.within, self.runs, strict=True):
-            gathered = np.take(weights, columns, axis=1)
-            cum = np.zeros((weights.shape[0], columns.size + 1), dtype=kind)
-            np.cumsum(gathered, axis=1, dtype=kind, out=cum[:, 1:])
-            terms = w_pos * (np.take(cum, at_lo, axis=1) + np.take(cum, at_hi, axis=1)
-                             - 2.0 * np.take(cum, base, axis=1))
-            diag[:, start:start + g] = terms @ self.pos_group[:, start:start + g]
+        for g, (prefix, at, base, starts, ends, blocks, present, run_at) in \
+                zip(self.sizes, self.within, strict=True):
+            cum = prefix.values(by_post)
+            terms = _pair_sum(cum, *at)
+            terms *= w_pos
+            # minus twice the negatives before the cohort's own, times its positives
+            diag[:, start:start + g] = (self.pos_group_t[start:start + g] @ terms).T
+            if base.size:
+                diag[:, start:start + g] -= 2.0 * np.take(cum, base, axis=0).T \
+                    * p_j[:, start:start + g]
             if starts.size:  # whole numbers: exact, in any order
-                run_w = np.add.reduceat(gathered, starts, axis=1, dtype=np.int64)
-                run_w *= np.take(pos, run_lo, axis=1) + np.take(pos, run_hi, axis=1)
-                above[:, start + present] = np.add.reduceat(run_w, blocks, axis=1)
+                run_w = np.take(cum, ends, axis=0) - np.take(cum, starts, axis=0)
+                run_w *= _pair_sum(pos, *run_at)
+                above[:, start + present] = np.add.reduceat(run_w, blocks, axis=0).T
             start += g
-        del pos
         col = 2 * total_p[:, None] * n_j - above  # 2 U(all, j)
         cohort = ratio(diag / 2.0, p_j * n_j)
         rest = ratio((twice_total[:, None] - row - col + diag) / 2.0,
@@ -269,6 +332,11 @@ class PairCounts:
             out.append((cohort[:, start:start + g], rest[:, start:start + g]))
             start += g
         return out
+
+
+def _pair(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(lo, hi, tied)`` for :func:`_pair_sum`: ``tied`` where the two differ."""
+    return lo, hi, np.flatnonzero(lo != hi)
 
 
 def _indicator(codes: np.ndarray, g: int) -> np.ndarray:
@@ -357,7 +425,8 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
         if progress is not None and total:
             progress(done, total)
 
-    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cohorts") as pool:
+    with _one_blas_thread(), \
+            ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cohorts") as pool:
         pending = []
         for batch in _batches(counts):
             pending.append((pool.submit(charged(one), batch), batch.shape[0]))
@@ -372,6 +441,17 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
 
 #: Threads of the pass over the resamples (the machine's cores, at most 4).
 WORKERS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _one_blas_thread():
+    """The BLAS library on one thread for the pass: its threads run the batches already,
+    and a product spread over every core by each of them only makes the cores wait on each
+    other (and spin: the CPU time doubled on two cores). Without threadpoolctl, as it is."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency; the pass is the same without it
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _batches(counts, rows: int = 500):
