@@ -55,6 +55,12 @@ NOT_RUN = {
         "a Dask cluster on 20M generated candidates: minutes and GBs",
     "python benchmarks/bench_dask.py --queries 10000000 --queries-per-part 100000":
         "a Dask cluster on 200M generated candidates: minutes and 8 GB",
+    "python benchmarks/bench_dask.py --queries 30000000 --write-only":
+        "writes 600M generated candidates: ~20 minutes and 0.9 GB of disk",
+    **{f"python benchmarks/bench_dask.py --queries {n} --reduced --bootstrap 200 "
+       f"--results benchmarks/results/dask_reduced.jsonl":
+       "a Dask cluster on 60M-600M generated candidates: tens of minutes"
+       for n in (3000000, 10000000, 30000000)},
     'python -m pip install -e ".[rag]"': "installs packages (needs a package index)",
     'python -m pip install -e ".[rag-semantic]"': "installs packages (needs a package index)",
     "python -m metrics_core.demo": "rewrites the committed demo files in the package's assets/ "
