@@ -1,6 +1,8 @@
 """The Cohorts page in headless Chromium: an upload whose queries table carries cohort columns
 (site, with a planted disparity, and sex), chosen on the Data & audit page, then shown on the
-Cohorts page with the disparity flagged (contract §9, cohorts)."""
+Cohorts page with the disparity flagged; the choice in the page address, restored by opening
+it in a new session; a posts table uploaded on the Data & audit page whose column is chosen and
+shown (contract §9, cohorts)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from tests.test_browser import (  # noqa: F401  (fixtures)
     go_to,
     new_page,
     pytestmark,
+    query,
     screenshot,
     upload_files,
     wait_idle,
@@ -23,7 +26,9 @@ from tests.test_browser import (  # noqa: F401  (fixtures)
 )
 
 
-def _files(tmp_path):
+def _files(tmp_path, *, posts_table: bool = False):
+    """Queries (with site and sex, or, with ``posts_table``, without them: site goes to a
+    posts table keyed by post_id, as region) and candidates, as CSV."""
     queries, candidates = make_synthetic(150, n_criteria=4, seed=3)
     rng = np.random.default_rng(1)
     posts = queries["post_id"].unique()
@@ -35,9 +40,25 @@ def _files(tmp_path):
     queries.loc[west, "p_has_evidence"] = (0.2 * queries.loc[west, "p_has_evidence"]
                                            + 0.8 * rng.random(int(west.sum()))).round(6)
     q_path, c_path = tmp_path / "queries.csv", tmp_path / "candidates.csv"
-    queries.to_csv(q_path, index=False)
     candidates.to_csv(c_path, index=False)
+    if posts_table:
+        table = queries[["post_id", "site"]].drop_duplicates().rename(columns={"site": "region"})
+        table.to_csv(tmp_path / "posts.csv", index=False)
+        queries = queries.drop(columns=["site", "sex"])
+    queries.to_csv(q_path, index=False)
     return q_path, c_path
+
+
+def _choose(page, columns) -> None:
+    """Choose cohort columns on the Data & audit page (typed, then the option of that exact
+    name clicked: typing "site" also lists "site*sex")."""
+    choose = page.locator(".st-key-cohort_columns input")
+    for column in columns:
+        choose.click()
+        choose.fill(column)
+        page.get_by_role("option", name=column, exact=True).click()
+        wait_idle(page)
+    page.keyboard.press("Escape")
 
 
 def test_cohorts_of_an_upload_with_cohort_columns(new_page, app_url, tmp_path):  # noqa: F811
@@ -50,13 +71,7 @@ def test_cohorts_of_an_upload_with_cohort_columns(new_page, app_url, tmp_path): 
            ).to_be_visible(timeout=TIMEOUT_MS)
     wait_idle(page)
     go_to(page, "Data & audit", "Data & audit")
-    choose = page.locator(".st-key-cohort_columns input")
-    for column in ("site", "sex"):
-        choose.click()
-        choose.fill(column)
-        choose.press("Enter")
-        wait_idle(page)
-    page.keyboard.press("Escape")
+    _choose(page, ("site", "sex"))
     go_to(page, "Cohorts", "Cohorts")
     expect(page.locator(".st-key-cohort_forest")).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.locator(".st-key-cohort_table")).to_be_visible()
@@ -66,3 +81,63 @@ def test_cohorts_of_an_upload_with_cohort_columns(new_page, app_url, tmp_path): 
     expect(flagged).to_contain_text("site = west")
     assert_no_failure(page)
     screenshot(page, "cohorts_upload")
+
+
+def test_the_cohort_columns_are_in_the_address_and_a_new_session_restores_them(
+        new_page, app_url):  # noqa: F811
+    """On the demo (few resamples: the link sets them): a column and an intersection chosen,
+    the address carries both, and a new session opened at that address shows the same
+    Cohorts page, the same choice on the Data & audit page."""
+    page = new_page(app_url + "/data?bootstrap=400")
+    wait_page(page, "Data & audit")
+    _choose(page, ("site", "site*sex"))
+    go_to(page, "Cohorts", "Cohorts")
+    expect(page.locator(".st-key-cohort_forest")).to_be_visible(timeout=TIMEOUT_MS)
+    flagged = page.get_by_test_id("stAlert").filter(has_text="disparity(ies) flagged")
+    expect(flagged).to_contain_text("site = site_E")
+    wait_idle(page)
+    assert query(page)["cohort_columns"] == ["site", "site*sex"]
+    table = page.locator(".st-key-cohort_table")
+    shown = table.inner_text()
+    again = new_page(page.url)
+    wait_page(again, "Cohorts")
+    expect(again.locator(".st-key-cohort_forest")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(again.get_by_test_id("stAlert").filter(has_text="disparity(ies) flagged")
+           ).to_contain_text("site = site_E")
+    assert again.locator(".st-key-cohort_table").inner_text() == shown
+    go_to(again, "Data & audit", "Data & audit")
+    chosen = again.locator(".st-key-cohort_columns")
+    expect(chosen).to_contain_text("site*sex")
+    assert_no_failure(again)
+
+
+def test_a_posts_table_uploaded_on_the_data_page_gives_cohorts(
+        new_page, app_url, tmp_path):  # noqa: F811
+    """Queries without cohort columns, then a posts table (post_id, region) on the Data &
+    audit page: region is offered, chosen, and the Cohorts page flags the planted disparity."""
+    q_path, c_path = _files(tmp_path, posts_table=True)
+    page = new_page(app_url)
+    wait_page(page, "Overview")
+    upload_files(page, q_path, c_path)
+    page.locator(".st-key-load_upload button").click()
+    expect(page.get_by_text("Data: Uploaded data: queries.csv, candidates.csv")
+           ).to_be_visible(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    go_to(page, "Data & audit", "Data & audit")
+    expect(page.get_by_text("add a posts table below")).to_be_visible()
+    page.get_by_test_id("stExpander").filter(has_text="Posts table (optional)").locator(
+        "summary").click()
+    page.locator(".st-key-upload_posts input[type=file]").set_input_files(tmp_path / "posts.csv")
+    expect(page.locator('.st-key-upload_posts [aria-label="Remove posts.csv"]')).to_be_visible()
+    wait_idle(page)
+    page.locator(".st-key-load_posts button").click()
+    expect(page.get_by_text("In use: posts.csv")).to_be_visible(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    _choose(page, ("region",))
+    go_to(page, "Cohorts", "Cohorts")
+    expect(page.locator(".st-key-cohort_forest")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator(".st-key-cohort_table")).to_be_visible()
+    flagged = page.get_by_test_id("stAlert").filter(has_text="disparity(ies) flagged")
+    expect(flagged).to_contain_text("region = west")
+    assert_no_failure(page)
+    screenshot(page, "cohorts_posts_table")
