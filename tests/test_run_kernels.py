@@ -71,3 +71,34 @@ def test_the_summaries_given_are_what_the_records_read():
         (1.5, 3), (2.5, 3), (3.5, 3), (11, 3), (4.5, 3)]
     rows = np.flatnonzero(inter.emask)
     assert run.value("evidence_recall")[:2] == (float(np.mean(inter.rec[rows])), rows.size)
+
+
+
+def test_each_group_s_k_median_and_p90_from_counts_equal_numpy_s_to_the_last_bit():
+    """The per-group tables' median and P90 of K are counted, not sorted per group: numpy's
+    values on each group's K (as floats, as the tables held them), NaN for an empty group."""
+    from metrics_core.evaluation import tables
+    from metrics_core.metrics import dynamic_k
+
+    rng = np.random.default_rng(9)
+    for n, g in ((1, 1), (5, 3), (300, 10), (5000, 7)):
+        k = np.where(rng.random(n) < 0.8, 0, rng.integers(1, 40, n)).astype(np.int64)
+        codes = rng.integers(0, g, n)
+        stats = dynamic_k.k_stats_by_group(k, codes, g)
+        assert [s.n for s in stats] == np.bincount(codes, minlength=g).tolist()
+        for i, s in enumerate(stats):
+            group = k[codes == i].astype(np.float64)
+            if not group.size:
+                assert math.isnan(s.median) and math.isnan(s.p90)
+                continue
+            assert _same(s.median, float(np.median(group))), (n, g, i)
+            assert _same(s.p90, float(np.percentile(group, 90))), (n, g, i)
+    q, c = random_frames(n_posts=60, seed=3, positive_rate=0.3)
+    ev = Evaluator(Dataset.from_frames(q, c))
+    inter = ev.intermediate(EvalConfig(bootstrap=0, tau_neg=0.1, tau_pos=0.7))
+    codes, names = tables.group_codes(ev, "criterion")
+    got = kernels.group_values(ev, inter, "criterion", codes, len(names), "criterion")
+    for i in range(len(names)):
+        group = inter.k[codes == i].astype(np.float64)
+        assert _same(float(got["median_k"][i]), float(np.median(group)))
+        assert _same(float(got["p90_k"][i]), float(np.percentile(group, 90)))

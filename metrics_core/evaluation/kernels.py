@@ -21,7 +21,7 @@ import numpy as np
 from metrics_core import registry
 from metrics_core.config import VARIANT_LABELS
 from metrics_core.data.ordering import stable_argsort
-from metrics_core.metrics import calibration, classification, multilabel, outcomes
+from metrics_core.metrics import calibration, classification, dynamic_k, multilabel, outcomes
 from metrics_core.metrics import gate as gate_mod
 from metrics_core.registry import fmt_t
 
@@ -283,6 +283,13 @@ def _grouped(codes, g, how: str, columns: dict, mask) -> dict:
         return _grouped_means(codes, g, columns, mask)
     out = {}
     for name, values in columns.items():
+        if how in ("median", "p90") and np.asarray(values).dtype.kind in "iu":
+            # whole numbers (K): each group's order statistics from counts, numpy's values
+            keep = slice(None) if mask is None else mask
+            stats = dynamic_k.k_stats_by_group(np.asarray(values)[keep], codes[keep], g)
+            out[name] = np.array([s.median if how == "median" else s.p90 for s in stats],
+                                 dtype=np.float64)
+            continue
         values = np.asarray(values, dtype=np.float64)
         if how in ("median", "p90"):
             out[name] = np.array([np.nan if not m.size else np.median(values[m])
@@ -388,8 +395,8 @@ def group_values(ev, inter, label, codes, g, where: str | None) -> dict[str, np.
         for name in names(spec, inter):
             if kernel.per_query:
                 values = _per_query(ev, inter, name)
-                if kernel.source == "k":
-                    values = values.astype(np.float64)
+                if kernel.source == "k" and kernel.reduce not in ("median", "p90"):
+                    values = values.astype(np.float64)  # (the order statistics count K)
                 batches.setdefault((kernel.over, kernel.reduce), {})[name] = values
             else:
                 wholes.setdefault(kernel.source, []).append((name, kernel.field or name))

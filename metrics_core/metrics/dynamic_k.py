@@ -55,6 +55,7 @@ __all__ = [
     "evidence_per_query",
     "hits_within",
     "k_max_per_query",
+    "k_stats_by_group",
     "k_summary",
     "select_k",
 ]
@@ -619,6 +620,21 @@ class KSummary:
         return {"overall": self.overall.as_dict(),
                 "by_state": {name: s.as_dict() for name, s in self.by_state.items()},
                 "by_has_evidence": {str(v): s.as_dict() for v, s in self.by_has_evidence.items()}}
+
+
+def k_stats_by_group(k, codes, n_groups: int) -> list[KStats]:
+    """:class:`KStats` of the K of each group (``codes``: each query's group, 0 ..
+    ``n_groups`` − 1), K counted once for every group (no sort, no gather per group); an
+    empty group's statistics are NaN.
+
+    >>> [(s.n, s.median, s.p90) for s in k_stats_by_group([0, 2, 3, 5], [0, 1, 1, 0], 2)]
+    [(2, 2.5, 4.5), (2, 2.5, 2.9)]
+    """
+    values, shifted = _k_codes(np.asarray(k, dtype=np.int64))
+    key = np.asarray(codes).astype(np.intp) * values.size
+    key += shifted
+    rows = np.bincount(key, minlength=n_groups * values.size).reshape(n_groups, values.size)
+    return [KStats.of_counts(row, values) for row in rows]
 
 
 def k_summary(k, *, states=None, y=None) -> KSummary:
