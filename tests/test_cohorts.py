@@ -26,6 +26,7 @@ from metrics_core.evaluation.cohorts import (
 from metrics_core.evaluation.evaluator import Evaluator
 from metrics_core.inputs.cohort_columns import cohort_attributes
 from metrics_core.inputs.loading import load
+from metrics_core.metrics.multilabel import MULTILABEL_NAMES
 from metrics_core.metrics.uncertainty import Bootstrap
 
 
@@ -475,16 +476,62 @@ def test_every_summed_metrics_interval_matches_a_literal_resampling_loop():
                 want, abs=1e-9), (value, name)
 
 
-def test_the_metrics_left_without_an_interval_are_the_curve_calibration_and_per_post_ones():
+def test_the_metrics_left_without_an_interval_are_the_curve_and_calibration_fit_ones():
     q, c = _data()
     *_, result = _tables(q, c, cfg=EvalConfig(bootstrap=60))
     table = result.cohorts
     without = set(table.loc[table["ci95"].isna() & table["defined"], "metric"])
-    assert without <= {"auprc", "calibration_in_the_large",
-                       "calibration_intercept", "calibration_slope", "exact_match",
-                       "hamming_score", "hamming_loss", "micro_f1", "samples_f1", "macro_f1",
-                       "weighted_f1"} | {m for m in without if m.startswith(("tpr@", "threshold@"))}
-    assert set(table.loc[table["ci95"].notna(), "metric"]) >= SUMMED
+    assert without <= {"auprc", "calibration_in_the_large", "calibration_intercept",
+                       "calibration_slope"} | {m for m in without
+                                               if m.startswith(("tpr@", "threshold@"))}
+    assert set(table.loc[table["ci95"].notna(), "metric"]) >= SUMMED | set(MULTILABEL_NAMES)
+
+
+@pytest.mark.parametrize(("seed", "rule"), [(7, "threshold"), (11, "alert"),
+                                            (19, "screen_in")])
+def test_the_multilabel_intervals_match_a_literal_resampling_loop(seed, rule):
+    """Each cohort's multi-label metrics (§8) on every resample of posts: the cohort's
+    queries of each drawn post, the post repeated as many times as it is drawn (each copy a
+    post of its own), scored by ``multilabel_metrics``; the percentiles of those values."""
+    from metrics_core.metrics.multilabel import decision_labels, multilabel_metrics
+
+    q, c = _data(n_posts=30, n_criteria=3, seed=seed)
+    cfg = EvalConfig(bootstrap=80, seed=seed, multilabel_rule=rule)
+    loaded, attrs = _run(q, c, ["site"])
+    ev = Evaluator(loaded.dataset)
+    inter = ev.intermediate(cfg)
+    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=80, seed=seed).counts()
+    table = cohort_tables(ev, inter, [attrs["site"]], counts=counts, weak=False).cohorts
+    ds, site = ev.ds, attrs["site"]
+    yh = decision_labels(ds, rule=rule, threshold=cfg.threshold, states=inter.states)
+    n_crit = len(ds.criteria)
+
+    def values(rows):
+        copy = np.arange(rows.size) - np.repeat(  # which copy of its post a row is
+            np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]),
+            np.diff(np.r_[np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]), rows.size]))
+        post = np.unique(ds.post_code[rows] * 1000 + copy, return_inverse=True)[1]
+        shape = (int(post.max()) + 1, n_crit)
+        y, pred, mask = np.zeros(shape, int), np.zeros(shape, int), np.zeros(shape, bool)
+        crit = ds.criterion_code[rows]
+        y[post, crit], pred[post, crit], mask[post, crit] = ds.y[rows], yh[rows], True
+        return multilabel_metrics(y, pred, mask)
+
+    for j, value in enumerate(site.values):
+        own = np.flatnonzero(site.codes == j)
+        point = values(own)
+        resampled = {name: [] for name in MULTILABEL_NAMES}
+        for r in range(counts.shape[0]):
+            rows = np.repeat(own, counts[r][ds.post_code[own]])
+            got = values(rows) if rows.size else dict.fromkeys(MULTILABEL_NAMES, np.nan)
+            for name in MULTILABEL_NAMES:
+                resampled[name].append(got[name])
+        for name in MULTILABEL_NAMES:
+            assert _value(table, "site", value, name) == pytest.approx(point[name]), name
+            v = np.array(resampled[name], dtype=float)
+            want = np.percentile(v[~np.isnan(v)], [2.5, 97.5]).tolist()
+            assert _value(table, "site", value, name, "ci95") == pytest.approx(
+                want, abs=1e-9), (value, name)
 
 
 def test_each_metric_s_per_query_sums_come_from_its_registry_entry():

@@ -20,8 +20,9 @@ from metrics_core.metrics import outcomes
 from metrics_core.metrics.curve_replicates import ScoreLayout
 from metrics_core.metrics.uncertainty import Bootstrap, weighted_int_quantiles
 
-__all__ = ["WORKERS", "PairCounts", "distinct_columns", "extra_columns", "extra_values",
-           "prepare", "ratio", "replicates", "sum_columns"]
+__all__ = ["MULTILABEL_CRITERIA", "WORKERS", "PairCounts", "distinct_columns",
+           "extra_columns", "extra_values", "multilabel_sums", "multilabel_values", "prepare",
+           "ratio", "replicates", "sum_columns"]
 
 
 # --------------------------------------------------------------------- per-query sums
@@ -158,6 +159,74 @@ def extra_values(names: Sequence[str], sums: np.ndarray) -> dict[str, np.ndarray
         values, _ = outcomes.counted(table.reshape(-1, 3, 2), spec.counting)
         out[spec.name] = values.reshape(table.shape[:-1])
     return out
+
+
+# ------------------------------------------------------------ the multi-label metrics
+#: Criteria up to which macro and weighted F1 per cohort get intervals (their per-criterion
+#: sums: five columns per criterion).
+MULTILABEL_CRITERIA = 64
+
+
+def multilabel_sums(ds, inter, grouping: Grouping, posts: Sequence[np.ndarray]) -> list:
+    """Per cohort: ``(posts of the cohort, K)`` per-post sums whose weighted totals give the
+    multi-label metrics (§8) of the cohort's queries on a resample of posts (the terms of
+    :func:`metrics_core.metrics.multilabel.multilabel_weighted`): cells, present, exact,
+    wrong, TP, FP, FN, the post's F1, then (with at most :data:`MULTILABEL_CRITERIA`
+    criteria) TP, FP, FN, gold and cells per criterion. ``posts``: each cohort's posts, as
+    :func:`prepare` lists them (each with a query in the cohort: present)."""
+    from metrics_core.metrics import multilabel
+
+    cfg = inter.cfg
+    yh = multilabel.decision_labels(ds, rule=cfg.multilabel_rule, threshold=cfg.threshold,
+                                    states=inter.states).astype(bool)
+    y = np.asarray(ds.y).astype(bool)
+    n_crit = len(ds.criteria)
+    kinds = [np.ones_like(y), (yh & ~y) | (y & ~yh), y & yh, yh & ~y, y & ~yh]
+    crit = np.asarray(ds.criterion_code, dtype=np.int64)
+    out = []
+    for j, used in enumerate(posts):
+        rows = np.flatnonzero(grouping.codes == j)
+        local = np.searchsorted(used, ds.post_code[rows])
+        per = np.zeros((used.size, len(kinds)))
+        for i, kind in enumerate(kinds):
+            per[:, i] = np.bincount(local, weights=kind[rows], minlength=used.size)
+        cells, wrong, tp, fp, fn = per.T
+        present = (cells > 0).astype(np.float64)
+        columns = [cells, present, present * (wrong == 0), wrong, tp, fp, fn,
+                   present * multilabel.f1_from_counts(tp, fp, fn)]
+        if n_crit <= MULTILABEL_CRITERIA:
+            for kind in (y & yh, yh & ~y, y & ~yh, y, np.ones_like(y)):
+                by = np.zeros((used.size, n_crit))
+                np.add.at(by, (local, crit[rows]), kind[rows].astype(np.float64))
+                columns.extend(by.T)
+        out.append(np.column_stack(columns))
+    return out
+
+
+def multilabel_values(sums: np.ndarray, n_crit: int) -> dict[str, np.ndarray]:
+    """The multi-label metrics from the weighted sums of :func:`multilabel_sums` (last axis),
+    as :func:`~metrics_core.metrics.multilabel.multilabel_weighted` computes them; NaN without
+    a cell (macro and weighted F1 also NaN beyond :data:`MULTILABEL_CRITERIA` criteria)."""
+    from metrics_core.metrics import multilabel
+
+    n_cells, n_present, n_exact, n_wrong, s_tp, s_fp, s_fn, s_f1 = np.moveaxis(
+        sums[..., :8], -1, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        loss = n_wrong / n_cells
+        out = {"exact_match": n_exact / n_present, "hamming_score": 1.0 - loss,
+               "hamming_loss": loss, "micro_f1": multilabel.f1_from_counts(s_tp, s_fp, s_fn),
+               "samples_f1": s_f1 / n_present}
+        if sums.shape[-1] > 8:
+            c_tp, c_fp, c_fn, c_support, c_cells = np.split(sums[..., 8:], 5, axis=-1)
+            crit_f1 = multilabel.f1_from_counts(c_tp, c_fp, c_fn)
+            drawn = c_cells > 0
+            macro = np.where(drawn, crit_f1, 0.0).sum(-1) / drawn.sum(-1)
+            support = c_support.sum(-1)
+            out["macro_f1"] = macro
+            out["weighted_f1"] = np.where(support > 0,
+                                          (crit_f1 * c_support).sum(-1) / support, macro)
+    none = n_cells <= 0
+    return {k: np.where(none, np.nan, v) for k, v in out.items()}
 
 
 # ------------------------------------------------------------------ AUROC pair counts
@@ -352,6 +421,7 @@ class _Column:
     posts: list  # per cohort: the posts it has queries of
     sums: list  # per cohort: (posts, 2S) per-post sums of its numerators and denominators
     extra: list | None = None  # per cohort: (posts, 2E) the same of extra_columns
+    multilabel: list | None = None  # per cohort: (posts, K) of multilabel_sums
 
 
 def prepare(ds, grouping: Grouping, num_den: np.ndarray,
@@ -398,6 +468,8 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
             rest = np.empty_like(cohort)
             extra = None if col.extra is None else np.empty(
                 (batch.shape[0], g, col.extra[0].shape[1]))
+            ml = None if col.multilabel is None else np.empty(
+                (batch.shape[0], g, col.multilabel[0].shape[1]))
             for j in range(g):
                 own = cf[:, col.posts[j]]  # the cohort's posts' weights, gathered once
                 s = own @ col.sums[j]
@@ -406,21 +478,25 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
                 rest[:, j, :n_metrics] = ratio(r[:, :n_metrics], r[:, n_metrics:])
                 if extra is not None:
                     extra[:, j] = own @ col.extra[j]
+                if ml is not None:
+                    ml[:, j] = own @ col.multilabel[j]
             cohort[:, :, n_metrics], rest[:, :, n_metrics] = a, b
-            out.append((cohort, rest, extra))
+            out.append((cohort, rest, extra, ml))
         return out
 
-    store = [{"cohort": [], "rest": [], "extra": []} for _ in columns]
+    store = [{"cohort": [], "rest": [], "extra": [], "multilabel": []} for _ in columns]
     done = 0
     total = counts.shape[0] if hasattr(counts, "shape") else None
 
     def keep(values, rows) -> None:
         nonlocal done
-        for part, (cohort, rest, extra) in zip(store, values, strict=True):
+        for part, (cohort, rest, extra, ml) in zip(store, values, strict=True):
             part["cohort"].append(cohort)
             part["rest"].append(rest)
             if extra is not None:
                 part["extra"].append(extra)
+            if ml is not None:
+                part["multilabel"].append(ml)
         done += rows
         if progress is not None and total:
             progress(done, total)

@@ -48,6 +48,8 @@ from metrics_core.evaluation.cohort_resamples import (
     distinct_columns,
     extra_columns,
     extra_values,
+    multilabel_sums,
+    multilabel_values,
     prepare,
     ratio,
     replicates,
@@ -157,6 +159,25 @@ def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
     return out
 
 
+def _multilabel_intervals(body: pd.DataFrame, col, n_crit: int,
+                          replicates: np.ndarray | None) -> dict[str, list]:
+    """metric -> one interval per cohort for the multi-label metrics (§8: posts resampled,
+    every query of a drawn post a cell), where the sums on the data itself give the table's
+    value (the same definition)."""
+    if replicates is None or col.multilabel is None:
+        return {}
+    point = multilabel_values(np.stack([m.sum(axis=0) for m in col.multilabel]), n_crit)
+    resampled = multilabel_values(replicates, n_crit)
+    out = {}
+    for name, values in point.items():
+        if name not in body.columns:
+            continue
+        shown = body[name].to_numpy(dtype=np.float64, na_value=np.nan)
+        if np.allclose(values, shown, rtol=1e-9, atol=1e-12, equal_nan=True):
+            out[name] = _cis(np.where(np.isfinite(resampled[name]), resampled[name], np.nan))
+    return out
+
+
 def _other_rows(grouping, body: pd.DataFrame, names: set, n, n_pos,
                 intervals: Mapping[str, list] | None = None) -> list[dict]:
     """The per-group metrics without a disparity test: the cohort's value and, where the
@@ -229,6 +250,8 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
     distinct, where = distinct_columns(extra)  # summed once each, then laid out again
     columns = [prepare(ds, g, num_den, distinct if i < len(singles) else None)
                for i, g in enumerate(segment_columns)]
+    for col in columns[:len(singles)]:  # the multi-label metrics' per-post sums
+        col.multilabel = multilabel_sums(ds, inter, col.grouping, col.posts)
     pairs = PairCounts(layout, [g.codes[order] for g in segment_columns],
                         [len(g.values) for g in segment_columns])
     point_auroc = pairs.replicates(np.ones((1, int(ds.posts.size)), dtype=np.int64))
@@ -255,6 +278,8 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
             body = tables.group_body(ev, inter, grouping)
             intervals = _extra_intervals(grouping, body, extra_names, extra,
                                          None if reps is None else reps[k]["extra"][..., where])
+            intervals.update(_multilabel_intervals(
+                body, col, len(ds.criteria), None if reps is None else reps[k]["multilabel"]))
             rows += _other_rows(grouping, body, set(all_names), n, n_pos, intervals)
             _finish_column(rows)
             cohort_rows.extend(_ordered(rows, body.columns, all_names))

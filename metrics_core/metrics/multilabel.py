@@ -28,7 +28,7 @@ from metrics_core.choices import DECISION_RULES
 from metrics_core.data.dataset import Dataset
 
 __all__ = ["DECISION_RULES", "MULTILABEL_NAMES", "PostLabels", "decision_labels",
-           "multilabel_metrics", "multilabel_weighted", "post_matrix"]
+           "f1_from_counts", "multilabel_metrics", "multilabel_weighted", "post_matrix"]
 
 #: The multi-label metrics of :func:`multilabel_metrics`, in report order.
 MULTILABEL_NAMES = ("exact_match", "hamming_score", "hamming_loss", "micro_f1", "samples_f1",
@@ -161,7 +161,7 @@ def post_matrix(ds: Dataset, predicted) -> tuple[PostLabels, PostLabels, PostLab
     return Y, Yhat, mask
 
 
-def _f1(tp, fp, fn) -> np.ndarray:
+def f1_from_counts(tp, fp, fn) -> np.ndarray:
     """``2TP / (2TP + FP + FN)``, 1.0 where the denominator is 0 (contract §8)."""
     tp, fp, fn = (np.asarray(a, dtype=np.float64) for a in (tp, fp, fn))
     denom = 2 * tp + fp + fn
@@ -214,15 +214,17 @@ def multilabel_metrics(Y, Yhat, mask=None) -> dict[str, float]:
         return np.bincount(index[values], minlength=size)
 
     hamming_loss = int(wrong.sum()) / n_cells
-    per_post = _f1(per(row, n_posts, tp), per(row, n_posts, fp), per(row, n_posts, fn))
-    per_crit = _f1(per(col, n_crit, tp), per(col, n_crit, fp), per(col, n_crit, fn))
+    per_post = f1_from_counts(per(row, n_posts, tp), per(row, n_posts, fp),
+                              per(row, n_posts, fn))
+    per_crit = f1_from_counts(per(col, n_crit, tp), per(col, n_crit, fp),
+                              per(col, n_crit, fn))
     support = per(col, n_crit, y)
     wrong_posts = per(row, n_posts, wrong) > 0
     out.update(
         exact_match=float((~wrong_posts)[posts].mean()),
         hamming_score=float(1.0 - hamming_loss),
         hamming_loss=float(hamming_loss),
-        micro_f1=float(_f1(int(tp.sum()), int(fp.sum()), int(fn.sum()))),
+        micro_f1=float(f1_from_counts(int(tp.sum()), int(fp.sum()), int(fn.sum()))),
         samples_f1=float(per_post[posts].mean()),
         macro_f1=float(per_crit[crits].mean()),
     )
@@ -268,7 +270,7 @@ def multilabel_weighted(Y, Yhat, mask=None):
     cells = np.bincount(row, minlength=n_posts).astype(np.float64)
     present = (cells > 0).astype(np.float64)
     exact = present * (per_post(wrong) == 0)
-    post_f1 = present * _f1(per_post(tp), per_post(fp), per_post(fn))
+    post_f1 = present * f1_from_counts(per_post(tp), per_post(fp), per_post(fn))
     sums = np.stack([cells, present, exact, per_post(wrong), per_post(tp), per_post(fp),
                      per_post(fn), post_f1], axis=1)
     kinds = (tp, fp, fn, y, np.ones_like(y))
@@ -291,7 +293,7 @@ def multilabel_weighted(Y, Yhat, mask=None):
                 np.asfortranarray(c) for c in np.split(weights @ dense, len(kinds), axis=1))
         else:
             c_tp, c_fp, c_fn, c_support, c_cells = ((m.T @ weights.T).T for m in by_crit)
-        crit_f1 = _f1(c_tp, c_fp, c_fn)
+        crit_f1 = f1_from_counts(c_tp, c_fp, c_fn)
         drawn = c_cells > 0
         with np.errstate(invalid="ignore", divide="ignore"):
             macro = np.where(drawn, crit_f1, 0.0).sum(1) / drawn.sum(1)
@@ -308,7 +310,8 @@ def multilabel_weighted(Y, Yhat, mask=None):
         with np.errstate(invalid="ignore", divide="ignore"):
             loss = n_wrong / n_cells
             out = np.stack([n_exact / n_present, 1.0 - loss, loss,
-                            _f1(s_tp, s_fp, s_fn), s_f1 / n_present, macro, weighted], axis=1)
+                            f1_from_counts(s_tp, s_fp, s_fn), s_f1 / n_present, macro, weighted],
+                           axis=1)
         out[n_cells <= 0] = np.nan
         return out
 
