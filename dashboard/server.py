@@ -44,8 +44,33 @@ def freeze_startup_objects() -> None:
     from dashboard import access, data, display, sidebar, state, upload  # noqa: F401
     from metrics_core.report import decision_record, figures  # noqa: F401
 
+    first_run_imports()
     gc.collect()
     gc.freeze()
+
+
+def first_run_imports() -> None:
+    """What the first run of the first session would otherwise import or set up, while its
+    browser waits for the first view: the image reader of the page icon, plotly's JSON
+    writer, the evaluation's and the threshold pages' modules, the audit and cohort readers
+    of the demo's load; and the stack inspection Streamlit makes once per process, at the
+    first element any session draws (``inspect`` then maps every loaded module to its file:
+    done here, only the modules imported since are looked at)."""
+    import importlib
+    import inspect
+
+    from PIL import Image
+
+    for name in ("plotly.io", "plotly.offline", "plotly.tools", "pyarrow.pandas_compat",
+                 "dashboard.adjudication", "metrics_core.evaluation.assemble",
+                 "metrics_core.evaluation.checks", "metrics_core.evaluation.sections",
+                 "metrics_core.evaluation.tables",
+                 "metrics_core.inputs.audit", "metrics_core.inputs.cohort_columns",
+                 "metrics_core.metrics.decision", "metrics_core.metrics.risk_control",
+                 "metrics_core.metrics.risk_coverage"):
+        importlib.import_module(name)
+    Image.preinit()  # the common formats' readers (the page icon is read on each run)
+    inspect.stack()
 
 
 freeze_startup_objects()
