@@ -572,6 +572,8 @@ INTERVAL_FIELDS = {"fold_summary": ("ci_lo", "ci_hi", "text"),
                    "targets": ("ci_lo", "ci_hi", "status"),
                    "per_criterion": ("auroc_ci_lo", "auroc_ci_hi"),
                    "decision_curve": ("net_benefit_ci_lo", "net_benefit_ci_hi")}
+#: The interval columns the reduced run does not make (the per-criterion AUROC intervals).
+NOT_REDUCED_COLUMNS = {"per_criterion": ("auroc_ci_lo", "auroc_ci_hi")}
 
 
 def _assert_tables_agree(expected: dict, doc: dict, *, bootstrap: bool) -> None:
@@ -588,6 +590,16 @@ def _assert_tables_agree(expected: dict, doc: dict, *, bootstrap: bool) -> None:
             got = [{k: v for k, v in row.items() if k not in drop} for row in got]
         assert _differences(want, got, key) == [], key
     assert [c["passed"] for c in doc["consistency_checks"]].count(False) == 0
+    for key in INTERVAL_FIELDS:  # every interval column is there but these
+        missing = set(expected[key][0]) - set(doc[key][0])
+        assert missing == set(NOT_REDUCED_COLUMNS.get(key, ()) if bootstrap else ()), key
+    if bootstrap:  # the decision curve's Poisson band holds its point at most thresholds
+        rows = [r for r in doc["decision_curve"] if r["net_benefit_ci_lo"] is not None]
+        assert len(rows) > 80 and all(r["net_benefit_ci_lo"] <= r["net_benefit_ci_hi"]
+                                      for r in rows)
+        inside = [r["net_benefit_ci_lo"] - 1e-12 <= r["net_benefit"]
+                  <= r["net_benefit_ci_hi"] + 1e-12 for r in rows]
+        assert sum(inside) >= 0.9 * len(rows)
     assert len(doc["per_criterion"]) == len(expected["dataset"]["criteria"]) + 2
     assert doc["per_fold"] is not None and doc["gate_grid"] and doc["decision_curve"]
 

@@ -349,7 +349,22 @@ def finish(summary: dict, config) -> dict:
     if r["auroc"] is not None:
         values["ece"], values["mce"] = _reliability_resamples(summary["counts"], r["auroc"],
                                                                config)
+        values["net_benefit"] = _net_benefit_resamples(r["auroc"])
     return {**summary, "resampled": values}
+
+
+def _net_benefit_resamples(weighted) -> np.ndarray:
+    """``(resamples, thresholds)`` net benefit of each resample at the decision curve's
+    thresholds, from its weighted class counts at each distinct ``p``
+    (:func:`metrics_core.metrics.decision.net_benefit` on the counts as weights)."""
+    from metrics_core.metrics import decision
+
+    v = weighted.values
+    y = np.r_[np.ones(v.size), np.zeros(v.size)]
+    p = np.r_[v, v]
+    w = np.concatenate([weighted.pos, weighted.neg], axis=1).astype(np.float64)
+    nb, _ = decision.net_benefit(y, p, np.asarray(decision.DECISION_THRESHOLDS), w)
+    return nb
 
 
 class _Resampled(dict):

@@ -16,9 +16,12 @@ weights, the ranking distribution from the counted values, the fold summary and 
 from the records. What reaches the client is proportional to the report: groups x (distinct
 ``p`` + metrics), never to the queries.
 
-Not made (:data:`NOT_COMPUTED`): what needs each query's value (the smoothed calibration
-curve, the gate's risk-coverage curve, the per-query table), the bootstrap bands of the
-curves, the per-criterion AUROC intervals and the input audit.
+With resamples, the decision curve's band is the Poisson bootstrap's percentile interval of
+each resample's net benefit (from its weighted class counts at each distinct ``p``, made on
+the cluster: :func:`metrics_core.engines.reduced.finish`), while those counts are kept
+(``WEIGHTED_SORT_LIMIT``). Not made (:data:`NOT_COMPUTED`): what needs each query's value (the
+smoothed calibration curve, the gate's risk-coverage curve, the per-query table), the ROC and
+PR bands, the per-criterion AUROC intervals and the input audit.
 """
 
 from __future__ import annotations
@@ -34,8 +37,7 @@ NOT_COMPUTED = (
     "per_query (one row per query: needs the gathered run)",
     "smoothed_calibration (a spline fit on every query)",
     "gate_risk_coverage (the queries ordered by confidence)",
-    "roc_band, pr_band and the decision curve's net_benefit_ci_lo / net_benefit_ci_hi "
-    "(bootstrap bands of the curves)",
+    "roc_band and pr_band (bootstrap bands of the curves)",
     "per_criterion's auroc_ci_lo / auroc_ci_hi (the per-criterion AUROC bootstrap intervals)",
     "audit (the input checks of the loaded rows)",
 )
@@ -327,6 +329,7 @@ def document_tables(summary: dict, records, cfg) -> dict:
     import pandas as pd
 
     from metrics_core.engines.reductions import counted_scores
+    from metrics_core.engines.resampling import percentile_interval
     from metrics_core.evaluation.evaluator import gate_grid_frame
     from metrics_core.evaluation.result import clean, frame_records
     from metrics_core.evaluation.tables import fold_summary
@@ -364,6 +367,12 @@ def document_tables(summary: dict, records, cfg) -> dict:
     curve = decision.decision_curve(np.r_[np.ones(values.size), np.zeros(values.size)],
                                     np.r_[values, values],
                                     sample_weight=np.r_[pos, neg].astype(np.float64))
+    resampled = (summary.get("resampled") or {}).get("net_benefit")
+    if resampled is not None:  # the Poisson bootstrap's percentile band, threshold by threshold
+        bands = [percentile_interval(resampled[:, j]) or (np.nan, np.nan)
+                 for j in range(resampled.shape[1])]
+        curve["net_benefit_ci_lo"] = [b[0] for b in bands]
+        curve["net_benefit_ci_hi"] = [b[1] for b in bands]
     tpr = classification.tpr_at_fpr(counted_scores(counts), targets=cfg.tpr_fprs)
     return clean({
         "tpr_at_fpr": [{"target_fpr": t.target, "tpr": t.tpr if t.defined else None,
