@@ -190,6 +190,10 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
     parts = {"tau": [], "gate": [], "auroc": [], "k_hist": [],
              **{n: [] for n in means}}
     width = int(k.max()) + 1 if k.size else 1
+    by_criterion = {name: np.flatnonzero(ds.criterion_code == c)
+                    for c, name in enumerate(ds.criteria)} if weighted else {}
+    by_criterion = {name: rows for name, rows in by_criterion.items() if rows.size}
+    parts_by = {name: [] for name in by_criterion}
     for start in range(0, b_total, RESAMPLE_BATCH):
         w = poisson_weights(cfg.seed, keys, min(RESAMPLE_BATCH, b_total - start), start=start)
         if inverse is not None:
@@ -205,6 +209,8 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
                                .reshape(w.shape[0], width).astype(np.int64))
         if weighted:
             parts["auroc"].append(weighted_counts(ds.y, ds.p, w))
+        for name, rows in by_criterion.items():  # the per-criterion AUROC intervals
+            parts_by[name].append(weighted_counts(ds.y[rows], ds.p[rows], w[:, rows]))
     ml_posts, ml_crit = [], []
     post_keys = unit_keys(np.asarray(ds.posts, dtype=object))
     flat = per_crit.reshape(per_crit.shape[0], -1).astype(np.float64)
@@ -221,7 +227,9 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
         "tau": np.concatenate(parts["tau"]), "gate": np.concatenate(parts["gate"]),
         "k_hist": np.concatenate(parts["k_hist"], axis=0),
         "means": {n: np.concatenate(parts[n]) for n in means},
-        "auroc": _stack_weighted(parts["auroc"]) if weighted else None}
+        "auroc": _stack_weighted(parts["auroc"]) if weighted else None,
+        "auroc_by_criterion": {name: _stack_weighted(p) for name, p in parts_by.items()}
+        if weighted else None}
     return out
 
 
@@ -299,8 +307,19 @@ def merge_summaries(*parts: dict) -> dict:
                 "tau": a["tau"] + b["tau"], "gate": a["gate"] + b["gate"],
                 "k_hist": add_hist(a["k_hist"], b["k_hist"]),
                 "means": {n: a["means"][n] + b["means"][n] for n in a["means"]},
-                "auroc": _merged_weighted(a["auroc"], b["auroc"])}
+                "auroc": _merged_weighted(a["auroc"], b["auroc"]),
+                "auroc_by_criterion": _merged_by_criterion(a["auroc_by_criterion"],
+                                                           b["auroc_by_criterion"])}
     return out
+
+
+def _merged_by_criterion(a, b):
+    """Two units' weighted counts per criterion merged (a criterion's None, or the whole
+    None, once past :data:`WEIGHTED_SORT_LIMIT`)."""
+    if a is None or b is None:
+        return None
+    return {name: _merged_weighted(a[name], b[name]) if name in a and name in b
+            else a.get(name, b.get(name)) for name in {**a, **b}}
 
 
 def merge_sums(a: dict, b: dict) -> dict:
@@ -350,6 +369,10 @@ def finish(summary: dict, config) -> dict:
         values["ece"], values["mce"] = _reliability_resamples(summary["counts"], r["auroc"],
                                                                config)
         values["net_benefit"] = _net_benefit_resamples(r["auroc"])
+    if r.get("auroc_by_criterion") is not None:
+        values["auroc_by_criterion"] = {
+            name: None if counts is None else auroc_of_weighted(counts)
+            for name, counts in r["auroc_by_criterion"].items()}
     return {**summary, "resampled": values}
 
 

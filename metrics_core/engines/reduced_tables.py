@@ -21,7 +21,8 @@ each resample's net benefit (from its weighted class counts at each distinct ``p
 the cluster: :func:`metrics_core.engines.reduced.finish`), while those counts are kept
 (``WEIGHTED_SORT_LIMIT``). Not made (:data:`NOT_COMPUTED`): what needs each query's value (the
 smoothed calibration curve, the gate's risk-coverage curve, the per-query table), the ROC and
-PR bands, the per-criterion AUROC intervals and the input audit.
+PR bands and the input audit. The per-criterion AUROC intervals are the Poisson bootstrap's,
+from each criterion's weighted class counts (while they are kept, as the overall AUROC's).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ NOT_COMPUTED = (
     "smoothed_calibration (a spline fit on every query)",
     "gate_risk_coverage (the queries ordered by confidence)",
     "roc_band and pr_band (bootstrap bands of the curves)",
-    "per_criterion's auroc_ci_lo / auroc_ci_hi (the per-criterion AUROC bootstrap intervals)",
     "audit (the input checks of the loaded rows)",
 )
 
@@ -210,8 +210,9 @@ def _discrimination(summaries: list, cfg) -> dict[str, np.ndarray]:
     return {k: np.asarray(v) for k, v in out.items()}
 
 
-def _group_body(summaries: list, names: list, cfg, inter, label):
-    """(body, metric columns) of a table per ``label`` (``pooled``: the one pooled row)."""
+def _group_body(summaries: list, names: list, cfg, inter, label, auroc_cis=None):
+    """(body, metric columns) of a table per ``label`` (``pooled``: the one pooled row);
+    ``auroc_cis``: each group's AUROC interval (or None), the per-criterion table's."""
     from metrics_core import registry
     from metrics_core.evaluation.kernels import names as record_names
     from metrics_core.evaluation.tables import counting_columns, group_frame
@@ -230,6 +231,9 @@ def _group_body(summaries: list, names: list, cfg, inter, label):
         for name in record_names(spec, inter):
             values[name] = (discrimination if spec.kernel.source == "discrimination"
                             else kernels)[name]
+    if auroc_cis is not None:
+        values["auroc_ci_lo"] = np.array([np.nan if c is None else c[0] for c in auroc_cis])
+        values["auroc_ci_hi"] = np.array([np.nan if c is None else c[1] for c in auroc_cis])
     return group_frame(values, inter, label, names)
 
 
@@ -240,9 +244,16 @@ def _group_table(summary: dict, label: str, cfg, inter):
     groups = summary["groups"].get(label)
     if groups is None:
         return None
+    from metrics_core.engines.resampling import percentile_interval
+
     keys = list(criteria_order(groups)) if label == "criterion" else sorted(groups)
+    resampled = (summary.get("resampled") or {}).get("auroc_by_criterion")
+    cis = None
+    if label == "criterion" and resampled is not None:  # the Poisson bootstrap's intervals
+        cis = [None if resampled.get(k) is None else percentile_interval(resampled[k])
+               for k in keys]
     body, metrics = _group_body([groups[k] for k in keys], [str(k) for k in keys], cfg, inter,
-                                label)
+                                label, cis)
     pooled, _ = _group_body([summary], ["pooled"], cfg, inter, "pooled")
     return assemble_group_table(body, metrics, pooled, label)
 
