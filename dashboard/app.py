@@ -106,19 +106,21 @@ def main() -> None:
         st.stop()
     with st.sidebar:
         upload.data_sidebar(source)
-    page = st.navigation(_pages(source), expanded=True)
-    state.begin_run()
-    with st.sidebar:
-        data.set_view(_view(source, notes, widgets=page.url_path not in _OWN_CONTROLS,
-                            page=page.url_path))
-    link.write_to_url()
-    top = st.container()  # the offer of resamples above the live cap (refine_intervals)
-    for note in dict.fromkeys(notes):
-        st.warning(escape_markdown(note), icon=":material/link:")
-    upload.mapping_step()
+    with computing.interactive():  # served before the work computed ahead (computing.Turns)
+        page = st.navigation(_pages(source), expanded=True)
+        state.begin_run()
+        with st.sidebar:
+            data.set_view(_view(source, notes, widgets=page.url_path not in _OWN_CONTROLS,
+                                page=page.url_path))
+        link.write_to_url()
+        top = st.container()  # the offer of resamples above the live cap (refine_intervals)
+        for note in dict.fromkeys(notes):
+            st.warning(escape_markdown(note), icon=":material/link:")
+        upload.mapping_step()
     with computing.charged_to_session():  # the engine's helper threads pay the session's budget
         try:
-            page.run()
+            with computing.interactive():
+                page.run()
         except Exception as exc:
             display.show_failure(exc)
         else:

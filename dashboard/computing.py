@@ -63,6 +63,80 @@ class CpuBudget:
         return self.WINDOW
 
 
+class Turns:
+    """Interactive runs first: a process-wide priority of the sessions' runs that answer a
+    person (a page drawn after a move or a click: :meth:`interactive`) over the work computed
+    ahead on helper threads (the warm-ups after a refinement, which no one waits for).
+
+    The server's threads share one interpreter lock and two cores: a helper thread that
+    computes a bootstrap takes its turns beside a move's run, which then waits for it (many
+    times over, as a run gives the lock up at every I/O and every blocking call). Work
+    computed ahead calls :meth:`wait_turn` between its batches: while another thread's
+    interactive run is in flight it waits (at most ``most`` seconds a batch, so it still
+    ends while the server is busy), and the run has the interpreter and the cores to itself.
+    A run waiting for a value another thread computes is no longer interactive
+    (``interactive(False)`` around the wait): the work it waits for does not give way to it.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._depth: dict[int, int] = {}  # thread id -> interactive runs entered (>0)
+
+    @contextlib.contextmanager
+    def interactive(self, on: bool = True):
+        """This thread's run is interactive inside (``on=False``: it is not, e.g. while it
+        waits for another thread's computation or computes a refinement with progress)."""
+        tid = threading.get_ident()
+        with self._cond:
+            before = self._depth.get(tid, 0)
+            self._put(tid, before + 1 if on else 0)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._put(tid, before)
+                self._cond.notify_all()
+
+    def _put(self, tid: int, depth: int) -> None:
+        if depth:
+            self._depth[tid] = depth
+        else:
+            self._depth.pop(tid, None)
+
+    def others(self) -> int:
+        """Interactive runs of other threads in flight now."""
+        tid = threading.get_ident()
+        with self._cond:
+            return len(self._depth) - (tid in self._depth)
+
+    def wait_turn(self, most: float) -> float:
+        """Wait while another thread's interactive run is in flight, at most ``most`` seconds;
+        the seconds waited."""
+        tid = threading.get_ident()
+        start = time.monotonic()
+        with self._cond:
+            self._cond.wait_for(lambda: not self._depth.keys() - {tid}, timeout=most)
+        return time.monotonic() - start
+
+
+#: The server's :class:`Turns` (thread ids only: no session's data).
+TURNS = Turns()
+
+#: Most seconds work computed ahead waits for interactive runs per batch.
+AHEAD_WAIT = 0.5
+
+
+def interactive(on: bool = True):
+    """:meth:`Turns.interactive` of the server's :data:`TURNS`."""
+    return TURNS.interactive(on)
+
+
+def ahead_progress(done: int, total: int) -> None:
+    """The progress callback of work computed ahead (no bar): between its batches it gives
+    way to the interactive runs in flight (:meth:`Turns.wait_turn`)."""
+    TURNS.wait_turn(AHEAD_WAIT)
+
+
 def cpu_budget() -> CpuBudget:
     """The session's :class:`CpuBudget` (made on first use)."""
     meter = st.session_state.get(state.CPU_BUDGET)

@@ -13,8 +13,10 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.computing import (
+    ahead_progress,
     bar_progress,
     charged_to_session,
+    interactive,
     metered,
     over_budget,
     stop_if_closed,
@@ -167,7 +169,8 @@ def _warm_group_intervals(evaluator: Evaluator, config: EvalConfig, *,
 
     live = config.replace(bootstrap=min(config.bootstrap, resamples))
     return in_background((lambda: after is not None and after.join(),
-                          lambda: group_intervals(evaluator, live, "auroc")),
+                          lambda: group_intervals(evaluator, live, "auroc",
+                                                  progress=ahead_progress)),
                          "dashboard-group-intervals")
 
 
@@ -183,6 +186,10 @@ def group_intervals(v: View, config: EvalConfig, metric: str) -> tuple[pd.DataFr
     live = config.replace(bootstrap=min(config.bootstrap, LIVE_RESAMPLES))
     if live == config or tables.group_intervals_ready(evaluator, config):
         return tables.group_intervals(evaluator, config, metric), False
+    running = tables.group_intervals_in_the_making(evaluator, live)
+    if running is not None:  # computed ahead: it does not give way to a run waiting for it
+        with interactive(False):
+            running.wait()
     return tables.group_intervals(evaluator, live, metric), True
 
 
@@ -191,6 +198,12 @@ def refine_group_intervals(v: View, config: EvalConfig) -> None:
     progress bar where this is called (the end of the Per criterion page), then draw the
     page again. Visible work only: a move or another page stops it at the next bar update,
     and so does a closed tab (:func:`stop_if_closed`)."""
+
+    with interactive(False):  # a refinement, with progress: the moves of others first
+        _refine_group_intervals(v, config)
+
+
+def _refine_group_intervals(v: View, config: EvalConfig) -> None:
     from metrics_core.evaluation import tables
 
     evaluator = v.source.evaluator()

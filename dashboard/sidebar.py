@@ -13,7 +13,17 @@ from types import MappingProxyType
 
 import streamlit as st
 
-from dashboard import data, display, gold, link, provenance, refinement, server_settings, state
+from dashboard import (
+    computing,
+    data,
+    display,
+    gold,
+    link,
+    provenance,
+    refinement,
+    server_settings,
+    state,
+)
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from dashboard.state import ALL, SETTINGS, Setting, short_repr
 from metrics_core.config import SECTIONS
@@ -343,8 +353,9 @@ def page_fragment(keys: tuple[str, ...], draw: Callable[[data.View], None]) -> N
     :func:`end_fragment`. The app's error boundary does not wrap a fragment's own reruns, so
     this one does: a failure is a plain message where the fragment stopped."""
     try:
-        v = fragment_view(keys)
-        draw(v)
+        with computing.interactive():  # served before the work computed ahead
+            v = fragment_view(keys)
+            draw(v)
         end_fragment(v)
     except Exception as exc:
         display.show_failure(exc)
