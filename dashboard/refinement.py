@@ -19,6 +19,7 @@ from dashboard.computing import (
     interactive,
     metered,
     over_budget,
+    serving,
     stop_if_closed,
 )
 from dashboard.data import LIVE_RESAMPLES, View, finder_resamples
@@ -75,7 +76,8 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
     st.rerun(scope="fragment" if fragment else "app")
 
 
-def warm_ahead(v: View, config: EvalConfig, memo) -> list[threading.Thread]:
+def warm_ahead(v: View, config: EvalConfig, memo, *,
+               every_session: bool | None = None) -> list[threading.Thread]:
     """The next pages' values computed ahead on helper threads once the view's intervals at
     ``config`` are refined, one after the other (the threads started, in order): once per
     data set, resamples and filters (``memo``'s :meth:`~dashboard.evaluations.Evaluations.
@@ -91,8 +93,12 @@ def warm_ahead(v: View, config: EvalConfig, memo) -> list[threading.Thread]:
       opens with them instead of computing them with a progress bar while every session
       waits. At another threshold later, the page's own refinement then computes only what
       the threshold changes (a fraction of a second). An upload's are computed on the page
-      only, with progress: no work goes on for it that its user does not see.
+      only, with progress: no work goes on for it that its user does not see. Only on a
+      server (``every_session``, by default :func:`dashboard.computing.serving`): without one
+      there is no other session to compute them for.
     """
+    if every_session is None:
+        every_session = serving()
     token, evaluator = v.source.token, v.source.evaluator()
     started: list[threading.Thread] = []
     groups = finder = None
@@ -102,7 +108,8 @@ def warm_ahead(v: View, config: EvalConfig, memo) -> list[threading.Thread]:
     if memo.first_time(("finder", token, config.filters, config.seed, finder_resamples(v))):
         finder = warm_finder(v, after=groups)
         started.append(finder)
-    if (shared(v.source) and config.bootstrap > LIVE_RESAMPLES and memo.first_time(
+    if (every_session and shared(v.source) and config.bootstrap > LIVE_RESAMPLES
+            and memo.first_time(
             ("groups configured", token, config.bootstrap_config, config.filters))):
         started.append(_warm_group_intervals(evaluator, config, after=finder or groups,
                                              resamples=config.bootstrap))

@@ -214,13 +214,13 @@ def test_a_demos_per_criterion_intervals_are_computed_ahead_once_for_every_sessi
 
     view, ev, cfg, loaded = _warm_view("demo", seed=6)
     memo = Evaluations(3)
-    started = refinement.warm_ahead(view, cfg, memo)
+    started = refinement.warm_ahead(view, cfg, memo, every_session=True)  # (a server)
     assert [t.name for t in started] == ["dashboard-group-intervals", "dashboard-finder",
                                          "dashboard-group-intervals"]
     for thread in started:
         thread.join()
     assert tables.group_intervals_ready(ev, cfg)
-    assert refinement.warm_ahead(view, cfg, memo) == []  # once per data set and resamples
+    assert refinement.warm_ahead(view, cfg, memo, every_session=True) == []  # (once)
     monkeypatch.setattr(ev, "evaluate", lambda *a, **k: pytest.fail("computed again"))
     got, refining = refinement.group_intervals(view, cfg, "auroc")
     assert not refining
@@ -239,12 +239,25 @@ def test_an_uploads_per_criterion_intervals_are_not_computed_ahead():
 
     view, ev, cfg, _ = _warm_view("upload", seed=7)
     assert not shared(view.source)
-    started = refinement.warm_ahead(view, cfg, Evaluations(3))
+    started = refinement.warm_ahead(view, cfg, Evaluations(3), every_session=True)
     assert [t.name for t in started] == ["dashboard-group-intervals", "dashboard-finder"]
     for thread in started:
         thread.join()
     assert tables.group_intervals_ready(ev, cfg.replace(bootstrap=data.LIVE_RESAMPLES))
     assert not tables.group_intervals_ready(ev, cfg)
+
+
+def test_without_a_server_a_demos_configured_per_criterion_intervals_are_not_computed_ahead():
+    """A plain call (or AppTest) has no other session to compute them for."""
+    from dashboard import computing, refinement
+    from dashboard.evaluations import Evaluations
+
+    assert not computing.serving()
+    view, _, cfg, _ = _warm_view("demo", seed=10)
+    started = refinement.warm_ahead(view, cfg, Evaluations(3))
+    assert [t.name for t in started] == ["dashboard-group-intervals", "dashboard-finder"]
+    for thread in started:
+        thread.join()
 
 
 def test_the_finders_first_result_is_computed_ahead(monkeypatch):
