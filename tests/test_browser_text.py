@@ -41,9 +41,12 @@ def test_run_names_are_drawn_as_written(new_page, app_url, tmp_path):  # noqa: F
     page.locator(".st-key-compare_files input[type=file]").set_input_files(paths)
     expect(page.locator(".st-key-ablation_table")).to_be_visible(timeout=TIMEOUT_MS)
     wait_idle(page)
-    page.wait_for_timeout(1500)
+    # The chart is drawn after the table (a loaded machine: seconds later): wait for it.
+    legend_text = page.locator(".st-key-compare_roc_chart .legendtext")
+    expect(legend_text.first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator(".st-key-forest_1 .gtitle")).to_be_visible(timeout=TIMEOUT_MS)
     assert_no_failure(page)
-    legend = page.locator(".st-key-compare_roc_chart .legendtext").all_text_contents()
+    legend = legend_text.all_text_contents()
     assert any(t.startswith('base "A" & co') for t in legend), legend  # before: &quot;
     assert any(t.startswith("new[U+202E]gnp") for t in legend), legend
     title = page.locator(".st-key-forest_1 .gtitle").text_content()
