@@ -58,6 +58,7 @@ __all__ = [
     "View",
     "current_source",
     "demo_source",
+    "exported_evaluation",
     "load_upload",
     "use_demo",
     "view",
@@ -207,11 +208,14 @@ def cohort_options(source: Source) -> tuple[str, ...]:
     return tuple(out)
 
 
-def cohort_result(v: View, columns, *, in_page: bool = False):
+def cohort_result(v: View, columns, *, in_page: bool = False, exported: bool = False):
     """The cohort tables of the view ``v`` for the chosen ``columns`` (kept in the source's
     evaluator per settings): a :class:`metrics_core.evaluation.cohorts.CohortResult`.
     ``in_page``: called in the session's run (not for a download made on click), which
-    shows their progress and charges the session's computing budget."""
+    shows their progress and charges the session's computing budget. ``exported``: for the
+    view's documents (metrics_master.json, the record), with the resamples of the view's run
+    as the document states them, which ``metrics-core evaluate --cohort`` computes with the
+    same settings; else the live resamples."""
     from metrics_core.evaluation.cohorts import evaluate_cohorts
 
     source = v.source
@@ -222,6 +226,8 @@ def cohort_result(v: View, columns, *, in_page: bool = False):
                       for k, a in attributes.items()}
     # The app's live resamples (2,000 at most): the page answers in seconds, with progress.
     config = v.config.replace(filters=v.filters, bootstrap=finder_resamples(v))
+    if exported:
+        config = v.evaluation.config
     if not in_page:
         return evaluate_cohorts(source.evaluator(), config, list(attributes.values()))
     progress = StepProgress(st.empty(), "Cohort intervals")
@@ -230,6 +236,19 @@ def cohort_result(v: View, columns, *, in_page: bool = False):
                                   progress=progress)
     progress.done()
     return result
+
+
+def exported_evaluation(v: View) -> Evaluation:
+    """The view's run as its documents write it (metrics_master.json, the record's zip): with
+    the cohort tables of the columns chosen on the Data page when there are any
+    (:func:`cohort_result`, ``exported``), made on first use; the view's run itself, which
+    other sessions may share, is left as it is."""
+    if not v.cohort_columns or v.source.cohorts is None:
+        return v.evaluation
+    from metrics_core.evaluation.cohorts import document_tables
+
+    return v.evaluation.with_tables(**document_tables(
+        lambda: cohort_result(v, v.cohort_columns, exported=True)))
 
 
 def current_source() -> Source:

@@ -193,7 +193,7 @@ def master_json(ref: data.ViewRef, v: data.View) -> Callable[[], str]:
     def document() -> str:
         v = ref.view  # a page fragment's rerun may have replaced the view (same gold)
         if make is None or v.source.adjudicated is None:
-            return v.evaluation.to_json()
+            return data.exported_evaluation(v).to_json()
         run = make(v)
         return with_adjudication(run.original.to_json(), run)
     return document

@@ -151,3 +151,29 @@ def test_a_link_naming_a_column_the_data_lack_keeps_the_others_with_a_note():
             "columns of these data: site, sex, age_band") in notes, notes
     assert set(table(at, "cohort_table")["column"]) == {"site"}
     assert dict(at.query_params) == {**QUICK, "cohort_columns": "site"}
+
+
+def test_the_exported_document_has_the_cohort_tables_the_command_line_writes(tmp_path):
+    """metrics_master.json from the app (the sidebar's download and the record's zip) with a
+    cohort column chosen holds the cohort tables ``metrics-core evaluate --cohort`` writes with
+    the same settings (the run's resamples, not the page's live ones); the view's own run,
+    which other sessions of the demo share, stays without them."""
+    from dashboard import data
+    from metrics_core.cli import main
+    from metrics_core.demo import demo_paths
+
+    at = open_app(QUICK, page="data_source")
+    at.multiselect(key="cohort_columns").set_value(["site"]).run(timeout=TIMEOUT)
+    assert_clean(at)
+    view = at.session_state[state.VIEW]
+    doc = json.loads(data.exported_evaluation(view).to_json())
+    assert "cohorts" not in json.loads(view.evaluation.to_json())
+    paths = demo_paths()
+    out = tmp_path / "metrics_master.json"
+    assert main(["evaluate", str(paths.queries), str(paths.candidates), "--out", str(out),
+                 "--bootstrap", "400", "--cohort", "site", "--quiet"]) == 0
+    cli = json.loads(out.read_text())
+    assert doc["config"]["bootstrap"] == 400
+    assert {r["column"] for r in doc["cohorts"]} == {"site"}
+    for name in ("metrics", "cohorts", "cohort_equalised_odds", "weak_segments"):
+        assert doc[name] == cli[name], name

@@ -267,7 +267,7 @@ def _cohorts():
     """The cohort tables of the columns chosen on the Data page (None without)."""
     if not v.cohort_columns or v.source.cohorts is None:
         return None
-    return data.cohort_result(v, v.cohort_columns)
+    return data.cohort_result(v, v.cohort_columns, exported=True)
 
 
 def _zip() -> bytes:
@@ -276,8 +276,9 @@ def _zip() -> bytes:
         pdf, missing = record.render_pdf(page), None
     except (RuntimeError, OSError, subprocess.SubprocessError) as err:
         pdf, missing = None, str(err)
-    return record.render_zip(ev, html_text=page, pdf=pdf, exclusions=exclusions,
-                             pdf_missing=missing, marks=v.marks, guarantees=v.guarantees,
+    return record.render_zip(data.exported_evaluation(v), html_text=page, pdf=pdf,
+                             exclusions=exclusions, pdf_missing=missing, marks=v.marks,
+                             guarantees=v.guarantees,
                              adjudication=_adjudicated() if _adjudicated is not None else None,
                              cohort_columns=v.cohort_columns)
 

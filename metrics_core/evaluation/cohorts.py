@@ -59,8 +59,8 @@ from metrics_core.metrics.curve_replicates import ScoreLayout
 from metrics_core.metrics.uncertainty import Bootstrap, percentile_cis
 
 __all__ = ["DISPARITY_METRICS", "RATE_METRICS", "SMALL_CELL", "CohortResult", "Grouping",
-           "add_to", "bootstrap_p_values", "cohort_tables", "evaluate_cohorts", "holm",
-           "intersect"]
+           "add_to", "bootstrap_p_values", "cohort_tables", "document_tables",
+           "evaluate_cohorts", "holm", "intersect"]
 
 
 # ---------------------------------------------------------------------------- tables
@@ -310,12 +310,16 @@ def evaluate_cohorts(ev, cfg, attributes: Sequence, *, min_size: int = MIN_SEGME
 def add_to(evaluation, ev, cfg, attributes: Sequence, **kw) -> None:
     """Give ``evaluation`` (a run of ``ev`` with ``cfg``) its ``cohorts``,
     ``cohort_equalised_odds`` and ``weak_segments`` tables (built on first use)."""
-    def result():
-        return evaluate_cohorts(ev, cfg, attributes, **kw)
+    evaluation.add_tables(**document_tables(lambda: evaluate_cohorts(ev, cfg, attributes,
+                                                                     **kw)))
 
-    evaluation.add_tables(cohorts=lambda: result().cohorts,
-                          cohort_equalised_odds=lambda: result().equalised_odds,
-                          weak_segments=lambda: result().weak_segments)
+
+def document_tables(result: Callable[[], CohortResult]) -> dict[str, Callable]:
+    """The document's cohort tables (``Evaluation.add_tables`` / ``with_tables`` builders) of
+    the :class:`CohortResult` that ``result()`` gives."""
+    return {"cohorts": lambda: result().cohorts,
+            "cohort_equalised_odds": lambda: result().equalised_odds,
+            "weak_segments": lambda: result().weak_segments}
 
 
 def _ordered(rows, body_columns, disparity) -> list[dict]:

@@ -13,7 +13,7 @@ import json
 import math
 import secrets
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 import numpy as np
@@ -134,6 +134,12 @@ class Evaluation:
         ``cohorts`` and ``weak_segments`` (:mod:`metrics_core.evaluation.cohorts`) appear in
         :meth:`to_dict` when added."""
         self._tables.update(builders)
+
+    def with_tables(self, **builders) -> Evaluation:
+        """A copy of this run with more tables (as :meth:`add_tables`), this one unchanged: a
+        run shared by several readers (the app's sessions) written with one reader's tables.
+        The tables built so far are shared; the others are built by each on first use."""
+        return replace(self, _tables={**self._tables, **builders}, _once=ComputeOnce())
 
     @property
     def per_query(self) -> pd.DataFrame:
