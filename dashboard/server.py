@@ -29,15 +29,14 @@ def freeze_startup_objects() -> None:
     """Import what every page uses, then move every object alive into the collector's
     permanent generation (``gc.freeze``), before any browser session exists.
 
-    A full collection walks every object the process tracks: about 120,000 made by importing
+    Streamlit runs a full collection after every script run (``runner.postScriptGC``), and a
+    full collection walks every object the process tracks: about 120,000 made by importing
     Streamlit, pandas, plotly and this project, all alive until the process exits. That walk
-    took 50 ms on this project's 2-core machine (150 ms while the browser draws on the same
-    cores). Frozen, a collection walks only what was made since (the sessions' data and the
-    runs' temporaries). Frozen objects are still freed when their last reference goes; no
-    session object is frozen, so what a session holds is collected as before when its tab
-    closes. (Streamlit's full collection after every script run, ``runner.postScriptGC``, is
-    off in ``.streamlit/config.toml``: even on what is left, it held the interpreter lock for
-    about 10 ms at the end of every run, before the run's last messages were sent.)
+    took 50 ms a run on this project's 2-core machine (150 ms while the browser draws on the
+    same cores: more than the Gate page's own computation). Frozen, each collection walks only
+    what was made since (the sessions' data and each run's temporaries): about 1 ms. Frozen
+    objects are still freed when their last reference goes; no session object is frozen, so
+    what a session holds is collected as before when its tab closes.
     """
     import plotly.graph_objects  # noqa: F401  (the charts' figures)
 

@@ -609,9 +609,6 @@ def test_server_configuration_is_locked_down():
     assert config["browser"]["gatherUsageStats"] is False
     assert config["client"]["showErrorDetails"] == "none"
     assert config["client"]["toolbarMode"] == "minimal"
-    # No full collection after each run, holding the interpreter lock before its last
-    # messages go out (every slider move waited for it).
-    assert config["runner"]["postScriptGC"] is False
 
 
 def test_uploads_never_touch_a_shared_cache():
