@@ -208,6 +208,24 @@ def cohort_options(source: Source) -> tuple[str, ...]:
     return tuple(out)
 
 
+def numeric_cohort_columns(source: Source, columns) -> tuple[str, ...]:
+    """The numeric columns among the cohort ``columns`` (and their intersections' parts):
+    those one may give bins."""
+    if source.cohorts is None:
+        return ()
+    frame = source.cohorts.frame
+    parts = dict.fromkeys(p.strip() for c in columns for p in str(c).split("*"))
+    return tuple(p for p in parts if p in frame.columns
+                 and pd.api.types.is_numeric_dtype(frame[p].dtype)
+                 and not pd.api.types.is_bool_dtype(frame[p].dtype))
+
+
+def chosen_bins(source: Source, columns, bins: Mapping[str, str]) -> dict[str, str]:
+    """The bins ``bins`` of the numeric ones of the cohort ``columns`` (others left out)."""
+    numeric = numeric_cohort_columns(source, columns)
+    return {c: b for c, b in bins.items() if c in numeric}
+
+
 def cohort_result(v: View, columns, *, in_page: bool = False, exported: bool = False):
     """The cohort tables of the view ``v`` for the chosen ``columns`` (kept in the source's
     evaluator per settings): a :class:`metrics_core.evaluation.cohorts.CohortResult`.
@@ -219,7 +237,8 @@ def cohort_result(v: View, columns, *, in_page: bool = False, exported: bool = F
     from metrics_core.evaluation.cohorts import evaluate_cohorts
 
     source = v.source
-    attributes = source.cohorts.attributes(source.loaded, list(columns))
+    attributes = source.cohorts.attributes(source.loaded, list(columns),
+                                           bins=chosen_bins(source, columns, v.cohort_bins))
     kept = None if source.adjudicated is None else source.adjudicated.kept
     if kept is not None:  # the adjudicated gold without its ambiguous queries
         attributes = {k: dataclasses.replace(a, codes=a.codes[kept])
@@ -423,6 +442,9 @@ class View:
     #: The cohort columns chosen (the setting ``cohort_columns``, checked against the data:
     #: :func:`cohort_choices`): the Cohorts page's groups, the record's and settings.json's.
     cohort_columns: tuple[str, ...] = ()
+    #: The bins of the chosen numeric cohort columns (the setting ``cohort_bins``, those of
+    #: :func:`numeric_cohort_columns` only): ``{column: "q3" | "40,65"}``.
+    cohort_bins: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def evaluator(self) -> Evaluator:

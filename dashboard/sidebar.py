@@ -328,7 +328,9 @@ def build_view(source: data.Source, notes: list[str]) -> data.View:
     source, words = gold.gold_source(source, values["gold"], notes)
     return data.View(source=source, filters=filters(values), config=config,
                      show_bootstrap=bool(values["ci"]), marks=provenance.marks(),
-                     guarantees=provenance.guarantees(), gold=words, cohort_columns=columns)
+                     guarantees=provenance.guarantees(), gold=words, cohort_columns=columns,
+                     cohort_bins=data.chosen_bins(source, columns, dict(
+                         item.split("=", 1) for item in values[state.COHORT_BINS])))
 
 
 def fragment_view(keys: tuple[str, ...]) -> data.View:

@@ -42,7 +42,7 @@ from metrics_core.config import (
     options,
 )
 from metrics_core.errors import SettingsError
-from metrics_core.settings_file import cohort_column_names
+from metrics_core.settings_file import cohort_bin_items, cohort_column_names
 
 __all__ = [
     "ALL",
@@ -131,6 +131,9 @@ ADJ_UPLOAD = "adjudication_upload"
 #: The cohort columns chosen on the Data page (the Cohorts page's groups: a setting, in the
 #: link and settings.json), and the Cohorts page's metric.
 COHORT_COLUMNS = "cohort_columns"
+#: The bins of the chosen numeric cohort columns (``COLUMN=SPEC`` items, the CLI's
+#: ``--cohort-bins``): a setting beside the cohort columns, in the link.
+COHORT_BINS = "cohort_bins"
 COHORT_METRIC = "cohort_metric"
 ADJ_DOWNLOAD = "adjudication_download"
 VERDICT_CHOICE = "verdict_choice"
@@ -303,6 +306,8 @@ class Setting:
                 value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
             if self.key == COHORT_COLUMNS:  # the settings file's own rule of the names
                 value = cohort_column_names(list(value))
+            if self.key == COHORT_BINS:  # the CLI's own rule of the bins
+                value = cohort_bin_items(value)
             if self.key in _FILTER_FIELDS:  # the configuration's own rule of the filter
                 value = getattr(Filters(**{_FILTER_FIELDS[self.key]: value}),
                                 _FILTER_FIELDS[self.key])
@@ -462,6 +467,11 @@ SETTINGS: tuple[Setting, ...] = (
                  "(site*sex) are their intersection. A missing value is its own cohort. "
                  "Chosen on the Data & audit page; not a setting of the run (every metric "
                  "is the same), but in the link, settings.json and the record."),
+    Setting(COHORT_BINS, "Bins of the numeric cohort columns", "multi", (),
+            section="cohorts",
+            help="COLUMN=SPEC for a numeric cohort column, as the command line's "
+                 "--cohort-bins: qN for N quantile bins (q4, quartiles, by default) or "
+                 "increasing edges such as 40,65. Chosen on the Data & audit page."),
 )
 
 _BY_KEY = {s.key: s for s in SETTINGS}
@@ -544,7 +554,7 @@ def _normalise(s: Setting, value):
         if s.kind == "multi":
             return s.validate(tuple(str(v) for v in (value or ())))
         return ALL if value in (None, ALL) else str(value)
-    if s.key == COHORT_COLUMNS:  # checked against the data by the sidebar
+    if s.key in (COHORT_COLUMNS, COHORT_BINS):  # checked against the data by the sidebar
         return s.validate(tuple(value or ()))
     if not s.fields and s.kind == "choice":  # the gold switch
         if value not in s.options:

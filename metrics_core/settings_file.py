@@ -28,7 +28,8 @@ from metrics_core.config import (
 )
 from metrics_core.errors import SettingsError
 
-__all__ = ["COHORT_COLUMNS_KEY", "MAX_COHORT_COLUMNS", "cohort_column_names", "read_settings",
+__all__ = ["COHORT_BINS_KEY", "COHORT_COLUMNS_KEY", "MAX_COHORT_COLUMNS", "cohort_bin_items",
+           "cohort_column_names", "read_settings",
            "read_settings_cohorts", "read_settings_file", "read_settings_partial"]
 
 #: Most cohort columns (and intersections) a settings file or a link may choose.
@@ -56,6 +57,45 @@ def cohort_column_names(value, *, source: str | None = None) -> tuple[str, ...]:
             raise SettingsError(COHORT_COLUMNS_KEY, rule, item, source=source)
         out.append("*".join(parts))
     return tuple(dict.fromkeys(out))
+
+
+#: The key of a settings file's bins of its numeric cohort columns (beside cohort_columns).
+COHORT_BINS_KEY = "cohort_bins"
+
+
+def cohort_bin_items(value, *, source: str | None = None) -> tuple[str, ...]:
+    """Bins of numeric cohort columns as a link or the app gives them: ``COLUMN=SPEC`` items
+    (or a ``{column: SPEC}`` mapping, as a settings file writes them), SPEC checked by the
+    command line's own parser (:func:`metrics_core.inputs.cohort_columns.parse_bins`: ``qN``
+    or increasing edges); one item per column (the last kept). A :class:`SettingsError`
+    naming ``cohort_bins``, the column, the rule and the value otherwise.
+
+    >>> cohort_bin_items(["age=q3", "bmi = 18.5,25"])
+    ('age=q3', 'bmi=18.5,25')
+    >>> cohort_bin_items({"age": "40,65"})
+    ('age=40,65',)
+    """
+    from metrics_core.inputs.cohort_columns import parse_bins
+
+    rule = (f"must map at most {MAX_COHORT_COLUMNS} numeric cohort columns to their bins "
+            f"(COLUMN=qN for N quantile bins, or COLUMN=40,65 for edges)")
+    if isinstance(value, Mapping):
+        value = [f"{k}={v}" for k, v in value.items()]
+    if not isinstance(value, list | tuple) or len(value) > MAX_COHORT_COLUMNS:
+        raise SettingsError(COHORT_BINS_KEY, rule, value, source=source)
+    out = {}
+    for item in value:
+        column, sep, spec = item.partition("=") if isinstance(item, str) else ("", "", "")
+        column, spec = column.strip(), spec.strip()
+        if not sep or not column or len(item) > MAX_NAME_CHARS or not item.isprintable():
+            raise SettingsError(COHORT_BINS_KEY, rule, item, source=source)
+        try:
+            parse_bins(spec)
+        except ValueError as exc:
+            raise SettingsError(COHORT_BINS_KEY, f"{column}: {exc}", spec,
+                                source=source) from None
+        out[column] = spec
+    return tuple(f"{k}={v}" for k, v in out.items())
 
 
 # ------------------------------------------------------------------------ settings files

@@ -550,6 +550,8 @@ def test_every_setting_round_trips_through_the_url(setting):
         value = ("auroc>=0.9", "ece<0.02")
     elif setting.key == "cohort":
         value = ("site=S 1", "age=[40, 65)")
+    elif setting.key == "cohort_bins":
+        value = ("age=q3", "bmi=18.5,25")
     elif setting.kind == "multi":
         value = ("A.1", "B 2")
     elif setting.kind == "gates":

@@ -6,6 +6,29 @@ import streamlit as st
 from dashboard import data, display, sidebar, state
 from dashboard.posts import posts_step
 from dashboard.safe_text import escape_markdown
+from metrics_core.errors import SettingsError
+from metrics_core.settings_file import cohort_bin_items
+
+
+def cohort_bins_inputs(source) -> None:
+    """A text input of the bins of each chosen numeric cohort column (the command line's
+    ``--cohort-bins`` SPEC: ``qN`` or edges), checked by the command line's own parser."""
+    bins = dict(item.split("=", 1) for item in state.value(state.COHORT_BINS))
+    for column in data.numeric_cohort_columns(source, state.value(state.COHORT_COLUMNS)):
+        text = st.text_input(f"Bins of {column}", value=bins.get(column, "q4"),
+                             key=f"cohort_bins_{column}",
+                             help="qN for N quantile bins (q4, quartiles, by default) or "
+                                  "increasing edges such as 40,65 (as --cohort-bins).")
+        if text.strip() == bins.get(column, "q4"):
+            continue
+        try:
+            item = cohort_bin_items([f"{column}={text}"])[0]
+        except SettingsError as exc:
+            st.error(f"Bins of {column} not applied: {exc.rule}.")
+            continue
+        bins[column] = item.split("=", 1)[1]
+        state.set_value(state.COHORT_BINS, tuple(f"{k}={v}" for k, v in bins.items()))
+        st.rerun()
 
 v = data.view()
 source = v.source
@@ -74,6 +97,7 @@ if source.loaded is not None:
     else:
         sidebar.setting_widget(state.COHORT_COLUMNS,
                                options=data.cohort_choices(source))
+        cohort_bins_inputs(source)
         if cohorts.others:
             st.caption("Not offered (more than 20 distinct values): "
                        + escape_markdown(", ".join(cohorts.others)) + ".")
