@@ -18,6 +18,10 @@ before the next move, as a person looks before moving again), then switches page
   at its peak (sampled every 0.25 s), when the tabs close, and ``--after`` seconds (default
   120) later (every 10 s in the JSON); also at the server's start, before any page view.
 
+The JSON also holds the p95 of each move's rank (the first move of every session, the second,
+...: whether the slow moves are those made while the sessions open and the work computed
+ahead runs) and every move and switch of every session.
+
 Targets (issue "a shared server under load", 8 sessions on the 2-core machine): gate move
 p95 ≤ 1.5 s; page switch p95 ≤ 3 s; 0 errors; RSS back within 10% of its start 2 minutes after
 the tabs close. The machine's load average is recorded beside the figures.
@@ -211,6 +215,11 @@ async def run(args) -> dict:
         "page switch p95 (s)": pct(switches, 0.95),
         "page switches": len(switches),
         "page switch p95 by page (s)": {k: pct(v, 0.95) for k, v in by_page.items()},
+        "gate move p95 by move (s)": {  # the i-th move of every session (where time goes)
+            i + 1: pct([s["moves"][i] for s in out.values() if len(s["moves"]) > i], 0.95)
+            for i in range(max((len(s["moves"]) for s in out.values()), default=0))},
+        "every move and switch (s)": {i: {"moves": s["moves"], "switches": s["switches"]}
+                                      for i, s in sorted(out.items())},
         "errors": len(errors), "error messages": errors[:20],
         "RSS before (MiB)": before, "RSS peak (MiB)": sampler.peak,
         "RSS when the tabs closed (MiB)": closed,
