@@ -19,11 +19,10 @@ from dashboard.computing import (
     interactive,
     metered,
     over_budget,
-    serving,
     stop_if_closed,
 )
 from dashboard.data import LIVE_RESAMPLES, View, finder_resamples
-from dashboard.evaluations import memo_of, shared
+from dashboard.evaluations import memo_of
 from dashboard.finder import warm_finder
 from metrics_core.config import EvalConfig
 from metrics_core.report import Evaluator
@@ -70,50 +69,18 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
         with metered():
             memo.compute(key, lambda: v.source.evaluator().evaluate(config, progress=progress),
                          poll=waiting)
+        # Once per data set, resamples and filters: the first computation is the long one
+        # (every criterion's resamples); later moves update it in a fraction of the time.
+        # The criteria's live intervals, then the finder: a second or two each, one after
+        # the other.
         with charged_to_session():  # the warm-ups' threads pay the session's budget
-            warm_ahead(v, config, memo)
+            groups = (_warm_group_intervals(v.source.evaluator(), config) if memo.first_time(
+                ("groups", v.source.token, config.bootstrap_config, config.filters)) else None)
+            if memo.first_time(("finder", v.source.token, config.filters, config.seed,
+                                finder_resamples(v))):
+                warm_finder(v, after=groups)
     v.pending = None
     st.rerun(scope="fragment" if fragment else "app")
-
-
-def warm_ahead(v: View, config: EvalConfig, memo, *,
-               every_session: bool | None = None) -> list[threading.Thread]:
-    """The next pages' values computed ahead on helper threads once the view's intervals at
-    ``config`` are refined, one after the other (the threads started, in order): once per
-    data set, resamples and filters (``memo``'s :meth:`~dashboard.evaluations.Evaluations.
-    first_time`), as the first computation is the long one (every criterion's resamples)
-    and later settings update it in a fraction of the time.
-
-    - the criteria's intervals with :data:`LIVE_RESAMPLES` (a second or two), the Per
-      criterion page's table until the configured number is in;
-    - the Decision support page's first finder result (a second or two);
-    - for a bundled demo only (:func:`dashboard.evaluations.shared`: computed once for every
-      session of the server), the criteria's intervals with the configured resamples too
-      (every criterion's bootstrap: about 8 s of CPU on the demo), so that Per criterion
-      opens with them instead of computing them with a progress bar while every session
-      waits. At another threshold later, the page's own refinement then computes only what
-      the threshold changes (a fraction of a second). An upload's are computed on the page
-      only, with progress: no work goes on for it that its user does not see. Only on a
-      server (``every_session``, by default :func:`dashboard.computing.serving`): without one
-      there is no other session to compute them for.
-    """
-    if every_session is None:
-        every_session = serving()
-    token, evaluator = v.source.token, v.source.evaluator()
-    started: list[threading.Thread] = []
-    groups = finder = None
-    if memo.first_time(("groups", token, config.bootstrap_config, config.filters)):
-        groups = _warm_group_intervals(evaluator, config)
-        started.append(groups)
-    if memo.first_time(("finder", token, config.filters, config.seed, finder_resamples(v))):
-        finder = warm_finder(v, after=groups)
-        started.append(finder)
-    if (every_session and shared(v.source) and config.bootstrap > LIVE_RESAMPLES
-            and memo.first_time(
-            ("groups configured", token, config.bootstrap_config, config.filters))):
-        started.append(_warm_group_intervals(evaluator, config, after=finder or groups,
-                                             resamples=config.bootstrap))
-    return started
 
 
 def _heavy_intervals(v: View, slot) -> None:
@@ -160,21 +127,18 @@ def _ask_heavy(config: EvalConfig | None) -> None:
 
 
 def _warm_group_intervals(evaluator: Evaluator, config: EvalConfig, *,
-                          after: threading.Thread | None = None,
-                          resamples: int = LIVE_RESAMPLES) -> threading.Thread:
-    """Start the per-criterion intervals of ``config`` with ``resamples`` (at most the
-    configured number; by default :data:`LIVE_RESAMPLES`: every criterion evaluated on its
-    own queries, the Per criterion page's table until the configured number is in) on a
-    helper thread once the view's own intervals are refined, after ``after``'s work (if any):
-    a second or two with the live resamples, so that the page is drawn at once when it is
-    opened. The configured number is computed by the page itself, with progress
-    (:func:`refine_group_intervals`), unless :func:`warm_ahead` computed it for a bundled
-    demo. The values are the evaluator's memo: a page that needs them sooner waits for the
-    computation in flight instead of starting another."""
+                          after: threading.Thread | None = None) -> threading.Thread:
+    """Start the per-criterion intervals of ``config`` with :data:`LIVE_RESAMPLES` (every
+    criterion evaluated on its own queries, the Per criterion page's table until the
+    configured number is in) on a helper thread once the view's own intervals are refined,
+    after ``after``'s work (if any): a second or two, so that the page is drawn at once when
+    it is opened. The configured number is computed by the page itself, with progress
+    (:func:`refine_group_intervals`). The values are the evaluator's memo: a page that
+    needs them sooner waits for the computation in flight instead of starting another."""
     from metrics_core.evaluation.inflight import in_background
     from metrics_core.evaluation.tables import group_intervals
 
-    live = config.replace(bootstrap=min(config.bootstrap, resamples))
+    live = config.replace(bootstrap=min(config.bootstrap, LIVE_RESAMPLES))
     return in_background((lambda: after is not None and after.join(),
                           lambda: group_intervals(evaluator, live, "auroc",
                                                   progress=ahead_progress)),

@@ -7,7 +7,27 @@ import threading
 import time
 
 from dashboard import computing
-from tests.test_app_thresholds import _warm_view
+from metrics_core.config import EvalConfig
+from metrics_core.evaluation.evaluator import Evaluator
+from metrics_core.inputs.loading import load
+
+
+def _warm_view(kind: str, seed: int):
+    """A view of random data as ``kind`` ("demo" or "upload"), at a configuration above the
+    live resamples, with its evaluator."""
+    from types import SimpleNamespace
+
+    from dashboard import data
+    from tests.conftest import random_frames
+
+    q, c = random_frames(n_posts=60, seed=seed)
+    loaded = load(q, c)
+    ev = Evaluator(loaded.dataset)
+    source = SimpleNamespace(kind=kind, adjudicated=None, token=(f"warm-{kind}", id(ev)),
+                             evaluator=lambda filters=None: ev)
+    cfg = EvalConfig(bootstrap=data.LIVE_RESAMPLES + 300, seed=1)
+    view = SimpleNamespace(source=source, evaluator=ev, config=cfg, show_bootstrap=True)
+    return view, ev, cfg, loaded
 
 
 def _interactive_elsewhere(turns: computing.Turns, *, on: bool = True):
@@ -63,8 +83,6 @@ def test_the_criteria_intervals_computed_ahead_give_way_to_an_interactive_run(mo
     real = computing.TURNS.wait_turn
 
     def wait_turn(most):
-        if threading.current_thread() is not thread:  # (another test's helper thread)
-            return real(most)
         began.set()
         waits.append((real(most), time.monotonic()))
         return waits[-1][0]
@@ -72,7 +90,6 @@ def test_the_criteria_intervals_computed_ahead_give_way_to_an_interactive_run(mo
     monkeypatch.setattr(computing.TURNS, "wait_turn", wait_turn)
     _, ev, cfg, _ = _warm_view("upload", seed=8)
     live = cfg.replace(bootstrap=data.LIVE_RESAMPLES)
-    thread = None
     with computing.interactive():
         thread = refinement._warm_group_intervals(ev, cfg)
         began.wait(60)  # its first batch done, it waits
