@@ -392,7 +392,8 @@ def downloads_sidebar(v: data.View) -> None:
     st.download_button("settings.json", data=lambda: record.settings_json(
                            ref.view.evaluation, marks=ref.view.marks,
                            guarantees=ref.view.guarantees,
-                           cohort_columns=ref.view.cohort_columns),
+                           cohort_columns=ref.view.cohort_columns,
+                           cohort_bins=ref.view.cohort_bins),
                        file_name="settings.json", mime="application/json",
                        key="download_settings", on_click="ignore", icon=":material/tune:",
                        help="Every setting of this view; load it below (or give it to "
@@ -438,12 +439,18 @@ def settings_verdict(payload: bytes, name: str, caps, *, source: data.Source | N
     table) or setting what the dashboard does not offer. Its cohort columns must be columns
     of ``source`` (:func:`dashboard.data.cohort_choices`; none given: not checked)."""
     from metrics_core.config import EvalConfig, SettingsError
-    from metrics_core.settings_file import read_settings_cohorts, read_settings_file
+    from metrics_core.settings_file import (
+        read_settings_cohort_bins,
+        read_settings_cohorts,
+        read_settings_file,
+    )
 
     refused = f"{name} was not applied; nothing changed. "
     values, errors, explored, guaranteed = read_settings_file(payload, source=name)
     columns, more = read_settings_cohorts(payload, source=name)
     errors = [*errors, *(e for e in more if e.field is not None)]  # the file's own: once
+    bins, more = read_settings_cohort_bins(payload, source=name)
+    errors = [*errors, *(e for e in more if e.field is not None)]
     if source is not None and not errors:
         choices = data.cohort_choices(source)
         errors = [SettingsError(state.COHORT_COLUMNS, cohort_columns_rule(source), c)
@@ -468,7 +475,8 @@ def settings_verdict(payload: bytes, name: str, caps, *, source: data.Source | N
             + " and ".join(f"{f} = {', '.join(f'{v:g}' for v in getattr(EvalConfig(), f))}"
                            for f in fixed)
             + "); run the file with metrics-core report --settings instead.")
-    return ({**state.values_of(config), state.COHORT_COLUMNS: columns},
+    return ({**state.values_of(config), state.COHORT_COLUMNS: columns,
+             state.COHORT_BINS: bins},
             (explored, guaranteed), None)
 
 

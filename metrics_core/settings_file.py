@@ -29,7 +29,7 @@ from metrics_core.config import (
 from metrics_core.errors import SettingsError
 
 __all__ = ["COHORT_BINS_KEY", "COHORT_COLUMNS_KEY", "MAX_COHORT_COLUMNS", "cohort_bin_items",
-           "cohort_column_names", "read_settings",
+           "cohort_column_names", "read_settings", "read_settings_cohort_bins",
            "read_settings_cohorts", "read_settings_file", "read_settings_partial"]
 
 #: Most cohort columns (and intersections) a settings file or a link may choose.
@@ -214,11 +214,12 @@ def _settings_parts(data: bytes | str, source: str) -> tuple[Mapping, tuple[str,
     if "config" not in top:
         return top, (), {}
     extra = sorted(k for k in top if k not in ("config", "schema", "provenance", "guarantees",
-                                                COHORT_COLUMNS_KEY))
+                                                COHORT_COLUMNS_KEY, COHORT_BINS_KEY))
     if extra:
         raise SettingsError(None, f"has keys a settings file does not have: "
                             f"{', '.join(map(repr, extra))} (it holds schema, config, "
-                            f"provenance, guarantees and cohort_columns)", source=source)
+                            f"provenance, guarantees, cohort_columns and cohort_bins)",
+                            source=source)
     if top.get("schema", SETTINGS_SCHEMA_ID) != SETTINGS_SCHEMA_ID:
         raise SettingsError("schema", f"must be {SETTINGS_SCHEMA_ID!r}", top["schema"],
                             source=source)
@@ -303,6 +304,27 @@ def read_settings_cohorts(data: bytes, *, source: str) -> tuple[tuple[str, ...],
         return (), []
     try:
         return cohort_column_names(top[COHORT_COLUMNS_KEY], source=source), []
+    except SettingsError as err:
+        return (), [err]
+
+
+def read_settings_cohort_bins(data: bytes, *, source: str) -> tuple[tuple[str, ...],
+                                                                  list[SettingsError]]:
+    """The bins of numeric cohort columns a settings.json chooses (its ``cohort_bins``, a
+    ``{column: SPEC}`` object checked by :func:`cohort_bin_items`; none: ``()``) and the
+    refusal of that key: ``(COLUMN=SPEC items, errors)``."""
+    try:
+        top = _settings_top(data, source)
+    except SettingsError as err:
+        return (), [err]
+    if "config" not in top or COHORT_BINS_KEY not in top:
+        return (), []
+    value = top[COHORT_BINS_KEY]
+    if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+        return (), [SettingsError(COHORT_BINS_KEY, "must be an object of column: bins "
+                                  "(qN or edges such as \"40,65\")", value, source=source)]
+    try:
+        return cohort_bin_items(value, source=source), []
     except SettingsError as err:
         return (), [err]
 

@@ -99,3 +99,45 @@ def test_the_bins_rule_is_the_command_lines():
             cohort_bin_items([bad])
         assert said in str(err.value), str(err.value)
         assert "cohort_bins" in str(err.value)
+
+
+def test_settings_json_carries_the_bins_and_refuses_a_bad_one(files, tmp_path):
+    """The app's settings.json writes the bins beside cohort_columns; the app refuses a bad
+    one naming the field, the column and the value; ``report --settings`` bins so."""
+    import zipfile
+
+    from metrics_core.config import EvalConfig
+    from metrics_core.report import decision_record as record
+
+    _, paths = files
+    at = open_app(QUICK, page="overview")
+    payload = {"schema": "metrics_core_settings/1", "config": EvalConfig(gamma=0.5).to_dict(),
+               "cohort_bins": {"age": "q1"}}
+    at.sidebar.file_uploader(key=state.SETTINGS_FILE).set_value(
+        ("settings.json", json.dumps(payload).encode(), "application/json")
+    ).run(timeout=TIMEOUT)
+    at.button(key="apply_settings").click().run(timeout=TIMEOUT)
+    error = " ".join(str(e.value) for e in at.error)
+    assert "settings.json was not applied; nothing changed." in error, error
+    assert "cohort_bins" in error and "age: quantile bins must be 2 to 20" in error, error
+    assert "'q1'" in error, error
+    assert at.session_state[state.VIEW].config.gamma == EvalConfig().gamma
+    # written by the app beside cohort_columns, and read back by report --settings
+    view = at.session_state[state.VIEW]
+    text = record.settings_json(view.evaluation, cohort_columns=("age",),
+                                cohort_bins={"age": "q3"})
+    assert json.loads(text)["cohort_bins"] == {"age": "q3"}
+    settings = tmp_path / "settings.json"
+    settings.write_text(text)
+    archive = tmp_path / "record.zip"
+    qp, cp = str(paths["queries.csv"]), str(paths["candidates.csv"])
+    assert main(["report", qp, cp, "--settings", str(settings), "--out", str(archive),
+                 "--format", "zip", "--quiet"]) == 0
+    with zipfile.ZipFile(archive) as z:
+        doc = json.loads(z.read("metrics_master.json"))
+    out = tmp_path / "same.json"
+    bootstrap = str(json.loads(text)["config"]["bootstrap"])
+    assert main(["evaluate", qp, cp, "--out", str(out), "--bootstrap", bootstrap, "--quiet",
+                 "--cohort", "age", "--cohort-bins", "age=q3"]) == 0
+    assert len({r["value"] for r in doc["cohorts"]}) == 3
+    assert doc["cohorts"] == json.loads(out.read_text())["cohorts"]

@@ -43,13 +43,18 @@ def load_settings(path: Path) -> EvalConfig:
     return load_settings_marks(path)[0]
 
 
-def load_settings_marks(path: Path) -> tuple[EvalConfig, dict, dict, tuple[str, ...]]:
+def load_settings_marks(path: Path) -> tuple[EvalConfig, dict, dict, tuple[str, ...], tuple]:
     """:func:`load_settings`, how the file says each threshold was chosen and the cohort
-    columns it chooses: ``(config, marks, guarantees, cohort_columns)`` (field ->
+    columns it chooses with their bins: ``(config, marks, guarantees, cohort_columns,
+    cohort_bins)`` (``COLUMN=SPEC`` items; field ->
     exploratory / guaranteed; field -> ThresholdGuarantee), contract §9: a record made from
     the file keeps them."""
     from metrics_core.config import EXPLORATORY, GUARANTEED, MAX_SETTINGS_BYTES
-    from metrics_core.settings_file import read_settings_cohorts, read_settings_file
+    from metrics_core.settings_file import (
+        read_settings_cohort_bins,
+        read_settings_cohorts,
+        read_settings_file,
+    )
 
     def too_large(size: str) -> SettingsError:
         return SettingsError(None, f"is {size}; a settings file holds at most "
@@ -60,9 +65,11 @@ def load_settings_marks(path: Path) -> tuple[EvalConfig, dict, dict, tuple[str, 
     _, _, explored, guaranteed = read_settings_file(data, source=path.name)
     marks = {**dict.fromkeys(guaranteed, GUARANTEED), **dict.fromkeys(explored, EXPLORATORY)}
     columns, errors = read_settings_cohorts(data, source=path.name)
+    bins, more = read_settings_cohort_bins(data, source=path.name)
+    errors = [*errors, *(e for e in more if e.field is not None)]
     if errors:
         raise SettingsError.combine(errors, source=path.name)
-    return config, marks, guaranteed, columns
+    return config, marks, guaranteed, columns, bins
 
 
 def read_notes(path: Path) -> str:
@@ -101,11 +108,12 @@ def report_command(args) -> int:
                    ("--settings", args.settings), ("--notes", args.notes),
                    ("--adjudications", args.adjudications), ("--posts", args.posts)],
                   [("--out", out)])
+    config, marks, guarantees, chosen, bins = (load_settings_marks(args.settings)
+                                               if args.settings
+                                               else (EvalConfig(), {}, {}, (), ()))
+    if not args.cohort:  # the cohort columns (and bins) the settings file chose (the app's)
+        args.cohort, args.cohort_bins = list(chosen), [*bins, *args.cohort_bins]
     cohorts = cohort_options(args)
-    config, marks, guarantees, chosen = (load_settings_marks(args.settings) if args.settings
-                                         else (EvalConfig(), {}, {}, ()))
-    if not cohorts["declared"]:  # the cohort columns the settings file chose (the app's)
-        cohorts["declared"] = list(chosen)
     notes = read_notes(args.notes) if args.notes else ""
     from metrics_core.report import decision_record as record
 

@@ -150,14 +150,15 @@ def thresholds_line(config, marks: dict | None = None, guarantees: dict | None =
 
 
 def settings_json(evaluation, *, marks: dict | None = None,
-                  guarantees: dict | None = None, cohort_columns=()) -> str:
+                  guarantees: dict | None = None, cohort_columns=(), cohort_bins=None) -> str:
     """The run's settings as JSON: what the app loads to restore the same view, with how each
     threshold was chosen (``marks``: field -> pre-specified / exploratory / guaranteed; none
     given: every threshold pre-specified, as the command line's runs are), for the
     guaranteed ones their guarantee (``guarantees``: field -> ThresholdGuarantee; a
     guaranteed mark without one is written exploratory) and the cohort columns chosen
     (``cohort_columns``: the Cohorts page's and the record's, ``--cohort``; written when
-    there are some)."""
+    there are some) with the bins of the numeric ones (``cohort_bins``: ``{column: SPEC}``,
+    ``--cohort-bins``; written when there are some)."""
     cfg = evaluation.config
     kept = guarantees or {}
     provenance = {name: (marks or {}).get(name, PRESPECIFIED) for name in THRESHOLD_FIELDS}
@@ -173,6 +174,8 @@ def settings_json(evaluation, *, marks: dict | None = None,
         out["guarantees"] = guaranteed
     if cohort_columns:
         out[COHORT_COLUMNS_KEY] = list(cohort_columns)
+        if cohort_bins:
+            out["cohort_bins"] = dict(cohort_bins)
     return json.dumps(out, indent=2)
 
 
