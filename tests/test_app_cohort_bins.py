@@ -135,6 +135,11 @@ def test_settings_json_carries_the_bins_and_refuses_a_bad_one(files, tmp_path):
                  "--format", "zip", "--quiet"]) == 0
     with zipfile.ZipFile(archive) as z:
         doc = json.loads(z.read("metrics_master.json"))
+        # the record's own settings (its settings.json and its settings table) say the bins
+        assert json.loads(z.read("settings.json"))["cohort_bins"] == {"age": "q3"}
+        page = z.read("decision_record.html").decode().replace("<wbr>", "")
+    row = page.split("<td>cohort_bins</td>")  # the settings table's row
+    assert len(row) == 2 and row[1].startswith("<td>{&quot;age&quot;: &quot;q3&quot;}</td>")
     out = tmp_path / "same.json"
     bootstrap = str(json.loads(text)["config"]["bootstrap"])
     assert main(["evaluate", qp, cp, "--out", str(out), "--bootstrap", bootstrap, "--quiet",

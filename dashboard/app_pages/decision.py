@@ -260,7 +260,7 @@ def _html() -> str:
                                                                    v.guarantees) + ".",
                               marks=v.marks, guarantees=v.guarantees,
                               adjudication=adjudicated, cohorts=_cohorts(),
-                              cohort_columns=v.cohort_columns)
+                              cohort_columns=v.cohort_columns, cohort_bins=v.cohort_bins)
 
 
 def _cohorts():
@@ -280,7 +280,7 @@ def _zip() -> bytes:
                              exclusions=exclusions, pdf_missing=missing, marks=v.marks,
                              guarantees=v.guarantees,
                              adjudication=_adjudicated() if _adjudicated is not None else None,
-                             cohort_columns=v.cohort_columns)
+                             cohort_columns=v.cohort_columns, cohort_bins=v.cohort_bins)
 
 
 left, right = st.columns(2)

@@ -115,6 +115,7 @@ def report_command(args) -> int:
         args.cohort, args.cohort_bins = list(chosen), [*bins, *args.cohort_bins]
     cohorts = cohort_options(args)
     notes = read_notes(args.notes) if args.notes else ""
+    bins_of = dict(cohorts["bins"])  # the record's settings write them as settings.json does
     from metrics_core.report import decision_record as record
 
     args.progress.stage("reading the inputs")
@@ -152,7 +153,7 @@ def report_command(args) -> int:
                               thresholds=_thresholds(config, marks, guarantees, args.settings),
                               marks=marks, guarantees=guarantees,
                               adjudication=adjudicated, cohorts=cohort_result,
-                              cohort_columns=tuple(cohorts["declared"]))
+                              cohort_columns=tuple(cohorts["declared"]), cohort_bins=bins_of)
     if args.format == "html":
         data = page.encode("utf-8")
     elif args.format == "pdf":
@@ -168,7 +169,8 @@ def report_command(args) -> int:
                                  exclusions=loaded.exclusions, pdf_missing=missing,
                                  marks=marks, guarantees=guarantees,
                                  adjudication=adjudicated,
-                                 cohort_columns=tuple(cohorts["declared"]))
+                                 cohort_columns=tuple(cohorts["declared"]),
+                                 cohort_bins=bins_of)
     write_atomically({out: data})
     args.progress.close()
     if not args.quiet:

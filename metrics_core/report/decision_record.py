@@ -181,10 +181,13 @@ def settings_json(evaluation, *, marks: dict | None = None,
 
 
 
-def settings_rows(config, cohort_columns=()) -> list[tuple[str, str]]:
+def settings_rows(config, cohort_columns=(), cohort_bins=None) -> list[tuple[str, str]]:
     """The record's settings table: each setting of ``config`` and its value as JSON, then
-    the cohort columns chosen (when there are some), as settings.json writes them."""
+    the cohort columns chosen and their bins (when there are some), as settings.json writes
+    them."""
     chosen = {COHORT_COLUMNS_KEY: list(cohort_columns)} if cohort_columns else {}
+    if cohort_columns and cohort_bins:
+        chosen["cohort_bins"] = dict(cohort_bins)
     return [(k, json.dumps(v)) for k, v in {**config.to_dict(), **chosen}.items()]
 
 
@@ -230,7 +233,8 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
                 data_label: str = "", exclusions: pd.DataFrame | None = None,
                 created: datetime | None = None, thresholds: str = "",
                 marks: dict | None = None, adjudication=None, cohorts=None,
-                gold: str = "", guarantees: dict | None = None, cohort_columns=()) -> str:
+                gold: str = "", guarantees: dict | None = None, cohort_columns=(),
+                cohort_bins=None) -> str:
     """The decision record as one self-contained HTML page (no network needed to open it).
 
     ``gold`` names the labels ``evaluation`` was computed on (the app's *Gold labels*
@@ -269,7 +273,8 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
     if exclusions is not None and len(exclusions):
         parts += [f"<p>{len(exclusions):,} rows excluded, with their reasons:</p>",
                   _table(exclusions, max_rows=50)]
-    settings = pd.DataFrame(settings_rows(cfg, cohort_columns), columns=["setting", "value"])
+    settings = pd.DataFrame(settings_rows(cfg, cohort_columns, cohort_bins),
+                            columns=["setting", "value"])
     parts += ["<h2>Settings</h2>",
               f"<p><strong>{_e(thresholds)}</strong></p>" if thresholds else "",
               _table(settings),
@@ -309,7 +314,8 @@ def render_html(evaluation, *, title: str = "Decision record", notes: str = "",
               "--settings</code> to reproduce every number.</p>",
               "<pre id='settings-json'>"
               + _e(settings_json(evaluation, marks=marks, guarantees=guarantees,
-                               cohort_columns=cohort_columns)) + "</pre>"]
+                               cohort_columns=cohort_columns, cohort_bins=cohort_bins))
+              + "</pre>"]
     body = "\n".join(parts)
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
@@ -515,7 +521,8 @@ PDF_NOTE = "decision_record.pdf.txt"
 def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
                exclusions: pd.DataFrame | None = None, pdf_missing: str | None = None,
                marks: dict | None = None, adjudication=None,
-               guarantees: dict | None = None, cohort_columns=()) -> bytes:
+               guarantees: dict | None = None, cohort_columns=(),
+               cohort_bins=None) -> bytes:
     """HTML, PDF, metrics_master.json, settings.json and the CSV tables in one zip.
 
     Without ``pdf``, ``pdf_missing`` (why it could not be printed) is written as
@@ -542,7 +549,8 @@ def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
         z.writestr("metrics_master.json", document)
         z.writestr("settings.json", settings_json(evaluation, marks=marks,
                                                   guarantees=guarantees,
-                                                  cohort_columns=cohort_columns))
+                                                  cohort_columns=cohort_columns,
+                                                  cohort_bins=cohort_bins))
         z.writestr("per_criterion.csv", csv_bytes(evaluation.per_criterion.reset_index()))
         z.writestr("per_query.csv", csv_bytes(evaluation.per_query))
         z.writestr("records.csv", csv_bytes(evaluation.records_frame()))
