@@ -26,6 +26,11 @@ and to run (the lead runs them on a quiet machine):
     python benchmarks/bench_dask.py --queries 3000000 --reduced --bootstrap 200
     python benchmarks/bench_dask.py --queries 30000000 --reduced --bootstrap 200 \
         --results benchmarks/results/dask_reduced.jsonl
+
+``--scheduler-process`` starts the scheduler and the workers in processes of their own (as a
+run with ``--scheduler ADDRESS`` has them), so the client's peak is the client's alone; without
+it the LocalCluster's scheduler runs in the client's process and its task state (growing with
+the number of parts) counts as the client's.
 """
 
 from __future__ import annotations
@@ -198,6 +203,46 @@ def _commit() -> str | None:
         return None
 
 
+@contextlib.contextmanager
+def scheduler_processes(folder: Path, workers: int):
+    """A scheduler and ``workers`` single-threaded workers, each in a process of its own
+    (children of this one, so counted in the whole cluster's peak), as with ``metrics-core
+    evaluate --engine dask --scheduler ADDRESS``: the client's peak is then the client's own,
+    without the scheduler's task state. Yields the scheduler's address."""
+    import subprocess
+
+    bin_dir = Path(sys.executable).parent
+    info = folder / "scheduler.json"
+    info.unlink(missing_ok=True)
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--scheduler-file",
+                               str(info), "--no-dashboard"], **quiet)]
+    try:
+        deadline = time.monotonic() + 60
+        while not info.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Dask scheduler did not start within 60 s")
+            time.sleep(0.2)
+        time.sleep(0.5)  # the file is written whole, then read
+        address = json.loads(info.read_text())["address"]
+        procs.append(subprocess.Popen([str(bin_dir / "dask"), "worker", "--scheduler-file",
+                                       str(info), "--nworkers", str(workers), "--nthreads",
+                                       "1", "--no-dashboard"], **quiet))
+        from distributed import Client
+
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(workers, timeout=120)
+        yield address
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 def run_reduced(folder: Path, args, parts: int, size: int) -> dict:
     """``evaluate --engine dask --reduced`` on a local cluster of ``args.workers``, as the CLI
     runs it: wall time, client and cluster peaks, the document's size, one part's cost."""
@@ -206,10 +251,12 @@ def run_reduced(folder: Path, args, parts: int, size: int) -> dict:
 
     cfg = EvalConfig(bootstrap=args.bootstrap)
     out = folder / "metrics_master_reduced.json"
-    with PeakMemory() as mem:
+    with PeakMemory() as mem, contextlib.ExitStack() as stack:
         t0 = time.perf_counter()
+        scheduler = (stack.enter_context(scheduler_processes(folder, args.workers))
+                     if args.scheduler_process else None)
         doc = dask_engine.evaluate_reduced(folder / "queries", folder / "candidates", cfg,
-                                           n_workers=args.workers)
+                                           n_workers=args.workers, scheduler=scheduler)
         text = json.dumps(doc, indent=2, allow_nan=False)
         out.write_text(text)
         wall = time.perf_counter() - t0
@@ -219,6 +266,7 @@ def run_reduced(folder: Path, args, parts: int, size: int) -> dict:
         "candidates": doc["dataset"]["n_candidates"], "parts": parts,
         "parquet_bytes": size, "workers": args.workers, "bootstrap": args.bootstrap,
         "wall_s": round(wall, 2),
+        "scheduler": "own process" if args.scheduler_process else "in the client",
         "peak_rss_client_gb": round(mem.peak_client / 2**30, 3),
         "peak_rss_all_processes_gb": round(mem.peak / 2**30, 2),
         "document_bytes": len(text.encode()), "records": len(doc["metrics"]),
@@ -246,6 +294,11 @@ def main(argv=None) -> int:
                         help="run evaluate --engine dask --reduced (no gather): the records "
                              "from summaries merged on the workers, the Poisson bootstrap when "
                              "--bootstrap > 0")
+    parser.add_argument("--scheduler-process", action="store_true",
+                        help="with --reduced: the scheduler and the workers in processes of "
+                             "their own (dask scheduler / dask worker), the run given their "
+                             "address as --scheduler gives it; the client's peak is then its "
+                             "own, without the scheduler's task state")
     parser.add_argument("--no-part-cost", action="store_true",
                         help="with --reduced: skip the one-part cost (a child process)")
     parser.add_argument("--results", type=Path, default=None,
