@@ -213,11 +213,16 @@ def numeric_cohort_columns(source: Source, columns) -> tuple[str, ...]:
     those one may give bins."""
     if source.cohorts is None:
         return ()
-    frame = source.cohorts.frame
-    parts = dict.fromkeys(p.strip() for c in columns for p in str(c).split("*"))
-    return tuple(p for p in parts if p in frame.columns
-                 and pd.api.types.is_numeric_dtype(frame[p].dtype)
-                 and not pd.api.types.is_bool_dtype(frame[p].dtype))
+    # the queries table's columns, and a posts table's (dashboard.posts.CohortTables): each
+    # column read from the first table that has it, as the cohorts are
+    frames = [t.frame for t in getattr(source.cohorts, "tables", (source.cohorts,))]
+    out = []
+    for part in dict.fromkeys(p.strip() for c in columns for p in str(c).split("*")):
+        frame = next((f for f in frames if part in f.columns), None)
+        if (frame is not None and pd.api.types.is_numeric_dtype(frame[part].dtype)
+                and not pd.api.types.is_bool_dtype(frame[part].dtype)):
+            out.append(part)
+    return tuple(out)
 
 
 def chosen_bins(source: Source, columns, bins: Mapping[str, str]) -> dict[str, str]:
