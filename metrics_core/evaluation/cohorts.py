@@ -137,6 +137,20 @@ def _disparity_rows(grouping, names, cohort_v, rest_v, reps, n, n_pos) -> list[d
     return rows
 
 
+def _matching_intervals(body: pd.DataFrame, point: Mapping, resampled: Mapping
+                        ) -> dict[str, list]:
+    """metric -> one interval per cohort from its ``resampled`` values, for each metric of
+    ``point`` the table shows whose value from the sums (``point``) is the table's value."""
+    out = {}
+    for name, values in point.items():
+        if name not in body.columns:
+            continue
+        shown = body[name].to_numpy(dtype=np.float64, na_value=np.nan)
+        if np.allclose(values, shown, rtol=1e-9, atol=1e-12, equal_nan=True):
+            out[name] = _cis(np.where(np.isfinite(resampled[name]), resampled[name], np.nan))
+    return out
+
+
 def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
                      replicates: np.ndarray | None) -> dict[str, list]:
     """metric -> one interval per cohort (None where no resample defines it), for the
@@ -149,14 +163,7 @@ def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
     np.add.at(sums, grouping.codes, extra)
     point = extra_values(names, sums)
     resampled = extra_values(names, replicates)
-    out = {}
-    for name, values in point.items():
-        if name not in body.columns:
-            continue
-        shown = body[name].to_numpy(dtype=np.float64, na_value=np.nan)
-        if np.allclose(values, shown, rtol=1e-9, atol=1e-12, equal_nan=True):
-            out[name] = _cis(np.where(np.isfinite(resampled[name]), resampled[name], np.nan))
-    return out
+    return _matching_intervals(body, point, resampled)
 
 
 def _multilabel_intervals(body: pd.DataFrame, col, n_crit: int,
@@ -168,14 +175,7 @@ def _multilabel_intervals(body: pd.DataFrame, col, n_crit: int,
         return {}
     point = multilabel_values(np.stack([m.sum(axis=0) for m in col.multilabel]), n_crit)
     resampled = multilabel_values(replicates, n_crit)
-    out = {}
-    for name, values in point.items():
-        if name not in body.columns:
-            continue
-        shown = body[name].to_numpy(dtype=np.float64, na_value=np.nan)
-        if np.allclose(values, shown, rtol=1e-9, atol=1e-12, equal_nan=True):
-            out[name] = _cis(np.where(np.isfinite(resampled[name]), resampled[name], np.nan))
-    return out
+    return _matching_intervals(body, point, resampled)
 
 
 def _other_rows(grouping, body: pd.DataFrame, names: set, n, n_pos,
