@@ -158,6 +158,7 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
     from metrics_core import __version__
     from metrics_core.engines import reduced, reduced_tables
     from metrics_core.engines.reductions import tree_reduce
+    from metrics_core.evaluation.result import SCHEMA
 
     if candidates is None:
         raise InputError("the Dask engine needs a queries and a candidates table",
@@ -192,7 +193,9 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
     reduced.ranking_and_k_records(records, summary, config)
     criteria = list(criteria_order(summary["criteria"]))
     n = summary["n_queries"]
+    described = summary["described"]
     return {
+        "schema": SCHEMA,
         "engine": "dask (reduced)", "generated_by": f"metrics_core {__version__}",
         "run": {"generated_by": f"metrics_core {__version__}", "version": __version__,
                 "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -201,7 +204,14 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
         "dataset": {"n_queries": n, "n_positive": summary["n_positive"],
                     "positive_rate": summary["n_positive"] / n if n else None,
                     "n_posts": summary["n_posts"], "n_candidates": summary["n_candidates"],
-                    "criteria": criteria, "queries_file": q_name, "candidates_file": c_name,
+                    "criteria": criteria,
+                    "folds": None if described["folds"] is None else sorted(described["folds"]),
+                    "splits": None if described["splits"] is None
+                    else sorted(described["splits"]),
+                    "ranked_by": described["ranked_by"],
+                    "n_gold_given": described["n_gold_given"],
+                    "queries_file": q_name, "candidates_file": c_name,
+                    "layout": described["layout"],
                     "n_excluded_queries": summary["n_excluded_queries"],
                     "n_excluded_candidates": summary["n_excluded_candidates"]},
         "metrics": [r.to_dict() for r in records],

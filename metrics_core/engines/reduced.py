@@ -165,7 +165,7 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
         return out
 
     out = {"n_posts": int(ds.posts.size), "n_candidates": ds.n_candidates,
-           "criteria": set(ds.criteria), **kept,
+           "criteria": set(ds.criteria), **kept, "described": _described(ds),
            "n_queries": ds.n_queries, "n_positive": ds.n_positive,
            "counts": score_counts(ds.y, ds.p),
            "tau": outcomes.outcome_counts(ds.y, inter.pred)[0],
@@ -233,6 +233,28 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
     return out
 
 
+def _described(ds) -> dict:
+    """What the document's ``dataset`` section says of a unit's (filtered) queries beyond the
+    counts (:func:`metrics_core.evaluation.assemble.summary`): its folds and splits, how its
+    candidates are ranked, whether ``n_gold`` is given, the loader's layout."""
+    return {"folds": None if ds.fold is None else set(ds.folds),
+            "splits": None if ds.split is None else set(ds.splits),
+            "ranked_by": ds.ranked_by, "n_gold_given": ds.n_gold_given is not None,
+            "layout": ds.meta.get("layout")}
+
+
+def _merge_described(a: dict, b: dict) -> dict:
+    """Two units' :func:`_described` of the union of their queries (the gathered run's rules:
+    ranked by rank when one unit is, ``n_gold`` given when one unit gives it)."""
+    def union(x, y):
+        return x if y is None else y if x is None else x | y
+
+    return {"folds": union(a["folds"], b["folds"]), "splits": union(a["splits"], b["splits"]),
+            "ranked_by": "rank" if "rank" in (a["ranked_by"], b["ranked_by"]) else "score",
+            "n_gold_given": a["n_gold_given"] or b["n_gold_given"],
+            "layout": a["layout"] if a["layout"] == b["layout"] else None}
+
+
 def _query_cells(ds, cfg, states) -> np.ndarray:
     """``(queries, 7)`` multi-label cells of each query (§8: each query a present cell of its
     post and criterion): present, wrong, TP, FP, FN, then gold positive."""
@@ -296,6 +318,7 @@ def merge_summaries(*parts: dict) -> dict:
         for name in ("n_posts", "n_candidates"):
             out[name] = out[name] + p[name]
         out["criteria"] = out["criteria"] | p["criteria"]
+        out["described"] = _merge_described(out["described"], p["described"])
         out.update(merge_sums(out, p))
         out.update(reduced_tables.merge_unit_tables(out, p, merge_sums))
         if "resampled" in out:
