@@ -218,7 +218,7 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
         **reduced_tables.document_tables(summary, records, config),
         "n_resamples": int(config.bootstrap),
         "warnings": summary["warnings"],
-        "not_computed": list(reduced.NOT_COMPUTED),
+        "not_computed": reduced_tables.not_computed(summary, config),
     }
 
 

@@ -57,9 +57,9 @@ from metrics_core.engines.resampling import (
 )
 
 __all__ = ["CRITERION_COLUMNS", "NOT_COMPUTED", "POST_COLUMNS", "add_hist", "calibration_bins",
-           "counted_quantile", "finish", "hist_quantile", "logistic_fits", "merge_summaries",
-           "merge_sums", "multilabel_of_sums", "ranking_and_k_records", "reduced_records",
-           "reliability_values", "unit_summary"]
+           "counted_quantile", "curve_resamples", "finish", "hist_quantile", "logistic_fits",
+           "merge_summaries", "merge_sums", "multilabel_of_sums", "ranking_and_k_records",
+           "reduced_records", "reliability_values", "unit_summary"]
 
 #: Parts of the in-memory report this run does not make.
 NOT_COMPUTED = reduced_tables.NOT_COMPUTED
@@ -392,11 +392,40 @@ def finish(summary: dict, config) -> dict:
         values["ece"], values["mce"] = _reliability_resamples(summary["counts"], r["auroc"],
                                                                config)
         values["net_benefit"] = _net_benefit_resamples(r["auroc"])
+        values["roc"], values["pr"] = curve_resamples(r["auroc"])
     if r.get("auroc_by_criterion") is not None:
         values["auroc_by_criterion"] = {
             name: None if counts is None else auroc_of_weighted(counts)
             for name, counts in r["auroc_by_criterion"].items()}
     return {**summary, "resampled": values}
+
+
+def curve_resamples(weighted, grid=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(resamples, grid)`` ROC (TPR at each grid FPR) and PR (precision at each grid recall)
+    curves of each resample from its weighted class counts at each distinct ``p``, by the
+    in-memory bands' rules (:func:`metrics_core.metrics.curve_replicates.curve_replicates`,
+    grid :data:`~metrics_core.evaluation.intervals.BAND_GRID`).
+
+    The curves depend on the rows only through each distinct ``p``'s weighted positives and
+    negatives, so each distinct ``p`` is laid out as two rows (its negatives, its positives)
+    whose weights are those counts: the same curves as the rows under the same weights."""
+    from metrics_core.evaluation.intervals import BAND_GRID
+    from metrics_core.metrics.curve_replicates import ScoreLayout, curve_replicates
+
+    grid = np.asarray(BAND_GRID if grid is None else grid, dtype=np.float64)
+    m = weighted.values.size
+    layout = ScoreLayout(np.repeat(weighted.values, 2), np.tile([0, 1], m))
+
+    def batches():
+        for start in range(0, weighted.pos.shape[0], RESAMPLE_BATCH):
+            pos = weighted.pos[start:start + RESAMPLE_BATCH]
+            w = np.empty((pos.shape[0], 2 * m), dtype=np.int64)
+            w[:, 0::2], w[:, 1::2] = weighted.neg[start:start + RESAMPLE_BATCH], pos
+            yield w
+
+    values = curve_replicates(layout, batches(), roc_grid=grid, pr_grid=grid,
+                              discrimination=False)
+    return values["roc"], values["pr"]
 
 
 def _net_benefit_resamples(weighted) -> np.ndarray:

@@ -19,9 +19,10 @@ from the records. What reaches the client is proportional to the report: groups 
 With resamples, the decision curve's band is the Poisson bootstrap's percentile interval of
 each resample's net benefit (from its weighted class counts at each distinct ``p``, made on
 the cluster: :func:`metrics_core.engines.reduced.finish`), while those counts are kept
-(``WEIGHTED_SORT_LIMIT``). Not made (:data:`NOT_COMPUTED`): what needs each query's value (the
-smoothed calibration curve, the gate's risk-coverage curve, the per-query table), the ROC and
-PR bands and the input audit. The per-criterion AUROC intervals are the Poisson bootstrap's,
+(``WEIGHTED_SORT_LIMIT``); so are the ROC and PR bands (:func:`curve_bands`, from each
+resample's curves at the grid, also made on the cluster). Not made (:data:`NOT_COMPUTED`): what
+needs each query's value (the smoothed calibration curve, the gate's risk-coverage curve, the
+per-query table) and the input audit. The per-criterion AUROC intervals are the Poisson bootstrap's,
 from each criterion's weighted class counts (while they are kept, as the overall AUROC's).
 """
 
@@ -31,16 +32,31 @@ from types import SimpleNamespace
 
 import numpy as np
 
-__all__ = ["NOT_COMPUTED", "document_tables", "gammas", "merge_unit_tables", "unit_tables"]
+__all__ = ["BANDS_NOT_COMPUTED", "NOT_COMPUTED", "curve_bands", "document_tables", "gammas",
+           "merge_unit_tables", "not_computed", "unit_tables"]
 
 #: Parts of the in-memory report the reduced run does not make.
 NOT_COMPUTED = (
     "per_query (one row per query: needs the gathered run)",
     "smoothed_calibration (a spline fit on every query)",
     "gate_risk_coverage (the queries ordered by confidence)",
-    "roc_band and pr_band (bootstrap bands of the curves)",
     "audit (the input checks of the loaded rows)",
 )
+
+
+#: What ``not_computed`` says when the bands are not made although resamples were asked for.
+BANDS_NOT_COMPUTED = ("roc_band and pr_band (resamples x distinct p above "
+                      "WEIGHTED_SORT_LIMIT: no weighted counts to read the curves from)")
+
+
+def not_computed(summary: dict, cfg) -> list[str]:
+    """The document's ``not_computed``: :data:`NOT_COMPUTED`, and the bands when resamples
+    were asked for but the weighted counts were not kept (``WEIGHTED_SORT_LIMIT``)."""
+    out = list(NOT_COMPUTED)
+    resampled = summary.get("resampled")
+    if int(cfg.bootstrap) > 0 and (not resampled or resampled.get("roc") is None):
+        out.append(BANDS_NOT_COMPUTED)
+    return out
 
 
 def gammas(cfg) -> list[float]:
@@ -334,6 +350,29 @@ def _checks(summary: dict, records, cfg) -> list:
     return checks
 
 
+def curve_bands(resampled):
+    """The ROC and PR bands (frames as the in-memory run's, ``roc_band`` / ``pr_band``) from
+    each resample's curve on the grid (:func:`metrics_core.engines.reduced.curve_resamples`,
+    made on the cluster): at each grid point the percentile 95% interval of the resamples
+    where the curve is defined, the in-memory rule
+    (:func:`metrics_core.metrics.uncertainty.percentile_cis`). ``(None, None)`` without
+    resamples or once the weighted counts are not kept (``WEIGHTED_SORT_LIMIT``)."""
+    import pandas as pd
+
+    from metrics_core.evaluation.intervals import BAND_GRID
+    from metrics_core.metrics.uncertainty import percentile_cis
+
+    if not resampled or resampled.get("roc") is None:
+        return None, None
+    grid = np.asarray(BAND_GRID)
+    roc = percentile_cis(resampled["roc"])
+    pr = percentile_cis(resampled["pr"])
+    return (pd.DataFrame({"fpr": grid, "tpr_lo": [c.lo for c in roc],
+                          "tpr_hi": [c.hi for c in roc]}),
+            pd.DataFrame({"recall": grid, "precision_lo": [c.lo for c in pr],
+                          "precision_hi": [c.hi for c in pr]}))
+
+
 def document_tables(summary: dict, records, cfg) -> dict:
     """The tables and checks of ``metrics_master.json`` the reduced run makes, by their keys
     there (rows as the in-memory document writes them)."""
@@ -385,6 +424,7 @@ def document_tables(summary: dict, records, cfg) -> dict:
         curve["net_benefit_ci_lo"] = [b[0] for b in bands]
         curve["net_benefit_ci_hi"] = [b[1] for b in bands]
     tpr = classification.tpr_at_fpr(counted_scores(counts), targets=cfg.tpr_fprs)
+    roc_band, pr_band = curve_bands(summary.get("resampled"))
     return clean({
         "tpr_at_fpr": [{"target_fpr": t.target, "tpr": t.tpr if t.defined else None,
                         "fpr": t.fpr if t.defined else None,
@@ -397,6 +437,8 @@ def document_tables(summary: dict, records, cfg) -> dict:
         "gamma_sweep": frame_records(pd.DataFrame(sweep)),
         "gate_grid": frame_records(grid),
         "decision_curve": frame_records(curve),
+        "roc_band": None if roc_band is None else frame_records(roc_band),
+        "pr_band": None if pr_band is None else frame_records(pr_band),
         "per_criterion": frame_records(per_criterion.reset_index()),
         "per_criterion_macro_over": per_criterion.attrs.get("n_groups"),
         "per_fold": None if per_fold is None else frame_records(per_fold.reset_index()),

@@ -1,0 +1,133 @@
+"""The reduced Dask run's ROC / PR bands and per-query table (issue 30): the bands from the
+Poisson bootstrap's weighted counts equal a literal loop over the same weights on the gathered
+queries; the per-query table is written by the workers as Parquet parts equal to the gathered
+run's rows."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+from metrics_core.config import EvalConfig, Filters
+from metrics_core.engines import dask as dask_engine
+from metrics_core.engines.resampling import poisson_weights, unit_keys
+from metrics_core.evaluation.evaluator import Evaluator
+from metrics_core.evaluation.intervals import BAND_GRID
+from metrics_core.inputs import loading
+from tests.test_dask_engine import _data, _memory, _write
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as local, Client(local) as client:
+        yield local, client
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory):
+    q, c = _data()
+    return _write(q, c, tmp_path_factory.mktemp("dask_reduced_data"))
+
+
+def _gathered(paths, cfg):
+    """The whole data set's queries (filtered as the run is), in one process."""
+    loaded = loading.load(paths["q"], paths["c"])
+    return Evaluator(loaded.dataset).for_filters(cfg.filters).ds
+
+
+def _literal_bands(ds, cfg):
+    """Each resample's ROC and PR curve at the grid by a plain loop over its Poisson weights
+    (keyed by post id, or by post id and criterion), then numpy's percentiles at 2.5 % and
+    97.5 % of the resamples where the curve is defined."""
+    grid = np.asarray(BAND_GRID)
+    posts = np.asarray(ds.posts, dtype=object)[ds.post_code]
+    if cfg.bootstrap_unit == "post":
+        keys = unit_keys(posts)
+    else:
+        keys = unit_keys(posts, np.asarray(ds.criteria, dtype=object)[ds.criterion_code])
+    weights = poisson_weights(cfg.seed, keys, int(cfg.bootstrap))
+    order = np.argsort(-ds.p, kind="stable")
+    ps, ys = ds.p[order], ds.y[order].astype(np.float64)
+    last = np.r_[ps[1:] != ps[:-1], True]  # the last row of each distinct p (descending)
+    roc = np.full((weights.shape[0], grid.size), np.nan)
+    pr = np.full((weights.shape[0], grid.size), np.nan)
+    for r in range(weights.shape[0]):
+        w = weights[r, order].astype(np.float64)
+        tp, fp = np.cumsum(w * ys)[last], np.cumsum(w * (1 - ys))[last]
+        predicted = np.cumsum(w)[last]
+        n_pos, n_neg = tp[-1], fp[-1]
+        for j, g in enumerate(grid):
+            if n_pos > 0 and n_neg > 0:  # the TPR of the last point with FPR <= g
+                at = np.flatnonzero(fp / n_neg <= g)
+                roc[r, j] = tp[at[-1]] / n_pos if at.size else 0.0
+            if n_pos > 0:  # the first point with recall >= g, not before the first drawn
+                at = max(int(np.flatnonzero(tp / n_pos >= g)[0]),
+                         int(np.argmax(predicted > 0)))
+                pr[r, j] = tp[at] / predicted[at]
+
+    def band(matrix):
+        out = []
+        for column in matrix.T:
+            kept = column[~np.isnan(column)]
+            out.append(np.percentile(kept, [2.5, 97.5]) if kept.size else [np.nan, np.nan])
+        return np.array(out, dtype=np.float64)
+
+    return band(roc), band(pr)
+
+
+def _column(rows, name):
+    return np.array([np.nan if r[name] is None else r[name] for r in rows], dtype=np.float64)
+
+
+@pytest.mark.parametrize("cfg", [
+    EvalConfig(bootstrap=60, seed=7),
+    EvalConfig(bootstrap=40, seed=3, bootstrap_unit="post",
+               filters=Filters(fold="1", criteria=("C1", "C3"))),
+], ids=["query-unit", "post-unit-filtered"])
+def test_reduced_bands_equal_a_literal_loop_over_the_same_poisson_weights(paths, cluster, cfg):
+    _, client = cluster
+    doc = dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"], cfg, client=client)
+    roc, pr = _literal_bands(_gathered(paths, cfg), cfg)
+    assert [r["fpr"] for r in doc["roc_band"]] == list(BAND_GRID)
+    assert [r["recall"] for r in doc["pr_band"]] == list(BAND_GRID)
+    for got, want in ((_column(doc["roc_band"], "tpr_lo"), roc[:, 0]),
+                      (_column(doc["roc_band"], "tpr_hi"), roc[:, 1]),
+                      (_column(doc["pr_band"], "precision_lo"), pr[:, 0]),
+                      (_column(doc["pr_band"], "precision_hi"), pr[:, 1])):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    assert not any("roc_band" in n for n in doc["not_computed"])
+    # the in-memory (multinomial) band: the same grid and columns, close in width and place
+    expected = _memory(paths, cfg)
+    for key in ("roc_band", "pr_band"):
+        assert [list(r) for r in doc[key]] == [list(r) for r in expected[key]]
+        grid, lo, hi = list(expected[key][0])
+        assert [r[grid] for r in doc[key]] == [r[grid] for r in expected[key]]
+        gap = np.nanmean(np.abs(_column(doc[key], lo) - _column(expected[key], lo))
+                         + np.abs(_column(doc[key], hi) - _column(expected[key], hi)))
+        assert gap < 0.25, key  # (Monte Carlo: 40 to 60 resamples of few queries)
+    assert roc[0, 0] <= roc[0, 1] and roc[-1, 0] == roc[-1, 1] == 1.0
+
+
+def test_reduced_bands_beyond_the_size_limit_are_not_made_and_said(paths, cluster,
+                                                                    monkeypatch):
+    """Above WEIGHTED_SORT_LIMIT the weighted counts are not kept: no band, and
+    ``not_computed`` says why; without resamples no band either (as in memory)."""
+    from metrics_core.engines import reduced, reduced_tables
+
+    _, client = cluster
+    monkeypatch.setattr(reduced, "WEIGHTED_SORT_LIMIT", 10)
+    doc = dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"],
+                                       EvalConfig(bootstrap=20), client=client)
+    assert doc["roc_band"] is None and doc["pr_band"] is None
+    assert reduced_tables.BANDS_NOT_COMPUTED in doc["not_computed"]
+    assert next(r for r in doc["metrics"] if r["name"] == "auroc")["ci_method"] == "delong"
+    monkeypatch.undo()
+    doc = dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"],
+                                       EvalConfig(bootstrap=0), client=client)
+    assert doc["roc_band"] is None and doc["pr_band"] is None
+    assert reduced_tables.BANDS_NOT_COMPUTED not in doc["not_computed"]
+    json.dumps(doc, allow_nan=False)
