@@ -104,6 +104,7 @@ def main() -> None:
             upload.data_sidebar(None)
         upload.mapping_step()
         st.stop()
+    notes += data.follow_data(source)
     with st.sidebar:
         upload.data_sidebar(source)
     with computing.interactive():  # served before the work computed ahead (computing.Turns)

@@ -293,6 +293,25 @@ def use_demo(variant: str = DEMO) -> None:
     st.session_state.pop(state.ADJ_SOURCES, None)  # the adjudicated gold of the data left
 
 
+def follow_data(source: Source) -> list[str]:
+    """At the start of the app's run: the session's data are ``source``. When they are not the
+    data of the last run (another demo, an upload, another upload) a threshold set with a
+    guarantee keeps its value and is exploratory, with a note
+    (:func:`dashboard.provenance.data_switched`); the same data keep every mark (a posts table
+    adds cohort columns to the same queries; a new session's link is read on its data).
+    Returns the notes (kept with the link's until a setting changes)."""
+    before = st.session_state.get(state.DATA_SHOWN)
+    st.session_state[state.DATA_SHOWN] = source.token
+    if before in (None, source.token):
+        return []
+    from dashboard import link, provenance
+
+    notes = provenance.data_switched()
+    for note in notes:
+        link.keep_link_note(note)
+    return notes
+
+
 def set_source(source: Source) -> None:
     """Make ``source`` the session's source (session state only)."""
     st.session_state[_SOURCE_KEY] = source

@@ -19,7 +19,8 @@ from metrics_core.config import EXPLORATORY, GUARANTEED, PRESPECIFIED, EvalConfi
 from metrics_core.config import THRESHOLD_FIELDS as THRESHOLD_NAMES
 
 __all__ = ["GUARANTEES", "PROVENANCE", "THRESHOLD_FIELDS", "THRESHOLD_NAMES",
-           "describe_thresholds", "guarantees", "mark_of", "marks", "set_mark"]
+           "data_switched", "describe_thresholds", "guarantees", "mark_of", "marks",
+           "set_mark"]
 
 #: Session keys: how each threshold got its value: field -> "exploratory" or "guaranteed"
 #: (absent: pre-specified); the guaranteed ones' guarantees: field ->
@@ -48,6 +49,31 @@ def set_mark(name: str, how: str, guarantee=None) -> None:
         current.pop(name, None)
     st.session_state[PROVENANCE] = current
     st.session_state[GUARANTEES] = kept
+
+
+#: How the note of a dropped guarantee names each threshold field.
+_FIELD_NAMES = MappingProxyType({"tau_neg": "τ_neg", "tau_pos": "τ_pos", "threshold": "τ",
+                                 "gamma": "γ", "criterion_gates": "the per-criterion gates"})
+
+
+def data_switched() -> list[str]:
+    """Other data are shown (another demo, an upload, another upload): a guarantee was computed
+    on the data left, so every guaranteed field keeps its value and becomes exploratory (found
+    on data, with no guarantee on these; contract §9). Returns a note per field that lost its
+    guarantee (none: nothing was guaranteed)."""
+    kept = dict(st.session_state.get(GUARANTEES, {}))
+    current = dict(st.session_state.get(PROVENANCE, {}))
+    dropped = [name for name in THRESHOLD_NAMES if current.get(name) == GUARANTEED]
+    for name in dropped:
+        current[name] = EXPLORATORY
+    st.session_state[PROVENANCE] = current
+    st.session_state[GUARANTEES] = {}
+    return [f"{_FIELD_NAMES.get(name, name)} was set with a guarantee "
+            f"({kept[name].target}, δ {kept[name].delta:g}, calibrated on "
+            f"{kept[name].calibration_text}) on the data shown before; on these data it keeps "
+            f"its value and is exploratory (set it with a guarantee again on Decision support)."
+            if name in kept else f"{_FIELD_NAMES.get(name, name)} was guaranteed on the data "
+            f"shown before; on these data it is exploratory." for name in dropped]
 
 
 def mark_of(field_name: str) -> str:

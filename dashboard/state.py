@@ -115,6 +115,9 @@ UPLOAD_RERUN = "_upload_rerun"
 UPLOAD_SEEN = "_upload_seen"
 #: The data source the filters were last checked against (a switch resets them silently).
 FILTERS_SOURCE = "_filters_source"
+#: The data source the app's last run showed (a switch makes guaranteed thresholds
+#: exploratory: dashboard.data.follow_data).
+DATA_SHOWN = "_data_shown"
 #: This session was marked not resumable (its uploads are freed when the tab closes).
 RELEASE_MARKED = "_release_marked"
 #: This session's key in the server-wide memory budget for uploads (dashboard.budget.Holder).

@@ -254,3 +254,54 @@ def test_guarantee_mode_says_when_no_threshold_can_be_guaranteed(demo):
             f"positives): at least 23025 positives are needed, with no miss among them."
             ) in warned
     assert not [b for b in at.button if b.key == "guarantee_apply"]
+
+
+def test_a_data_switch_keeps_the_value_and_drops_the_guarantee():
+    """A guarantee was computed on the data shown: switching the data (another demo, an
+    upload) keeps the threshold's value and makes it exploratory, with a note naming the
+    guarantee, on the thresholds line, in the link, settings.json and the record alike; the
+    same data (another page, a new session on the link) keep it guaranteed."""
+    import json
+
+    from dashboard import data
+    from metrics_core.report import decision_record as record
+    from tests.conftest import random_frames
+    from tests.test_app import upload
+
+    g = risk_control.ThresholdGuarantee("screening_sensitivity>=0.99", 0.1, 1, "all", 14770)
+    link = {"gate": "0.0312,0.6", "guaranteed": g.link("tau_neg"), "bootstrap": "400"}
+    at = open_app(link, page="overview")
+    at.switch_page("app_pages/gate.py").run()
+    assert_clean(at)
+    assert at.session_state[provenance.GUARANTEES] == {"tau_neg": g}
+    assert dict(at.query_params) == link
+
+    def dropped(at):
+        assert_clean(at)
+        assert at.session_state[state.MODEL]["gate"] == (0.0312, 0.6)
+        assert at.session_state[provenance.PROVENANCE] == {"tau_neg": state.EXPLORATORY}
+        assert at.session_state[provenance.GUARANTEES] == {}
+        assert _line(at).startswith("Thresholds: τ_neg 0.0312 (exploratory); τ_pos 0.6 "
+                                    "(pre-specified);")
+        assert dict(at.query_params) == {"gate": "0.0312,0.6", "explored": "tau_neg",
+                                         "bootstrap": "400"}
+        view = at.session_state[state.VIEW]
+        saved = json.loads(record.settings_json(view.evaluation, marks=view.marks,
+                                                guarantees=view.guarantees))
+        assert saved["provenance"]["tau_neg"] == "exploratory"
+        assert "guarantees" not in saved
+        assert _line(at).startswith(provenance.describe_thresholds(
+            view.config, view.marks, view.guarantees) + ".")
+        shown = _unescaped("\n".join(texts(at)))
+        assert ("τ_neg was set with a guarantee (screening_sensitivity>=0.99, δ 0.1, "
+                "calibrated on all queries) on the data shown before; on these data it keeps "
+                "its value and is exploratory") in shown, shown
+
+    at.radio(key=state.DEMO_VARIANT).set_value(data.DEMO_PROBLEMS).run()
+    dropped(at)
+    # from the demo to an upload
+    at = open_app(link, page="gate")
+    assert at.session_state[provenance.GUARANTEES] == {"tau_neg": g}
+    q, c = random_frames(n_posts=40, seed=5)
+    dropped(upload(at, ("queries.csv", q.to_csv(index=False).encode(), "text/csv"),
+                   ("candidates.csv", c.to_csv(index=False).encode(), "text/csv")))

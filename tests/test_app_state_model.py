@@ -8,7 +8,8 @@ drawn widget, the thresholds line, the cohort the pages show and the cohort colu
 the link, settings.json and the record's thresholds must equal the model, which is written
 here from the rules alone (what was moved is exploratory, what was typed, loaded or left at
 its default is pre-specified, what was set with a guarantee is guaranteed until it moves:
-contract §9; a cohort, and a cohort column, stays chosen until data without it is shown),
+contract §9; a guaranteed one becomes exploratory when other data are shown; a cohort, and a
+cohort column, stays chosen until data without it is shown),
 not from the app's code.
 
 CI runs a bounded number of sequences; ``STATE_MODEL_EXAMPLES=500`` runs more.
@@ -216,6 +217,9 @@ class DashboardSettings(RuleBasedStateMachine):
         if variant != self.demo and variant == data.DEMO_PROBLEMS:
             self.cohort = ()  # no cohort column there: the filter is dropped silently
             self.cohort_columns = ()  # and so are the cohort columns
+        if variant != self.demo:  # a guarantee was computed on the data left: exploratory
+            self.explored |= set(self.guaranteed)
+            self.guaranteed = {}
         self.demo = variant
 
     @rule()
@@ -375,6 +379,27 @@ def test_a_guaranteed_gate_through_the_model():
     assert marks[4] == {"tau_neg": "guaranteed", "tau_pos": "exploratory"}
     assert marks[6] == {"tau_neg": "guaranteed", "tau_pos": "pre-specified"}
     assert marks[7] == {"tau_neg": "pre-specified", "tau_pos": "pre-specified"}
+    machine.teardown()
+
+
+def test_a_guarantee_does_not_follow_the_data():
+    """One fixed sequence: τ_neg set with a guarantee, another demo shown (τ_neg keeps its
+    value, exploratory), the first demo again (still exploratory: the guarantee is not
+    computed again), a new guarantee, and the link opened in a new session on the same data
+    (guaranteed)."""
+    machine = DashboardSettings()
+    steps = [lambda: machine.set_gate_with_guarantee(GUARANTEE_TARGETS[0]),
+             lambda: machine.switch_demo(data.DEMO_PROBLEMS),
+             lambda: machine.switch_demo(data.DEMO),
+             lambda: machine.set_gate_with_guarantee(GUARANTEE_TARGETS[0]),
+             machine.open_link]
+    machine.everything_says_the_same()
+    marks = []
+    for step in steps:
+        step()
+        machine.everything_says_the_same()
+        marks.append(machine.mark("tau_neg"))
+    assert marks == ["guaranteed", "exploratory", "exploratory", "guaranteed", "guaranteed"]
     machine.teardown()
 
 
