@@ -83,6 +83,46 @@ def test_intervals_equal_replicates_expanded_sample_by_sample():
         assert got[name] == pytest.approx((ci.lo, ci.hi), abs=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_gate_curve_from_the_counts_by_distinct_p_is_the_per_query_one_bit_for_bit(seed):
+    """The reduced Dask run's curve (contract §6: one point per distinct confidence level):
+    from the positives and negatives at each distinct p, every point (not only the 500
+    written) and the three areas equal the per-query ones exactly, with ties within a p, p
+    on both sides of τ at the same distance (one level, mixed predictions) and p = τ."""
+    from metrics_core.engines.reductions import score_counts
+
+    rng = np.random.default_rng(seed)
+    n = (1, 7, 300, 2000, 40, 900)[seed]
+    tau = (0.5, 0.3, 0.5, 0.25, 0.5, 0.7)[seed]
+    d = np.round(rng.random(n) * 0.5, 2)
+    p = np.clip(np.where(rng.random(n) < 0.5, tau - d, tau + d), 0.0, 1.0)
+    if n > 1:
+        p[:3 if n > 3 else 1] = tau  # confidence 0: the last level
+    y = (rng.random(n) < p).astype(int)
+    want = rcov.gate_risk_coverage(y, p, threshold=tau)
+    c = score_counts(y, p)
+    got = rcov.gate_risk_coverage_of_counts(c.values, c.pos, c.neg, threshold=tau)
+    assert got.coverage.tolist() == want.coverage.tolist()
+    assert got.risk.tolist() == want.risk.tolist()
+    assert (got.aurc, got.optimal_aurc, got.n) == (want.aurc, want.optimal_aurc, want.n)
+    assert got.to_dict(max_points=500) == want.to_dict(max_points=500)
+    # weighted counts (a resample's whole weights) give the areas of the rows repeated
+    w = rng.poisson(1.0, size=(3, n))
+    areas = rcov.gate_area_resamples(
+        c.values, np.stack([np.bincount(np.searchsorted(c.values, p), weights=r * y,
+                                        minlength=c.values.size) for r in w]),
+        np.stack([np.bincount(np.searchsorted(c.values, p), weights=r * (1 - y),
+                              minlength=c.values.size) for r in w]), threshold=tau)
+    for row, (aurc, optimal, excess) in zip(w, areas, strict=True):
+        idx = np.repeat(np.arange(n), row)
+        if idx.size == 0:
+            assert np.isnan(aurc)
+            continue
+        r = rcov.gate_risk_coverage(y[idx], p[idx], threshold=tau)
+        assert (aurc, optimal) == pytest.approx((r.aurc, r.optimal_aurc), abs=1e-12)
+        assert excess == pytest.approx(r.excess_aurc, abs=1e-12)
+
+
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="one length"):
         rcov.risk_coverage([0, 1], [0.5])

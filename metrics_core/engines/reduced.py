@@ -393,6 +393,7 @@ def finish(summary: dict, config) -> dict:
                                                                config)
         values["net_benefit"] = _net_benefit_resamples(r["auroc"])
         values["roc"], values["pr"] = curve_resamples(r["auroc"])
+        values["gate_areas"] = _gate_area_resamples(r["auroc"], config)
     if r.get("auroc_by_criterion") is not None:
         values["auroc_by_criterion"] = {
             name: None if counts is None else auroc_of_weighted(counts)
@@ -426,6 +427,17 @@ def curve_resamples(weighted, grid=None) -> tuple[np.ndarray, np.ndarray]:
     values = curve_replicates(layout, batches(), roc_grid=grid, pr_grid=grid,
                               discrimination=False)
     return values["roc"], values["pr"]
+
+
+def _gate_area_resamples(weighted, config) -> np.ndarray:
+    """``(resamples, 3)`` AURC, optimal AURC and E-AURC of the gate's risk–coverage curve for
+    the first min(resamples, :data:`~metrics_core.metrics.risk_coverage.GATE_RESAMPLES`)
+    resamples, from their weighted class counts at each distinct ``p``."""
+    from metrics_core.metrics import risk_coverage
+
+    b = min(weighted.pos.shape[0], risk_coverage.GATE_RESAMPLES)
+    return risk_coverage.gate_area_resamples(weighted.values, weighted.pos[:b],
+                                             weighted.neg[:b], threshold=config.threshold)
 
 
 def _net_benefit_resamples(weighted) -> np.ndarray:

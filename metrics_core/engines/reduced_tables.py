@@ -19,10 +19,6 @@ from the records. What reaches the client is proportional to the report: groups 
 With resamples, the decision curve's band is the Poisson bootstrap's percentile interval of
 each resample's net benefit (from its weighted class counts at each distinct ``p``, made on
 the cluster: :func:`metrics_core.engines.reduced.finish`), while those counts are kept
-(``WEIGHTED_SORT_LIMIT``); so are the ROC and PR bands (:func:`curve_bands`, from each
-resample's curves at the grid, also made on the cluster). Not made (:data:`NOT_COMPUTED`): what
-needs each query's value (the smoothed calibration curve, the gate's risk-coverage curve, the
-per-query table) and the input audit. The per-criterion AUROC intervals are the Poisson bootstrap's,
 from each criterion's weighted class counts (while they are kept, as the overall AUROC's).
 """
 
@@ -39,7 +35,6 @@ __all__ = ["BANDS_NOT_COMPUTED", "NOT_COMPUTED", "curve_bands", "document_tables
 NOT_COMPUTED = (
     "per_query (one row per query: needs the gathered run)",
     "smoothed_calibration (a spline fit on every query)",
-    "gate_risk_coverage (the queries ordered by confidence)",
     "audit (the input checks of the loaded rows)",
 )
 
@@ -316,6 +311,38 @@ def _reliability_table(counts, cfg):
                          "gap": observed - confidence})
 
 
+def _gate_risk_coverage(summary: dict, cfg) -> dict:
+    """The gate's risk–coverage section (:func:`metrics_core.metrics.risk_coverage.
+    gate_section`) from the counts by distinct ``p`` (the curve and areas exactly the
+    in-memory ones), the gate's outcome table (its point) and, with resamples, the Poisson
+    bootstrap's areas made on the cluster (``resampled["gate_areas"]``)."""
+    from metrics_core.engines.resampling import percentile_interval
+    from metrics_core.metrics import risk_coverage
+    from metrics_core.metrics.outcomes import abstention_fractions
+
+    counts = summary["counts"]
+    if not summary["n_queries"]:
+        return {"defined": False, "reason": "no query"}
+    curve = risk_coverage.gate_risk_coverage_of_counts(counts.values, counts.pos, counts.neg,
+                                                       threshold=cfg.threshold)
+    areas = (summary.get("resampled") or {}).get("gate_areas")
+    n_boot = 0
+    if areas is not None and areas.shape[0]:
+        n_boot = int(areas.shape[0])
+        curve = risk_coverage.RiskCoverage(
+            curve.coverage, curve.risk, curve.aurc, curve.optimal_aurc, curve.n,
+            {name: percentile_interval(areas[:, j])
+             for j, name in enumerate(("aurc", "optimal_aurc", "excess_aurc"))})
+    fractions = abstention_fractions(np.asarray(summary["gate"])[None])
+
+    def ratio(name):
+        k, n, _ = fractions[name]
+        return float(k[0]) / float(n[0]) if n[0] > 0 else float("nan")
+
+    return risk_coverage.section_of(curve, cfg, n_boot, coverage=ratio("coverage"),
+                                    accuracy_answered=ratio("accuracy_answered"))
+
+
 def _checks(summary: dict, records, cfg) -> list:
     from metrics_core.evaluation.checks import (
         confusion_checks,
@@ -447,4 +474,5 @@ def document_tables(summary: dict, records, cfg) -> dict:
         else frame_records(fold_summary(per_fold, records)),
         "targets": frame_records(target_table(records, cfg.targets)),
         "consistency_checks": [c.to_dict() for c in _checks(summary, records, cfg)],
+        "gate_risk_coverage": _gate_risk_coverage(summary, cfg),
     })

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["GATE_RESAMPLES", "RiskCoverage", "aurc_intervals", "digamma_of_whole",
-           "gate_risk_coverage", "gate_section", "risk_coverage"]
+           "gate_area_resamples", "gate_risk_coverage", "gate_risk_coverage_of_counts",
+           "gate_section", "risk_coverage", "section_of"]
 
 #: At most this many resamples for the gate's areas in a run (their cost grows with n).
 GATE_RESAMPLES = 1000
@@ -90,6 +91,12 @@ def _areas(w_sorted, e_sorted, ends, total):
     in confidence order; ``total``: each replicate's whole weight, abstentions included)."""
     cw = np.cumsum(w_sorted, axis=1)[:, ends]
     ce = np.cumsum(w_sorted * e_sorted, axis=1)[:, ends]
+    return _areas_of_levels(cw, ce, total)
+
+
+def _areas_of_levels(cw, ce, total):
+    """:func:`_areas` from the weight ``cw`` and the weighted errors ``ce`` answered up to the
+    end of each confidence level (replicates x levels, most confident first)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         cov = cw / total[:, None]
         risk = np.where(cw > 0, ce / cw, 0.0)
@@ -97,8 +104,8 @@ def _areas(w_sorted, e_sorted, ends, total):
     aurc = (risk * dcov).sum(axis=1)
     # optimal: the answered correct first, then the errors; over k = 1..A answered (weights
     # are whole counts): (1/N) Σ_{k=C+1..A} (k − C) / k = (1/N) [(A − C) − C (H_A − H_C)]
-    a = cw[:, -1] if ends.size else np.zeros(w_sorted.shape[0])
-    errors = ce[:, -1] if ends.size else np.zeros(w_sorted.shape[0])
+    a = cw[:, -1] if cw.shape[1] else np.zeros(cw.shape[0])
+    errors = ce[:, -1] if cw.shape[1] else np.zeros(cw.shape[0])
     correct = a - errors
     harmonic = digamma_of_whole(a + 1.0) - digamma_of_whole(correct + 1.0)
     optimal = ((a - correct) - correct * harmonic) / total
@@ -211,6 +218,71 @@ def gate_risk_coverage(y, p, *, threshold: float = 0.5, n_resamples: int = 0,
     return out
 
 
+def _gate_levels(values: np.ndarray, threshold: float):
+    """For distinct scores ``values``: whether each is predicted positive, the order of the
+    scores by confidence ``|p − threshold|`` (most confident first, stable) and the last
+    position of each distinct confidence level in that order (:func:`_prepared`'s ``ends``)."""
+    values = np.asarray(values, dtype=np.float64)
+    confidence = np.abs(values - threshold)
+    order = np.argsort(-confidence, kind="stable")
+    c = confidence[order]
+    ends = np.r_[np.flatnonzero(c[1:] != c[:-1]), c.size - 1] if c.size \
+        else np.array([], int)
+    return values >= threshold, order, ends
+
+
+def _levels_of_counts(positive, order, ends, pos, neg):
+    """(answered, errors) up to the end of each level from the class counts at each distinct
+    score (``pos`` / ``neg``: one row, or one per resample): a score's errors are its
+    negatives when it is predicted positive, its positives otherwise."""
+    pos = np.atleast_2d(np.asarray(pos, dtype=np.float64))
+    neg = np.atleast_2d(np.asarray(neg, dtype=np.float64))
+    errors = np.where(positive, neg, pos)
+    cw = np.cumsum((pos + neg)[:, order], axis=1)[:, ends]
+    ce = np.cumsum(errors[:, order], axis=1)[:, ends]
+    return cw, ce
+
+
+def gate_risk_coverage_of_counts(values, pos, neg, *, threshold: float = 0.5) -> RiskCoverage:
+    """:func:`gate_risk_coverage` (without intervals) from the positives ``pos`` and negatives
+    ``neg`` at each distinct score ``values``.
+
+    All queries at one score share their confidence and their prediction, and the curve has
+    one point per distinct confidence level (the queries of a level are answered together,
+    whatever their order within it): the answered and the errors up to each level are sums of
+    whole counts, exact in float64, so the curve and the areas equal the per-query ones bit for
+    bit (tests/test_risk_coverage.py).
+
+    >>> rc = gate_risk_coverage_of_counts([0.1, 0.6, 0.9], [0, 1, 1], [1, 1, 0])
+    >>> want = gate_risk_coverage([0, 1, 0, 1], [0.1, 0.6, 0.6, 0.9])
+    >>> rc.aurc == want.aurc, rc.coverage.tolist() == want.coverage.tolist()
+    (True, True)
+    """
+    positive, order, ends = _gate_levels(values, threshold)
+    cw, ce = _levels_of_counts(positive, order, ends, pos, neg)
+    n = int(np.sum(pos) + np.sum(neg))
+    if n == 0:
+        raise ValueError("no sample to draw a risk–coverage curve from")
+    aurc, optimal, cov, risk = _areas_of_levels(cw, ce, np.array([float(n)]))
+    return RiskCoverage(cov[0], risk[0], float(aurc[0]), float(optimal[0]), n)
+
+
+def gate_area_resamples(values, pos, neg, *, threshold: float = 0.5) -> np.ndarray:
+    """``(resamples, 3)`` AURC, optimal AURC and E-AURC of the gate's curve for each row of
+    weighted class counts ``pos`` / ``neg`` ``(resamples, distinct scores)`` (whole numbers:
+    a Poisson bootstrap's), NaN where a resample holds no weight."""
+    positive, order, ends = _gate_levels(values, threshold)
+    out = []
+    for start in range(0, np.shape(pos)[0], 64):  # a few resamples at a time
+        p, q = pos[start:start + 64], neg[start:start + 64]
+        cw, ce = _levels_of_counts(positive, order, ends, p, q)
+        total = np.sum(p, axis=1, dtype=np.float64) + np.sum(q, axis=1, dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):  # a resample without weight
+            aurc, optimal, _, _ = _areas_of_levels(cw, ce, total)
+        out.append(np.stack([aurc, optimal, aurc - optimal], axis=1))
+    return np.concatenate(out) if out else np.empty((0, 3))
+
+
 def gate_section(ds, cfg, abstention) -> dict:
     """The gate's risk–coverage for a run's JSON (``metrics_master.json``,
     ``gate_risk_coverage``): the curve around the run's threshold τ (at most 500 points
@@ -222,11 +294,19 @@ def gate_section(ds, cfg, abstention) -> dict:
     n_boot = min(int(cfg.bootstrap), GATE_RESAMPLES)
     curve = gate_risk_coverage(ds.y, ds.p, threshold=cfg.threshold, n_resamples=n_boot,
                                seed=cfg.seed)
-    accuracy = abstention.accuracy_answered
+    return section_of(curve, cfg, n_boot, coverage=abstention.coverage,
+                      accuracy_answered=abstention.accuracy_answered)
+
+
+def section_of(curve: RiskCoverage, cfg, n_resamples: int, *, coverage: float,
+               accuracy_answered: float | None) -> dict:
+    """:func:`gate_section` of a curve computed elsewhere (the reduced Dask run's, from the
+    counts by distinct ``p``), with the gate's coverage and accuracy over its answers."""
+    accuracy = accuracy_answered
     point = {"tau_neg": cfg.tau_neg, "tau_pos": cfg.tau_pos,
-             "coverage": float(abstention.coverage),
+             "coverage": float(coverage),
              "risk": None if accuracy is None or not math.isfinite(accuracy)
              else float(1.0 - accuracy)}
     return {"defined": True, "reason": None, "threshold": cfg.threshold,
             "confidence": "|p − τ| (abstain on a band around τ that widens)",
-            "n_resamples": n_boot, **curve.to_dict(max_points=500), "gate": point}
+            "n_resamples": n_resamples, **curve.to_dict(max_points=500), "gate": point}
