@@ -570,7 +570,7 @@ def test_reduced_run_equals_the_in_memory_values_record_by_record(paths, cluster
 
 
 #: The in-memory document's parts the reduced run does not make (reduced_tables.NOT_COMPUTED).
-NOT_REDUCED = {"smoothed_calibration", "audit"}
+NOT_REDUCED = {"audit"}
 #: Table keys made from the bootstrap's intervals: in memory the multinomial bootstrap's, in the
 #: reduced run the Poisson bootstrap's (or not made); every other field must agree.
 INTERVAL_FIELDS = {"fold_summary": ("ci_lo", "ci_hi", "text"),
@@ -750,3 +750,33 @@ def test_counted_quantiles_and_reliability_are_numpy_s_and_the_in_memory_ones():
             assert hist_quantile(np.bincount(k), q) == np.percentile(k, q)
     assert hist_quantile(np.bincount([0, 2, 3, 5]), 90) == pytest.approx(4.4, abs=1e-12)
     assert math.isnan(hist_quantile(np.zeros(3, dtype=int), 50))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_smoothed_calibration_from_the_counts_by_distinct_p_is_the_per_query_fit(seed):
+    """The reduced run's smoothed calibration (contract §5): the fit on one row per distinct
+    clipped p, the knots and the grid's ends from numpy's linear quantiles of the counted
+    values, equal the in-memory curve bit for bit: ties, p of 0 and 1 (clipped for the
+    logit, not for the grid), p below the clip, few distinct values, one class, n < 20."""
+    from metrics_core.engines.counted import smoothed_calibration_of_counts
+    from metrics_core.engines.reductions import score_counts
+    from metrics_core.metrics import calibration
+
+    rng = np.random.default_rng(seed)
+    n = (400, 3000, 25, 19, 200, 60, 1000, 500)[seed]
+    p = rng.beta(0.6, 0.9, n)
+    if seed % 2:
+        p = np.round(p, 2)  # ties
+    if seed in (1, 6):
+        p[:40] = 0.0
+        p[40:60] = 1.0
+        p[60:70] = 1e-17  # below the logit's clip
+    if seed == 5:
+        p = np.round(p * 5) / 5  # 6 distinct values: fewer than the spline's coefficients
+    y = (rng.random(n) < p).astype(int)
+    if seed == 7:
+        y[:] = 1
+    want = calibration.smoothed_calibration(y, p)
+    got = smoothed_calibration_of_counts(score_counts(y, p))
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert (len(want) > 0) == (seed in (0, 1, 2, 4, 6)), len(want)  # curves compared too

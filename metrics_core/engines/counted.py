@@ -18,7 +18,8 @@ from metrics_core.engines.reductions import ScoreCounts
 
 __all__ = ["CRITERION_COLUMNS", "POST_COLUMNS", "add_hist", "calibration_bins",
            "calibration_rows", "counted_quantile", "f1_of_counts", "hist_quantile",
-           "logistic_fits", "multilabel_of_sums", "reliability_values"]
+           "logistic_fits", "multilabel_of_sums", "reliability_values",
+           "smoothed_calibration_of_counts"]
 
 
 def counted_quantile(values: np.ndarray, counts: np.ndarray, fraction: float) -> float:
@@ -113,6 +114,39 @@ def logistic_fits(counts: ScoreCounts):
         np.bincount(inverse, weights=total, minlength=values.size),
         observed=float(counts.pos.sum()), expected=float(np.sum(counts.values * total)))
 
+
+
+def smoothed_calibration_of_counts(counts: ScoreCounts, *, n_knots: int = 5,
+                                   n_points: int = 101, level: float = 0.95):
+    """:func:`metrics_core.metrics.calibration.smoothed_calibration` from the counts by
+    distinct ``p`` (contract §5): the fit already runs on one row per distinct clipped ``p``
+    (events, trials: its likelihood is the sum over the queries'), and the two things it reads
+    from every query are numpy's linear quantiles of the counted values, the knots (of
+    ``logit(p)``, ascending with ``p``) and the grid's ends (the 1st and 99th percentiles of
+    ``p``). The same rows, knots and ends give the same curve, bit for bit."""
+    from metrics_core.metrics import calibration
+
+    total = counts.pos + counts.neg
+    n, n_events = int(total.sum()), int(counts.pos.sum())
+    if n < 20 or n_events in (0, n):
+        return calibration.empty_smoothed_curve()
+    clipped = np.clip(counts.values, calibration.LOGIT_EPS, 1.0 - calibration.LOGIT_EPS)
+    values, inverse = np.unique(clipped, return_inverse=True)
+    if values.size < n_knots + 2:
+        return calibration.empty_smoothed_curve()
+    events = np.bincount(inverse, weights=counts.pos, minlength=values.size)
+    trials = np.bincount(inverse, weights=total, minlength=values.size)
+    logits = calibration.clipped_logit(counts.values)
+
+    def quantiles(sorted_values, percents):  # np.percentile's fractions: q / 100
+        fractions = np.true_divide(np.asarray(percents, dtype=np.float64), 100)
+        return np.array([counted_quantile(sorted_values, total, f) for f in fractions])
+
+    knots_at = quantiles(logits, 100 * np.linspace(0.0, 1.0, n_knots))
+    knots = calibration.spline_knots_of(knots_at)
+    lo_p, hi_p = quantiles(counts.values, [1, 99])
+    return calibration.smoothed_curve(values, events, trials, knots, (lo_p, hi_p),
+                                      n_points=n_points, level=level)
 
 
 #: Per-post multi-label sums: cells, wrong cells, TP, FP, FN, has a cell, no wrong cell, F1.

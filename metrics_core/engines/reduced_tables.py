@@ -19,7 +19,15 @@ from the records. What reaches the client is proportional to the report: groups 
 With resamples, the decision curve's band is the Poisson bootstrap's percentile interval of
 each resample's net benefit (from its weighted class counts at each distinct ``p``, made on
 the cluster: :func:`metrics_core.engines.reduced.finish`), while those counts are kept
-from each criterion's weighted class counts (while they are kept, as the overall AUROC's).
+(``WEIGHTED_SORT_LIMIT``); so are the ROC and PR bands (:func:`curve_bands`, from each
+resample's curves at the grid, also made on the cluster). The gate's risk–coverage curve and
+areas come from the counts by distinct ``p`` (exactly the in-memory ones: one point per
+distinct confidence level), the areas' intervals from the same weighted counts; the smoothed
+calibration curve from the same counts (its fit runs on one row per distinct ``p`` in memory
+too: :func:`metrics_core.engines.counted.smoothed_calibration_of_counts`). Not made
+(:data:`NOT_COMPUTED`): the per-query table and the input audit. The per-criterion AUROC
+intervals are the Poisson bootstrap's, from each criterion's weighted class counts (while
+they are kept, as the overall AUROC's).
 """
 
 from __future__ import annotations
@@ -34,7 +42,6 @@ __all__ = ["BANDS_NOT_COMPUTED", "NOT_COMPUTED", "curve_bands", "document_tables
 #: Parts of the in-memory report the reduced run does not make.
 NOT_COMPUTED = (
     "per_query (one row per query: needs the gathered run)",
-    "smoothed_calibration (a spline fit on every query)",
     "audit (the input checks of the loaded rows)",
 )
 
@@ -405,6 +412,7 @@ def document_tables(summary: dict, records, cfg) -> dict:
     there (rows as the in-memory document writes them)."""
     import pandas as pd
 
+    from metrics_core.engines.counted import smoothed_calibration_of_counts
     from metrics_core.engines.reductions import counted_scores
     from metrics_core.engines.resampling import percentile_interval
     from metrics_core.evaluation.evaluator import gate_grid_frame
@@ -473,6 +481,7 @@ def document_tables(summary: dict, records, cfg) -> dict:
         "fold_summary": None if per_fold is None
         else frame_records(fold_summary(per_fold, records)),
         "targets": frame_records(target_table(records, cfg.targets)),
+        "smoothed_calibration": frame_records(smoothed_calibration_of_counts(counts)),
         "consistency_checks": [c.to_dict() for c in _checks(summary, records, cfg)],
         "gate_risk_coverage": _gate_risk_coverage(summary, cfg),
     })

@@ -47,9 +47,11 @@ __all__ = [
     "bin_matrix",
     "brier",
     "brier_weighted",
+    "clipped_logit",
     "ece",
     "ece_from_sums",
     "ece_weighted",
+    "empty_smoothed_curve",
     "logistic_calibration",
     "logistic_calibration_of_rows",
     "mce",
@@ -57,6 +59,8 @@ __all__ = [
     "mce_weighted",
     "reliability_bins",
     "smoothed_calibration",
+    "smoothed_curve",
+    "spline_knots_of",
     "top_label",
     "weighted_bin_sums",
 ]
@@ -497,7 +501,11 @@ def spline_knots(x: np.ndarray, n_knots: int = 5, degree: int = 3) -> np.ndarray
     >>> spline_knots(np.arange(9.0)).tolist()
     [-6.0, -4.0, -2.0, 0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0]
     """
-    base = np.percentile(x, 100 * np.linspace(0.0, 1.0, n_knots))
+    return spline_knots_of(np.percentile(x, 100 * np.linspace(0.0, 1.0, n_knots)), degree)
+
+
+def spline_knots_of(base: np.ndarray, degree: int = 3) -> np.ndarray:
+    """:func:`spline_knots` from its base knots (the quantiles of ``x``)."""
     low, high = base[1] - base[0], base[-1] - base[-2]
     return np.r_[np.linspace(base[0] - degree * low, base[0] - low, degree), base,
                  np.linspace(base[-1] + high, base[-1] + degree * high, degree)]
@@ -604,25 +612,45 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
     runs to 0 or 1); grid points with a fitted risk beyond 1e-13 of 0 or 1 are left out.
     ``order``: the rows ordered by ``p`` ascending, when the caller has it.
     """
+    y = np.asarray(y, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    if y.size < 20 or y.min() == y.max():
+        return empty_smoothed_curve()
+    values, events, trials = _distinct_rows(y, p, checked_order(order, p))
+    if values.size < n_knots + 2:  # fewer distinct values than the spline's coefficients
+        return empty_smoothed_curve()
+    knots = spline_knots(clipped_logit(p), n_knots)
+    lo_p, hi_p = np.percentile(p, [1, 99])
+    return smoothed_curve(values, events, trials, knots, (lo_p, hi_p), n_points=n_points,
+                          level=level)
+
+
+def clipped_logit(values):
+    """logit of ``values`` clipped to [LOGIT_EPS, 1 - LOGIT_EPS]."""
+    clipped = np.clip(values, LOGIT_EPS, 1 - LOGIT_EPS)
+    return np.log(clipped / (1 - clipped))
+
+
+def empty_smoothed_curve():
+    """:func:`smoothed_calibration`'s empty frame (no curve), with its columns."""
+    import pandas as pd
+
+    return pd.DataFrame({c: np.empty(0) for c in ("p", "observed", "lo", "hi")})
+
+
+def smoothed_curve(values, events, trials, knots, p_range, *, n_points: int = 101,
+                   level: float = 0.95):
+    """The fit and curve of :func:`smoothed_calibration` from its distinct rows (``values``:
+    the distinct clipped ``p``, ascending; ``events`` / ``trials`` at each), the spline's
+    ``knots`` (:func:`spline_knots` of every query's logit) and ``p_range``, the 1st and 99th
+    percentiles of every query's ``p`` (the grid's ends): whoever gives these, rows or
+    counts, gets the same curve."""
     import pandas as pd
 
     from metrics_core.metrics.uncertainty import normal_quantile
 
-    y = np.asarray(y, dtype=np.float64)
-    p = np.asarray(p, dtype=np.float64)
-    empty = pd.DataFrame({c: np.empty(0) for c in ("p", "observed", "lo", "hi")})
-    if y.size < 20 or y.min() == y.max():
-        return empty
-    eps = LOGIT_EPS
-
-    def logit(values):
-        clipped = np.clip(values, eps, 1 - eps)
-        return np.log(clipped / (1 - clipped))
-
-    values, events, trials = _distinct_rows(y, p, checked_order(order, p))
-    if values.size < n_knots + 2:  # fewer distinct values than the spline's coefficients
-        return empty
-    knots = spline_knots(logit(p), n_knots)
+    empty = empty_smoothed_curve()
+    logit = clipped_logit
     # The basis without its last function (include_bias=False), beside an intercept.
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.c_[np.ones(values.size), bspline_basis(logit(values), knots)[:, :-1]]
@@ -639,7 +667,7 @@ def smoothed_calibration(y, p, *, n_knots: int = 5, n_points: int = 101,
         return empty
     beta, fitted = fit
     covariance = np.linalg.pinv(x.T @ (x * (trials * fitted * (1 - fitted))[:, None]))
-    lo_p, hi_p = np.percentile(p, [1, 99])
+    lo_p, hi_p = p_range
     grid = np.linspace(lo_p, hi_p, n_points)
     with np.errstate(divide="ignore", invalid="ignore"):
         xg = np.c_[np.ones(n_points), bspline_basis(logit(grid), knots)[:, :-1]]
