@@ -657,10 +657,19 @@ def test_reduced_run_is_the_same_whatever_the_partitioning_and_survives_a_killed
         try:
             reduced.unit_summary = functools.partial(_summary_die_once, marker=str(marker),
                                                      original=original)
-            again = _reduced_parts(dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"],
-                                                                cfg, client=client))
+            again = _reduced_parts(dask_engine.evaluate_reduced(
+                paths["q_dir"], paths["c_dir"], cfg, client=client,
+                per_query=tmp_path / "per_query"))
         finally:
             reduced.unit_summary = original
+        # the unit run again wrote its per-query part whole: every query once
+        table = again.pop("per_query")
+        rows = pd.read_parquet(tmp_path / "per_query")
+        assert len(rows) == table["n_rows"] == loading.load(paths["q"], paths["c"]).dataset \
+            .n_queries and not rows.duplicated(["post_id", "criterion"]).any()
+        assert [p.name for p in sorted((tmp_path / "per_query").iterdir())] == \
+            [p["file"] for p in table["parts"]]
+        docs[1]["not_computed"] = again["not_computed"]  # (without the per-query entry)
         assert marker.exists() and _differences(docs[1], again) == []
 
 
@@ -680,7 +689,7 @@ def _summary_die_once(q_paths, c_paths, config, *, marker, original, **kwargs):
     os._exit(1)
 
 
-def test_cli_reduced_run_writes_the_records_and_refuses_per_query(paths, cluster, tmp_path,
+def test_cli_reduced_run_writes_the_records_and_refuses_exclusions(paths, cluster, tmp_path,
                                                                   capsys):
     local, _ = cluster
     out = tmp_path / "reduced.json"
@@ -696,9 +705,9 @@ def test_cli_reduced_run_writes_the_records_and_refuses_per_query(paths, cluster
     assert doc["consistency_checks"] and doc["gate_grid"] and doc["per_fold"]
     assert any(n.startswith("per_query") for n in doc["not_computed"])
     assert main(["evaluate", str(paths["q_dir"]), str(paths["c_dir"]), "--engine", "dask",
-                 "--reduced", "--scheduler", local.scheduler_address, "--per-query",
-                 str(tmp_path / "pq.csv"), "--out", str(tmp_path / "x.json")]) == 2
-    assert "--per-query needs the per-query values: leave out --reduced" in \
+                 "--reduced", "--scheduler", local.scheduler_address, "--exclusions",
+                 str(tmp_path / "ex.csv"), "--out", str(tmp_path / "x.json")]) == 2
+    assert "--exclusions needs the per-query values: leave out --reduced" in \
         capsys.readouterr().err
     assert main(["evaluate", str(paths["q"]), str(paths["c"]), "--reduced",
                  "--out", str(tmp_path / "x.json")]) == 2

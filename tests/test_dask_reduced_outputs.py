@@ -131,3 +131,89 @@ def test_reduced_bands_beyond_the_size_limit_are_not_made_and_said(paths, cluste
     assert doc["roc_band"] is None and doc["pr_band"] is None
     assert reduced_tables.BANDS_NOT_COMPUTED not in doc["not_computed"]
     json.dumps(doc, allow_nan=False)
+
+
+# ------------------------------------------------------------- the per-query table's parts
+def _canonical(frame):
+    """Rows sorted by post id, then criterion in the data set's (natural) order."""
+    from metrics_core.engines.gathered import criteria_order
+
+    rank = {c: i for i, c in enumerate(criteria_order(set(frame["criterion"])))}
+    return (frame.assign(_rank=frame["criterion"].map(rank))
+            .sort_values(["post_id", "_rank"], kind="stable").drop(columns="_rank")
+            .reset_index(drop=True))
+
+
+@pytest.mark.parametrize("cfg", [
+    EvalConfig(bootstrap=0),
+    EvalConfig(bootstrap=20, bootstrap_unit="post", ks=(1, 2, 5), tau_neg=0.2, tau_pos=0.5,
+               ranking_protocol="all_queries", filters=Filters(fold="1", criteria=("C1", "C3"))),
+], ids=["default", "variants-filtered"])
+def test_reduced_per_query_parts_are_the_gathered_run_s_table(paths, cluster, tmp_path, cfg):
+    import pandas as pd
+
+    _, client = cluster
+    folder = tmp_path / "out" / "per_query"
+    doc = dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"], cfg, client=client,
+                                       per_query=folder)
+    table = doc["per_query"]
+    assert table["path"] == str(folder) and table["format"] == "parquet"
+    assert table["n_rows"] == doc["dataset"]["n_queries"] == sum(p["rows"]
+                                                                 for p in table["parts"])
+    assert sorted(p.name for p in folder.iterdir()) == [p["file"] for p in table["parts"]]
+    assert [p.name for p in folder.parent.iterdir()] == ["per_query"]  # staging removed
+    assert not any(n.startswith("per_query") for n in doc["not_computed"])
+    parts = [pd.read_parquet(folder / p["file"]) for p in table["parts"]]
+    assert [len(p) for p in parts] == [p["rows"] for p in table["parts"]]
+    for part in parts:  # each part in canonical order already
+        pd.testing.assert_frame_equal(part, _canonical(part))
+    got = _canonical(pd.concat(parts, ignore_index=True))
+    gathered = dask_engine.evaluate(paths["q_dir"], paths["c_dir"], cfg, client=client)
+    want = gathered.evaluation.per_query.reset_index(drop=True)
+    assert list(got.columns) == list(want.columns)
+    pd.testing.assert_frame_equal(got, want, check_dtype=False, check_categorical=False)
+    assert got["state"].astype(str).tolist() == want["state"].astype(str).tolist()
+    assert len(got) > 20 and got["recall@5" if cfg.ks == (1, 2, 5) else "recall@10"].notna().any()
+    # the whole folder reads as one table
+    assert len(pd.read_parquet(folder)) == table["n_rows"]
+
+
+def test_cli_reduced_per_query_folder_is_written_or_refused_naming_the_path(paths, cluster,
+                                                                           tmp_path, capsys):
+    from metrics_core.cli import main
+
+    local, _ = cluster
+    base = ["evaluate", str(paths["q_dir"]), str(paths["c_dir"]), "--engine", "dask",
+            "--reduced", "--scheduler", local.scheduler_address, "--bootstrap", "0"]
+    folder = tmp_path / "pq"
+    folder.mkdir()  # an empty folder is fine
+    assert main([*base, "--per-query", str(folder), "--out", str(tmp_path / "a.json")]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads((tmp_path / "a.json").read_text())
+    assert f"wrote {folder} (the per-query table: {doc['dataset']['n_queries']:,} rows in" in out
+    assert doc["per_query"]["path"] == str(folder) and list(folder.iterdir())
+
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("mine")
+    for target, said in (
+            (folder, f"--per-query {folder} holds"),  # the run's own parts: not overwritten
+            (kept, f"--per-query {kept} holds 1 entry (notes.txt)"),
+            (a_file, f"--per-query {a_file} is a file"),
+            (a_file / "pq", f"--per-query {a_file / 'pq'} cannot be written"),
+            (paths["q_dir"], f"--per-query {paths['q_dir']} is the input QUERIES")):
+        assert main([*base, "--per-query", str(target), "--out",
+                     str(tmp_path / "b.json")]) == 2, target
+        assert said in capsys.readouterr().err, target
+    assert (kept / "notes.txt").read_text() == "mine" and a_file.read_text() == "mine"
+    assert not (tmp_path / "b.json").exists()
+    assert main([*base, "--per-query", str(tmp_path / "new"), "--out",
+                 str(tmp_path / "new" / "c.json")]) == 2
+    assert "is inside --per-query" in capsys.readouterr().err
+    assert main([*base, "--exclusions", str(tmp_path / "x.csv"), "--out",
+                 str(tmp_path / "d.json")]) == 2
+    assert "--exclusions needs the per-query values: leave out --reduced" in \
+        capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "file.txt", "kept", "pq"]

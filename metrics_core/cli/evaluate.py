@@ -46,19 +46,28 @@ def _evaluate_reduced(args, config, connect_timeout) -> int:
     """``evaluate --engine dask --reduced``: the reduced records' document, nothing else."""
     if args.engine != "dask":
         raise ValueError("--reduced needs --engine dask")
-    for flag, value in (("--per-query", args.per_query), ("--exclusions", args.exclusions)):
-        if value is not None:
-            raise ValueError(f"{flag} needs the per-query values: leave out --reduced")
+    if args.exclusions is not None:
+        raise ValueError("--exclusions needs the per-query values: leave out --reduced")
+    if args.per_query is not None and args.out.resolve().is_relative_to(
+            args.per_query.resolve()):
+        raise ValueError(f"--out {args.out} is inside --per-query {args.per_query}: with "
+                         f"--reduced --per-query names a folder of Parquet parts of its own; "
+                         f"choose another path for either")
     from metrics_core.engines import dask as dask_engine
 
     document = dask_engine.evaluate_reduced(args.queries, args.candidates, config,
-                                            scheduler=args.scheduler, timeout=connect_timeout)
+                                            scheduler=args.scheduler, timeout=connect_timeout,
+                                            per_query=args.per_query)
     write_atomically({args.out: json.dumps(document, indent=2, allow_nan=False).encode()})
     args.progress.close()
     if not args.quiet:
         print(f"{document['dataset']['n_queries']:,} queries; wrote {args.out} "
               f"({len(document['metrics'])} records; not computed: "
               f"{', '.join(document['not_computed'])})")
+        if "per_query" in document:
+            table = document["per_query"]
+            print(f"wrote {printable(table['path'])} (the per-query table: "
+                  f"{table['n_rows']:,} rows in {len(table['parts'])} Parquet parts)")
     return EXIT_OK
 
 

@@ -155,7 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     _inputs(ev)
     ev.add_argument("--out", type=Path, default=Path("metrics_master.json"),
                     help="the metrics document (default: %(default)s)")
-    ev.add_argument("--per-query", type=Path, help="also write the per-query table (CSV) here")
+    ev.add_argument("--per-query", type=Path,
+                    help="also write the per-query table (CSV) here; with --reduced a new or "
+                         "empty folder the workers write it into as Parquet parts")
     ev.add_argument("--exclusions", type=Path, help="write excluded rows (CSV) here")
     ev.add_argument("--adjudications", type=Path, metavar="ADJ_CSV",
                     help="reviewers' verdicts (the adjudication file the dashboard downloads): "
@@ -176,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --scheduler: seconds to wait for the scheduler (default 10)")
     ev.add_argument("--reduced", action="store_true",
                     help="with --engine dask: gather no per-query value (the client's memory "
-                         "does not grow with the data); every record, no tables")
+                         "does not grow with the data)")
     _cohort_flags(ev)
     _config_flags(ev)
     _limit_flags(ev)

@@ -45,7 +45,8 @@ from metrics_core.run import fingerprint
 
 __all__ = ["DaskRun", "GatheredEvaluator", "QueryLevelDataset", "bootstrap_by_reduction",
            "classification_by_reduction", "evaluate", "evaluate_reduced", "evaluate_unit",
-           "plan_units", "resolve_files", "unit_resample_sums", "unit_score_counts"]
+           "per_query_staging", "plan_units", "resolve_files", "unit_resample_sums",
+           "unit_score_counts"]
 
 #: Seconds to wait for a scheduler given by address before giving up.
 CONNECT_TIMEOUT = 10.0
@@ -140,8 +141,39 @@ def evaluate(queries, candidates, config, *, scheduler: str | None = None, clien
                     inputs=inputs)
 
 
+def per_query_staging(directory) -> tuple[Path, Path]:
+    """Check the folder the reduced run's per-query parts go to and make the folder the workers
+    write them into first (beside it; renamed to it once every unit is done): ``(target,
+    staging)``. The target must be absent or an empty folder (an output never overwrites
+    anything); a ``ValueError`` names the path and the rule otherwise."""
+    import tempfile
+
+    target = Path(directory)
+    what = f"--per-query {target}"
+    if target.exists() and not target.is_dir():
+        raise ValueError(f"{what} is a file: the reduced run writes the per-query table as a "
+                         f"folder of Parquet parts; name a new or empty folder")
+    if target.is_dir():
+        held = sorted(p.name for p in target.iterdir())
+        if held:
+            raise ValueError(f"{what} holds {len(held)} entr{'y' if len(held) == 1 else 'ies'} "
+                             f"({', '.join(held[:3])}{', ...' if len(held) > 3 else ''}): the "
+                             f"reduced run writes its per-query parts into a new or empty "
+                             f"folder and never overwrites files; choose another path")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial",
+                                        dir=target.parent))
+    except OSError as err:
+        raise ValueError(f"{what} cannot be written: {err.strerror or err} "
+                         f"({err.filename or target.parent}); name a folder in a writable "
+                         f"place") from None
+    return target, staging
+
+
 def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = None, client=None,
-                     timeout: float = CONNECT_TIMEOUT, n_workers: int | None = None) -> dict:
+                     timeout: float = CONNECT_TIMEOUT, n_workers: int | None = None,
+                     per_query=None) -> dict:
     """``metrics-core evaluate --engine dask --reduced``: the records reduced on the cluster.
 
     Each work unit sums what the records need where it is loaded
@@ -152,6 +184,14 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
     the consistency checks (:mod:`metrics_core.engines.reduced_tables`); ``not_computed``
     names the in-memory report's parts this run does not make. Arguments as
     :func:`evaluate`.
+
+    ``per_query`` (a folder, absent or empty): each unit writes its per-query rows (the
+    in-memory per-query table's columns, canonical order within the part) as
+    ``part-NNNNN.parquet`` there, on the worker; the client receives the parts' names and
+    rows only, and the document's ``per_query`` says where they are. The workers must see
+    the folder (a local cluster, or a file system the cluster shares). The parts are
+    written into a folder beside it, renamed to it once every unit is done (removed if the
+    run fails).
     """
     from datetime import UTC, datetime
 
@@ -169,7 +209,8 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
         units, q_str, c_str, q_name, c_name = _units(on, queries, candidates)
         futures = [on.submit(reduced.unit_summary, [q_str[j] for j in qi],
                              [c_str[j] for j in ci], config, queries_name=q_name,
-                             candidates_name=c_name, pure=False) for qi, ci in units]
+                             candidates_name=c_name, pure=False, per_query_dir=written,
+                             part=i) for i, (qi, ci) in enumerate(units)]
         return tree_reduce(on, futures, reduced.merge_summaries,
                            finish=functools.partial(reduced.finish, config=config)), \
             q_name, c_name
@@ -178,17 +219,28 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
     c_files = resolve_files(candidates, table="candidates")
     for f, kind in ((q_files[0], "queries"), (c_files[0], "candidates")):
         post_column(f, kind)
-    with _failures():
-        if client is None:
-            with _Cluster(scheduler, timeout, n_workers) as own:
-                summary, q_name, c_name = run(own)
-        else:
-            summary, q_name, c_name = run(client)
-    if "error" in summary:
-        raise InputError(summary["error"], code=summary["code"])
-    if "empty" in summary:
-        raise InputError(f"no queries match the filter ({summary['empty']})",
-                         hint="choose another fold, split or criteria")
+    target, staging = (None, None) if per_query is None else per_query_staging(per_query)
+    written = None if staging is None else str(staging)
+    try:
+        with _failures():
+            if client is None:
+                with _Cluster(scheduler, timeout, n_workers) as own:
+                    summary, q_name, c_name = run(own)
+            else:
+                summary, q_name, c_name = run(client)
+        if "error" in summary:
+            raise InputError(summary["error"], code=summary["code"])
+        if "empty" in summary:
+            raise InputError(f"no queries match the filter ({summary['empty']})",
+                             hint="choose another fold, split or criteria")
+        if staging is not None:
+            os.replace(staging, target)  # (onto an empty folder, or none)
+    finally:
+        if staging is not None and staging.exists():
+            import shutil
+
+            shutil.rmtree(staging, ignore_errors=True)
+    parts = summary.get("per_query_parts", [])
     records = reduced.reduced_records(summary, config)
     reduced.ranking_and_k_records(records, summary, config)
     criteria = list(criteria_order(summary["criteria"]))
@@ -218,7 +270,13 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
         **reduced_tables.document_tables(summary, records, config),
         "n_resamples": int(config.bootstrap),
         "warnings": summary["warnings"],
-        "not_computed": reduced_tables.not_computed(summary, config),
+        **({} if target is None else {"per_query": {
+            "path": str(target), "format": "parquet", "n_rows": sum(r for _, r in parts),
+            "parts": [{"file": name, "rows": rows} for name, rows in parts],
+            "order": "canonical (post id, then criterion) within each part; sort by post_id "
+                     "and criterion for the whole table's"}}),
+        "not_computed": reduced_tables.not_computed(summary, config,
+                                                    per_query=target is not None),
     }
 
 

@@ -59,7 +59,7 @@ from metrics_core.engines.resampling import (
 __all__ = ["CRITERION_COLUMNS", "NOT_COMPUTED", "POST_COLUMNS", "add_hist", "calibration_bins",
            "counted_quantile", "curve_resamples", "finish", "hist_quantile", "logistic_fits",
            "merge_summaries", "merge_sums", "multilabel_of_sums", "ranking_and_k_records",
-           "reduced_records", "reliability_values", "unit_summary"]
+           "reduced_records", "reliability_values", "unit_summary", "write_per_query"]
 
 #: Parts of the in-memory report this run does not make.
 NOT_COMPUTED = reduced_tables.NOT_COMPUTED
@@ -96,9 +96,31 @@ def _means(inter, ds) -> dict:
     return out
 
 
+def write_per_query(frame, directory: str, part: int) -> tuple[str, int]:
+    """Write one unit's per-query rows as ``part-NNNNN.parquet`` in ``directory`` (on the
+    worker: a temporary file, then a rename, so a unit run again after a lost worker replaces
+    its own part whole); returns the file's name and its rows."""
+    import os
+    from pathlib import Path
+
+    name = f"part-{part:05d}.parquet"
+    target = Path(directory) / name
+    tmp = target.with_name(f".{name}.{os.getpid()}.tmp")
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return name, len(frame)
+
+
 def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, queries_name: str,
-                 candidates_name: str) -> dict:
-    """One unit's sums for the reduced records (on a worker); an error dict for bad input."""
+                 candidates_name: str, per_query_dir: str | None = None,
+                 part: int = 0) -> dict:
+    """One unit's sums for the reduced records (on a worker); an error dict for bad input.
+    With ``per_query_dir``, the unit's per-query table is written there as part ``part``
+    (:func:`write_per_query`) and only its name and rows are in the summary."""
     from metrics_core.engines.units import load_unit
     from metrics_core.errors import InputError
     from metrics_core.evaluation.evaluator import Evaluator
@@ -174,6 +196,11 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
                         int(v.size if m is None else m.sum())) for n, (v, m) in means.items()},
            "k_hist": np.bincount(k, minlength=1), "multilabel": multilabel_sums(None)}
     out.update(reduced_tables.unit_tables(ev, cfg, inter, k, grouped))
+    if per_query_dir is not None:
+        from metrics_core.evaluation.assemble import per_query_frame
+
+        out["per_query_parts"] = [write_per_query(per_query_frame(ds, inter), per_query_dir,
+                                                  part)]
     b_total = int(cfg.bootstrap)
     if b_total < 1:
         return out
@@ -314,6 +341,7 @@ def merge_summaries(*parts: dict) -> dict:
     for name in ("n_excluded_queries", "n_excluded_candidates"):  # whatever the filters kept
         out[name] = sum(p[name] for p in parts)
     out["warnings"] = list(dict.fromkeys(w for p in parts for w in p["warnings"]))
+    out["per_query_parts"] = sorted(x for p in parts for x in p.get("per_query_parts", ()))
     for p in full[1:]:
         for name in ("n_posts", "n_candidates"):
             out[name] = out[name] + p[name]

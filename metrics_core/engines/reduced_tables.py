@@ -36,12 +36,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-__all__ = ["BANDS_NOT_COMPUTED", "NOT_COMPUTED", "curve_bands", "document_tables", "gammas",
-           "merge_unit_tables", "not_computed", "unit_tables"]
+__all__ = ["BANDS_NOT_COMPUTED", "NOT_COMPUTED", "PER_QUERY_NOT_COMPUTED", "curve_bands",
+           "document_tables", "gammas", "merge_unit_tables", "not_computed", "unit_tables"]
 
 #: Parts of the in-memory report the reduced run does not make.
 NOT_COMPUTED = (
-    "per_query (one row per query: needs the gathered run)",
     "audit (the input checks of the loaded rows)",
 )
 
@@ -51,10 +50,16 @@ BANDS_NOT_COMPUTED = ("roc_band and pr_band (resamples x distinct p above "
                       "WEIGHTED_SORT_LIMIT: no weighted counts to read the curves from)")
 
 
-def not_computed(summary: dict, cfg) -> list[str]:
-    """The document's ``not_computed``: :data:`NOT_COMPUTED`, and the bands when resamples
-    were asked for but the weighted counts were not kept (``WEIGHTED_SORT_LIMIT``)."""
-    out = list(NOT_COMPUTED)
+#: What ``not_computed`` says of the per-query table when no folder was named for it.
+PER_QUERY_NOT_COMPUTED = ("per_query (one row per query: never in this document; --per-query "
+                          "DIR has the workers write it as Parquet parts)")
+
+
+def not_computed(summary: dict, cfg, *, per_query: bool = False) -> list[str]:
+    """The document's ``not_computed``: the per-query table unless it was written
+    (``per_query``), :data:`NOT_COMPUTED`, and the bands when resamples were asked for but the
+    weighted counts were not kept (``WEIGHTED_SORT_LIMIT``)."""
+    out = ([] if per_query else [PER_QUERY_NOT_COMPUTED]) + list(NOT_COMPUTED)
     resampled = summary.get("resampled")
     if int(cfg.bootstrap) > 0 and (not resampled or resampled.get("roc") is None):
         out.append(BANDS_NOT_COMPUTED)
