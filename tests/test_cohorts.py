@@ -481,10 +481,11 @@ def test_the_metrics_left_without_an_interval_are_the_curve_and_calibration_fit_
     *_, result = _tables(q, c, cfg=EvalConfig(bootstrap=60))
     table = result.cohorts
     without = set(table.loc[table["ci95"].isna() & table["defined"], "metric"])
-    assert without <= {"auprc", "calibration_in_the_large", "calibration_intercept",
+    assert without <= {"calibration_in_the_large", "calibration_intercept",
                        "calibration_slope"} | {m for m in without
                                                if m.startswith(("tpr@", "threshold@"))}
-    assert set(table.loc[table["ci95"].notna(), "metric"]) >= SUMMED | set(MULTILABEL_NAMES)
+    assert set(table.loc[table["ci95"].notna(), "metric"]) >= SUMMED | set(MULTILABEL_NAMES) | {
+        "auprc"}
 
 
 @pytest.mark.parametrize(("seed", "rule"), [(7, "threshold"), (11, "alert"),
@@ -565,3 +566,35 @@ def test_each_metric_s_per_query_sums_come_from_its_registry_entry():
         np.testing.assert_array_equal(den[:, i], expected[name][1], err_msg=name)
     with pytest.raises(ValueError, match="mcc: its value is no ratio of per-query sums"):
         kernels.ratio_sums(ev, inter, ["mcc"])
+
+
+@pytest.mark.parametrize(("seed", "decimals"), [(7, None), (5, 1)])
+def test_the_auprc_intervals_match_a_literal_resampling_loop(seed, decimals):
+    """Each cohort's AUPRC on every resample of posts: scikit-learn's average precision on
+    the cohort's repeated rows (ties of p too: scores rounded to one decimal), NaN (left out)
+    when the resample has one class; the percentiles of those values."""
+    from sklearn.metrics import average_precision_score
+
+    q, c = _data(n_posts=30, n_criteria=3, seed=seed)
+    if decimals is not None:
+        q["p_has_evidence"] = q["p_has_evidence"].round(decimals)
+    cfg = EvalConfig(bootstrap=80, seed=seed)
+    loaded, attrs = _run(q, c, ["site"])
+    ev = Evaluator(loaded.dataset)
+    inter = ev.intermediate(cfg)
+    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=80, seed=seed).counts()
+    table = cohort_tables(ev, inter, [attrs["site"]], counts=counts, weak=False).cohorts
+    ds, site = ev.ds, attrs["site"]
+
+    def ap(rows):
+        y = ds.y[rows]
+        return average_precision_score(y, ds.p[rows]) if 0 < y.sum() < y.size else np.nan
+
+    for j, value in enumerate(site.values):
+        own = np.flatnonzero(site.codes == j)
+        assert _value(table, "site", value, "auprc") == pytest.approx(ap(own))
+        v = np.array([ap(np.repeat(own, counts[r][ds.post_code[own]]))
+                      for r in range(counts.shape[0])])
+        want = np.percentile(v[~np.isnan(v)], [2.5, 97.5]).tolist()
+        assert _value(table, "site", value, "auprc", "ci95") == pytest.approx(
+            want, abs=1e-9), value

@@ -287,7 +287,7 @@ class PairCounts:
     numbers (doubled)."""
 
     def __init__(self, layout: ScoreLayout, codes_in_order: Sequence[np.ndarray],
-                 sizes: Sequence[int]):
+                 sizes: Sequence[int], precision_columns: int = 0):
         self.layout = layout
         ys = layout.ys
         n_posts = int(layout.columns.max()) + 1 if layout.n else 0
@@ -353,9 +353,14 @@ class PairCounts:
             self.pos_columns, np.concatenate(run_positions or [np.zeros(0, np.int64)]), n_posts)
         self.within = [(*w[:-2], _pair(self.positives.index(w[-2]),
                                        self.positives.index(w[-1]))) for w in self.within]
+        # average precision of the first precision_columns columns' cohorts
+        self.precision = PrecisionRuns(layout, list(codes_in_order)[:precision_columns],
+                                       self.sizes[:precision_columns]) \
+            if precision_columns else None
 
-    def replicates(self, weights) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per column: (cohort AUROC, rest AUROC), ``(b, g)`` each."""
+    def replicates(self, weights) -> list[tuple]:
+        """Per column: (cohort AUROC, rest AUROC, cohort average precision or None),
+        ``(b, g)`` each."""
         bound = int(np.iinfo(weights.dtype).max) * max(self.layout.n, 1)
         by_post = np.ascontiguousarray(  # (posts, b)
             weights.T, dtype=np.int32 if bound < np.iinfo(np.int32).max else np.int64)
@@ -392,13 +397,119 @@ class PairCounts:
                 run_w *= _pair_sum(pos, *run_at)
                 above[:, start + present] = np.add.reduceat(run_w, blocks, axis=0).T
             start += g
+        precisions = [] if self.precision is None else self.precision.values(
+            by_post, p_j[:, :sum(self.precision.sizes)], n_j[:, :sum(self.precision.sizes)])
         col = 2 * total_p[:, None] * n_j - above  # 2 U(all, j)
         cohort = ratio(diag / 2.0, p_j * n_j)
         rest = ratio((twice_total[:, None] - row - col + diag) / 2.0,
                       (total_p[:, None] - p_j) * (total_n[:, None] - n_j))
         out, start = [], 0
+        for k, g in enumerate(self.sizes):
+            out.append((cohort[:, start:start + g], rest[:, start:start + g],
+                        precisions[k] if k < len(precisions) else None))
+            start += g
+        return out
+
+
+class PrecisionRuns:
+    """Each cohort's average precision per resample, for several columns at once.
+
+    Per column, one row per (cohort, tie run of p holding a positive of the cohort), the
+    rows of a cohort in the order of p descending: the weight of the cohort's positives in
+    the run, and of its negatives from the run up to the next such run above it. One sparse
+    product with the posts' weights gives both for every cohort of every column; cumulated
+    down each cohort's rows they are the cohort's positive and negative weight at or above
+    the run (``P_ge``, ``N_ge``), and ``AP = Σ a · P_ge / (P_ge + N_ge) / P`` (``a`` the
+    run's positive weight; scikit-learn's step-wise average precision). Whole numbers until
+    the division: exact cumulations, in any order."""
+
+    #: Resamples per step of :meth:`values` (its arrays stay in the cache).
+    CHUNK = 100
+
+    def __init__(self, layout: ScoreLayout, codes_in_order: Sequence[np.ndarray],
+                 sizes: Sequence[int]):
+        from scipy import sparse
+
+        ys = layout.ys
+        n_posts = int(layout.columns.max()) + 1 if layout.n else 0
+        run = np.searchsorted(layout.starts, np.arange(layout.n), side="right") - 1
+        lo = layout.edges[run] if layout.n else np.zeros(0, np.int64)
+        pos_rows, neg_rows = np.flatnonzero(ys), np.flatnonzero(~ys)
+        n1 = layout.n + 1
+        self.sizes = list(sizes)
+        rows_p, cols_p, rows_n, cols_n = [], [], [], []
+        self.blocks = []  # per column and cohort: (first row, end row), empty without a run
+        total = 0
+        for c, g in zip(codes_in_order, self.sizes, strict=True):
+            key_p = c[pos_rows] * n1 + lo[pos_rows]
+            runs = np.unique(key_p)  # (cohort, run) ascending: by cohort, then p ascending
+            run_codes = runs // n1
+            first = np.searchsorted(run_codes, np.arange(g))
+            last = np.searchsorted(run_codes, np.arange(g), side="right")
+            # the row of an ascending index: the cohort's rows in the order of p descending
+            flip = total + first[run_codes] + last[run_codes] - 1 - np.arange(runs.size)
+            rows_p.append(flip[np.searchsorted(runs, key_p)])
+            cols_p.append(layout.columns[pos_rows])
+            # a negative goes to its cohort's highest run at or below its score (none: below
+            # every positive of the cohort, never read)
+            neg_codes = c[neg_rows]
+            at = np.searchsorted(runs, neg_codes * n1 + lo[neg_rows], side="right") - 1
+            keep = at >= 0
+            keep[keep] = run_codes[at[keep]] == neg_codes[keep]
+            rows_n.append(flip[at[keep]])
+            cols_n.append(layout.columns[neg_rows[keep]])
+            self.blocks.append(np.column_stack([total + first, total + last]))
+            total += runs.size
+        self.n_rows = total
+        rows = np.concatenate([*(2 * r for r in rows_p), *(2 * r + 1 for r in rows_n)]
+                              or [np.zeros(0, np.int64)])
+        cols = np.concatenate([*cols_p, *cols_n] or [np.zeros(0, np.int64)])
+        self.segments = sparse.csr_matrix(
+            (np.ones(rows.size, dtype=np.int32), (rows, cols)), shape=(2 * total, n_posts))
+        self.segments.sum_duplicates()
+        starts = np.concatenate([b[:, 0][b[:, 1] > b[:, 0]] for b in self.blocks]
+                                or [np.zeros(0, np.int64)])
+        self.starts = starts  # the first and end rows of each cohort with a run
+        self.ends = np.concatenate([b[:, 1][b[:, 1] > b[:, 0]] for b in self.blocks]
+                                   or [np.zeros(0, np.int64)])
+        offsets = np.r_[0, np.cumsum(self.sizes)[:-1]].astype(np.int64)
+        self.present = np.concatenate(  # the cohorts with a run, in the order of the rows
+            [np.flatnonzero(blk[:, 1] > blk[:, 0]) + off
+             for blk, off in zip(self.blocks, offsets, strict=True)]
+            or [np.zeros(0, np.int64)])
+
+    def values(self, by_post: np.ndarray, p_j: np.ndarray, n_j: np.ndarray) -> list:
+        """Per column: ``(b, g)`` average precision (NaN with one class); ``by_post`` the
+        posts' weights ``(n_posts, b)`` (integers), ``p_j`` / ``n_j`` ``(b, Σ g)`` each
+        cohort's positive / negative weight."""
+        b = by_post.shape[1]
+        sums = np.zeros((self.starts.size, b))
+        if self.n_rows:
+            segments = self.segments if by_post.dtype == self.segments.dtype \
+                else self.segments.astype(by_post.dtype)
+            for c0 in range(0, b, self.CHUNK):  # a few resamples at a time: in the cache
+                w = by_post[:, c0:c0 + self.CHUNK]
+                k = w.shape[1]
+                # row r: the run's positives' weights, then its negatives' (k each)
+                both = (segments @ w).reshape(self.n_rows, 2 * k)
+                cum = np.empty_like(both)
+                for s, e in zip(self.starts, self.ends, strict=True):
+                    np.cumsum(both[s:e], axis=0, out=cum[s:e])
+                p_ge = cum[:, :k].astype(np.float64)
+                total = np.add(cum[:, k:], p_ge)  # P_ge + N_ge: 0 only where a is 0
+                np.maximum(total, 1.0, out=total)
+                terms = np.multiply(both[:, :k], p_ge)
+                terms /= total
+                with np.errstate(invalid="ignore", divide="ignore"):  # P = 0: NaN
+                    for i, (s, e) in enumerate(zip(self.starts, self.ends, strict=True)):
+                        sums[i, c0:c0 + k] = terms[s:e].sum(axis=0) / p_ge[e - 1]
+        ap = np.full((sum(self.sizes), b), np.nan)
+        ap[self.present] = sums
+        with np.errstate(invalid="ignore"):
+            ap = np.where((p_j.T > 0) & (n_j.T > 0), ap, np.nan)
+        out, start = [], 0
         for g in self.sizes:
-            out.append((cohort[:, start:start + g], rest[:, start:start + g]))
+            out.append(ap[start:start + g].T)
             start += g
         return out
 
@@ -462,7 +573,7 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
         whole = cf @ totals_posts
         aurocs = pairs.replicates(batch)
         out = []
-        for col, (a, b) in zip(columns, aurocs, strict=True):
+        for col, (a, b, precision) in zip(columns, aurocs, strict=True):
             g = len(col.grouping.values)
             cohort = np.empty((batch.shape[0], g, n_metrics + 1))
             rest = np.empty_like(cohort)
@@ -481,22 +592,25 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
                 if ml is not None:
                     ml[:, j] = own @ col.multilabel[j]
             cohort[:, :, n_metrics], rest[:, :, n_metrics] = a, b
-            out.append((cohort, rest, extra, ml))
+            out.append((cohort, rest, extra, ml, precision))
         return out
 
-    store = [{"cohort": [], "rest": [], "extra": [], "multilabel": []} for _ in columns]
+    store = [{"cohort": [], "rest": [], "extra": [], "multilabel": [], "auprc": []}
+             for _ in columns]
     done = 0
     total = counts.shape[0] if hasattr(counts, "shape") else None
 
     def keep(values, rows) -> None:
         nonlocal done
-        for part, (cohort, rest, extra, ml) in zip(store, values, strict=True):
+        for part, (cohort, rest, extra, ml, precision) in zip(store, values, strict=True):
             part["cohort"].append(cohort)
             part["rest"].append(rest)
             if extra is not None:
                 part["extra"].append(extra)
             if ml is not None:
                 part["multilabel"].append(ml)
+            if precision is not None:
+                part["auprc"].append(precision)
         done += rows
         if progress is not None and total:
             progress(done, total)

@@ -94,7 +94,7 @@ def _point(ds, grouping, num_den, n_metrics, auroc) -> tuple:
     np.add.at(sums, grouping.codes, num_den)
     whole = num_den.sum(axis=0)
     rest = whole[None, :] - sums
-    a, b = auroc
+    a, b = auroc[:2]
     cohort_v = np.column_stack([ratio(sums[:, :n_metrics], sums[:, n_metrics:]), a[0]])
     rest_v = np.column_stack([ratio(rest[:, :n_metrics], rest[:, n_metrics:]), b[0]])
     return cohort_v, rest_v
@@ -178,6 +178,23 @@ def _multilabel_intervals(body: pd.DataFrame, col, n_crit: int,
     return _matching_intervals(body, point, resampled)
 
 
+def _same_definition(body: pd.DataFrame, point: Mapping[str, np.ndarray],
+                     resampled: Mapping[str, np.ndarray] | None) -> dict[str, list]:
+    """metric -> one interval per cohort, for the metrics whose value on the data itself
+    (``point``, one per cohort) is the table's (the same definition)."""
+    out = {}
+    if resampled is None:
+        return out
+    for name, values in point.items():
+        if name not in body.columns or values is None or resampled.get(name) is None:
+            continue
+        shown = body[name].to_numpy(dtype=np.float64, na_value=np.nan)
+        if np.allclose(np.ravel(values), shown, rtol=1e-9, atol=1e-12, equal_nan=True):
+            r = resampled[name]
+            out[name] = _cis(np.where(np.isfinite(r), r, np.nan))
+    return out
+
+
 def _other_rows(grouping, body: pd.DataFrame, names: set, n, n_pos,
                 intervals: Mapping[str, list] | None = None) -> list[dict]:
     """The per-group metrics without a disparity test: the cohort's value and, where the
@@ -253,7 +270,8 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
     for col in columns[:len(singles)]:  # the multi-label metrics' per-post sums
         col.multilabel = multilabel_sums(ds, inter, col.grouping, col.posts)
     pairs = PairCounts(layout, [g.codes[order] for g in segment_columns],
-                        [len(g.values) for g in segment_columns])
+                        [len(g.values) for g in segment_columns],
+                        precision_columns=len(singles))
     point_auroc = pairs.replicates(np.ones((1, int(ds.posts.size)), dtype=np.int64))
     reps = None
     if n_resamples and ds.n_queries:
@@ -280,6 +298,9 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                                          None if reps is None else reps[k]["extra"][..., where])
             intervals.update(_multilabel_intervals(
                 body, col, len(ds.criteria), None if reps is None else reps[k]["multilabel"]))
+            intervals.update(_same_definition(
+                body, {"auprc": point_auroc[k][2]},
+                None if reps is None else {"auprc": reps[k]["auprc"]}))
             rows += _other_rows(grouping, body, set(all_names), n, n_pos, intervals)
             _finish_column(rows)
             cohort_rows.extend(_ordered(rows, body.columns, all_names))
