@@ -394,11 +394,28 @@ def frame_records(frame: pd.DataFrame) -> list[dict]:
 
 
 def _rows_json(frame: pd.DataFrame) -> str:
-    """A table as a JSON array of row objects, built one row at a time."""
+    """A table as a JSON array of row objects, one line a row: each column's values made
+    JSON-safe at once (:func:`clean`; a float column's by one pass over its Python floats),
+    then each row written by one encoder."""
     columns = [str(c) for c in frame.columns]
     if frame.attrs:  # pandas copies attrs into every column it hands out: drop them once
         frame = frame.copy(deep=False)
         frame.attrs = {}
-    rows = (json.dumps(dict(zip(columns, clean(list(values)), strict=True)), allow_nan=False)
-            for values in frame.itertuples(index=False, name=None))
+    cleaned = [_column_values(frame.iloc[:, k]) for k in range(len(columns))]
+    encode = json.JSONEncoder(allow_nan=False).encode  # json.dumps(row, allow_nan=False)
+    rows = ((encode(dict(zip(columns, values, strict=True)))
+             for values in zip(*cleaned, strict=True))
+            if columns else ("{}" for _ in range(len(frame))))
     return "[\n" + ",\n".join(rows) + "\n]"
+
+
+def _column_values(column: pd.Series) -> list:
+    """The values of ``column`` as :func:`clean` makes them: a numpy float column's Python
+    floats with None for NaN and infinities, a numpy integer or boolean column's Python
+    numbers, any other column's values cleaned one by one."""
+    values = column.to_numpy() if isinstance(column.dtype, np.dtype) else None
+    if values is not None and values.dtype.kind == "f":
+        return [v if math.isfinite(v) else None for v in values.tolist()]
+    if values is not None and values.dtype.kind in "iub":
+        return values.tolist()
+    return [clean(v) for v in column]
