@@ -164,6 +164,45 @@ def test_profile_validates_options():
 
 
 # --------------------------------------------------------------------------- evidence
+def test_hits_within_hand_worked_both_paths():
+    # q0: gold at positions 2 and 4; q1: no gold; q2: gold at 1; q3: no candidates
+    ds = make_dataset([(1, [4, 3, 2, 1, 0], [0, 1, 0, 1, 0]), (0, [2, 1, 0], [0, 0, 0]),
+                       (1, [1, 0], [1, 0]), (1, [], [])])
+    k = np.array([4, 3, 0, 0])
+    assert ds.gold_located[0].tolist() == [0, 0, 2]  # query of each gold candidate
+    assert ds.gold_located[1].tolist() == [2, 4, 1]  # its 1-based position
+    assert dynamic_k.hits_within(ds, k).tolist() == [2, 0, 0, 0]  # from the gold rows
+    assert dynamic_k.hits_within(ds, np.array([3, 1, 2, 0])).tolist() == [1, 0, 1, 0]
+    ds.cum_gold  # noqa: B018 (computed: the cumulative path)
+    assert dynamic_k.hits_within(ds, k).tolist() == [2, 0, 0, 0]
+    assert dynamic_k.hits_within(ds, np.array([3, 1, 2, 0])).tolist() == [1, 0, 1, 0]
+
+
+def test_gathered_candidates_are_an_explicit_interface():
+    """The Dask engine's data set answers the candidate kernels by its interface
+    (GatheredCandidates), not by having an attribute of that name."""
+    from metrics_core.data.dataset import GatheredCandidates
+    from metrics_core.engines.gathered import QueryLevelDataset
+    from metrics_core.inputs.audit import tie_masks
+
+    assert issubclass(QueryLevelDataset, GatheredCandidates)
+
+    class Gathered(GatheredCandidates):
+        def __init__(self):
+            self.gathered_tie_masks = {"positive_ties": np.array([True]),
+                                       "gold_ties": np.array([False])}
+
+        def gathered_hits(self, k):
+            return np.asarray(k) * 10
+
+    assert dynamic_k.hits_within(Gathered(), np.array([2])).tolist() == [20]
+    assert tie_masks(Gathered())["positive_ties"].tolist() == [True]
+    # A Dataset is read from its candidates, whatever attributes it was given.
+    ds = make_dataset([(1, [2, 1], [1, 1])])
+    object.__setattr__(ds, "gathered_hits", lambda k: np.array([99]))
+    assert dynamic_k.hits_within(ds, np.array([1])).tolist() == [1]
+
+
 def test_evidence_hand_worked():
     # q0: positive, gold at positions 2 and 4, n_gold = 3 (one gold the list missed)
     # q1: negative, no gold; q2: positive with gold at 1

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from metrics_core.data.ordering import grouped_order as _grouped_order
 
-__all__ = ["CANDIDATE_COLUMNS", "QUERY_COLUMNS", "Dataset", "Queries"]
+__all__ = ["CANDIDATE_COLUMNS", "QUERY_COLUMNS", "Dataset", "GatheredCandidates", "Queries"]
 
 #: Canonical query-table columns (contract §2); the first four are required.
 QUERY_COLUMNS = ("post_id", "criterion", "has_evidence", "p_has_evidence", "fold", "split",
@@ -83,6 +83,24 @@ class _StringField:
 
     def __set__(self, obj, value):
         obj.__dict__[self.slot] = value
+
+
+class GatheredCandidates:
+    """What a data set whose candidates live elsewhere (the Dask engine's query-level data
+    set, :class:`metrics_core.engines.gathered.QueryLevelDataset`) gives in their place: the
+    kernels that read candidates ask ``isinstance(ds, GatheredCandidates)`` and then read
+    these, computed where the candidates are, instead of the candidate arrays.
+
+    ``gathered_tie_masks``: the data audit's per-query tie masks
+    (:func:`metrics_core.inputs.audit.tie_masks`); :meth:`gathered_hits`: the gold within the
+    first K of each query (:func:`metrics_core.metrics.dynamic_k.hits_within`).
+    """
+
+    gathered_tie_masks: dict
+
+    def gathered_hits(self, k: np.ndarray) -> np.ndarray:
+        """Gold within the first ``k[q]`` candidates of every query ``q`` (int64)."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,6 +266,16 @@ class Dataset(Queries):
         rows = np.asarray(rows, dtype=np.int64)
         query = np.searchsorted(self.offsets, rows, side="right") - 1
         return query, rows - self.offsets[query] + 1
+
+    @cached_property
+    def gold_located(self) -> tuple[np.ndarray, np.ndarray]:
+        """(query index, 1-based position) of every gold candidate, in row order (read-only
+        int64 arrays; :meth:`locate` of the gold rows, found once for every kernel that
+        reads the gold: the ranking metrics, the evidence hits at each K)."""
+        query, position = self.locate(np.flatnonzero(self.is_gold))
+        query.setflags(write=False)
+        position.setflags(write=False)
+        return query, position
 
     @cached_property
     def cum_gold(self) -> np.ndarray:

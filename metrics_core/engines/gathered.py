@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from metrics_core.data.dataset import Dataset, Queries
+from metrics_core.data.dataset import Dataset, GatheredCandidates, Queries
 from metrics_core.engines.units import empty_candidates
 from metrics_core.errors import InputError
 from metrics_core.evaluation.evaluator import GAMMA_SWEEP, QueryLevelEvaluator, reference_k
@@ -39,7 +39,7 @@ CANDIDATE_PARTS = frozenset({"mass_profile", "sentences"})
 
 
 @dataclass(frozen=True, eq=False)
-class QueryLevelDataset(Queries):
+class QueryLevelDataset(Queries, GatheredCandidates):
     """The queries of a Dask run, with what was computed on the workers from their candidates.
 
     The candidates stay on the workers: ``n_cand`` and ``n_gold_found`` are the gathered

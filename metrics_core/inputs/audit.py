@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from metrics_core.data.dataset import Dataset
+from metrics_core.data.dataset import Dataset, GatheredCandidates
 
 if TYPE_CHECKING:
     from metrics_core.inputs.loading import Loaded
@@ -306,12 +306,12 @@ def tie_masks(ds: Dataset) -> dict[str, np.ndarray]:
 
     ``positive_ties``: positive queries (>= 2 candidates) whose candidates all have the same
     score; ``gold_ties``: positive queries where a gold and a non-gold candidate share a score.
-    A data set whose candidates live elsewhere (the Dask engine's query-level data set) carries
-    them, computed where the candidates are, as ``ds.gathered_tie_masks``.
+    A data set whose candidates live elsewhere (a
+    :class:`~metrics_core.data.dataset.GatheredCandidates`, the Dask engine's) carries them,
+    computed where the candidates are.
     """
-    gathered = getattr(ds, "gathered_tie_masks", None)
-    if gathered is not None:
-        return gathered
+    if isinstance(ds, GatheredCandidates):
+        return ds.gathered_tie_masks
     return {"positive_ties": _positive_tie_mask(ds), "gold_ties": _gold_tie_mask(ds)}
 
 

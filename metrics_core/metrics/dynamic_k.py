@@ -42,7 +42,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from metrics_core.choices import EVIDENCE_PROTOCOLS, MASS_RULES
 from metrics_core.data import ordering
-from metrics_core.data.dataset import Dataset
+from metrics_core.data.dataset import Dataset, GatheredCandidates
 from metrics_core.data.ordering import by_halves, stable_argsort
 from metrics_core.registry import GATE_STATES
 
@@ -461,21 +461,19 @@ def hits_within(ds: Dataset, k: np.ndarray) -> np.ndarray:
     """Gold candidates among the first ``k[q]`` of every query (int64, exact).
 
     Reads ``ds.cum_gold`` when the Dataset has computed it already; otherwise counts the gold
-    candidates by position, which touches the gold rows only instead of building the
-    per-candidate cumulative array. A data set whose candidates live elsewhere (the Dask
-    engine's query-level data set) answers from the counts gathered where they are
-    (``ds.gathered_hits``).
+    candidates by position (``ds.gold_located``, found once per data set), which touches the
+    gold rows only instead of building the per-candidate cumulative array. A data set whose
+    candidates live elsewhere (a :class:`~metrics_core.data.dataset.GatheredCandidates`, the
+    Dask engine's) answers from the counts gathered where they are.
     """
-    gathered = getattr(ds, "gathered_hits", None)
-    if gathered is not None:
-        return gathered(k)
+    if isinstance(ds, GatheredCandidates):
+        return ds.gathered_hits(k)
     if "cum_gold" in vars(ds):  # cached_property already computed: one gather per query
         idx = ds.offsets[:-1] + np.maximum(k, 1) - 1
         return np.where(k > 0, ds.cum_gold[np.minimum(idx, max(ds.n_candidates - 1, 0))]
                         if ds.n_candidates else 0, 0).astype(np.int64)
-    gold = np.flatnonzero(ds.is_gold)
-    query = np.searchsorted(ds.offsets, gold, side="right") - 1
-    within = gold - ds.offsets[query] < k[query]
+    query, position = ds.gold_located
+    within = position <= k[query]
     return np.bincount(query[within], minlength=ds.n_queries).astype(np.int64)
 
 

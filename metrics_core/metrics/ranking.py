@@ -149,8 +149,7 @@ def ranking_per_query(
 
     n_all = ds.n_queries
     # Gold candidates only: their query, 1-based position and rank among the query's gold.
-    gold_idx = np.flatnonzero(ds.is_gold)
-    gold_q, gold_pos = ds.locate(gold_idx)
+    gold_q, gold_pos = ds.gold_located
     n_found = np.bincount(gold_q, minlength=n_all)
     gold_rank = _rank_within_query(gold_q, n_found)
     n_gold_all = check_n_gold(np.asarray(ds.n_gold, dtype=np.int64), n_found)
