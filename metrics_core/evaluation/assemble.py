@@ -76,7 +76,8 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
         "roc_band": lambda: ev.roc_band(cfg),
         "pr_band": lambda: ev.pr_band(cfg),
         "smoothed_calibration": ev.smoothed_calibration,
-        "gate_risk_coverage": lambda: risk_coverage.gate_section(ds, cfg, abstention),
+        "gate_risk_coverage": lambda: risk_coverage.gate_section(ds, cfg, abstention,
+                                                                 p_order=ev.p_order()),
     }
     cls = ev.classification()
     evaluation = Evaluation(

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from metrics_core.metrics.classification import checked_order
+
 __all__ = ["GATE_RESAMPLES", "RiskCoverage", "aurc_intervals", "digamma_of_whole",
            "gate_area_resamples", "gate_risk_coverage", "gate_risk_coverage_of_counts",
            "gate_section", "risk_coverage", "section_of"]
@@ -69,18 +71,23 @@ class RiskCoverage:
                           "risk": [float(r) for r in self.risk[keep]]}}
 
 
-def _prepared(error, confidence, answered):
+def _prepared(error, confidence, answered, order=None):
+    """(error, the answered rows by confidence descending, the last position of each
+    confidence level in that order). ``order``: that order, when the caller has it (every
+    row answered); the rows of one level may come in any order, as the areas and the curve
+    read sums of whole numbers up to each level's end only."""
     error = np.asarray(error, dtype=np.float64)
     confidence = np.asarray(confidence, dtype=np.float64)
     if error.shape != confidence.shape or error.ndim != 1:
         raise ValueError("error and confidence must be 1-D arrays of one length; got shapes "
                          f"{error.shape} and {confidence.shape}")
-    answered = (np.ones(error.size, dtype=bool) if answered is None
-                else np.asarray(answered, dtype=bool))
-    if np.isnan(confidence[answered]).any():
-        raise ValueError("confidence is undefined (NaN) for an answered sample")
-    idx = np.flatnonzero(answered)
-    order = idx[np.argsort(-confidence[idx], kind="stable")]
+    if order is None:
+        answered = (np.ones(error.size, dtype=bool) if answered is None
+                    else np.asarray(answered, dtype=bool))
+        if np.isnan(confidence[answered]).any():
+            raise ValueError("confidence is undefined (NaN) for an answered sample")
+        idx = np.flatnonzero(answered)
+        order = idx[np.argsort(-confidence[idx], kind="stable")]
     c = confidence[order]
     ends = np.r_[np.flatnonzero(c[1:] != c[:-1]), c.size - 1] if c.size else np.array([], int)
     return error, order, ends
@@ -162,6 +169,19 @@ def digamma_of_whole(x) -> np.ndarray:
     return out
 
 
+def _by_gate_confidence(p: np.ndarray, threshold: float, p_order: np.ndarray) -> np.ndarray:
+    """The rows by ``|p − threshold|`` descending, from ``p_order`` (the rows by ``p``
+    ascending): those at or above the threshold from the highest ``p`` down and those below
+    from the lowest up are each in that order already (a difference with a constant is
+    monotone in ``p``), so one merge of the two runs orders them (numpy's stable sort of
+    floats, a merge sort, merges two runs in linear time). Rows of equal confidence may come
+    in another order than a sort of the confidences would give them (see :func:`_prepared`).
+    """
+    split = int(np.searchsorted(p[p_order], threshold, side="left"))
+    rows = np.concatenate([p_order[split:][::-1], p_order[:split]])
+    return rows[np.argsort(-np.abs(p[rows] - threshold), kind="stable")]
+
+
 def risk_coverage(error, confidence, *, answered=None) -> RiskCoverage:
     """The risk–coverage curve and its areas for 0/1 ``error`` ranked by ``confidence`` (most
     confident answered first); ``answered`` False marks samples that abstain at every level.
@@ -186,9 +206,14 @@ def aurc_intervals(error, confidence, *, answered=None, n_resamples: int = 2000,
                    seed: int = 0) -> dict:
     """Percentile bootstrap intervals of AURC, optimal AURC and E-AURC (resampling samples;
     the ranking of each resample is the original one restricted to it, ties kept)."""
+    error, order, ends = _prepared(error, confidence, answered)
+    return _area_intervals(error, order, ends, n_resamples, seed)
+
+
+def _area_intervals(error, order, ends, n_resamples: int, seed: int) -> dict:
+    """:func:`aurc_intervals` of the errors in confidence order (:func:`_prepared`)."""
     from metrics_core.metrics.uncertainty import bootstrap_cis
 
-    error, order, ends = _prepared(error, confidence, answered)
     e_sorted = error[order][None, :]
 
     def statistic(w):
@@ -202,19 +227,30 @@ def aurc_intervals(error, confidence, *, answered=None, n_resamples: int = 2000,
 
 
 def gate_risk_coverage(y, p, *, threshold: float = 0.5, n_resamples: int = 0,
-                       seed: int = 0) -> RiskCoverage:
+                       seed: int = 0, p_order=None) -> RiskCoverage:
     """The gate's risk–coverage: predict positive iff ``p ≥ threshold``, abstain on the least
     confident first (confidence ``|p − threshold|``: a band around the threshold that widens),
-    with bootstrap intervals of the areas when ``n_resamples`` > 0."""
+    with bootstrap intervals of the areas when ``n_resamples`` > 0. ``p_order``: the rows by
+    ``p`` ascending, when the caller has it (the confidence order is then merged from it, not
+    sorted); the values are the same."""
     y = np.asarray(y, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     error = ((p >= threshold).astype(np.float64) != y).astype(np.float64)
     confidence = np.abs(p - threshold)
-    out = risk_coverage(error, confidence)
+    order = None
+    if p_order is not None:
+        if np.isnan(p).any():
+            raise ValueError("confidence is undefined (NaN) for an answered sample")
+        order = _by_gate_confidence(p, threshold, checked_order(p_order, p))
+    error, order, ends = _prepared(error, confidence, None, order)
+    if error.size == 0:
+        raise ValueError("no sample to draw a risk–coverage curve from")
+    aurc, optimal, cov, risk = _areas(np.ones((1, order.size)), error[order][None, :], ends,
+                                      np.array([float(error.size)]))
+    out = RiskCoverage(cov[0], risk[0], float(aurc[0]), float(optimal[0]), int(error.size))
     if n_resamples:
         out = RiskCoverage(out.coverage, out.risk, out.aurc, out.optimal_aurc, out.n,
-                           aurc_intervals(error, confidence, n_resamples=n_resamples,
-                                          seed=seed))
+                           _area_intervals(error, order, ends, n_resamples, seed))
     return out
 
 
@@ -283,7 +319,7 @@ def gate_area_resamples(values, pos, neg, *, threshold: float = 0.5) -> np.ndarr
     return np.concatenate(out) if out else np.empty((0, 3))
 
 
-def gate_section(ds, cfg, abstention) -> dict:
+def gate_section(ds, cfg, abstention, *, p_order=None) -> dict:
     """The gate's risk–coverage for a run's JSON (``metrics_master.json``,
     ``gate_risk_coverage``): the curve around the run's threshold τ (at most 500 points
     written), its areas with intervals from min(bootstrap, :data:`GATE_RESAMPLES`) resamples,
@@ -293,7 +329,7 @@ def gate_section(ds, cfg, abstention) -> dict:
         return {"defined": False, "reason": "no query"}
     n_boot = min(int(cfg.bootstrap), GATE_RESAMPLES)
     curve = gate_risk_coverage(ds.y, ds.p, threshold=cfg.threshold, n_resamples=n_boot,
-                               seed=cfg.seed)
+                               seed=cfg.seed, p_order=p_order)
     return section_of(curve, cfg, n_boot, coverage=abstention.coverage,
                       accuracy_answered=abstention.accuracy_answered)
 
