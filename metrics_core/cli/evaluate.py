@@ -68,6 +68,9 @@ def _evaluate_reduced(args, config, connect_timeout) -> int:
             table = document["per_query"]
             print(f"wrote {printable(table['path'])} (the per-query table: "
                   f"{table['n_rows']:,} rows in {len(table['parts'])} Parquet parts)")
+        for finding in document["audit"]["findings"]:  # as the in-memory summary
+            if finding["level"] != "info":
+                print(f"audit {finding['level']}: {printable(finding['message'])}")
     return EXIT_OK
 
 

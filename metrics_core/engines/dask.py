@@ -181,7 +181,8 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
     per-resample values on the workers, and the client makes the records from them: what
     reaches it does not grow with the number of queries. Returns the document written as
     ``metrics_master.json`` (``engine``: ``"dask (reduced)"``): the records, the tables and
-    the consistency checks (:mod:`metrics_core.engines.reduced_tables`); ``not_computed``
+    the consistency checks (:mod:`metrics_core.engines.reduced_tables`), the input audit
+    (:mod:`metrics_core.engines.reduced_audit`); ``not_computed``
     names the in-memory report's parts this run does not make. Arguments as
     :func:`evaluate`.
 
@@ -196,7 +197,7 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
     from datetime import UTC, datetime
 
     from metrics_core import __version__
-    from metrics_core.engines import reduced, reduced_tables
+    from metrics_core.engines import reduced, reduced_audit, reduced_tables
     from metrics_core.engines.reductions import tree_reduce
     from metrics_core.evaluation.result import SCHEMA
 
@@ -277,6 +278,7 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
                      "and criterion for the whole table's"}}),
         "not_computed": reduced_tables.not_computed(summary, config,
                                                     per_query=target is not None),
+        "audit": reduced_audit.audit_of_parts(summary["audit"]).to_dict(),
     }
 
 

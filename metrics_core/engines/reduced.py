@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from metrics_core.engines import reduced_tables
+from metrics_core.engines import reduced_audit, reduced_tables
 from metrics_core.engines.counted import (
     CRITERION_COLUMNS,
     POST_COLUMNS,
@@ -121,18 +121,22 @@ def unit_summary(q_paths: Sequence[str], c_paths: Sequence[str], config, *, quer
     """One unit's sums for the reduced records (on a worker); an error dict for bad input.
     With ``per_query_dir``, the unit's per-query table is written there as part ``part``
     (:func:`write_per_query`) and only its name and rows are in the summary."""
-    from metrics_core.engines.units import load_unit
+    from metrics_core.engines.reduced_audit import unit_audit
+    from metrics_core.engines.units import load_unit_with_rows
     from metrics_core.errors import InputError
     from metrics_core.evaluation.evaluator import Evaluator
     from metrics_core.metrics import gate, outcomes
 
-    loaded = load_unit(q_paths, c_paths, queries_name, candidates_name)
+    loaded = load_unit_with_rows(q_paths, c_paths, queries_name, candidates_name)
     if isinstance(loaded, dict):
         return loaded
+    loaded, exclusions = loaded
     cfg = config
     kept = {"n_excluded_queries": int(loaded.dataset.meta.get("n_excluded_queries", 0)),
             "n_excluded_candidates": int(loaded.dataset.meta.get("n_excluded_candidates", 0)),
-            "warnings": list(loaded.warnings)}
+            "warnings": list(loaded.warnings),
+            "audit": unit_audit(loaded, exclusions)}  # all the unit's rows, unfiltered
+    del exclusions
     try:
         ev = Evaluator(loaded.dataset).for_filters(cfg.filters)
     except InputError:  # no query of this unit passes the filters
@@ -342,6 +346,10 @@ def merge_summaries(*parts: dict) -> dict:
         out[name] = sum(p[name] for p in parts)
     out["warnings"] = list(dict.fromkeys(w for p in parts for w in p["warnings"]))
     out["per_query_parts"] = sorted(x for p in parts for x in p.get("per_query_parts", ()))
+    audit = parts[0]["audit"]
+    for p in parts[1:]:  # every unit's rows, whatever the filters kept
+        audit = reduced_audit.merge_audit(audit, p["audit"])
+    out["audit"] = audit
     for p in full[1:]:
         for name in ("n_posts", "n_candidates"):
             out[name] = out[name] + p[name]

@@ -24,8 +24,10 @@ resample's curves at the grid, also made on the cluster). The gate's risk–cove
 areas come from the counts by distinct ``p`` (exactly the in-memory ones: one point per
 distinct confidence level), the areas' intervals from the same weighted counts; the smoothed
 calibration curve from the same counts (its fit runs on one row per distinct ``p`` in memory
-too: :func:`metrics_core.engines.counted.smoothed_calibration_of_counts`). Not made
-(:data:`NOT_COMPUTED`): the per-query table and the input audit. The per-criterion AUROC
+too: :func:`metrics_core.engines.counted.smoothed_calibration_of_counts`). The per-query
+table is never made here (the workers write it with ``--per-query DIR``; else
+``not_computed`` names it: :data:`PER_QUERY_NOT_COMPUTED`). The input audit is made from the
+units' counts and examples (:mod:`metrics_core.engines.reduced_audit`). The per-criterion AUROC
 intervals are the Poisson bootstrap's, from each criterion's weighted class counts (while
 they are kept, as the overall AUROC's).
 """
@@ -39,10 +41,9 @@ import numpy as np
 __all__ = ["BANDS_NOT_COMPUTED", "NOT_COMPUTED", "PER_QUERY_NOT_COMPUTED", "curve_bands",
            "document_tables", "gammas", "merge_unit_tables", "not_computed", "unit_tables"]
 
-#: Parts of the in-memory report the reduced run does not make.
-NOT_COMPUTED = (
-    "audit (the input checks of the loaded rows)",
-)
+#: Parts of the in-memory report the reduced run does not make (none: the per-query table
+#: is written by the workers with ``--per-query DIR``, else :data:`PER_QUERY_NOT_COMPUTED`).
+NOT_COMPUTED: tuple[str, ...] = ()
 
 
 #: What ``not_computed`` says when the bands are not made although resamples were asked for.

@@ -18,7 +18,8 @@ import pandas as pd
 from metrics_core.errors import InputError
 from metrics_core.evaluation.evaluator import GAMMA_SWEEP, Evaluator, reference_k
 
-__all__ = ["empty_candidates", "evaluate_unit", "load_unit", "merge_resample_sums", "read_parts",
+__all__ = ["empty_candidates", "evaluate_unit", "exclusions_in_files", "load_unit",
+           "load_unit_with_rows", "merge_resample_sums", "read_parts",
            "unit_resample_sums", "unit_score_counts"]
 
 
@@ -85,28 +86,58 @@ def evaluate_unit(q_paths: Sequence[str], c_paths: Sequence[str], config, *,
             queries[name] = getattr(ds, name)
     if ds.n_gold_given is not None:
         queries["n_gold"] = ds.n_gold_given
-    exclusions = loaded.exclusions
-    if len(exclusions):  # rows of the unit -> rows of the input files
-        exclusions = exclusions.copy()
-        is_cand = (exclusions["sent_uid"] != "").to_numpy()
-        idx = exclusions["row"].to_numpy() - 1
-        file_idx = np.zeros(idx.size, dtype=np.int64)
-        rows = np.zeros(idx.size, dtype=np.int64)
-        for cand, f_of_row, row_of_row in ((False, q_file, q_row), (True, c_file, c_row)):
-            sel = is_cand == cand
-            file_idx[sel] = f_of_row[idx[sel]]
-            rows[sel] = row_of_row[idx[sel]]
-        files = [(c_paths if cand else q_paths)[f] for f, cand in zip(file_idx, is_cand,
-                                                                      strict=True)]
-        exclusions["file"] = [Path(f).name for f in files]
-        exclusions["row"] = rows.astype(np.int64)
-        exclusions["_group"] = np.select(
-            [~is_cand, exclusions["column"].to_numpy() == "p_has_evidence"], [0, 1], 2)
+    exclusions = exclusions_in_files(loaded.exclusions, q_paths, c_paths,
+                                     (q_file, q_row), (c_file, c_row))
     return {"queries": queries, "arrays": arrays, "ranking": ranking,
             "sweep": _sweep_sums(ev, cfg), "exclusions": exclusions,
             "warnings": list(loaded.warnings), "ranked_by": ds.ranked_by,
             "n_excluded_queries": int(ds.meta.get("n_excluded_queries", 0)),
             "n_excluded_candidates": int(ds.meta.get("n_excluded_candidates", 0))}
+
+
+def exclusions_in_files(exclusions: pd.DataFrame, q_paths, c_paths, q_rows, c_rows):
+    """The unit's exclusions with each row's input file (its name) and row in that file
+    (``q_rows`` / ``c_rows``: each unit row's file index and 1-based file row, as
+    :func:`read_parts` gives them), and ``_group`` (0 query rows, 1 candidates of an excluded
+    query, 2 candidates without a score), the gathered table's sort key with file and row."""
+    if not len(exclusions):
+        return exclusions
+    exclusions = exclusions.copy()
+    is_cand = (exclusions["sent_uid"] != "").to_numpy()
+    idx = exclusions["row"].to_numpy() - 1
+    file_idx = np.zeros(idx.size, dtype=np.int64)
+    rows = np.zeros(idx.size, dtype=np.int64)
+    for cand, (f_of_row, row_of_row) in ((False, q_rows), (True, c_rows)):
+        sel = is_cand == cand
+        file_idx[sel] = f_of_row[idx[sel]]
+        rows[sel] = row_of_row[idx[sel]]
+    files = [(c_paths if cand else q_paths)[f] for f, cand in zip(file_idx, is_cand,
+                                                                  strict=True)]
+    exclusions["file"] = [Path(f).name for f in files]
+    exclusions["row"] = rows.astype(np.int64)
+    exclusions["_group"] = np.select(
+        [~is_cand, exclusions["column"].to_numpy() == "p_has_evidence"], [0, 1], 2)
+    return exclusions
+
+
+def load_unit_with_rows(q_paths, c_paths, queries_name, candidates_name):
+    """(the unit's :class:`~metrics_core.inputs.loading.Loaded`, its exclusions in the input
+    files' rows: :func:`exclusions_in_files`), or an error dict (as :func:`evaluate_unit`)."""
+    from metrics_core.inputs import loading
+
+    q_df, q_file, q_row = read_parts(q_paths)
+    if c_paths:
+        c_df, c_file, c_row = read_parts(c_paths)
+    else:
+        c_df = empty_candidates()
+        c_file = c_row = np.empty(0, dtype=np.int64)
+    try:
+        loaded = loading.load(q_df, c_df, queries_name=queries_name,
+                              candidates_name=candidates_name)
+    except InputError as err:
+        return {"error": err.render(), "code": err.code}
+    return loaded, exclusions_in_files(loaded.exclusions, q_paths, c_paths, (q_file, q_row),
+                                       (c_file, c_row))
 
 
 def load_unit(q_paths, c_paths, queries_name, candidates_name):

@@ -166,7 +166,13 @@ def audit(dataset: Dataset, *, loaded: Loaded | None = None) -> AuditReport:
     if loaded is not None:
         checks.append("no_exclusions")
         findings += _exclusions(loaded.exclusions)
-    findings.sort(key=lambda f: LEVELS.index(f.level))  # stable: check order within a level
+    return report_of(findings, checks)
+
+
+def report_of(findings: list[Finding], checks: list[str]) -> AuditReport:
+    """The report of findings made in check order: most severe first (stable: check order
+    within a level)."""
+    findings = sorted(findings, key=lambda f: LEVELS.index(f.level))
     return AuditReport(findings=tuple(findings), checks=tuple(checks))
 
 
@@ -174,39 +180,54 @@ def _query_label(ds: Dataset, q: int) -> str:
     return f"post {ds.post_id[q]}, criterion {ds.criterion[q]}"
 
 
-def _query_examples(ds: Dataset, mask: np.ndarray) -> tuple[str, ...]:
+def query_examples(ds: Dataset, mask: np.ndarray) -> tuple[str, ...]:
     return tuple(_query_label(ds, q) for q in np.flatnonzero(mask)[:MAX_EXAMPLES])
 
 
 def _post_disjoint(ds: Dataset, factorized, check: str, noun: str) -> list[Finding]:
     """Posts whose queries fall into more than one fold (or split); ``factorized``: the
     Dataset's ``fold_codes`` (or ``split_codes``)."""
+    n_bad, n_queries, examples = post_disjoint_parts(ds, factorized, noun)
+    if n_bad == 0:
+        return []
+    return [post_disjoint_finding(check, noun, n_bad, n_queries, [e for _, e in examples])]
+
+
+def post_disjoint_parts(ds: Dataset, factorized, noun: str):
+    """(posts in more than one label, their queries, ``(post id, example)`` of the first
+    :data:`MAX_EXAMPLES` of them)."""
     codes, labels = _sorted_codes(factorized)
     post = ds.post_code
     # Queries in post order (canonical) whose posts each keep one label: one pass, no sort.
     if (post.size > 1 and np.all(post[1:] >= post[:-1])
             and not np.any((post[1:] == post[:-1]) & (codes[1:] != codes[:-1]))):
-        return []
+        return 0, 0, []
     n_labels = max(len(labels), 1)
     pairs = np.unique(ds.post_code * n_labels + codes)  # distinct (post, label), sorted
     post_of_pair = pairs // n_labels
     n_per_post = np.bincount(post_of_pair, minlength=len(ds.posts))
     bad = np.flatnonzero(n_per_post > 1)
     if len(bad) == 0:
-        return []
+        return 0, 0, []
     examples = []
     for post in bad[:MAX_EXAMPLES]:
         lo, hi = np.searchsorted(post_of_pair, [post, post + 1])
         names = ", ".join(str(labels[i]) for i in pairs[lo:hi] % n_labels)
-        examples.append(f"post {ds.posts[post]} in {noun} {names}")
-    n_queries = int(np.isin(ds.post_code, bad).sum())
-    return [Finding(check, "error",
-                    f"{_count(len(bad), 'post', 'posts')} "
-                    f"({_count(n_queries, 'query', 'queries')}) "
-                    f"{'appears' if len(bad) == 1 else 'appear'} in more than one "
-                    f"{noun[:-1]}: {noun} are not post-disjoint, so the same post is seen on "
-                    f"both sides of an evaluation (leakage)",
-                    len(bad), tuple(examples))]
+        examples.append((ds.posts[post], f"post {ds.posts[post]} in {noun} {names}"))
+    return len(bad), int(np.isin(ds.post_code, bad).sum()), examples
+
+
+def post_disjoint_finding(check: str, noun: str, n_posts: int, n_queries: int,
+                          examples) -> Finding:
+    """The finding of ``n_posts`` posts (``n_queries`` queries) in more than one fold / split
+    (``noun``: "folds" or "splits")."""
+    return Finding(check, "error",
+                   f"{_count(n_posts, 'post', 'posts')} "
+                   f"({_count(n_queries, 'query', 'queries')}) "
+                   f"{'appears' if n_posts == 1 else 'appear'} in more than one "
+                   f"{noun[:-1]}: {noun} are not post-disjoint, so the same post is seen on "
+                   f"both sides of an evaluation (leakage)",
+                   n_posts, tuple(examples))
 
 
 def _sorted_codes(factorized) -> tuple[np.ndarray, np.ndarray]:
@@ -223,28 +244,46 @@ def _sorted_codes(factorized) -> tuple[np.ndarray, np.ndarray]:
 def _gold_consistency(ds: Dataset) -> list[Finding]:
     """Positives without any gold, negatives with gold."""
     out = []
-    no_gold = ds.positives & (ds.n_gold == 0)
+    masks = gold_masks(ds)
+    no_gold = masks["positives_have_gold"]
     if no_gold.any():
-        n = int(no_gold.sum())
-        out.append(Finding(
-            "positives_have_gold", "warning",
-            f"{n} of {ds.n_positive} queries with has_evidence = 1 have no gold sentence "
-            f"among their candidates and no n_gold: ranking and extraction metrics have no "
-            f"gold to find for them",
-            n, _query_examples(ds, no_gold)))
+        out.append(positives_without_gold_finding(int(no_gold.sum()), ds.n_positive,
+                                                  query_examples(ds, no_gold)))
+    gold_on_neg = masks["negatives_without_gold"]
+    if gold_on_neg.any():
+        out.append(negatives_with_gold_finding(int(gold_on_neg.sum()),
+                                               int(ds.n_gold_found[gold_on_neg].sum()),
+                                               query_examples(ds, gold_on_neg)))
+    return out
+
+
+def gold_masks(ds: Dataset) -> dict[str, np.ndarray]:
+    """Per-query masks of the two gold findings: positives without any gold, negatives with
+    gold (among their candidates or ``n_gold``)."""
     gold = ds.n_gold_found > 0
     if ds.n_gold_given is not None:
         gold |= ds.n_gold_given > 0
-    gold_on_neg = ~ds.positives & gold
-    if gold_on_neg.any():
-        n = int(gold_on_neg.sum())
-        out.append(Finding(
-            "negatives_without_gold", "warning",
-            f"{_count(n, 'query', 'queries')} with has_evidence = 0 have gold sentences "
-            f"({int(ds.n_gold_found[gold_on_neg].sum())} among their candidates): the query "
-            f"label and the sentence labels disagree",
-            n, _query_examples(ds, gold_on_neg)))
-    return out
+    return {"positives_have_gold": ds.positives & (ds.n_gold == 0),
+            "negatives_without_gold": ~ds.positives & gold}
+
+
+def positives_without_gold_finding(n: int, n_positive: int, examples) -> Finding:
+    return Finding(
+        "positives_have_gold", "warning",
+        f"{n} of {n_positive} queries with has_evidence = 1 have no gold sentence "
+        f"among their candidates and no n_gold: ranking and extraction metrics have no "
+        f"gold to find for them",
+        n, tuple(examples))
+
+
+def negatives_with_gold_finding(n: int, n_found: int, examples) -> Finding:
+    """``n`` negative queries with gold, ``n_found`` gold sentences among their candidates."""
+    return Finding(
+        "negatives_without_gold", "warning",
+        f"{_count(n, 'query', 'queries')} with has_evidence = 0 have gold sentences "
+        f"({n_found} among their candidates): the query "
+        f"label and the sentence labels disagree",
+        n, tuple(examples))
 
 
 def _gold_missed(ds: Dataset) -> list[Finding]:
@@ -253,31 +292,44 @@ def _gold_missed(ds: Dataset) -> list[Finding]:
     mask = ds.positives & (missed > 0)
     if not mask.any():
         return []
-    n = int(mask.sum())
-    examples = tuple(f"{_query_label(ds, q)}: {ds.n_gold_found[q]} of {ds.n_gold_given[q]} "
-                     f"gold among candidates" for q in np.flatnonzero(mask)[:MAX_EXAMPLES])
-    return [Finding(
+    return [gold_missed_finding(int(mask.sum()), ds.n_positive, int(missed[mask].sum()),
+                                gold_missed_examples(ds, mask))]
+
+
+def gold_missed_examples(ds: Dataset, mask: np.ndarray) -> tuple[str, ...]:
+    return tuple(f"{_query_label(ds, q)}: {ds.n_gold_found[q]} of {ds.n_gold_given[q]} "
+                 f"gold among candidates" for q in np.flatnonzero(mask)[:MAX_EXAMPLES])
+
+
+def gold_missed_finding(n: int, n_positive: int, missed: int, examples) -> Finding:
+    """``n`` positive queries missing ``missed`` gold sentences in their candidates."""
+    return Finding(
         "gold_within_candidates", "info",
-        f"{n} of {ds.n_positive} positive queries ({n / ds.n_positive:.1%}) miss gold "
-        f"sentences in their candidate list ({int(missed[mask].sum())} gold sentences in "
+        f"{n} of {n_positive} positive queries ({n / n_positive:.1%}) miss gold "
+        f"sentences in their candidate list ({missed} gold sentences in "
         f"all); recall counts them as not retrieved",
-        n, examples)]
+        n, tuple(examples))
 
 
 def _without_candidates(ds: Dataset) -> list[Finding]:
     empty = ds.n_cand == 0
     if not empty.any():
         return []
-    n, n_pos = int(empty.sum()), int((empty & ds.positives).sum())
-    if ds.n_candidates == 0:
+    return [without_candidates_finding(int(empty.sum()), int((empty & ds.positives).sum()),
+                                       ds.n_candidates == 0, query_examples(ds, empty))]
+
+
+def without_candidates_finding(n: int, n_pos: int, none_at_all: bool, examples) -> Finding:
+    """``n`` queries (``n_pos`` positive) without candidates; ``none_at_all``: the data has
+    no candidate."""
+    if none_at_all:
         message = (f"there are no candidates at all: ranking and extraction metrics cannot "
                    f"be computed ({n} queries)")
     else:
         message = (f"{_count(n, 'query has', 'queries have')} no candidates ({n_pos} with "
                    f"has_evidence = 1): "
                    f"nothing is ranked or extracted for them")
-    return [Finding("queries_have_candidates", "warning", message, n,
-                    _query_examples(ds, empty))]
+    return Finding("queries_have_candidates", "warning", message, n, tuple(examples))
 
 
 def _criteria_complete(ds: Dataset) -> list[Finding]:
@@ -293,12 +345,17 @@ def _criteria_complete(ds: Dataset) -> list[Finding]:
         present[ds.criterion_code[ds.post_code == post]] = True
         lacking = ", ".join(ds.criteria[i] for i in np.flatnonzero(~present))
         examples.append(f"post {ds.posts[post]} lacks {lacking}")
-    return [Finding(
+    return [criteria_complete_finding(len(bad), len(ds.posts), n_crit, examples)]
+
+
+def criteria_complete_finding(n_bad: int, n_posts: int, n_crit: int, examples) -> Finding:
+    """``n_bad`` of ``n_posts`` posts lack queries for some of the ``n_crit`` criteria."""
+    return Finding(
         "criteria_complete", "warning",
-        f"{len(bad)} of {len(ds.posts)} posts lack queries for some of the {n_crit} criteria: "
+        f"{n_bad} of {n_posts} posts lack queries for some of the {n_crit} criteria: "
         f"the criterion set differs by post, so per-post multi-label metrics compare "
         f"vectors with gaps",
-        len(bad), tuple(examples))]
+        n_bad, tuple(examples))
 
 
 def tie_masks(ds: Dataset) -> dict[str, np.ndarray]:
@@ -334,12 +391,15 @@ def _positive_ties(ds: Dataset, mask: np.ndarray) -> list[Finding]:
     """Positive queries (>= 2 candidates) whose candidates all have the same score."""
     if not mask.any():
         return []
-    n = int(mask.sum())
-    return [Finding(
+    return [positive_ties_finding(int(mask.sum()), query_examples(ds, mask))]
+
+
+def positive_ties_finding(n: int, examples) -> Finding:
+    return Finding(
         "positive_scores_distinct", "info",
         f"{_count(n, 'positive query has', 'positive queries have')} all candidates tied in "
         f"score: their ranking comes from the sent_uid tie-break alone",
-        n, _query_examples(ds, mask))]
+        n, tuple(examples))
 
 
 def _gold_ties(ds: Dataset, mask: np.ndarray) -> list[Finding]:
@@ -351,12 +411,15 @@ def _gold_ties(ds: Dataset, mask: np.ndarray) -> list[Finding]:
     """
     if ds.n_candidates < 2 or not mask.any():
         return []
-    n = int(mask.sum())
-    return [Finding(
+    return [gold_ties_finding(int(mask.sum()), query_examples(ds, mask))]
+
+
+def gold_ties_finding(n: int, examples) -> Finding:
+    return Finding(
         "gold_ties_resolved", "info",
         f"{_count(n, 'positive query', 'positive queries')} have a gold sentence tied in score "
         f"with a non-gold one: their ranking metrics depend on the sent_uid tie rule",
-        n, _query_examples(ds, mask))]
+        n, tuple(examples))
 
 
 def _gold_tie_mask(ds: Dataset) -> np.ndarray:
@@ -388,12 +451,15 @@ def _count(n: int, singular: str, plural: str) -> str:
 def _one_class(ds: Dataset) -> list[Finding]:
     if ds.n_queries == 0 or 0 < ds.n_positive < ds.n_queries:
         return []
-    label = int(ds.y[0])
-    return [Finding(
+    return [one_class_finding(ds.n_queries, int(ds.y[0]))]
+
+
+def one_class_finding(n_queries: int, label: int) -> Finding:
+    return Finding(
         "both_classes", "warning",
-        f"all {ds.n_queries} queries have has_evidence = {label}: AUROC and AUPRC are "
+        f"all {n_queries} queries have has_evidence = {label}: AUROC and AUPRC are "
         f"undefined (one class)",
-        ds.n_queries)]
+        n_queries)
 
 
 def _one_class_criteria(ds: Dataset) -> list[Finding]:
@@ -402,11 +468,18 @@ def _one_class_criteria(ds: Dataset) -> list[Finding]:
         return []  # the whole data set is one class: _one_class says so
     n = np.bincount(ds.criterion_code, minlength=len(ds.criteria))
     pos = np.bincount(ds.criterion_code, weights=ds.y, minlength=len(ds.criteria))
+    return one_class_criteria_findings(ds.criteria, n, pos)
+
+
+def one_class_criteria_findings(criteria, n, pos) -> list[Finding]:
+    """The finding of the ``criteria`` (in the data set's order) whose ``n`` queries are all
+    positive or all negative (``pos`` positives), if any."""
+    n, pos = np.asarray(n), np.asarray(pos)
     one = np.flatnonzero((n > 0) & ((pos == 0) | (pos == n)))
     if one.size == 0:
         return []
     examples = tuple(
-        f"criterion {ds.criteria[c]}: all {int(n[c])} queries have has_evidence = "
+        f"criterion {criteria[c]}: all {int(n[c])} queries have has_evidence = "
         f"{int(pos[c] > 0)}" for c in one[:MAX_EXAMPLES])
     return [Finding(
         "both_classes_per_criterion", "warning",
@@ -420,12 +493,18 @@ def _exclusions(exclusions: pd.DataFrame) -> list[Finding]:
     if len(exclusions) == 0:
         return []
     counts = exclusions["reason"].value_counts(sort=False)
-    parts = "; ".join(f"{n} rows: {reason}" for reason, n in counts.items())
-    head = exclusions.head(MAX_EXAMPLES)
+    return [exclusions_finding(len(exclusions), list(counts.items()),
+                               exclusions.head(MAX_EXAMPLES))]
+
+
+def exclusions_finding(n: int, by_reason, head: pd.DataFrame) -> Finding:
+    """``n`` excluded rows, ``by_reason`` (reason, rows) in the exclusions table's order of
+    first appearance, ``head`` the table's first rows."""
+    parts = "; ".join(f"{k} rows: {reason}" for reason, k in by_reason)
     examples = tuple(
         f"{r.file} row {r.row}: post {r.post_id}, criterion {r.criterion}"
         + (f", sentence {r.sent_uid}" if r.sent_uid else "") + f" ({r.column} missing)"
         for r in head.itertuples(index=False))
-    return [Finding("no_exclusions", "warning",
-                    f"{len(exclusions)} input rows were excluded ({parts}); the exclusions "
-                    f"table lists each one", len(exclusions), examples)]
+    return Finding("no_exclusions", "warning",
+                   f"{n} input rows were excluded ({parts}); the exclusions "
+                   f"table lists each one", n, examples)
