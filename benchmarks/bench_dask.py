@@ -27,6 +27,9 @@ and to run (the lead runs them on a quiet machine):
     python benchmarks/bench_dask.py --queries 30000000 --reduced --bootstrap 200 \
         --results benchmarks/results/dask_reduced.jsonl
 
+``--per-query`` (with ``--reduced``) has the workers also write the per-query table as
+Parquet parts (``--per-query DIR``), and reports its rows, parts and bytes.
+
 ``--scheduler-process`` starts the scheduler and the workers in processes of their own (as a
 run with ``--scheduler ADDRESS`` has them), so the client's peak is the client's alone; without
 it the LocalCluster's scheduler runs in the client's process and its task state (growing with
@@ -251,12 +254,16 @@ def run_reduced(folder: Path, args, parts: int, size: int) -> dict:
 
     cfg = EvalConfig(bootstrap=args.bootstrap)
     out = folder / "metrics_master_reduced.json"
+    per_query = folder / "per_query_reduced" if args.per_query else None
+    if per_query is not None and per_query.exists():
+        shutil.rmtree(per_query)  # (the benchmark's own output of an earlier run)
     with PeakMemory() as mem, contextlib.ExitStack() as stack:
         t0 = time.perf_counter()
         scheduler = (stack.enter_context(scheduler_processes(folder, args.workers))
                      if args.scheduler_process else None)
         doc = dask_engine.evaluate_reduced(folder / "queries", folder / "candidates", cfg,
-                                           n_workers=args.workers, scheduler=scheduler)
+                                           n_workers=args.workers, scheduler=scheduler,
+                                           per_query=per_query)
         text = json.dumps(doc, indent=2, allow_nan=False)
         out.write_text(text)
         wall = time.perf_counter() - t0
@@ -272,7 +279,12 @@ def run_reduced(folder: Path, args, parts: int, size: int) -> dict:
         "document_bytes": len(text.encode()), "records": len(doc["metrics"]),
         "auroc": auroc["value"], "auroc_ci95": auroc["ci95"],
         "auroc_ci_method": auroc["ci_method"],
+        "roc_band_points": None if doc.get("roc_band") is None else len(doc["roc_band"]),
     }
+    if per_query is not None:
+        figures["per_query_rows"] = doc["per_query"]["n_rows"]
+        figures["per_query_parts"] = len(doc["per_query"]["parts"])
+        figures["per_query_bytes"] = sum(f.stat().st_size for f in per_query.iterdir())
     if not args.no_part_cost:
         figures.update(part_cost(folder, args.bootstrap))
     return figures
@@ -299,6 +311,10 @@ def main(argv=None) -> int:
                              "their own (dask scheduler / dask worker), the run given their "
                              "address as --scheduler gives it; the client's peak is then its "
                              "own, without the scheduler's task state")
+    parser.add_argument("--per-query", action="store_true",
+                        help="with --reduced: the workers also write the per-query table as "
+                             "Parquet parts (under the data's folder, replaced on each run); "
+                             "its rows, parts and bytes are reported")
     parser.add_argument("--no-part-cost", action="store_true",
                         help="with --reduced: skip the one-part cost (a child process)")
     parser.add_argument("--results", type=Path, default=None,
