@@ -24,6 +24,7 @@ from dashboard import (  # noqa: E402
     data,
     display,
     link,
+    pending_cohorts,
     refinement,
     server_settings,
     sidebar,
@@ -95,7 +96,6 @@ def main() -> None:
                                    "About": "Evidence pipeline metrics (metrics_core)."})
     access.sign_in_gate()  # with sign-in configured: nothing below runs before it
     link.load_from_url(caps=server_settings.interaction_caps())
-    notes = link.link_notes()
     try:
         source = data.current_source()
     except Exception as exc:  # the demo files are missing or unreadable: uploads still work
@@ -104,7 +104,10 @@ def main() -> None:
             upload.data_sidebar(None)
         upload.mapping_step()
         st.stop()
-    notes += data.follow_data(source)
+    # other data: a guarantee does not follow; a link's cohort settings wait or are chosen
+    data.follow_data(source)
+    pending_cohorts.follow(source)
+    notes = link.link_notes()  # with their notes, and without those now settled
     with st.sidebar:
         upload.data_sidebar(source)
     with computing.interactive():  # served before the work computed ahead (computing.Turns)

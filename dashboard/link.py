@@ -240,6 +240,6 @@ def write_to_url(*, always: bool = False) -> None:
 
     ``always``: write even when the server's copy already matches (at the end of a run: an
     earlier, interrupted run's address may reach the browser after this run's start)."""
-    wanted = link_params(state.current_settings(), provenance.marks(), provenance.guarantees())
+    wanted = link_params(state.link_settings(), provenance.marks(), provenance.guarantees())
     if always or _query() != wanted:
         st.query_params.from_dict(wanted)

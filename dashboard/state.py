@@ -138,6 +138,12 @@ COHORT_COLUMNS = "cohort_columns"
 #: ``--cohort-bins``): a setting beside the cohort columns, in the link.
 COHORT_BINS = "cohort_bins"
 COHORT_METRIC = "cohort_metric"
+#: The link's cohort settings that wait for data that have them (dashboard.pending_cohorts:
+#: setting key -> values, and the token of the data they were checked on), whether the
+#: session's first run looked for them, and the message about those an upload lacked.
+PENDING_COHORTS = "_pending_cohorts"
+PENDING_CHECKED = "_pending_checked"
+PENDING_MISSED = "_pending_missed"
 ADJ_DOWNLOAD = "adjudication_download"
 VERDICT_CHOICE = "verdict_choice"
 VERDICT_TARGET = "verdict_target"
@@ -571,6 +577,12 @@ def _normalise(s: Setting, value):
     return s.validate(value)
 
 
+def bin_columns(columns) -> tuple[str, ...]:
+    """The columns the cohort ``columns`` chosen (an intersection ``site*age`` is two) may
+    give bins to."""
+    return tuple(dict.fromkeys(p.strip() for c in columns for p in str(c).split("*")))
+
+
 def _changed_fields(s: Setting, old, new) -> tuple[str, ...]:
     if s.kind == "range":
         return tuple(f for f, a, b in zip(s.fields, old, new, strict=True) if a != b)
@@ -612,6 +624,7 @@ def replace_all(values: Mapping[str, Any], explored: tuple[str, ...] = (),
         **{name: EXPLORATORY for name in explored if name in THRESHOLD_NAMES}}
     st.session_state[GUARANTEES] = kept
     st.session_state.pop(LINK_NOTES, None)
+    st.session_state.pop(PENDING_COHORTS, None)  # the settings given replace those waiting
 
 
 def begin_run() -> None:
@@ -690,4 +703,15 @@ def current_settings() -> dict[str, Any]:
         elif s.kind in ("multi", "gates"):
             value = tuple(value or ())
         out[s.key] = value
+    return out
+
+
+def link_settings() -> dict[str, Any]:
+    """The settings the link writes: :func:`current_settings` with the link's cohort settings
+    that wait for data that have them (:mod:`dashboard.pending_cohorts`), so that the link
+    opened again waits for them too."""
+    out = current_settings()
+    waiting = st.session_state.get(PENDING_COHORTS) or {}
+    for key in (COHORT_COLUMNS, COHORT_BINS, "cohort"):
+        out[key] = (*out[key], *(v for v in waiting.get(key, ()) if v not in out[key]))
     return out

@@ -96,10 +96,12 @@ def test_two_columns_are_their_intersection(site_e):
 
 
 def test_a_link_with_an_unknown_or_malformed_cohort_says_so():
+    # a value the demo lacks waits for the user's data (tests/test_app_cohorts_link.py)
     at = open_app({**QUICK, "cohort": ["site=site_Z"]})  # (notes: on the link's first run)
     assert_clean(at)
     assert at.session_state[state.VIEW].filters.cohorts == ()
-    assert any("cohort values in the link are not in this data set" in t for t in texts(at))
+    assert any("cohort filter values 'site=site_Z' are not in the data shown: they wait for your "
+               "data" in t for t in texts(at))
     at = open_app({**QUICK, "cohort": ["site"]})
     assert_clean(at)
     assert at.session_state[state.VIEW].filters.cohorts == ()

@@ -142,15 +142,18 @@ def test_a_settings_file_naming_a_column_the_data_lack_is_refused_in_words():
     assert "cohort_columns: must be a list of at most 64 cohort column names" in error, error
 
 
-def test_a_link_naming_a_column_the_data_lack_keeps_the_others_with_a_note():
+def test_a_link_naming_a_column_the_demo_lacks_keeps_it_waiting_with_a_note():
+    """A column of the user's data (the demo, where a new session opens, lacks it) waits for
+    the upload: the others are chosen, the note names it, the link keeps it
+    (tests/test_app_cohorts_link.py follows it to the upload)."""
     at = open_app({**QUICK, "cohort_columns": ["region", "site"]}, page="cohorts")
     assert_clean(at)
     assert at.session_state[state.VIEW].cohort_columns == ("site",)
     notes = " ".join(str(w.value) for w in at.warning).replace("\\", "")
-    assert ("cohort_columns: 'region' in the link is not valid and left out: must name cohort "
-            "columns of these data: site, sex, age_band") in notes, notes
+    assert ("The link's cohort columns 'region' are not in the data shown: they wait for your "
+            "data.") in notes, notes
     assert set(table(at, "cohort_table")["column"]) == {"site"}
-    assert dict(at.query_params) == {**QUICK, "cohort_columns": "site"}
+    assert dict(at.query_params) == {**QUICK, "cohort_columns": ["site", "region"]}
 
 
 def test_the_exported_document_has_the_cohort_tables_the_command_line_writes(tmp_path):

@@ -44,6 +44,8 @@ ORDER = ("tau_neg", "tau_pos", "threshold", "gamma")
 COHORTS = ("site=site_A", "site=site_E", "sex=F", "sex=M", "age_band=80+")
 #: Cohort columns of the plain demo the Data page offers (and an intersection).
 COHORT_COLUMNS = ("site", "sex", "age_band", "site*sex")
+#: Cohort columns of a user's data a link may name, which no demo has.
+THEIR_COLUMNS = ("ward", "ward*site")
 
 cents = st.integers(0, 100).map(lambda i: i / 100)
 #: The guarantee mode's targets the sequences set the gate with (δ 0.1, all queries).
@@ -68,6 +70,8 @@ class DashboardSettings(RuleBasedStateMachine):
         self.gold = "original"  # the Gold labels switch (no verdicts here: the original shown)
         self.cohort: tuple[str, ...] = ()  # every query
         self.cohort_columns: tuple[str, ...] = ()  # the Cohorts page's groups: none yet
+        # a link's cohort columns the demo lacks (the user's data's): they wait, in the link
+        self.waiting: tuple[str, ...] = ()
         self.demo = data.DEMO
         self.page = "overview"
         self.at = open_app({"bootstrap": str(RESAMPLES)})
@@ -83,9 +87,9 @@ class DashboardSettings(RuleBasedStateMachine):
                 out[name] = _num(v[name])
         if self.cohort:
             out["cohort"] = self.cohort[0] if len(self.cohort) == 1 else list(self.cohort)
-        if self.cohort_columns:
-            out["cohort_columns"] = (self.cohort_columns[0] if len(self.cohort_columns) == 1
-                                     else list(self.cohort_columns))
+        columns = (*self.cohort_columns, *self.waiting)
+        if columns:
+            out["cohort_columns"] = columns[0] if len(columns) == 1 else list(columns)
         if not self.ci:
             out["ci"] = "0"
         if self.gold != "original":
@@ -228,6 +232,15 @@ class DashboardSettings(RuleBasedStateMachine):
         self.at = open_app(self.link(), page=self.page)
         self.demo = data.DEMO  # a new session shows the plain demo
 
+    @rule(column=st.sampled_from(THEIR_COLUMNS))
+    def open_link_naming_their_columns(self, column):
+        """The link with a cohort column of the user's data (not the demo's) in a new session:
+        it waits for the upload, in the link, and no page shows it."""
+        if column not in self.waiting:
+            self.waiting = (*self.waiting, column)
+        self.at = open_app(self.link(), page=self.page)
+        self.demo = data.DEMO
+
     @rule(goal=st.sampled_from(GUARANTEE_TARGETS))
     def set_gate_with_guarantee(self, goal):
         """Decision support's guarantee mode, "Set the gate": the end the target sets takes
@@ -290,6 +303,7 @@ class DashboardSettings(RuleBasedStateMachine):
         self.explored = set(explored)
         self.cohort = cohorts
         self.cohort_columns = columns  # none in the file: none chosen
+        self.waiting = ()  # the file's settings replace those a link left waiting
         self.guaranteed = {"tau_neg": RESTORED} if guaranteed else {}
 
     # ------------------------------------------------------------------------- invariants
@@ -400,6 +414,29 @@ def test_a_guarantee_does_not_follow_the_data():
         machine.everything_says_the_same()
         marks.append(machine.mark("tau_neg"))
     assert marks == ["guaranteed", "exploratory", "exploratory", "guaranteed", "guaranteed"]
+    machine.teardown()
+
+
+def test_a_links_own_cohort_columns_wait_through_the_model():
+    """One fixed sequence: a link naming a column of the user's data opened on the demo (it
+    waits, in the link), columns of the demo chosen beside it, another demo and back, the link
+    opened again (still waiting), a settings.json restored (its settings replace it)."""
+    machine = DashboardSettings()
+    steps = [lambda: machine.open_link_naming_their_columns("ward"),
+             lambda: machine.choose_cohort_columns(["site"]),
+             lambda: machine.switch_demo(data.DEMO_PROBLEMS),
+             lambda: machine.switch_demo(data.DEMO),
+             machine.open_link,
+             lambda: machine.restore_settings(0.1, 0.7, 0.5, set(), COHORTS[1], False,
+                                              ("sex",))]
+    machine.everything_says_the_same()
+    seen = []
+    for step in steps:
+        step()
+        machine.everything_says_the_same()
+        seen.append((machine.cohort_columns, machine.waiting))
+    assert seen == [((), ("ward",)), (("site",), ("ward",)), ((), ("ward",)),
+                    ((), ("ward",)), ((), ("ward",)), (("sex",), ())]
     machine.teardown()
 
 

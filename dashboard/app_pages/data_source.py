@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, display, sidebar, state
+from dashboard import data, display, pending_cohorts, sidebar, state
 from dashboard.posts import posts_step
 from dashboard.safe_text import escape_markdown
 from metrics_core.errors import SettingsError
@@ -90,6 +90,10 @@ if source.loaded is not None:
     display.show_table(pd.DataFrame(mapping), key="column_map_table")
 
     st.subheader("Cohorts")
+    for say, text in ((st.info, pending_cohorts.describe_waiting()),
+                      (st.warning, pending_cohorts.missed())):
+        if text:
+            say(escape_markdown(text), icon=":material/link:")
     cohorts = source.cohorts
     if cohorts is None or not (cohorts.suggested or cohorts.others):
         st.caption("The queries table has no extra column to form cohorts from"
