@@ -217,3 +217,30 @@ def test_cli_reduced_per_query_folder_is_written_or_refused_naming_the_path(path
     assert "--exclusions needs the per-query values: leave out --reduced" in \
         capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "file.txt", "kept", "pq"]
+
+
+def test_reduced_per_query_folder_reaches_the_workers_as_an_absolute_path(paths, cluster,
+                                                                        tmp_path,
+                                                                        monkeypatch):
+    """A relative --per-query is given to the workers absolute (a remote worker has a working
+    directory of its own); the document keeps the path as the user wrote it."""
+    from metrics_core.engines import reduced
+
+    _, client = cluster
+    log = tmp_path / "seen.txt"
+    original = reduced.unit_summary
+
+    def recording(*args, per_query_dir=None, **kwargs):  # (a copy of it runs on the worker)
+        with open(log, "a") as f:
+            f.write(f"{per_query_dir}\n")
+        return original(*args, per_query_dir=per_query_dir, **kwargs)
+
+    monkeypatch.setattr(reduced, "unit_summary", recording)
+    monkeypatch.chdir(tmp_path)
+    doc = dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"], EvalConfig(bootstrap=0),
+                                       client=client, per_query="relative/pq")
+    seen = log.read_text().split()
+    assert len(seen) == 3 and all(s.startswith(str(tmp_path.resolve())) for s in seen)
+    assert doc["per_query"]["path"] == "relative/pq"
+    assert sorted(p.name for p in (tmp_path / "relative" / "pq").iterdir()) == \
+        [p["file"] for p in doc["per_query"]["parts"]]

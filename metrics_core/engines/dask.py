@@ -221,7 +221,7 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
     for f, kind in ((q_files[0], "queries"), (c_files[0], "candidates")):
         post_column(f, kind)
     target, staging = (None, None) if per_query is None else per_query_staging(per_query)
-    written = None if staging is None else str(staging)
+    written = None if staging is None else str(staging.resolve())  # (workers: another cwd)
     try:
         with _failures():
             if client is None:
