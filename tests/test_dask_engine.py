@@ -859,3 +859,45 @@ def test_smoothed_calibration_from_the_counts_by_distinct_p_is_the_per_query_fit
     got = smoothed_calibration_of_counts(score_counts(y, p))
     pd.testing.assert_frame_equal(got, want, check_exact=True)
     assert (len(want) > 0) == (seed in (0, 1, 2, 4, 6)), len(want)  # curves compared too
+
+
+@pytest.mark.parametrize("cfg", [
+    EvalConfig(bootstrap=40, seed=7),
+    EvalConfig(bootstrap=30, seed=3, bootstrap_unit="post", tau_neg=0.2, tau_pos=0.5,
+               threshold=0.4, filters=Filters(fold="1", criteria=("C1", "C3"))),
+], ids=["query-unit", "post-unit-filtered"])
+def test_reduced_gate_areas_intervals_equal_a_literal_loop_over_the_same_poisson_weights(
+        paths, cluster, cfg, monkeypatch):
+    """The gate's risk-coverage in the reduced run: the curve and areas are the in-memory
+    ones; the areas' intervals are the percentiles of each Poisson resample's areas, which a
+    plain loop gets by repeating every query by its weight; above WEIGHTED_SORT_LIMIT no
+    interval (n_resamples 0), the curve unchanged."""
+    from metrics_core.engines import reduced
+    from metrics_core.engines.resampling import percentile_interval, poisson_weights, unit_keys
+    from metrics_core.metrics import risk_coverage
+
+    _, client = cluster
+    doc = dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"], cfg, client=client)
+    expected = _memory(paths, cfg)["gate_risk_coverage"]
+    got = doc["gate_risk_coverage"]
+    assert {k: v for k, v in got.items() if k != "ci95"} == \
+        {k: v for k, v in expected.items() if k != "ci95"}
+    ds = Evaluator(loading.load(paths["q"], paths["c"]).dataset).for_filters(cfg.filters).ds
+    posts = np.asarray(ds.posts, dtype=object)[ds.post_code]
+    keys = unit_keys(posts) if cfg.bootstrap_unit == "post" else \
+        unit_keys(posts, np.asarray(ds.criteria, dtype=object)[ds.criterion_code])
+    areas = []
+    for w in poisson_weights(cfg.seed, keys, int(cfg.bootstrap)):
+        idx = np.repeat(np.arange(ds.n_queries), w)
+        r = risk_coverage.gate_risk_coverage(ds.y[idx], ds.p[idx], threshold=cfg.threshold)
+        areas.append((r.aurc, r.optimal_aurc, r.excess_aurc))
+    areas = np.array(areas)
+    for j, name in enumerate(("aurc", "optimal_aurc", "excess_aurc")):
+        assert got["ci95"][name] == pytest.approx(percentile_interval(areas[:, j]),
+                                                  abs=1e-12), name
+    assert got["n_resamples"] == expected["n_resamples"] == cfg.bootstrap
+    monkeypatch.setattr(reduced, "WEIGHTED_SORT_LIMIT", 10)
+    above = dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"], cfg,
+                                         client=client)["gate_risk_coverage"]
+    assert above["ci95"] is None and above["n_resamples"] == 0
+    assert above["curve"] == expected["curve"] and above["aurc"] == expected["aurc"]
