@@ -253,6 +253,7 @@ def _check_cohort_columns(source: data.Source, notes: list[str], switched: bool)
     choices = data.cohort_choices(source)
     chosen = tuple(state.value(state.COHORT_COLUMNS))
     kept = tuple(c for c in chosen if c in choices)
+    _check_cohort_bins(source, kept, notes, switched)
     if kept == chosen:
         return
     if not switched:
@@ -261,6 +262,25 @@ def _check_cohort_columns(source: data.Source, notes: list[str], switched: bool)
                           f"{'is' if len(chosen) - len(kept) == 1 else 'are'} not valid and "
                           f"left out: {cohort_columns_rule(source)}.")
     state.set_value(state.COHORT_COLUMNS, kept)
+
+
+def _check_cohort_bins(source: data.Source, columns: tuple[str, ...], notes: list[str],
+                       switched: bool) -> None:
+    """Bins (from a link or a settings.json) of a column that is not a chosen numeric cohort
+    column of these data leave the settings, so that the link says what the view, settings.json
+    and the record use: with a note naming them, silently when the data source changed."""
+    bins = tuple(state.value(state.COHORT_BINS))
+    used = data.chosen_bins(source, columns, dict(item.split("=", 1) for item in bins))
+    kept = tuple(item for item in bins if item.split("=", 1)[0] in used)
+    if kept == bins:
+        return
+    if not switched:
+        dropped = ", ".join(short_repr(b) for b in bins if b not in kept)
+        _link_note(notes, f"{state.COHORT_BINS}: {dropped} "
+                          f"{'is' if len(bins) - len(kept) == 1 else 'are'} not the bins of a "
+                          f"chosen numeric cohort column and left out (bins are given to "
+                          f"numeric cohort columns).")
+    state.set_value(state.COHORT_BINS, kept)
 
 
 def settings_sidebar(source: data.Source, notes: list[str], *,

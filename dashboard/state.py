@@ -583,6 +583,16 @@ def bin_columns(columns) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p.strip() for c in columns for p in str(c).split("*")))
 
 
+def _drop_unchosen_bins(m: dict[str, Any]) -> None:
+    """The bins of a column that no chosen cohort column uses leave the settings (contract
+    §9, "Cohort bins chosen"): the link, settings.json and the record never carry them, and
+    choosing the column again starts from its default bins."""
+    parts = bin_columns(m[COHORT_COLUMNS])
+    kept = tuple(item for item in m[COHORT_BINS] if item.split("=", 1)[0] in parts)
+    if kept != tuple(m[COHORT_BINS]):
+        m[COHORT_BINS] = kept
+
+
 def _changed_fields(s: Setting, old, new) -> tuple[str, ...]:
     if s.kind == "range":
         return tuple(f for f, a, b in zip(s.fields, old, new, strict=True) if a != b)
@@ -602,6 +612,8 @@ def set_value(key: str, new, *, how: str | None = None,
     m = model()
     old = m[key]
     m[key] = new
+    if key in (COHORT_COLUMNS, COHORT_BINS):
+        _drop_unchosen_bins(m)
     if how is not None and key in THRESHOLD_FIELDS:
         for name in (mark if mark is not None else _changed_fields(s, old, new)):
             set_mark(name, how, guarantee)
@@ -617,6 +629,7 @@ def replace_all(values: Mapping[str, Any], explored: tuple[str, ...] = (),
     m = model()
     for s in SETTINGS:
         m[s.key] = _normalise(s, values[s.key]) if s.key in values else s.default
+    _drop_unchosen_bins(m)
     kept = {name: g for name, g in (guaranteed or {}).items()
             if name in THRESHOLD_NAMES and name not in explored}
     st.session_state[PROVENANCE] = {

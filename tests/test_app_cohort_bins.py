@@ -146,3 +146,40 @@ def test_settings_json_carries_the_bins_and_refuses_a_bad_one(files, tmp_path):
                  "--cohort", "age", "--cohort-bins", "age=q3"]) == 0
     assert len({r["value"] for r in doc["cohorts"]}) == 3
     assert doc["cohorts"] == json.loads(out.read_text())["cohorts"]
+
+
+def test_unchoosing_a_column_drops_its_bins(files):
+    """A column no longer chosen takes its bins out of the settings: the link, settings.json
+    and the record have none, and choosing it again starts from q4; a link's bins of a column
+    it does not choose are left out too."""
+    from metrics_core.report import decision_record as record
+
+    _, paths = files
+    at = upload(open_app(QUICK), *((n, paths[n].read_bytes(), "text/csv")
+                                   for n in ("queries.csv", "candidates.csv")))
+    at.switch_page("app_pages/data_source.py").run(timeout=TIMEOUT)
+    at.multiselect(key=state.COHORT_COLUMNS).set_value(["age"]).run(timeout=TIMEOUT)
+    at.text_input(key="cohort_bins_age").set_value("q3").run(timeout=TIMEOUT)
+    assert at.session_state[state.MODEL][state.COHORT_BINS] == ("age=q3",)
+    assert dict(at.query_params) == {**QUICK, "cohort_columns": "age",
+                                     "cohort_bins": "age=q3"}
+    at.multiselect(key=state.COHORT_COLUMNS).set_value([]).run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert at.session_state[state.MODEL][state.COHORT_BINS] == ()
+    assert dict(at.query_params) == QUICK
+    view = at.session_state[state.VIEW]
+    assert view.cohort_columns == () and view.cohort_bins == {}
+    saved = json.loads(record.settings_json(view.evaluation, cohort_columns=view.cohort_columns,
+                                            cohort_bins=view.cohort_bins))
+    assert "cohort_bins" not in saved and "cohort_columns" not in saved
+    rows = dict(record.settings_rows(view.evaluation.config, view.cohort_columns,
+                                     view.cohort_bins))
+    assert "cohort_bins" not in rows
+    at.multiselect(key=state.COHORT_COLUMNS).set_value(["age"]).run(timeout=TIMEOUT)
+    assert at.text_input(key="cohort_bins_age").value == "q4"
+    assert at.session_state[state.VIEW].cohort_bins == {}
+    # a link with bins of a column it does not choose: none in the settings or the link
+    at = open_app({**QUICK, "cohort_bins": "age=q3"})
+    assert_clean(at)
+    assert at.session_state[state.MODEL][state.COHORT_BINS] == ()
+    assert dict(at.query_params) == QUICK

@@ -278,8 +278,12 @@ class DashboardSettings(RuleBasedStateMachine):
     @rule(lo=cents, hi=cents, gamma=st.integers(5, 100).map(lambda i: i / 100),
           explored=st.sets(st.sampled_from(ORDER)), cohort=st.sampled_from(COHORTS),
           guaranteed=st.booleans(),
-          columns=st.lists(st.sampled_from(COHORT_COLUMNS), max_size=2, unique=True))
-    def restore_settings(self, lo, hi, gamma, explored, cohort, guaranteed, columns=()):
+          columns=st.lists(st.sampled_from(COHORT_COLUMNS), max_size=2, unique=True),
+          bins=st.booleans())
+    def restore_settings(self, lo, hi, gamma, explored, cohort, guaranteed, columns=(),
+                         bins=False):
+        """A settings.json; with ``bins``, bins of the demo's text columns (chosen or not),
+        which no numeric cohort column uses: neither the view nor the link has them."""
         lo, hi = min(lo, hi), max(lo, hi)
         cohorts = (cohort,) if self.demo == data.DEMO else ()
         columns = tuple(columns) if self.demo == data.DEMO else ()
@@ -294,6 +298,8 @@ class DashboardSettings(RuleBasedStateMachine):
             payload["guarantees"] = {"tau_neg": RESTORED.to_dict()}
         if columns:
             payload["cohort_columns"] = list(columns)
+        if bins:
+            payload["cohort_bins"] = {"site": "q2", "age_band": "q3"}
         self.at.sidebar.file_uploader(key=state.SETTINGS_FILE).set_value(
             ("settings.json", json.dumps(payload).encode(), "application/json")).run(
             timeout=TIMEOUT)
@@ -349,7 +355,8 @@ class DashboardSettings(RuleBasedStateMachine):
         # settings.json and the record, as the downloads make them from the view
         settings_file = json.loads(record.settings_json(
             view.evaluation, marks=view.marks, guarantees=view.guarantees,
-            cohort_columns=view.cohort_columns))
+            cohort_columns=view.cohort_columns, cohort_bins=view.cohort_bins))
+        assert "cohort_bins" not in settings_file  # the demo has no numeric cohort column
         assert {k: settings_file["config"][k] for k in ORDER} == v
         assert {k: settings_file["provenance"][k] for k in ORDER} == {
             k: self.mark(k) for k in ORDER}
@@ -452,7 +459,7 @@ def test_cohort_columns_through_the_model():
              lambda: machine.switch_demo(data.DEMO_PROBLEMS),
              lambda: machine.switch_demo(data.DEMO),
              lambda: machine.restore_settings(0.1, 0.7, 0.5, set(), COHORTS[1], False,
-                                              ("age_band", "sex"))]
+                                              ("age_band", "sex"), True)]
     machine.everything_says_the_same()
     chosen = []
     for step in steps:
