@@ -244,3 +244,25 @@ def test_reduced_per_query_folder_reaches_the_workers_as_an_absolute_path(paths,
     assert doc["per_query"]["path"] == "relative/pq"
     assert sorted(p.name for p in (tmp_path / "relative" / "pq").iterdir()) == \
         [p["file"] for p in doc["per_query"]["parts"]]
+
+
+def test_reduced_per_query_folder_holds_the_listed_parts_only(paths, cluster, tmp_path,
+                                                             monkeypatch):
+    """A worker killed while it writes a part leaves its temporary file behind (the unit runs
+    again elsewhere): the folder the run hands over holds the listed parts and nothing else."""
+    from metrics_core.engines import reduced
+
+    _, client = cluster
+    original = reduced.unit_summary
+
+    def leaving(*args, per_query_dir=None, part=0, **kwargs):  # as a killed writer leaves it
+        with open(f"{per_query_dir}/.part-{part:05d}.parquet.999.tmp", "w") as f:
+            f.write("torn")
+        return original(*args, per_query_dir=per_query_dir, part=part, **kwargs)
+
+    monkeypatch.setattr(reduced, "unit_summary", leaving)
+    doc = dask_engine.evaluate_reduced(paths["q_dir"], paths["c_dir"], EvalConfig(bootstrap=0),
+                                       client=client, per_query=tmp_path / "pq")
+    assert sorted(p.name for p in (tmp_path / "pq").iterdir()) == \
+        [p["file"] for p in doc["per_query"]["parts"]] == \
+        [f"part-{i:05d}.parquet" for i in range(3)]

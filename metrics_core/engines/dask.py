@@ -235,6 +235,10 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
             raise InputError(f"no queries match the filter ({summary['empty']})",
                              hint="choose another fold, split or criteria")
         if staging is not None:
+            listed = {name for name, _ in summary.get("per_query_parts", [])}
+            for left in staging.iterdir():  # a worker killed while writing left its temporary
+                if left.name not in listed:
+                    left.unlink()
             os.replace(staging, target)  # (onto an empty folder, or none)
     finally:
         if staging is not None and staging.exists():
