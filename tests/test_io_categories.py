@@ -178,3 +178,62 @@ def test_a_long_parquet_table_loads_as_it_does_with_string_ids(pair):
         return
     long["has_evidence"] = long["has_evidence"].astype("Int64")
     _assert_same_outcome((_parquet(long),), {"queries_name": "long.parquet"})
+
+
+def test_query_keys_from_categories_equal_the_keys_from_the_strings():
+    """The Dataset's query keys from categorical ids (their codes, the categories in use
+    sorted once) equal those from the strings: categories in another order than the rows,
+    categories no row has, criteria in natural order (A.2 before A.10); two criteria of one
+    natural key (A.1, A.01) are left to the strings."""
+    from metrics_core.data.dataset import _arrow_strings, _QueryKeys
+
+    rng = np.random.default_rng(0)
+    posts = np.array(["p10", "p9", "q", "p1", "unused"])
+    crits = np.array(["A.10", "A.2", "B.1", "A.1", "never"])
+    post = pd.Series(pd.Categorical(posts[rng.integers(0, 4, 300)], categories=posts[::-1]))
+    crit = pd.Series(pd.Categorical(crits[rng.integers(0, 4, 300)], categories=crits))
+    keep = ~pd.DataFrame({"p": post, "c": crit}).duplicated().to_numpy()
+    post, crit = (s[keep].reset_index(drop=True).astype(s.dtype) for s in (post, crit))
+    want = _QueryKeys.of(_arrow_strings(post), _arrow_strings(crit))
+    got = _QueryKeys.of_categories(post, crit)
+    assert got.criteria == want.criteria == ("A.1", "A.2", "A.10", "B.1")
+    assert got.posts.tolist() == want.posts.tolist() == ["p1", "p10", "p9", "q"]
+    for name in ("post_code", "crit_code", "order", "sorted_key"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+        assert getattr(got, name).dtype == getattr(want, name).dtype
+    tied = pd.Series(pd.Categorical(["A.1", "A.01"]))
+    assert _QueryKeys.of_categories(pd.Series(pd.Categorical(["p", "p"])), tied) is None
+    assert _QueryKeys.of_categories(post.astype(str), crit) is None  # not categorical
+
+
+def test_categorical_ids_factorize_and_look_up_as_their_strings():
+    """factorize_values / lookup_codes of a categorical of strings read its codes (each
+    category looked up once); the result is that of the decoded strings: codes in order of
+    first appearance, missing values -1, categories no row has left out, categories in
+    another order than the rows."""
+    import pyarrow.compute as pc
+
+    from metrics_core.inputs import validate
+
+    def by_strings(values):
+        encoded = pc.dictionary_encode(validate.as_arrow(values))
+        if encoded.num_chunks == 0:
+            return [], []
+        return (np.concatenate([c.indices.fill_null(-1).to_numpy() for c in encoded.chunks])
+                .tolist(), encoded.chunks[-1].dictionary.to_pylist())
+
+    rng = np.random.default_rng(1)
+    look = pa.array(["c", "a", "q", "x"], type=pa.large_string())
+    for _ in range(200):
+        n, k = int(rng.integers(0, 30)), int(rng.integers(1, 6))
+        names = np.array(["a", "b", "c", "", "é", "x"])[:k]
+        values = [None if rng.random() < 0.15 else str(names[rng.integers(0, k)])
+                  for _ in range(n)]
+        categories = [*rng.permutation(names).tolist(), *(["zz"] if rng.random() < 0.5 else [])]
+        s = pd.Series(pd.Categorical(values, categories=categories))
+        codes, uniques = validate.factorize_values(s)
+        assert (codes.tolist(), uniques.to_pylist()) == by_strings(s)
+        for part in (s, s.iloc[::2]):
+            want = pc.index_in(validate.as_arrow(part), value_set=look).fill_null(-1)
+            got = validate.lookup_codes(part, look)
+            assert got.tolist() == [x for c in want.chunks for x in c.to_pylist()]

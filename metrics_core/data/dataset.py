@@ -409,7 +409,8 @@ class Dataset(Queries):
         equals :meth:`from_frames` of the same tables; the loader has checked the keys
         already, so the candidates' query lookup and the uniqueness check are not repeated.
         """
-        keys = _QueryKeys.of(_arrow_strings(q["post_id"]), _arrow_strings(q["criterion"]))
+        keys = _QueryKeys.of_categories(q["post_id"], q["criterion"]) or _QueryKeys.of(
+            _arrow_strings(q["post_id"]), _arrow_strings(q["criterion"]))
         order = keys.order
         if np.array_equal(order, np.arange(keys.n_queries)):  # queries in canonical order
             qidx = c_query
@@ -471,6 +472,34 @@ class _QueryKeys:
         posts = np.array(sorted(pc.unique(q_post).to_pylist()), dtype=object)
         crit_code_q = _codes(q_crit, criteria).astype(np.int32)
         post_code_q = _codes(q_post, posts)
+        return cls._of_codes(posts, criteria, post_code_q, crit_code_q)
+
+    @classmethod
+    def of_categories(cls, q_post: pd.Series, q_crit: pd.Series) -> _QueryKeys | None:
+        """:meth:`of` of ids read as categoricals of strings (the loader reads a Parquet
+        file's ids so), from their codes: the distinct ids are the categories in use, sorted
+        once, and each query's code is a gather, not a string lookup. None when the ids are
+        no such categoricals, or two criteria have the same natural sort key (their order
+        then depends on where they first appear: :meth:`of` decides)."""
+        post, crit = _used_categories(q_post), _used_categories(q_crit)
+        if post is None or crit is None:
+            return None
+        (post_codes, post_names), (crit_codes, crit_names) = post, crit
+        crit_keys = [_natural_key(c) for c in crit_names]
+        if len({tuple(k) for k in crit_keys}) < len(crit_keys):
+            return None
+        by_name = sorted(range(len(post_names)), key=post_names.__getitem__)
+        by_key = sorted(range(len(crit_names)), key=crit_keys.__getitem__)
+        post_rank = np.empty(len(post_names), dtype=np.int64)
+        post_rank[by_name] = np.arange(len(post_names), dtype=np.int64)
+        crit_rank = np.empty(len(crit_names), dtype=np.int64)
+        crit_rank[by_key] = np.arange(len(crit_names), dtype=np.int64)
+        return cls._of_codes(np.array([post_names[i] for i in by_name], dtype=object),
+                             tuple(crit_names[i] for i in by_key), post_rank[post_codes],
+                             crit_rank[crit_codes].astype(np.int32))
+
+    @classmethod
+    def _of_codes(cls, posts, criteria, post_code_q, crit_code_q) -> _QueryKeys:
         # Canonical query order: by post then criterion. The (post, criterion) keys are
         # sorted, never spread over a dense posts x criteria table: memory stays proportional
         # to the number of queries however many distinct posts and criteria there are.
@@ -487,6 +516,22 @@ class _QueryKeys:
                 "criterion": np.array(self.criteria, dtype=object)[self.crit_code],
                 "criterion_code": self.crit_code, "criteria": self.criteria,
                 "post_code": self.post_code, "posts": self.posts}
+
+
+def _used_categories(values: pd.Series) -> tuple[np.ndarray, list[str]] | None:
+    """(int64 code of every value, the distinct values as Python strings) of a categorical of
+    strings without missing values, only the categories in use, in category order; None for
+    any other column."""
+    if not (isinstance(values.dtype, pd.CategoricalDtype) and not values.hasnans
+            and isinstance(values.cat.categories.dtype, pd.StringDtype)):
+        return None
+    codes = np.asarray(values.cat.codes, dtype=np.int64)
+    names = values.cat.categories.tolist()
+    used = np.bincount(codes, minlength=len(names)) > 0
+    if not used.all():  # categories no row has: renumber the ones in use
+        codes = (np.cumsum(used) - 1)[codes]
+        names = [name for name, u in zip(names, used.tolist(), strict=True) if u]
+    return codes, names
 
 
 def _split_objects(values: pd.Series, order: np.ndarray):

@@ -380,6 +380,8 @@ def factorize_values(values: pd.Series) -> tuple[np.ndarray, pa.Array]:
     Arrow's hash kernel: about twice as fast as ``pandas.factorize`` on arrow strings. Arrow
     dictionary chunks are unified into one dictionary (their strings hashed, not the rows').
     """
+    if _string_categories(values):  # the codes, renumbered in order of appearance
+        return _factorized_categories(values)
     chunks = dictionary_chunks(values)
     if chunks is not None:
         value_type = values.dtype.pyarrow_dtype.value_type
@@ -394,7 +396,26 @@ def factorize_values(values: pd.Series) -> tuple[np.ndarray, pa.Array]:
     return _int_codes(indices), encoded.chunks[-1].dictionary
 
 
+def _factorized_categories(values: pd.Series) -> tuple[np.ndarray, pa.Array]:
+    """:func:`factorize_values` of a categorical of strings from its codes: the categories in
+    use numbered in order of first appearance (as hashing the decoded values numbers them),
+    no string decoded or hashed per row."""
+    codes = np.asarray(values.cat.codes, dtype=np.int64)
+    present = codes >= 0
+    used, first = np.unique(codes[present], return_index=True)
+    appearance = used[np.argsort(first, kind="stable")]  # category codes by first row
+    renumber = np.full(len(values.cat.categories) + 1, -1, dtype=np.int64)  # [-1] -> -1
+    renumber[appearance] = np.arange(appearance.size, dtype=np.int64)
+    uniques = as_arrow(pd.Series(values.cat.categories)).combine_chunks()
+    return renumber[codes], uniques.take(pa.array(appearance))
+
+
 def lookup_codes(values: pd.Series, categories: pa.Array) -> np.ndarray:
     """Position of every value in ``categories`` (-1 where absent)."""
+    if _string_categories(values):  # each category looked up once, then its codes
+        names = as_arrow(pd.Series(values.cat.categories))
+        found = np.append(_int_codes(pc.index_in(names, value_set=categories.cast(
+            names.type))), -1)  # [-1] (a missing value) -> -1
+        return found[np.asarray(values.cat.codes, dtype=np.int64)]
     arr = as_arrow(values)
     return _int_codes(pc.index_in(arr, value_set=categories.cast(arr.type)))
