@@ -488,15 +488,22 @@ def test_the_metrics_left_without_an_interval_are_the_curve_and_calibration_fit_
         "auprc"}
 
 
-@pytest.mark.parametrize(("seed", "rule"), [(7, "threshold"), (11, "alert"),
-                                            (19, "screen_in")])
-def test_the_multilabel_intervals_match_a_literal_resampling_loop(seed, rule):
+@pytest.mark.parametrize(("seed", "rule", "split"), [(7, "threshold", False),
+                                                    (11, "alert", False),
+                                                    (19, "screen_in", False),
+                                                    (23, "threshold", True)])
+def test_the_multilabel_intervals_match_a_literal_resampling_loop(seed, rule, split):
     """Each cohort's multi-label metrics (§8) on every resample of posts: the cohort's
     queries of each drawn post, the post repeated as many times as it is drawn (each copy a
-    post of its own), scored by ``multilabel_metrics``; the percentiles of those values."""
+    post of its own), scored by ``multilabel_metrics``; the percentiles of those values. The
+    same of the rest of the data (the queries out of the cohort) for its value, the
+    difference, its interval and p-value. ``split``: the cohort drawn per query, so a post's
+    queries are in several cohorts (a post's terms are then no sum of its cohorts')."""
     from metrics_core.metrics.multilabel import decision_labels, multilabel_metrics
 
     q, c = _data(n_posts=30, n_criteria=3, seed=seed)
+    if split:
+        q["site"] = np.random.default_rng(seed).choice(["A", "B", "C"], len(q))
     cfg = EvalConfig(bootstrap=80, seed=seed, multilabel_rule=rule)
     loaded, attrs = _run(q, c, ["site"])
     ev = Evaluator(loaded.dataset)
@@ -518,21 +525,36 @@ def test_the_multilabel_intervals_match_a_literal_resampling_loop(seed, rule):
         y[post, crit], pred[post, crit], mask[post, crit] = ds.y[rows], yh[rows], True
         return multilabel_metrics(y, pred, mask)
 
-    for j, value in enumerate(site.values):
-        own = np.flatnonzero(site.codes == j)
-        point = values(own)
-        resampled = {name: [] for name in MULTILABEL_NAMES}
+    def resampled(rows) -> dict[str, np.ndarray]:
+        out = {name: [] for name in MULTILABEL_NAMES}
         for r in range(counts.shape[0]):
-            rows = np.repeat(own, counts[r][ds.post_code[own]])
-            got = values(rows) if rows.size else dict.fromkeys(MULTILABEL_NAMES, np.nan)
+            drawn = np.repeat(rows, counts[r][ds.post_code[rows]])
+            got = values(drawn) if drawn.size else dict.fromkeys(MULTILABEL_NAMES, np.nan)
             for name in MULTILABEL_NAMES:
-                resampled[name].append(got[name])
+                out[name].append(got[name])
+        return {name: np.array(v, dtype=float) for name, v in out.items()}
+
+    for j, value in enumerate(site.values):
+        own, rest = np.flatnonzero(site.codes == j), np.flatnonzero(site.codes != j)
+        point, rest_point = values(own), values(rest)
+        mine, theirs = resampled(own), resampled(rest)
         for name in MULTILABEL_NAMES:
             assert _value(table, "site", value, name) == pytest.approx(point[name]), name
-            v = np.array(resampled[name], dtype=float)
+            v = mine[name]
             want = np.percentile(v[~np.isnan(v)], [2.5, 97.5]).tolist()
             assert _value(table, "site", value, name, "ci95") == pytest.approx(
                 want, abs=1e-9), (value, name)
+            assert _value(table, "site", value, name, "rest_estimate") == pytest.approx(
+                rest_point[name]), name
+            diff = point[name] - rest_point[name]
+            assert _value(table, "site", value, name, "difference") == pytest.approx(diff)
+            d = mine[name] - theirs[name]
+            d = d[~np.isnan(d)]
+            assert _value(table, "site", value, name, "difference_ci95") == pytest.approx(
+                np.percentile(d, [2.5, 97.5]).tolist(), abs=1e-9), (value, name)
+            if np.std(d, ddof=1) > 0:
+                assert _value(table, "site", value, name, "p_value") == pytest.approx(
+                    2 * norm.sf(abs(diff) / np.std(d, ddof=1))), (value, name)
 
 
 def test_each_metric_s_per_query_sums_come_from_its_registry_entry():

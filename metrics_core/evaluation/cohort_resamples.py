@@ -21,7 +21,8 @@ from metrics_core.metrics.curve_replicates import ScoreLayout
 from metrics_core.metrics.uncertainty import Bootstrap, weighted_int_quantiles
 
 __all__ = ["MULTILABEL_CRITERIA", "WORKERS", "PairCounts", "distinct_columns",
-           "extra_columns", "extra_values", "multilabel_sums", "multilabel_values", "prepare",
+           "extra_columns", "extra_values", "multilabel_rest", "multilabel_sums",
+           "multilabel_values", "prepare",
            "ratio", "replicates", "sum_columns"]
 
 
@@ -167,13 +168,19 @@ def extra_values(names: Sequence[str], sums: np.ndarray) -> dict[str, np.ndarray
 MULTILABEL_CRITERIA = 64
 
 
-def multilabel_sums(ds, inter, grouping: Grouping, posts: Sequence[np.ndarray]) -> list:
-    """Per cohort: ``(posts of the cohort, K)`` per-post sums whose weighted totals give the
-    multi-label metrics (§8) of the cohort's queries on a resample of posts (the terms of
-    :func:`metrics_core.metrics.multilabel.multilabel_weighted`): cells, present, exact,
-    wrong, TP, FP, FN, the post's F1, then (with at most :data:`MULTILABEL_CRITERIA`
-    criteria) TP, FP, FN, gold and cells per criterion. ``posts``: each cohort's posts, as
-    :func:`prepare` lists them (each with a query in the cohort: present)."""
+def multilabel_sums(ds, inter, grouping: Grouping, posts: Sequence[np.ndarray]
+                    ) -> tuple[list, list, np.ndarray]:
+    """``(own, delta, whole)``: per cohort, ``(posts of the cohort, K)`` per-post sums whose
+    weighted totals give the multi-label metrics (§8) of the cohort's queries on a resample
+    of posts (the terms of :func:`metrics_core.metrics.multilabel.multilabel_weighted`):
+    cells, present, exact, wrong, TP, FP, FN, the post's F1, then (with at most
+    :data:`MULTILABEL_CRITERIA` criteria) TP, FP, FN, gold and cells per criterion. The rest
+    of the data's (:func:`multilabel_rest`): the sums of the other cohorts, but for the
+    :data:`PER_POST` columns (no sums of the queries': a post split between cohorts is one
+    post of the rest) ``whole`` ``(n_posts, 3)``, every query's, minus per cohort ``delta``
+    on the cohort's posts (the whole post's terms minus those without the cohort's queries).
+    ``posts``: each cohort's posts,
+    as :func:`prepare` lists them (each with a query in the cohort: present)."""
     from metrics_core.metrics import multilabel
 
     cfg = inter.cfg
@@ -181,26 +188,54 @@ def multilabel_sums(ds, inter, grouping: Grouping, posts: Sequence[np.ndarray]) 
                                     states=inter.states).astype(bool)
     y = np.asarray(ds.y).astype(bool)
     n_crit = len(ds.criteria)
+    by_crit = n_crit <= MULTILABEL_CRITERIA
     kinds = [np.ones_like(y), (yh & ~y) | (y & ~yh), y & yh, yh & ~y, y & ~yh]
+    crit_kinds = [y & yh, yh & ~y, y & ~yh, y, np.ones_like(y)] if by_crit else []
     crit = np.asarray(ds.criterion_code, dtype=np.int64)
-    out = []
+
+    def raw(rows, local, size) -> np.ndarray:  # per post: the kinds' counts (linear)
+        out = np.zeros((size, len(kinds) + len(crit_kinds) * n_crit))
+        for i, kind in enumerate(kinds):
+            out[:, i] = np.bincount(local, weights=kind[rows], minlength=size)
+        for i, kind in enumerate(crit_kinds):
+            by = np.zeros((size, n_crit))
+            np.add.at(by, (local, crit[rows]), kind[rows].astype(np.float64))
+            out[:, len(kinds) + i * n_crit:len(kinds) + (i + 1) * n_crit] = by
+        return out
+
+    def terms(per: np.ndarray) -> np.ndarray:  # per post: the terms summed over posts
+        cells, wrong, tp, fp, fn = per[:, :len(kinds)].T
+        present = (cells > 0).astype(np.float64)
+        return np.column_stack([cells, present, present * (wrong == 0), wrong, tp, fp, fn,
+                                present * multilabel.f1_from_counts(tp, fp, fn),
+                                per[:, len(kinds):]])
+
+    every = np.arange(ds.n_queries)
+    whole_raw = raw(every, np.asarray(ds.post_code, dtype=np.int64), int(ds.posts.size))
+    own, delta = [], []
     for j, used in enumerate(posts):
         rows = np.flatnonzero(grouping.codes == j)
         local = np.searchsorted(used, ds.post_code[rows])
-        per = np.zeros((used.size, len(kinds)))
-        for i, kind in enumerate(kinds):
-            per[:, i] = np.bincount(local, weights=kind[rows], minlength=used.size)
-        cells, wrong, tp, fp, fn = per.T
-        present = (cells > 0).astype(np.float64)
-        columns = [cells, present, present * (wrong == 0), wrong, tp, fp, fn,
-                   present * multilabel.f1_from_counts(tp, fp, fn)]
-        if n_crit <= MULTILABEL_CRITERIA:
-            for kind in (y & yh, yh & ~y, y & ~yh, y, np.ones_like(y)):
-                by = np.zeros((used.size, n_crit))
-                np.add.at(by, (local, crit[rows]), kind[rows].astype(np.float64))
-                columns.extend(by.T)
-        out.append(np.column_stack(columns))
-    return out
+        mine = raw(rows, local, used.size)
+        own.append(terms(mine))
+        delta.append((terms(whole_raw[used]) - terms(whole_raw[used] - mine))[:, PER_POST])
+    return own, delta, terms(whole_raw)[:, PER_POST]
+
+
+#: The columns of :func:`multilabel_sums` that are no sums of the queries' (present, exact,
+#: the post's F1): the rest's are every query's minus ``delta``; the others' are the sum
+#: over the other cohorts.
+PER_POST = np.array([1, 2, 7])
+
+
+def multilabel_rest(own: np.ndarray, whole: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """The rest of the data's sums of :func:`multilabel_sums` per cohort, ``(..., g, K)``,
+    from the cohorts' (``own``, ``(..., g, K)``: the cohorts split the queries), the whole
+    data's :data:`PER_POST` columns (``whole``, ``(..., 3)``) and each cohort's ``delta``
+    (``(..., g, 3)``, weighted like ``own``)."""
+    rest = own.sum(axis=-2, keepdims=True) - own
+    rest[..., PER_POST] = whole[..., None, :] - delta
+    return rest
 
 
 def multilabel_values(sums: np.ndarray, n_crit: int) -> dict[str, np.ndarray]:
@@ -533,6 +568,8 @@ class _Column:
     sums: list  # per cohort: (posts, 2S) per-post sums of its numerators and denominators
     extra: list | None = None  # per cohort: (posts, 2E) the same of extra_columns
     multilabel: list | None = None  # per cohort: (posts, K) of multilabel_sums
+    multilabel_delta: list | None = None  # per cohort: the rest's (multilabel_sums)
+    multilabel_whole: np.ndarray | None = None  # (n_posts, 3): every query's (PER_POST)
 
 
 def prepare(ds, grouping: Grouping, num_den: np.ndarray,
@@ -572,15 +609,19 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
         cf = batch.astype(np.float64)
         whole = cf @ totals_posts
         aurocs = pairs.replicates(batch)
-        out = []
+        out, ml_whole = [], None
         for col, (a, b, precision) in zip(columns, aurocs, strict=True):
             g = len(col.grouping.values)
             cohort = np.empty((batch.shape[0], g, n_metrics + 1))
             rest = np.empty_like(cohort)
             extra = None if col.extra is None else np.empty(
                 (batch.shape[0], g, col.extra[0].shape[1]))
-            ml = None if col.multilabel is None else np.empty(
-                (batch.shape[0], g, col.multilabel[0].shape[1]))
+            ml = ml_delta = None
+            if col.multilabel is not None:
+                ml = np.empty((batch.shape[0], g, col.multilabel[0].shape[1]))
+                ml_delta = np.empty((batch.shape[0], g, PER_POST.size))
+                if ml_whole is None:  # every query's: the same for every column
+                    ml_whole = cf @ col.multilabel_whole
             for j in range(g):
                 own = cf[:, col.posts[j]]  # the cohort's posts' weights, gathered once
                 s = own @ col.sums[j]
@@ -591,11 +632,14 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
                     extra[:, j] = own @ col.extra[j]
                 if ml is not None:
                     ml[:, j] = own @ col.multilabel[j]
+                    ml_delta[:, j] = own @ col.multilabel_delta[j]
             cohort[:, :, n_metrics], rest[:, :, n_metrics] = a, b
-            out.append((cohort, rest, extra, ml, precision))
+            out.append((cohort, rest, extra, (ml, None if ml is None else multilabel_rest(
+                ml, ml_whole, ml_delta)), precision))
         return out
 
-    store = [{"cohort": [], "rest": [], "extra": [], "multilabel": [], "auprc": []}
+    store = [{"cohort": [], "rest": [], "extra": [], "multilabel": [], "multilabel_rest": [],
+              "auprc": []}
              for _ in columns]
     done = 0
     total = counts.shape[0] if hasattr(counts, "shape") else None
@@ -607,8 +651,9 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
             part["rest"].append(rest)
             if extra is not None:
                 part["extra"].append(extra)
-            if ml is not None:
-                part["multilabel"].append(ml)
+            if ml[0] is not None:
+                part["multilabel"].append(ml[0])
+                part["multilabel_rest"].append(ml[1])
             if precision is not None:
                 part["auprc"].append(precision)
         done += rows

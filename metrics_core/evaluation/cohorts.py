@@ -48,6 +48,7 @@ from metrics_core.evaluation.cohort_resamples import (
     distinct_columns,
     extra_columns,
     extra_values,
+    multilabel_rest,
     multilabel_sums,
     multilabel_values,
     prepare,
@@ -166,16 +167,33 @@ def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
     return _matching_intervals(body, point, resampled)
 
 
-def _multilabel_intervals(body: pd.DataFrame, col, n_crit: int,
-                          replicates: np.ndarray | None) -> dict[str, list]:
-    """metric -> one interval per cohort for the multi-label metrics (§8: posts resampled,
-    every query of a drawn post a cell), where the sums on the data itself give the table's
-    value (the same definition)."""
-    if replicates is None or col.multilabel is None:
-        return {}
-    point = multilabel_values(np.stack([m.sum(axis=0) for m in col.multilabel]), n_crit)
-    resampled = multilabel_values(replicates, n_crit)
-    return _matching_intervals(body, point, resampled)
+def _multilabel_rows(grouping, body: pd.DataFrame, col, n_crit: int, reps, n, n_pos
+                     ) -> list[dict]:
+    """The multi-label metrics (§8: posts resampled, every query of a drawn post a cell) as
+    disparity rows: the cohort's value, the rest's, the difference, their intervals and
+    p-values, for each metric whose value from the sums on the data itself is the table's
+    (the same definition)."""
+    if col.multilabel is None:
+        return []
+    g = len(grouping.values)
+    own = np.stack([m.sum(axis=0) for m in col.multilabel])
+    rest = multilabel_rest(own, col.multilabel_whole.sum(axis=0),
+                           np.stack([d.sum(axis=0) for d in col.multilabel_delta]))
+    point, rest_point = multilabel_values(own, n_crit), multilabel_values(rest, n_crit)
+    names = [name for name, values in point.items() if name in body.columns and np.allclose(
+        values, body[name].to_numpy(dtype=np.float64, na_value=np.nan), rtol=1e-9,
+        atol=1e-12, equal_nan=True)]
+    if not names:
+        return []
+    cohort_v = np.column_stack([point[m] for m in names]).reshape(g, len(names))
+    rest_v = np.column_stack([rest_point[m] for m in names]).reshape(g, len(names))
+    resampled = None
+    if reps is not None and reps["multilabel"] is not None:
+        mine = multilabel_values(reps["multilabel"], n_crit)
+        theirs = multilabel_values(reps["multilabel_rest"], n_crit)
+        resampled = {"cohort": np.stack([mine[m] for m in names], axis=-1),
+                     "rest": np.stack([theirs[m] for m in names], axis=-1)}
+    return _disparity_rows(grouping, names, cohort_v, rest_v, resampled, n, n_pos)
 
 
 def _same_definition(body: pd.DataFrame, point: Mapping[str, np.ndarray],
@@ -268,7 +286,8 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
     columns = [prepare(ds, g, num_den, distinct if i < len(singles) else None)
                for i, g in enumerate(segment_columns)]
     for col in columns[:len(singles)]:  # the multi-label metrics' per-post sums
-        col.multilabel = multilabel_sums(ds, inter, col.grouping, col.posts)
+        col.multilabel, col.multilabel_delta, col.multilabel_whole = multilabel_sums(
+            ds, inter, col.grouping, col.posts)
     pairs = PairCounts(layout, [g.codes[order] for g in segment_columns],
                         [len(g.values) for g in segment_columns],
                         precision_columns=len(singles))
@@ -296,12 +315,14 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
             body = tables.group_body(ev, inter, grouping)
             intervals = _extra_intervals(grouping, body, extra_names, extra,
                                          None if reps is None else reps[k]["extra"][..., where])
-            intervals.update(_multilabel_intervals(
-                body, col, len(ds.criteria), None if reps is None else reps[k]["multilabel"]))
             intervals.update(_same_definition(
                 body, {"auprc": point_auroc[k][2]},
                 None if reps is None else {"auprc": reps[k]["auprc"]}))
-            rows += _other_rows(grouping, body, set(all_names), n, n_pos, intervals)
+            multi = _multilabel_rows(grouping, body, col, len(ds.criteria),
+                                     None if reps is None else reps[k], n, n_pos)
+            rows += multi
+            rows += _other_rows(grouping, body, set(all_names) | {r["metric"] for r in multi},
+                                n, n_pos, intervals)
             _finish_column(rows)
             cohort_rows.extend(_ordered(rows, body.columns, all_names))
             odds.extend(_equalised_odds(grouping, rows))
