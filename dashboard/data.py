@@ -291,6 +291,7 @@ def use_demo(variant: str = DEMO) -> None:
     st.session_state[state.DEMO_VARIANT] = variant
     st.session_state.pop(_EVAL_KEY, None)
     st.session_state.pop(state.ADJ_SOURCES, None)  # the adjudicated gold of the data left
+    release_upload(state.ADJ_HOLDER)
 
 
 def follow_data(source: Source) -> list[str]:
@@ -317,6 +318,7 @@ def set_source(source: Source) -> None:
     st.session_state[_SOURCE_KEY] = source
     st.session_state.pop(_EVAL_KEY, None)
     st.session_state.pop(state.ADJ_SOURCES, None)  # the adjudicated gold of the data left
+    release_upload(state.ADJ_HOLDER)
 
 
 @dataclass(frozen=True)
@@ -348,7 +350,7 @@ UPLOADS = budget.UploadBudget()
 T = TypeVar("T")
 
 
-def _holder(slot: str = state.UPLOAD_HOLDER) -> budget.Holder:
+def holder(slot: str = state.UPLOAD_HOLDER) -> budget.Holder:
     """This session's key in :data:`UPLOADS` for one kind of upload (``slot``: the data
     source's, :data:`state.UPLOAD_HOLDER`, or the compared runs', :data:`state.COMPARE_HOLDER`),
     made on first use and kept in its state."""
@@ -368,16 +370,16 @@ def read_within_budget(slot: str, name: str, files: int, read: Callable[[], T],
     Raises :class:`~metrics_core.errors.InputError` naming ``name``, the budget and the
     amounts when over it (nothing is recorded then: the session keeps what it held).
     """
-    cap, holder = memory_budget(), _holder(slot)
-    UPLOADS.check(holder, files, cap, name=name)
+    cap, key = memory_budget(), holder(slot)
+    UPLOADS.check(key, files, cap, name=name)
     value = read()
-    UPLOADS.claim(holder, files + budget.held_bytes(contents(value)), cap, name=name)
+    UPLOADS.claim(key, files + budget.held_bytes(contents(value)), cap, name=name)
     return value
 
 
 def release_upload(slot: str = state.UPLOAD_HOLDER) -> None:
     """This session's ``slot`` holds no upload any more (for the budget)."""
-    UPLOADS.release(_holder(slot))
+    UPLOADS.release(holder(slot))
 
 
 def load_upload(upload: Upload, *, mapping: dict | None = None) -> Source:

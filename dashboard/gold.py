@@ -24,12 +24,14 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import computing, data, evaluations, state
+from dashboard.budget import held_bytes, size_text
+from dashboard.server_settings import ServerSettingsError, memory_budget
 from metrics_core.evaluation.adjudicated import AdjudicatedRun, adjudicated_evaluator
 from metrics_core.inputs.adjudications import adjudications_of, empty_frame, to_csv
 
 __all__ = ["ADJUDICATED", "ORIGINAL", "UNAMBIGUOUS", "Adjudicated", "adjudicated_run",
-           "gold_source", "master_json", "original_evaluation", "original_source", "run_maker",
-           "verdicts"]
+           "copy_bytes", "gold_source", "master_json", "original_evaluation", "original_source",
+           "refusal", "run_maker", "verdicts"]
 
 #: The values of the ``gold`` setting.
 ORIGINAL, ADJUDICATED, UNAMBIGUOUS = "original", "adjudicated", "adjudicated_unambiguous"
@@ -49,6 +51,9 @@ class Adjudicated:
     adjudications: object
     exclude_ambiguous: bool
     kept: np.ndarray | None
+    #: Bytes of the copy of the labels (what the adjudicated data set does not share with
+    #: the original's), counted in the server's upload budget.
+    nbytes: int = 0
 
 
 def original_source(source: data.Source) -> data.Source:
@@ -121,14 +126,58 @@ def gold_source(source: data.Source, gold: str, notes: list[str] | None = None
         if exclude and adj.ambiguous.size:
             rows = np.ones(source.dataset.n_queries, dtype=bool)
             rows[adj.ambiguous] = False
+        nbytes = copy_bytes(source.dataset, evaluator.ds)
+        refused = _claim(kept, nbytes)
+        if refused is not None:
+            if notes is not None:
+                notes.append(refused)
+            return source, "original (the adjudicated gold does not fit the memory budget)"
         found = dataclasses.replace(
             source, token=f"{source.token}~adjudicated-{key[1][:16]}{'-u' if exclude else ''}",
-            base=evaluator, adjudicated=Adjudicated(source, adj, exclude, rows))
+            base=evaluator, adjudicated=Adjudicated(source, adj, exclude, rows, nbytes))
         kept[key] = found
         while len(kept) > _KEPT:
             kept.popitem(last=False)
     kept.move_to_end(key)
     return found, _describe(found.adjudicated.adjudications, exclude)
+
+
+def copy_bytes(original, adjudicated) -> int:
+    """Bytes the adjudicated data set ``adjudicated`` holds that the ``original`` one does not
+    (its copies of the labels; every array of a subset), by
+    :func:`dashboard.budget.held_bytes`."""
+    return held_bytes((original, adjudicated)) - held_bytes(original)
+
+
+def _claim(kept: OrderedDict, nbytes: int) -> str | None:
+    """Count a new adjudicated copy of ``nbytes`` with those of the session it keeps beside it
+    (the newest ``_KEPT - 1`` of ``kept``) in the server's upload budget, in place of what the
+    session's copies held: None, or the message of the refusal (nothing counted then, and the
+    refusal kept for Case review, :func:`refusal`)."""
+    from metrics_core.errors import InputError
+
+    beside = sum(s.adjudicated.nbytes
+                 for s in list(kept.values())[max(0, len(kept) - (_KEPT - 1)):])
+    holder = data.holder(state.ADJ_HOLDER)
+    try:
+        data.UPLOADS.claim(holder, beside + nbytes, memory_budget(),
+                           name="the adjudicated gold")
+    except (InputError, ServerSettingsError) as exc:
+        said = exc.rule if isinstance(exc, InputError) else f"the server's settings cannot " \
+                                                             f"be used: {exc}"
+        message = (f"The adjudicated gold was not made, so the original gold is shown: its "
+                   f"copy of the labels ({size_text(nbytes)}) counts in the server's memory "
+                   f"budget for uploaded data, and {said}. It is made once uploads (this "
+                   f"session's or others') are closed.")
+        st.session_state[state.ADJ_REFUSED] = message
+        return message
+    st.session_state.pop(state.ADJ_REFUSED, None)
+    return None
+
+
+def refusal() -> str | None:
+    """Why the session's last adjudicated gold was not made (the upload budget), else None."""
+    return st.session_state.get(state.ADJ_REFUSED)
 
 
 def original_evaluation(v: data.View):

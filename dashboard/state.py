@@ -127,6 +127,10 @@ UPLOAD_HOLDER = "_upload_holder"
 ADJ_VERDICTS = "_adjudication_verdicts"
 #: The session's sources on an adjudicated gold (dashboard.gold.gold_source), newest last.
 ADJ_SOURCES = "_adjudicated_sources"
+#: Their key in the server-wide memory budget for uploads (each holds a copy of the labels),
+#: and why the last one was not made (the budget reached).
+ADJ_HOLDER = "_adjudicated_holder"
+ADJ_REFUSED = "_adjudicated_refused"
 ADJ_UPLOAD_SEEN = "_adjudication_upload_seen"
 ADJ_ERROR = "_adjudication_error"
 ADJ_NOTICE = "_adjudication_notice"

@@ -215,3 +215,62 @@ def test_the_readme_lists_every_server_setting():
     for table, keys in tables.items():
         for key in keys:
             assert f"`{key}`" in rows[table], (table, key)
+
+
+def test_an_adjudicated_gold_counts_in_the_same_budget(settings):
+    """The adjudicated gold holds a copy of the labels: counted in the budget (its bytes the
+    original data set does not share); over the budget it is not made, the original gold is
+    shown, and the pages say why; going to other data releases it."""
+    gc.collect()
+    before = data.UPLOADS.held()
+
+    def adjudicated_session() -> AppTest:
+        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+        at.query_params["ci"] = "0"  # no intervals: the copy is what is looked at
+        at.run(timeout=TIMEOUT)
+        at.switch_page("app_pages/case_review.py").run(timeout=TIMEOUT)
+        at.radio(key=state.VERDICT_CHOICE).set_value("label_error")
+        at.text_input(key=state.VERDICT_REVIEWER).set_value("Dr A")
+        at.button(key=state.VERDICT_SAVE).click().run(timeout=TIMEOUT)
+        at.radio(key="gold").set_value("adjudicated").run(timeout=TIMEOUT)
+        assert not at.exception
+        return at
+
+    a = adjudicated_session()
+    view = a.session_state[state.VIEW]
+    copy = view.source.adjudicated
+    assert copy is not None
+    original = copy.original.dataset
+    # has_evidence is copied (the candidates' is_gold too, were a sentence corrected), the
+    # rest of the data set is shared with the original
+    counted = data.UPLOADS.held() - before
+    assert original.y.nbytes <= counted < original.y.nbytes + 4096
+    assert counted == copy.nbytes
+
+    # No room for a second session's copy: the original gold, and why
+    cap = before + copy.nbytes + copy.nbytes // 2
+    budget_of(settings, cap)
+    b = adjudicated_session()
+    assert b.session_state[state.VIEW].source.adjudicated is None
+    said = (f"The adjudicated gold was not made, so the original gold is shown: its copy of "
+            f"the labels ({size_text(copy.nbytes)}) counts in the server's memory budget for "
+            f"uploaded data, and this server holds at most {size_text(cap)} of uploaded data "
+            f"across all sessions")
+    shown = [str(w.value).replace("\\", "") for w in b.warning]
+    assert any(w.startswith(said) for w in shown), shown
+    assert any(f"{size_text(before + copy.nbytes)} are held now" in w for w in shown), shown
+    assert "**Gold labels: original (the adjudicated gold does not fit the memory budget).**" \
+        in [str(c.value) for c in b.caption]
+    assert data.UPLOADS.held() - before == copy.nbytes
+    # Case review, where the verdicts are given, says it too
+    assert any(str(e.value).replace("\\", "").startswith(said) for e in b.error), b.error
+
+    # The first session shows other data: its copy is released, and the second one's fits.
+    a.radio(key=state.DEMO_VARIANT).set_value(data.DEMO_PROBLEMS).run(timeout=TIMEOUT)
+    assert data.UPLOADS.held() == before
+    b.run(timeout=TIMEOUT)
+    assert b.session_state[state.VIEW].source.adjudicated is not None
+    assert data.UPLOADS.held() - before == copy.nbytes
+    del b   # a session that ends releases its copy
+    gc.collect()
+    assert data.UPLOADS.held() == before

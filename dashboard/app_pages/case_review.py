@@ -3,7 +3,7 @@ the reviewers' verdicts on them (contract §14) and the metrics on the adjudicat
 
 import streamlit as st
 
-from dashboard import adjudication, data, display, state
+from dashboard import adjudication, data, display, gold, state
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from metrics_core.errors import InputError
 from metrics_core.evaluation.adjudicated import SUGGESTIONS, review_suggestions
@@ -125,7 +125,9 @@ try:
 except (InputError, ValueError) as err:
     run = None
     st.error(escape_markdown(str(err)), icon=":material/error:")
-if run is None:
+if run is None and len(verdicts) and gold.refusal():
+    st.error(escape_markdown(gold.refusal()), icon=":material/memory:")
+elif run is None:
     st.caption("No verdict yet: the numbers are those of the original gold.")
 else:
     adjudication.show_differences(run, key="adjudicated")
