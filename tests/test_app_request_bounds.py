@@ -379,6 +379,40 @@ def test_an_idle_server_lets_go_of_what_it_kept_once_per_idle_spell(monkeypatch)
         thread.join(2)
 
 
+def test_a_closed_tabs_session_past_its_time_is_let_go_of_when_the_sessions_are_counted():
+    # Streamlit's session storage reports a closed tab's session past its TTL as gone but
+    # keeps it (with its state and what its pages' views hold) until the cache's next write:
+    # the idle server's count drops it, so the memory released at idle is no longer held.
+    import gc
+    import weakref
+    from types import SimpleNamespace
+
+    from streamlit.runtime.memory_session_storage import MemorySessionStorage
+    from streamlit.runtime.session_manager import SessionInfo
+
+    class Held:  # what a closed tab's session holds (its pages' views, the demo's evaluator)
+        id = "closed-tab"
+
+    storage = MemorySessionStorage(ttl_seconds=0)  # every stored session past its time
+    session = Held()
+    storage.save(SessionInfo(client=None, session=session))
+    held = weakref.ref(session)
+    del session
+    manager = SimpleNamespace(_session_storage=storage, list_sessions=storage.list)
+    assert manager.list_sessions() == []  # reported gone...
+    gc.collect()
+    assert held() is not None  # ...but still held by the storage (the leak)
+    assert idle.session_count(manager) == 0
+    gc.collect()
+    assert held() is None  # let go of
+
+
+def test_counting_sessions_without_a_session_storage_counts_them():
+    from types import SimpleNamespace
+
+    assert idle.session_count(SimpleNamespace(list_sessions=lambda: [1, 2])) == 2
+
+
 def test_letting_go_empties_the_shared_caches():
     evaluations._shared_demo_evaluations().put(("demo", "x"), "evaluation")
     data.demo_source()  # the demo's run, kept for every session
