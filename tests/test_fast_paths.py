@@ -310,6 +310,37 @@ def test_grouped_order_is_lexsort_by_query_then_key(seed, threads, monkeypatch):
     np.testing.assert_array_equal(key[order], key[np.lexsort((key, grouped))])
 
 
+@pytest.mark.parametrize("n", [1, 2, 5_000, 40_000])
+def test_grouped_order_of_rows_in_order_already_is_theirs(n, monkeypatch):
+    """Rows grouped by query and in key order within each (as a ranker's file lists them)
+    keep their order: the lexsort's, ties included; one row out of order anywhere (past the
+    first rows checked, at a query's end, a NaN) and the rows are sorted."""
+    from metrics_core.data import ordering
+
+    monkeypatch.setattr(ordering, "_FIRST_ROWS", 1_000)
+    rng = np.random.default_rng(n)
+    qidx = np.sort(rng.integers(0, max(n // 7, 1), n))
+    key = np.round(rng.random(n), 1)
+    for descending in (False, True):
+        ordered = np.lexsort((-key if descending else key, qidx))
+        k = key[ordered]
+        for stable in (True, False):
+            order, n_cand = ordering.grouped_order(qidx, max(n // 7, 1), k, stable=stable,
+                                                   descending=descending)
+            np.testing.assert_array_equal(order, np.arange(n))
+            np.testing.assert_array_equal(n_cand, np.bincount(qidx, minlength=max(n // 7, 1)))
+        for bad in {1, n // 2, n - 1} - {0}:
+            for value in (np.nan, 2.0 if descending else -1.0):  # out of order
+                if bad >= n or qidx[bad] != qidx[bad - 1]:
+                    continue
+                broken = k.copy()
+                broken[bad] = value
+                order, _ = ordering.grouped_order(qidx, max(n // 7, 1), broken,
+                                                  descending=descending)
+                np.testing.assert_array_equal(
+                    order, np.lexsort((-broken if descending else broken, qidx)))
+
+
 @pytest.mark.parametrize("bad", [None, "gold", "score_nan", "score_inf", "p_out", "p_nan"])
 def test_column_check_fast_paths_load_what_the_general_checks_load(bad):
     """A float64 column without NaN or infinity and an int8 / bool 0-1 column skip the

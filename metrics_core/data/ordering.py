@@ -34,7 +34,8 @@ def grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
 
     Equivalent to ``np.lexsort((key, qidx))`` without sorting all rows at once: the rows are
     grouped by query (a no-op when they already are; else one integer sort of ``qidx`` with
-    the row number packed into the low bits), then each query's rows are sorted by ``key``,
+    the row number packed into the low bits); rows grouped and in order within each query
+    already are left as they are (one pass over them); else each query's rows are sorted by ``key``,
     one 2-D ``argsort`` per distinct number of rows per query. ``stable=False``: rows of one
     query with equal keys may come in any order (numpy's SIMD quicksort, about twice as fast),
     for callers that order such ties themselves. ``descending``: sort by ``-key`` (negated
@@ -52,6 +53,9 @@ def grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
         key = key[grouped]
     else:
         grouped = None
+        if _in_order(qidx, key, descending):  # each query's rows in order already
+            return np.arange(n, dtype=np.int64), np.bincount(
+                qidx, minlength=n_queries).astype(np.int64)
     n_cand = np.bincount(qidx, minlength=n_queries).astype(np.int64)
     start = np.cumsum(n_cand) - n_cand
     order = np.arange(n, dtype=np.int64)
@@ -77,6 +81,24 @@ def grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
         # Each query's rows are sorted on their own, into their own window of ``order``.
         by_halves(sort, work, parallel=n >= PARALLEL_SORT_ROWS)
     return (order if grouped is None else grouped[order]), n_cand
+
+
+#: Rows whose order :func:`_in_order` checks first (a file not in order usually shows it here).
+_FIRST_ROWS = 1 << 14
+
+
+def _in_order(qidx: np.ndarray, key: np.ndarray, descending: bool) -> bool:
+    """Whether the rows of each query (``qidx`` grouped) already come by ``key`` (ascending,
+    or descending), as a ranker's output file usually lists them: then the sort's order is
+    the rows' own, ties included (a stable sort keeps tied rows in place). The first rows are
+    checked first, so a file in another order costs a glance; a NaN key is out of order."""
+    n = qidx.size
+    for a, b in ((0, min(n, _FIRST_ROWS)), (max(min(n, _FIRST_ROWS) - 1, 0), n)):
+        k, q = key[a:b], qidx[a:b]
+        ordered = (k[1:] <= k[:-1]) if descending else (k[1:] >= k[:-1])
+        if np.any(~ordered & (q[1:] == q[:-1])):
+            return False
+    return True
 
 
 def by_halves(fn, work, *, parallel: bool) -> None:
