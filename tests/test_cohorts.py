@@ -481,11 +481,10 @@ def test_the_metrics_left_without_an_interval_are_the_curve_and_calibration_fit_
     *_, result = _tables(q, c, cfg=EvalConfig(bootstrap=60))
     table = result.cohorts
     without = set(table.loc[table["ci95"].isna() & table["defined"], "metric"])
-    assert without <= {"calibration_in_the_large", "calibration_intercept",
-                       "calibration_slope"} | {m for m in without
-                                               if m.startswith(("tpr@", "threshold@"))}
+    assert without <= {"calibration_intercept", "calibration_slope"} | {
+        m for m in without if m.startswith(("tpr@", "threshold@"))}
     assert set(table.loc[table["ci95"].notna(), "metric"]) >= SUMMED | set(MULTILABEL_NAMES) | {
-        "auprc"}
+        "auprc", "calibration_in_the_large"}
 
 
 @pytest.mark.parametrize(("seed", "rule", "split"), [(7, "threshold", False),
@@ -620,3 +619,42 @@ def test_the_auprc_intervals_match_a_literal_resampling_loop(seed, decimals):
         want = np.percentile(v[~np.isnan(v)], [2.5, 97.5]).tolist()
         assert _value(table, "site", value, "auprc", "ci95") == pytest.approx(
             want, abs=1e-9), value
+
+
+def test_calibration_in_the_large_has_its_interval_and_difference_from_a_literal_loop():
+    """Calibration in the large (O/E = Σ y / Σ p) of each cohort and of the rest of the data
+    on every resample of posts, the queries of a post drawn k times k times: the cohort's
+    interval, the rest's value, the difference, its interval and p-value."""
+    q, c = _data(n_posts=30, n_criteria=3, seed=13)
+    cfg = EvalConfig(bootstrap=90, seed=13)
+    loaded, attrs = _run(q, c, ["site"])
+    ev = Evaluator(loaded.dataset)
+    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=90, seed=13).counts()
+    table = cohort_tables(ev, ev.intermediate(cfg), [attrs["site"]], counts=counts,
+                          weak=False).cohorts
+    ds, site = ev.ds, attrs["site"]
+    name = "calibration_in_the_large"
+
+    def oe(rows):
+        return ds.y[rows].sum() / ds.p[rows].sum() if ds.p[rows].sum() > 0 else np.nan
+
+    for j, value in enumerate(site.values):
+        own, rest = np.flatnonzero(site.codes == j), np.flatnonzero(site.codes != j)
+        assert _value(table, "site", value, name) == pytest.approx(oe(own))
+        assert _value(table, "site", value, name, "rest_estimate") == pytest.approx(oe(rest))
+        mine = np.array([oe(np.repeat(own, counts[r][ds.post_code[own]]))
+                         for r in range(counts.shape[0])])
+        theirs = np.array([oe(np.repeat(rest, counts[r][ds.post_code[rest]]))
+                           for r in range(counts.shape[0])])
+        assert _value(table, "site", value, name, "ci95") == pytest.approx(
+            np.percentile(mine[~np.isnan(mine)], [2.5, 97.5]).tolist(), abs=1e-9)
+        d = mine - theirs
+        d = d[~np.isnan(d)]
+        diff = oe(own) - oe(rest)
+        assert _value(table, "site", value, name, "difference") == pytest.approx(diff)
+        assert _value(table, "site", value, name, "difference_ci95") == pytest.approx(
+            np.percentile(d, [2.5, 97.5]).tolist(), abs=1e-9)
+        assert _value(table, "site", value, name, "p_value") == pytest.approx(
+            2 * norm.sf(abs(diff) / np.std(d, ddof=1)))
+    tested = table[table["p_value"].notna()]  # in the column's Holm family
+    assert name in set(tested["metric"])

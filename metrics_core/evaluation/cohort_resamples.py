@@ -69,7 +69,7 @@ def extra_columns(ev, inter) -> tuple[list[str], np.ndarray]:
     ratio_sums`); a formula of the outcome cells (F1, MCC, balanced accuracy) from the
     queries' one-hot outcome tables (``_tau0`` .. ``_gate5``); ECE and MCE from the
     reliability bins' sums (the data's own edges: ``_bin``, ``_res``); K's median and P90 from
-    K's histogram (``_k``)."""
+    K's histogram (``_k``); calibration in the large, ``Σ y / Σ p``."""
     ds = ev.ds
     specs = (*registry.counting(where="cohort"), *registry.kernels(where="cohort"))
     names = [name for spec in specs if kernels.ratio_sum(spec)
@@ -97,6 +97,10 @@ def extra_columns(ev, inter) -> tuple[list[str], np.ndarray]:
         whole_k = np.asarray(inter.k, dtype=np.int64)
         for value in range(int(whole_k.max()) + 1 if whole_k.size else 0):  # K's histogram
             cols[f"_k{value}"] = ((whole_k == value).astype(np.float64), zero)
+    for spec in registry.kernels(where="cohort", source="logistic"):
+        if spec.kernel.field == "in_the_large":  # observed over expected: Σ y / Σ p
+            cols[spec.name] = (np.asarray(ds.y, dtype=np.float64),
+                               np.asarray(ds.p, dtype=np.float64))
     names = list(cols)
     return names, np.column_stack([cols[c][0] for c in names] + [cols[c][1] for c in names])
 

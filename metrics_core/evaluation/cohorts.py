@@ -152,19 +152,42 @@ def _matching_intervals(body: pd.DataFrame, point: Mapping, resampled: Mapping
     return out
 
 
+#: Metrics of :func:`extra_columns` with a difference to the rest too (the rest's sums: the
+#: other cohorts').
+EXTRA_DISPARITY = ("calibration_in_the_large",)
+
+
 def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
-                     replicates: np.ndarray | None) -> dict[str, list]:
-    """metric -> one interval per cohort (None where no resample defines it), for the
-    metrics of :func:`extra_columns` the table shows. A metric is given intervals only if
-    its value from the sums on the data itself is the table's value (the same definition)."""
-    if replicates is None:
-        return {}
+                     replicates: np.ndarray | None, n, n_pos) -> tuple[dict, list]:
+    """``(intervals, rows)``: metric -> one interval per cohort (None where no resample
+    defines it), for the metrics of :func:`extra_columns` the table shows; and the
+    disparity rows of those of :data:`EXTRA_DISPARITY` (the rest's value, the difference,
+    its interval and p-value). A metric is given intervals only if its value from the sums
+    on the data itself is the table's value (the same definition)."""
     g = len(grouping.values)
     sums = np.zeros((g, extra.shape[1]))
     np.add.at(sums, grouping.codes, extra)
     point = extra_values(names, sums)
-    resampled = extra_values(names, replicates)
-    return _matching_intervals(body, point, resampled)
+    tested = [m for m in EXTRA_DISPARITY if m in point and m in body.columns and np.allclose(
+        point[m], body[m].to_numpy(dtype=np.float64, na_value=np.nan), rtol=1e-9,
+        atol=1e-12, equal_nan=True)]
+    rest_point = extra_values(names, sums.sum(axis=0, keepdims=True) - sums)
+    resampled = rest = None
+    if replicates is not None:
+        resampled = extra_values(names, replicates)
+        if tested:  # the cohorts split the queries: the rest's sums are the others'
+            rest = extra_values(names, replicates.sum(axis=1, keepdims=True) - replicates)
+    rows = []
+    if tested:
+        rows = _disparity_rows(
+            grouping, tested, np.column_stack([point[m] for m in tested]).reshape(g, -1),
+            np.column_stack([rest_point[m] for m in tested]).reshape(g, -1),
+            None if rest is None else {
+                "cohort": np.stack([resampled[m] for m in tested], axis=-1),
+                "rest": np.stack([rest[m] for m in tested], axis=-1)}, n, n_pos)
+    if resampled is None:
+        return {}, rows
+    return _matching_intervals(body, point, resampled), rows
 
 
 def _multilabel_rows(grouping, body: pd.DataFrame, col, n_crit: int, reps, n, n_pos
@@ -313,16 +336,18 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                                None if reps is None else reps[k], n, n_pos)
         if k < len(singles):
             body = tables.group_body(ev, inter, grouping)
-            intervals = _extra_intervals(grouping, body, extra_names, extra,
-                                         None if reps is None else reps[k]["extra"][..., where])
+            intervals, tested = _extra_intervals(
+                grouping, body, extra_names, extra,
+                None if reps is None else reps[k]["extra"][..., where], n, n_pos)
+            rows += tested
             intervals.update(_same_definition(
                 body, {"auprc": point_auroc[k][2]},
                 None if reps is None else {"auprc": reps[k]["auprc"]}))
             multi = _multilabel_rows(grouping, body, col, len(ds.criteria),
                                      None if reps is None else reps[k], n, n_pos)
             rows += multi
-            rows += _other_rows(grouping, body, set(all_names) | {r["metric"] for r in multi},
-                                n, n_pos, intervals)
+            rows += _other_rows(grouping, body, set(all_names) | {
+                r["metric"] for r in (*multi, *tested)}, n, n_pos, intervals)
             _finish_column(rows)
             cohort_rows.extend(_ordered(rows, body.columns, all_names))
             odds.extend(_equalised_odds(grouping, rows))
