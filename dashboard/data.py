@@ -262,6 +262,12 @@ def cohort_result(v: View, columns, *, in_page: bool = False, exported: bool = F
     return result
 
 
+def cohort_resamples(v: View) -> tuple[int, int]:
+    """(the Cohorts page's resamples, the view's documents'): :func:`cohort_result`'s live
+    number and the view's run's, which metrics_master.json and the record use."""
+    return finder_resamples(v), int(v.evaluation.config.bootstrap)
+
+
 def exported_evaluation(v: View) -> Evaluation:
     """The view's run as its documents write it (metrics_master.json, the record's zip): with
     the cohort tables of the columns chosen on the Data page when there are any

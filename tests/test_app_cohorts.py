@@ -42,6 +42,10 @@ def test_data_page_offers_the_demo_cohort_columns_and_the_page_shows_them():
     flagged = shown[shown["flagged"].astype(bool)]
     assert "site_E" in set(flagged["value"])
     assert any("disparity(ies) flagged" in t for t in texts(at))
+    # the page says its resamples (the live 2,000) and the documents' (the run's number)
+    exported = f"{EvalConfig().bootstrap:,}"
+    assert any("Intervals from 2,000 resamples of posts" in t
+               and f"use the run's {exported} resamples" in t for t in texts(at))
     # the numbers are metrics_core's: AUROC at site_E on its own rows
     from sklearn.metrics import roc_auc_score
 

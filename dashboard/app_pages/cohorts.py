@@ -42,11 +42,19 @@ else:
     display.plot(cohort_forest_figure(table, metric, overall=overall,
                                       label=registry.label(metric)),
                  key="cohort_forest")
-    st.caption("Each cohort with its 95% interval (the app's resamples of posts); the dotted "
-               "line is the value on all data. Red: a flagged disparity (Holm-adjusted p < "
-               "0.05 across the column's cohorts and metrics, and an interval of the "
-               "difference that excludes 0). Hollow: a small cell (under 30 queries or "
-               "positives).")
+    live, exported = data.cohort_resamples(v)
+    if not live:
+        used = "Intervals are off (Compute bootstrap CIs, in the sidebar): none here."
+    else:
+        used = f"Intervals from {live:,} resamples of posts."
+        if exported != live:  # the documents are computed again, with the run's number
+            used += (" The downloaded metrics_master.json and the record use the run's "
+                     + (f"{exported:,} resamples, so their intervals and p-values may differ "
+                        "slightly from these." if exported else "settings: no intervals."))
+    st.caption("Each cohort with its 95% interval; the dotted line is the value on all data. "
+               "Red: a flagged disparity (Holm-adjusted p < 0.05 across the column's cohorts "
+               "and metrics, and an interval of the difference that excludes 0). Hollow: a "
+               "small cell (under 30 queries or positives). " + used)
     flagged = table[table["flagged"]]
     if len(flagged):
         st.error(f"{len(flagged)} disparity(ies) flagged: " + escape_markdown("; ".join(
