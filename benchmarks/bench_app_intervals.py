@@ -79,8 +79,9 @@ def page_switches(page) -> tuple[dict, dict]:
     out, shown = {}, {}
     for link in PAGES:
         t0 = time.perf_counter()
-        page.get_by_test_id("stSidebarNavLink").filter(
-            has=page.locator(f'span[label="{link}"]')).click()
+        page.get_by_test_id("stPageLink-NavLink").filter(
+            has=page.get_by_test_id("stMarkdownContainer").get_by_text(
+                link, exact=True)).click()
         page.wait_for_timeout(150)
         if link in SHOWN:
             _wait(page, SHOWN[link])
@@ -91,8 +92,9 @@ def page_switches(page) -> tuple[dict, dict]:
 
 
 def gate_moves(page, moves: int) -> list[dict]:
-    page.get_by_test_id("stSidebarNavLink").filter(
-        has=page.locator('span[label="Gate & thresholds"]')).click()
+    page.get_by_test_id("stPageLink-NavLink").filter(
+        has=page.get_by_test_id("stMarkdownContainer").get_by_text(
+            "Gate & thresholds", exact=True)).click()
     page.wait_for_timeout(300)
     _wait(page, IDLE)
     thumb = page.locator('input[type="range"][aria-label="Gate thresholds (τ_neg, τ_pos) — '

@@ -187,8 +187,9 @@ def upload_1m(page, sc: Scenario, timeout_ms: int) -> None:
     page.wait_for_function(IDLE_JS, timeout=timeout_ms)
     sc.info["load_and_overview_s"] = round(time.perf_counter() - t0, 1)
     t0 = time.perf_counter()
-    page.get_by_test_id("stSidebarNavLink").filter(
-        has=page.locator('span[label="Gate & thresholds"]')).click()
+    page.get_by_test_id("stPageLink-NavLink").filter(
+        has=page.get_by_test_id("stMarkdownContainer").get_by_text(
+            "Gate & thresholds", exact=True)).click()
     open_gate(page, timeout_ms)
     sc.info["gate_page_s"] = round(time.perf_counter() - t0, 1)
 

@@ -134,8 +134,9 @@ async def session(browser, url: str, i: int, args, out: dict) -> None:
                 await _idle(page, int(args.settle * 1000))
         for name in PAGES:
             t0 = time.perf_counter()
-            await page.get_by_test_id("stSidebarNavLink").filter(
-                has=page.locator(f'span[label="{name}"]')).click()
+            await page.get_by_test_id("stPageLink-NavLink").filter(
+                has=page.get_by_test_id("stMarkdownContainer").get_by_text(
+                    name, exact=True)).click()
             await _idle(page)
             switches.append((name, time.perf_counter() - t0))
         shown = await _errors_shown(page)

@@ -74,6 +74,20 @@ def _pages(source: data.Source) -> list:
     return [*pages, _page(*_RAG), _page(*_DATA), _page(*_HELP)]
 
 
+def _navigation(pages: list, slot) -> st.Page:
+    """The current page of ``pages``, with a link to each drawn in ``slot`` (the sidebar's top).
+
+    The links are page links, elements of the sidebar, not Streamlit's own navigation menu:
+    the browser redraws that menu (every link) on every update a run sends, 30-40 % of what a
+    Gate move's updates cost it to draw; elements that did not change are not redrawn."""
+    page = st.navigation(pages, position="hidden")
+    with slot:
+        for p in pages:
+            st.page_link(p)
+        st.divider()
+    return page
+
+
 def _view(source: data.Source, notes: list[str], *, widgets: bool = True,
           page: str = "") -> data.View:
     """The settings sidebar and downloads, and the view they define (``widgets=False``: the
@@ -108,10 +122,11 @@ def main() -> None:
     data.follow_data(source)
     pending_cohorts.follow(source)
     notes = link.link_notes()  # with their notes, and without those now settled
+    links = st.sidebar.container()  # the pages' links, at the top of the sidebar
     with st.sidebar:
         upload.data_sidebar(source)
     with computing.interactive():  # served before the work computed ahead (computing.Turns)
-        page = st.navigation(_pages(source), expanded=True)
+        page = _navigation(_pages(source), links)
         state.begin_run()
         with st.sidebar:
             data.set_view(_view(source, notes, widgets=page.url_path not in _OWN_CONTROLS,

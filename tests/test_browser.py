@@ -149,10 +149,15 @@ def metric(page, label: str):
     return tile.get_by_test_id("stMetricValue")
 
 
+#: The sidebar's page links (``st.page_link``, dashboard/app.py's _navigation).
+NAV_LINK = "stPageLink-NavLink"
+
+
 def nav_link(page, link: str):
-    """The sidebar link of a page (its text sits in a ``span[label]``; the icon is text too)."""
-    return page.get_by_test_id("stSidebarNavLink").filter(
-        has=page.locator(f'span[label="{link}"]'))
+    """The sidebar link of a page (its text is its markdown; the icon is text too)."""
+    return page.get_by_test_id(NAV_LINK).filter(
+        has=page.get_by_test_id("stMarkdownContainer").filter(
+            has_text=re.compile(f"^{re.escape(link)}$")))
 
 
 def go_to(page, link: str, title: str) -> None:
@@ -447,8 +452,8 @@ def test_every_page_through_the_sidebar(new_page, app_url):
     stay where they were."""
     page = new_page(app_url)
     wait_page(page, "Overview")
-    links = page.locator('[data-testid="stSidebarNavLink"] span[label]')
-    assert [links.nth(i).get_attribute("label") for i in range(links.count())] == list(PAGES)
+    links = page.get_by_test_id(NAV_LINK).get_by_test_id("stMarkdownContainer")
+    assert [links.nth(i).inner_text() for i in range(links.count())] == list(PAGES)
     for i, (link, title) in enumerate(PAGES.items(), start=1):
         go_to(page, link, title)
         page.wait_for_timeout(300)  # let the last elements of the run draw

@@ -122,7 +122,7 @@ def assert_no_data(page) -> None:
     """Nothing the browser holds is data: no metric, chart, table or upload, no data text."""
     wait_idle(page)
     for test_id in ("stMetric", "stPlotlyChart", "stDataFrame", "stTable", "stFileUploader",
-                    "stSidebarNav"):
+                    "stSidebarNav", "stPageLink"):
         assert page.get_by_test_id(test_id).count() == 0, test_id
     html = page.content()
     for text in DATA_TEXT:
