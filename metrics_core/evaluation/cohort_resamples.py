@@ -463,7 +463,7 @@ class PrecisionRuns:
     the division: exact cumulations, in any order."""
 
     #: Resamples per step of :meth:`values` (its arrays stay in the cache).
-    CHUNK = 100
+    CHUNK = 50
 
     def __init__(self, layout: ScoreLayout, codes_in_order: Sequence[np.ndarray],
                  sizes: Sequence[int]):
@@ -500,7 +500,7 @@ class PrecisionRuns:
             self.blocks.append(np.column_stack([total + first, total + last]))
             total += runs.size
         self.n_rows = total
-        rows = np.concatenate([*(2 * r for r in rows_p), *(2 * r + 1 for r in rows_n)]
+        rows = np.concatenate([*rows_p, *(r + total for r in rows_n)]
                               or [np.zeros(0, np.int64)])
         cols = np.concatenate([*cols_p, *cols_n] or [np.zeros(0, np.int64)])
         self.segments = sparse.csr_matrix(
@@ -526,22 +526,24 @@ class PrecisionRuns:
         if self.n_rows:
             segments = self.segments if by_post.dtype == self.segments.dtype \
                 else self.segments.astype(by_post.dtype)
+            n = self.n_rows
             for c0 in range(0, b, self.CHUNK):  # a few resamples at a time: in the cache
-                w = by_post[:, c0:c0 + self.CHUNK]
-                k = w.shape[1]
-                # row r: the run's positives' weights, then its negatives' (k each)
-                both = (segments @ w).reshape(self.n_rows, 2 * k)
+                # per resample (row): the runs' positive weights, then their negative ones;
+                # cumulated along the rows (contiguous: several times faster than down)
+                both = np.ascontiguousarray((segments @ by_post[:, c0:c0 + self.CHUNK]).T)
                 cum = np.empty_like(both)
                 for s, e in zip(self.starts, self.ends, strict=True):
-                    np.cumsum(both[s:e], axis=0, out=cum[s:e])
-                p_ge = cum[:, :k].astype(np.float64)
-                total = np.add(cum[:, k:], p_ge)  # P_ge + N_ge: 0 only where a is 0
+                    np.cumsum(both[:, s:e], axis=1, out=cum[:, s:e])
+                    np.cumsum(both[:, n + s:n + e], axis=1, out=cum[:, n + s:n + e])
+                p_ge = cum[:, :n].astype(np.float64)
+                total = np.add(cum[:, n:], p_ge)  # P_ge + N_ge: 0 only where a is 0
                 np.maximum(total, 1.0, out=total)
-                terms = np.multiply(both[:, :k], p_ge)
+                terms = np.multiply(both[:, :n], p_ge)
                 terms /= total
+                k = terms.shape[0]
                 with np.errstate(invalid="ignore", divide="ignore"):  # P = 0: NaN
                     for i, (s, e) in enumerate(zip(self.starts, self.ends, strict=True)):
-                        sums[i, c0:c0 + k] = terms[s:e].sum(axis=0) / p_ge[e - 1]
+                        sums[i, c0:c0 + k] = terms[:, s:e].sum(axis=1) / p_ge[:, e - 1]
         ap = np.full((sum(self.sizes), b), np.nan)
         ap[self.present] = sums
         with np.errstate(invalid="ignore"):

@@ -171,12 +171,18 @@ def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
     tested = [m for m in EXTRA_DISPARITY if m in point and m in body.columns and np.allclose(
         point[m], body[m].to_numpy(dtype=np.float64, na_value=np.nan), rtol=1e-9,
         atol=1e-12, equal_nan=True)]
-    rest_point = extra_values(names, sums.sum(axis=0, keepdims=True) - sums)
+    # the tested metrics' sums alone (numerators, then denominators), for the rest's values
+    at = {name: i for i, name in enumerate(names)}
+    only = np.array([at[m] for m in tested] + [len(names) + at[m] for m in tested],
+                    dtype=np.int64)
+    mine = sums[:, only]  # the cohorts split the queries: the rest's sums are the others'
+    rest_point = extra_values(tested, mine.sum(axis=0, keepdims=True) - mine)
     resampled = rest = None
     if replicates is not None:
         resampled = extra_values(names, replicates)
-        if tested:  # the cohorts split the queries: the rest's sums are the others'
-            rest = extra_values(names, replicates.sum(axis=1, keepdims=True) - replicates)
+        if tested:
+            mine = replicates[..., only]
+            rest = extra_values(tested, mine.sum(axis=1, keepdims=True) - mine)
     rows = []
     if tested:
         rows = _disparity_rows(
