@@ -30,8 +30,8 @@ from metrics_core.evaluation.adjudicated import AdjudicatedRun, adjudicated_eval
 from metrics_core.inputs.adjudications import adjudications_of, empty_frame, to_csv
 
 __all__ = ["ADJUDICATED", "ORIGINAL", "UNAMBIGUOUS", "Adjudicated", "adjudicated_run",
-           "copy_bytes", "gold_source", "master_json", "original_evaluation", "original_source",
-           "refusal", "run_maker", "verdicts"]
+           "copy_bytes", "follow_gold", "gold_source", "master_json", "original_evaluation",
+           "original_source", "refusal", "run_maker", "verdicts"]
 
 #: The values of the ``gold`` setting.
 ORIGINAL, ADJUDICATED, UNAMBIGUOUS = "original", "adjudicated", "adjudicated_unambiguous"
@@ -140,6 +140,36 @@ def gold_source(source: data.Source, gold: str, notes: list[str] | None = None
             kept.popitem(last=False)
     kept.move_to_end(key)
     return found, _describe(found.adjudicated.adjudications, exclude)
+
+
+def _labels(shown: data.Source) -> tuple[str, str | None]:
+    """``(data, labels)``: the token of the data ``shown`` is on and which gold labels it
+    shows (None: the files' own). Leaving no ambiguous query out gives the adjudicated
+    labels themselves."""
+    a = shown.adjudicated
+    if a is None:
+        return shown.token, None
+    token = shown.token if a.kept is not None else shown.token.removesuffix("-u")
+    return a.original.token, token
+
+
+def follow_gold(shown: data.Source, notes: list[str]) -> None:
+    """When the view is made: ``shown`` is the source of the gold the view shows. When it shows
+    the data of the last view with other gold labels (the adjudicated instead of the original,
+    or back, or other verdicts), a threshold set with a guarantee keeps its value and is
+    exploratory, as on other data (:func:`dashboard.data.follow_data`): the guarantee was
+    computed on the other labels. The notes go to ``notes`` and stay with the link's until a
+    setting changes."""
+    labels = _labels(shown)
+    before = st.session_state.get(state.GOLD_SHOWN)
+    st.session_state[state.GOLD_SHOWN] = labels
+    if before is None or before[0] != labels[0] or before == labels:
+        return  # a new session, other data (follow_data's), or the same labels
+    from dashboard import link, provenance
+
+    for note in provenance.data_switched("gold"):
+        link.keep_link_note(note)
+        notes.append(note)
 
 
 def copy_bytes(original, adjudicated) -> int:

@@ -56,11 +56,18 @@ _FIELD_NAMES = MappingProxyType({"tau_neg": "τ_neg", "tau_pos": "τ_pos", "thre
                                  "gamma": "γ", "criterion_gates": "the per-criterion gates"})
 
 
-def data_switched() -> list[str]:
-    """Other data are shown (another demo, an upload, another upload): a guarantee was computed
-    on the data left, so every guaranteed field keeps its value and becomes exploratory (found
-    on data, with no guarantee on these; contract §9). Returns a note per field that lost its
-    guarantee (none: nothing was guaranteed)."""
+#: How the notes of :func:`data_switched` name what was shown before and what is shown now.
+_SHOWN = MappingProxyType({"data": ("the data shown before", "these data"),
+                           "gold": ("the gold labels shown before", "these gold labels")})
+
+
+def data_switched(what: str = "data") -> list[str]:
+    """Other data are shown (another demo, an upload, another upload; ``what="gold"``: the
+    same queries with other gold labels, the adjudicated or the original): a guarantee was
+    computed on the data left, so every guaranteed field keeps its value and becomes
+    exploratory (found on data, with no guarantee on these; contract §9). Returns a note per
+    field that lost its guarantee (none: nothing was guaranteed)."""
+    before, now = _SHOWN[what]
     kept = dict(st.session_state.get(GUARANTEES, {}))
     current = dict(st.session_state.get(PROVENANCE, {}))
     dropped = [name for name in THRESHOLD_NAMES if current.get(name) == GUARANTEED]
@@ -70,10 +77,10 @@ def data_switched() -> list[str]:
     st.session_state[GUARANTEES] = {}
     return [f"{_FIELD_NAMES.get(name, name)} was set with a guarantee "
             f"({kept[name].target}, δ {kept[name].delta:g}, calibrated on "
-            f"{kept[name].calibration_text}) on the data shown before; on these data it keeps "
+            f"{kept[name].calibration_text}) on {before}; on {now} it keeps "
             f"its value and is exploratory (set it with a guarantee again on Decision support)."
-            if name in kept else f"{_FIELD_NAMES.get(name, name)} was guaranteed on the data "
-            f"shown before; on these data it is exploratory." for name in dropped]
+            if name in kept else f"{_FIELD_NAMES.get(name, name)} was guaranteed on "
+            f"{before}; on {now} it is exploratory." for name in dropped]
 
 
 def mark_of(field_name: str) -> str:

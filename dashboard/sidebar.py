@@ -346,6 +346,7 @@ def build_view(source: data.Source, notes: list[str]) -> data.View:
     choices = data.cohort_choices(source)
     columns = tuple(c for c in values[state.COHORT_COLUMNS] if c in choices)
     source, words = gold.gold_source(source, values["gold"], notes)
+    gold.follow_gold(source, notes)  # other labels: a guarantee does not follow (the marks)
     return data.View(source=source, filters=filters(values), config=config,
                      show_bootstrap=bool(values["ci"]), marks=provenance.marks(),
                      guarantees=provenance.guarantees(), gold=words, cohort_columns=columns,

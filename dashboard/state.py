@@ -118,6 +118,9 @@ FILTERS_SOURCE = "_filters_source"
 #: The data source the app's last run showed (a switch makes guaranteed thresholds
 #: exploratory: dashboard.data.follow_data).
 DATA_SHOWN = "_data_shown"
+#: The data and gold labels the last view showed (a switch of the gold labels makes
+#: guaranteed thresholds exploratory: dashboard.gold.follow_gold).
+GOLD_SHOWN = "_gold_shown"
 #: This session was marked not resumable (its uploads are freed when the tab closes).
 RELEASE_MARKED = "_release_marked"
 #: This session's key in the server-wide memory budget for uploads (dashboard.budget.Holder).

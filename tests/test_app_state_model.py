@@ -2,14 +2,15 @@
 
 Hypothesis draws random sequences of what a meeting does (open a page, move a slider, type a
 threshold, switch intervals on or off, look at one cohort, choose the cohort columns on the
-Data page, switch the demo, open the link in a new session, restore a settings.json, set the
-gate with a guarantee on Decision support) and runs them through AppTest. After each step every
-drawn widget, the thresholds line, the cohort the pages show and the cohort columns chosen,
-the link, settings.json and the record's thresholds must equal the model, which is written
+Data page, switch the demo, switch the gold labels, give a verdict on Case review, open the link
+in a new session, restore a settings.json, set the gate with a guarantee on Decision support)
+and runs them through AppTest. After each step every drawn widget, the gold the page names,
+the thresholds line, the cohort the pages show and the cohort columns chosen, the link,
+settings.json and the record's thresholds must equal the model, which is written
 here from the rules alone (what was moved is exploratory, what was typed, loaded or left at
 its default is pre-specified, what was set with a guarantee is guaranteed until it moves:
-contract §9; a guaranteed one becomes exploratory when other data are shown; a cohort, and a
-cohort column, stays chosen until data without it is shown),
+contract §9; a guaranteed one becomes exploratory when other data, or other gold labels, are
+shown; a cohort, and a cohort column, stays chosen until data without it is shown),
 not from the app's code.
 
 CI runs a bounded number of sequences; ``STATE_MODEL_EXAMPLES=500`` runs more.
@@ -67,7 +68,9 @@ class DashboardSettings(RuleBasedStateMachine):
         self.explored: set[str] = set()
         self.guaranteed: dict[str, risk_control.ThresholdGuarantee] = {}
         self.ci = True  # intervals on by default
-        self.gold = "original"  # the Gold labels switch (no verdicts here: the original shown)
+        self.gold = "original"  # the Gold labels switch
+        # the demos with a verdict in this session (one label corrected: Case review)
+        self.verdicts: set[str] = set()
         self.cohort: tuple[str, ...] = ()  # every query
         self.cohort_columns: tuple[str, ...] = ()  # the Cohorts page's groups: none yet
         # a link's cohort columns the demo lacks (the user's data's): they wait, in the link
@@ -117,6 +120,30 @@ class DashboardSettings(RuleBasedStateMachine):
             f"τ_pos {v['tau_pos']:g} ({self.shown_mark('tau_pos')})",
             f"τ {v['threshold']:g} ({self.shown_mark('threshold')})",
             f"γ {v['gamma']:g} ({self.shown_mark('gamma')})"]))
+
+    def labels(self, gold: str | None = None) -> str:
+        """The gold labels shown: the adjudicated ones once the data shown have a verdict (the
+        verdicts are label errors: leaving the ambiguous out leaves the same labels)."""
+        gold = self.gold if gold is None else gold
+        return "original" if gold == "original" or self.demo not in self.verdicts else (
+            "adjudicated")
+
+    def gold_words(self) -> str:
+        if self.demo not in self.verdicts:
+            return ("original (the files' labels)" if self.gold == "original"
+                    else "original (no verdict yet)")
+        if self.gold == "original":
+            return ("original (the files' labels) (1 verdict in this session: the adjudicated "
+                    "gold is a switch away)")
+        left_out = "; 0 ambiguous queries left out" if self.gold != "adjudicated" else ""
+        return (f"adjudicated (1 verdict, 1 label corrected{left_out}); the original gold's "
+                "numbers stay beside them")
+
+    def drop_guarantees(self) -> None:
+        """Other data or other gold labels shown: the guarantees were computed on those left,
+        so the guaranteed thresholds keep their values and are exploratory."""
+        self.explored |= set(self.guaranteed)
+        self.guaranteed = {}
 
     def evaluated(self) -> str:
         """What the pages say they evaluate: the cohort, values of a column as alternatives."""
@@ -190,11 +217,30 @@ class DashboardSettings(RuleBasedStateMachine):
 
     @rule(gold=st.sampled_from(state.setting("gold").options))
     def switch_gold(self, gold):
-        self.gold = gold
         if self.page == "meeting":  # no sidebar there: the link carries the switch
+            self.gold = gold
             self.open_link()
-        else:
-            self.run(self.at.radio(key="gold").set_value(gold))
+            return
+        self.run(self.at.radio(key="gold").set_value(gold))
+        if self.labels(gold) != self.labels():  # computed on the other labels: exploratory
+            self.drop_guarantees()
+        self.gold = gold
+
+    @precondition(lambda self: self.page != "meeting" and self.demo not in self.verdicts)
+    @rule()
+    def give_verdict(self):
+        """Case review: the first case listed is a label error (its gold corrected), then back
+        to the page the meeting was on. On the adjudicated gold the labels shown change."""
+        before = self.labels()
+        self.at.switch_page("app_pages/case_review.py").run(timeout=TIMEOUT)
+        self.at.radio(key=state.VERDICT_CHOICE).set_value("label_error")
+        self.at.text_input(key=state.VERDICT_REVIEWER).set_value("Dr A")
+        self.run(self.at.button(key=state.VERDICT_SAVE).click())
+        assert not self.at.exception and not self.at.error, [e.value for e in self.at.error]
+        self.verdicts.add(self.demo)
+        if before != "original" or self.labels() != before:  # other labels: exploratory
+            self.drop_guarantees()
+        self.navigate(self.page)
 
     @precondition(lambda self: self.page != "meeting" and self.demo == data.DEMO)
     @rule(cohort=st.lists(st.sampled_from(COHORTS), max_size=2, unique=True))
@@ -222,8 +268,7 @@ class DashboardSettings(RuleBasedStateMachine):
             self.cohort = ()  # no cohort column there: the filter is dropped silently
             self.cohort_columns = ()  # and so are the cohort columns
         if variant != self.demo:  # a guarantee was computed on the data left: exploratory
-            self.explored |= set(self.guaranteed)
-            self.guaranteed = {}
+            self.drop_guarantees()
         self.demo = variant
 
     @rule()
@@ -231,6 +276,7 @@ class DashboardSettings(RuleBasedStateMachine):
         """The link of the view in a new session (a colleague opens it)."""
         self.at = open_app(self.link(), page=self.page)
         self.demo = data.DEMO  # a new session shows the plain demo
+        self.verdicts = set()  # with no verdict
 
     @rule(column=st.sampled_from(THEIR_COLUMNS))
     def open_link_naming_their_columns(self, column):
@@ -240,6 +286,7 @@ class DashboardSettings(RuleBasedStateMachine):
             self.waiting = (*self.waiting, column)
         self.at = open_app(self.link(), page=self.page)
         self.demo = data.DEMO
+        self.verdicts = set()
 
     @rule(goal=st.sampled_from(GUARANTEE_TARGETS))
     def set_gate_with_guarantee(self, goal):
@@ -337,10 +384,10 @@ class DashboardSettings(RuleBasedStateMachine):
             assert at.toggle(key="ci").value == self.ci
             assert at.radio(key="gold").value == self.gold
             assert at.multiselect(key="cohort").value == list(self.cohort)
-        # the gold the page names (no verdict in these sessions: the original, and why)
-        gold = [str(c.value) for c in at.caption if str(c.value).startswith("**Gold labels:")]
-        assert gold == ["**Gold labels: original (the files' labels).**" if self.gold ==
-                        "original" else "**Gold labels: original (no verdict yet).**"], gold
+        # the gold the page names (without a verdict: the original, and why)
+        gold = [re.sub(r"\\(.)", r"\1", str(c.value)) for c in at.caption
+                if str(c.value).startswith("**Gold labels:")]
+        assert gold == [f"**Gold labels: {self.gold_words()}.**"], gold
         # the page says which queries (which cohort) it shows
         if self.page != "meeting" or self.cohort:
             said = [str(c.value).replace("\\_", "_") for c in at.caption
@@ -421,6 +468,43 @@ def test_a_guarantee_does_not_follow_the_data():
         machine.everything_says_the_same()
         marks.append(machine.mark("tau_neg"))
     assert marks == ["guaranteed", "exploratory", "exploratory", "guaranteed", "guaranteed"]
+    machine.teardown()
+
+
+def test_a_guarantee_does_not_follow_the_gold_labels():
+    """One fixed sequence: τ_neg set with a guarantee, the adjudicated gold asked for with no
+    verdict (the original labels still shown: still guaranteed), a verdict given (on the
+    adjudicated gold: other labels, exploratory), a guarantee on the adjudicated labels, the
+    ambiguous left out (none: the same labels, still guaranteed), the original gold again
+    (exploratory), a guarantee on it, the other demo (exploratory), a guarantee there and a
+    verdict given on the original gold (the labels shown are the same: guaranteed), the
+    adjudicated gold (exploratory)."""
+    machine = DashboardSettings()
+    steps = [lambda: machine.set_gate_with_guarantee(GUARANTEE_TARGETS[0]),
+             lambda: machine.switch_gold("adjudicated"),
+             machine.give_verdict,
+             lambda: machine.set_gate_with_guarantee(GUARANTEE_TARGETS[0]),
+             lambda: machine.switch_gold("adjudicated_unambiguous"),
+             lambda: machine.switch_gold("original"),
+             lambda: machine.set_gate_with_guarantee(GUARANTEE_TARGETS[0]),
+             lambda: machine.switch_demo(data.DEMO_PROBLEMS),
+             lambda: machine.set_gate_with_guarantee(GUARANTEE_TARGETS[0]),
+             machine.give_verdict,
+             lambda: machine.switch_gold("adjudicated")]
+    machine.everything_says_the_same()
+    marks = []
+    for step in steps:
+        step()
+        machine.everything_says_the_same()
+        marks.append(machine.mark("tau_neg"))
+    assert marks == ["guaranteed", "guaranteed", "exploratory", "guaranteed", "guaranteed",
+                     "exploratory", "guaranteed", "exploratory", "guaranteed", "guaranteed",
+                     "exploratory"]
+    warned = [re.sub(r"\\(.)", r"\1", str(w.value)) for w in machine.at.warning]
+    assert any(w.startswith("τ_neg was set with a guarantee (screening_sensitivity>=0.95, "
+                            "δ 0.1, calibrated on all queries) on the gold labels shown "
+                            "before; on these gold labels it keeps its value and is "
+                            "exploratory") for w in warned), warned
     machine.teardown()
 
 
