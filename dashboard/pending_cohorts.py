@@ -5,8 +5,10 @@ uploaded afterwards. A link's cohort columns (``cohort_columns``), their bins
 (``cohort_bins``) and cohort filter values (``cohort``) that the demo lacks are therefore
 neither dropped nor shown: they wait (:data:`dashboard.state.PENDING_COHORTS`), named on the
 Data page and kept in the link, and are chosen as soon as data that have them are loaded. When
-an upload lacks some, a message names them and they are left out (contract §9, "Cohort columns
-chosen").
+an upload lacks some, a message names them and they wait on for a posts table added to the
+upload (its columns may be there), chosen when it has them; a posts table lacking some leaves
+those out with a message naming them. The Data page's button dismisses what waits (contract §9,
+"Cohort columns chosen").
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import streamlit as st
 from dashboard import data, state
 from dashboard.state import COHORT_BINS, COHORT_COLUMNS, short_repr
 
-__all__ = ["describe_waiting", "follow", "missed", "waiting"]
+__all__ = ["describe_waiting", "dismiss", "follow", "missed", "waiting"]
 
 #: The settings that wait, in the order the notes name them.
 _KEYS = (COHORT_COLUMNS, COHORT_BINS, "cohort")
@@ -25,7 +27,16 @@ _KEYS = (COHORT_COLUMNS, COHORT_BINS, "cohort")
 def describe_waiting() -> str | None:
     """What waits, for the Data page (None: nothing)."""
     found = waiting()
-    return None if not found else _wait_note(found)
+    if not found:
+        return None
+    return (st.session_state.get(state.PENDING_COHORTS) or {}).get("note") or _wait_note(found)
+
+
+def dismiss() -> None:
+    """The Data page's button (a callback): what waits is left out (the link drops it)."""
+    pending = st.session_state.pop(state.PENDING_COHORTS, None) or {}
+    if pending.get("note"):
+        _unsay(pending["note"])
 
 
 def waiting() -> dict[str, tuple[str, ...]]:
@@ -85,6 +96,22 @@ def _wait_note(lacking: dict) -> str:
             "keeps them meanwhile.")
 
 
+def _posts_wait_note(lacking: dict, source: data.Source) -> str:
+    from dashboard.sidebar import cohort_columns_rule
+
+    return (f"The link's {_listed(lacking)} are not in the data loaded ({COHORT_COLUMNS} "
+            f"{cohort_columns_rule(source)}): they wait for a posts table that has them (Data "
+            "& audit, Posts table) and are chosen when it is added; the link keeps them "
+            "meanwhile. Dismiss them there to leave them out.")
+
+
+def _posts(source: data.Source) -> str | None:
+    """The name of the posts table the source uses (None: none)."""
+    from dashboard.posts import posts_name
+
+    return posts_name(source)
+
+
 def follow(source: data.Source) -> list[str]:
     """:func:`_follow`, its notes kept with the link's (shown until a setting changes)."""
     from dashboard import link
@@ -111,13 +138,16 @@ def _follow(source: data.Source) -> list[str]:
             return []
         for key in _KEYS:
             state.set_value(key, found[key])
-        st.session_state[state.PENDING_COHORTS] = {**lacking, "token": source.token}
-        return [_wait_note(lacking)]
+        note = _wait_note(lacking)
+        st.session_state[state.PENDING_COHORTS] = {**lacking, "token": source.token,
+                                                   "note": note}
+        return [note]
     pending = st.session_state.get(state.PENDING_COHORTS)
-    if not pending or pending.get("token") == source.token or source.loaded is None:
-        return []
+    if not pending or source.loaded is None or (
+            (pending.get("token"), pending.get("posts")) == (source.token, _posts(source))):
+        return []  # the same data, with the same posts table (or none)
     found, lacking = _split(source, pending)
-    _unsay(_wait_note({k: pending[k] for k in _KEYS if pending.get(k)}))
+    _unsay(pending.get("note") or _wait_note({k: pending[k] for k in _KEYS if pending.get(k)}))
     for key in _KEYS:
         if found[key]:
             have = tuple(state.value(key))
@@ -131,10 +161,14 @@ def _follow(source: data.Source) -> list[str]:
     if not lacking:
         st.session_state.pop(state.PENDING_COHORTS, None)
         return []
-    if source.kind != "upload":  # another demo: the rest waits on
-        st.session_state[state.PENDING_COHORTS] = {**lacking, "token": source.token}
-        return [_wait_note(lacking)]
-    st.session_state.pop(state.PENDING_COHORTS, None)
+    if source.kind != "upload" or _posts(source) is None:
+        # another demo: the rest waits on; an upload: the rest waits for a posts table
+        note = (_wait_note(lacking) if source.kind != "upload"
+                else _posts_wait_note(lacking, source))
+        st.session_state[state.PENDING_COHORTS] = {**lacking, "token": source.token,
+                                                   "posts": None, "note": note}
+        return [note]
+    st.session_state.pop(state.PENDING_COHORTS, None)  # a posts table lacking some
     from dashboard.sidebar import cohort_columns_rule
 
     message = (f"The link's {_listed(lacking)} are not in the data loaded and were left out "

@@ -146,11 +146,14 @@ COHORT_COLUMNS = "cohort_columns"
 COHORT_BINS = "cohort_bins"
 COHORT_METRIC = "cohort_metric"
 #: The link's cohort settings that wait for data that have them (dashboard.pending_cohorts:
-#: setting key -> values, and the token of the data they were checked on), whether the
-#: session's first run looked for them, and the message about those an upload lacked.
+#: setting key -> values, the token of the data they were checked on, the posts table then and
+#: the note naming them), whether the session's first run looked for them, and the message
+#: about those a posts table lacked.
 PENDING_COHORTS = "_pending_cohorts"
 PENDING_CHECKED = "_pending_checked"
 PENDING_MISSED = "_pending_missed"
+#: The Data page's button that dismisses the link's cohort settings that wait.
+DISMISS_PENDING = "dismiss_pending"
 ADJ_DOWNLOAD = "adjudication_download"
 VERDICT_CHOICE = "verdict_choice"
 VERDICT_TARGET = "verdict_target"

@@ -2,13 +2,16 @@
 demo, and the columns a link names (with their bins and cohort filter values) belong to the
 user's data, uploaded afterwards. Those the demo lacks wait, named on the Data page and kept in
 the link, and are chosen once data that have them are loaded; an upload lacking some names
-them (contract §9, "Cohort columns chosen")."""
+them, and they wait on for a posts table (chosen when it has them, left out with a message
+when it lacks them) or until they are dismissed (contract §9, "Cohort columns chosen")."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dashboard import state
@@ -91,18 +94,80 @@ def test_a_links_cohort_columns_wait_for_the_upload_that_has_them(files):
 
 
 def test_an_upload_without_the_links_columns_names_them(files):
-    at = open_app({**LINK, "cohort_columns": ["site", "age", "bmi"],
-                   "cohort_bins": ["age=q3", "bmi=18.5,25"]}, page="data_source")
+    """They wait for a posts table, named, in the link, until dismissed."""
+    opened = {**LINK, "cohort_columns": ["site", "age", "bmi"],
+              "cohort_bins": ["age=q3", "bmi=18.5,25"]}
+    at = open_app(opened, page="data_source")
     assert ("cohort columns 'age', 'bmi', bins 'age=q3', 'bmi=18.5,25' and cohort filter "
             "values 'ward=W1' are not in the data shown") in _shown(at)
     upload(at, *files)
     assert_clean(at)
     said = ("The link's cohort columns 'bmi' and bins 'bmi=18.5,25' are not in the data "
-            "loaded and were left out (cohort_columns must name cohort columns of these "
-            "data: ")
+            "loaded (cohort_columns must name cohort columns of these data: site, age, ward, "
+            "or two of them joined by '*' (e.g. site*age)): they wait for a posts table that "
+            "has them (Data & audit, Posts table) and are chosen when it is added; the link "
+            "keeps them meanwhile. Dismiss them there to leave them out.")
     assert said in _shown(at), _shown(at)
-    assert any(said in str(w.value).replace("\\", "") for w in at.warning)
+    assert said in [str(w.value).replace("\\", "") for w in at.warning]  # the top's note
+    assert said in [str(i.value).replace("\\", "") for i in at.info]  # the Data page's
     model = at.session_state[state.MODEL]
     assert model[state.COHORT_COLUMNS] == ("site", "age")
     assert model[state.COHORT_BINS] == ("age=q3",)
+    assert model["cohort"] == ("ward=W1",)
+    assert at.session_state[state.VIEW].cohort_columns == ("site", "age")
+    assert dict(at.query_params) == opened
+    at.button(key=state.DISMISS_PENDING).click().run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert "bmi" not in _shown(at)
+    assert not [b for b in at.button if b.key == state.DISMISS_PENDING]
     assert dict(at.query_params) == {**LINK, "cohort_columns": ["site", "age"]}
+    assert at.session_state[state.VIEW].cohort_columns == ("site", "age")
+
+
+def test_the_links_columns_an_upload_lacks_wait_for_its_posts_table(files):
+    """The ward comes in a posts table added after the upload: the link's settings that use
+    it are chosen then; one that the posts table lacks too is left out, named."""
+    from tests.test_app_posts import _add_posts
+
+    queries = pd.read_csv(io.BytesIO(files[0][1]))
+    posts = queries[["post_id", "ward"]].drop_duplicates()
+    uploaded = (("queries.csv", queries.drop(columns="ward").to_csv(index=False).encode(),
+                 "text/csv"), files[1])
+    opened = {**LINK, "cohort_columns": ["site", "age", "age*ward", "bmi"]}
+    at = open_app(opened, page="data_source")
+    upload(at, *uploaded)
+    assert_clean(at)
+    said = ("The link's cohort columns 'age*ward', 'bmi' and cohort filter values 'ward=W1' "
+            "are not in the data loaded (cohort_columns must name cohort columns of these "
+            "data: site, age, or two of them joined by '*' (e.g. site*age)): they wait for a "
+            "posts table that has them (Data & audit, Posts table) and are chosen when it is "
+            "added; the link keeps them meanwhile. Dismiss them there to leave them out.")
+    assert said in [str(w.value).replace("\\", "") for w in at.warning]
+    assert said in [str(i.value).replace("\\", "") for i in at.info]
+    model = at.session_state[state.MODEL]
+    assert model[state.COHORT_COLUMNS] == ("site", "age")
+    assert model[state.COHORT_BINS] == ("age=q3",) and model["cohort"] == ()
+    view = at.session_state[state.VIEW]
+    assert view.cohort_columns == ("site", "age") and view.filters.cohorts == ()
+    assert dict(at.query_params) == opened
+
+    _add_posts(at, "posts.csv", posts.to_csv(index=False).encode())
+    model = at.session_state[state.MODEL]
+    assert model[state.COHORT_COLUMNS] == ("site", "age", "age*ward")
+    assert model[state.COHORT_BINS] == ("age=q3",)
+    assert model["cohort"] == ("ward=W1",)
+    view = at.session_state[state.VIEW]
+    assert view.cohort_columns == ("site", "age", "age*ward")
+    assert view.cohort_bins == {"age": "q3"} and view.filters.cohorts == ("ward=W1",)
+    saved = _settings_file(at)
+    assert saved["cohort_columns"] == ["site", "age", "age*ward"]
+    assert saved["config"]["filters"]["cohorts"] == ["ward=W1"]
+    assert at.multiselect(key=state.COHORT_COLUMNS).value == ["site", "age", "age*ward"]
+    left_out = ("The link's cohort columns 'bmi' are not in the data loaded and were left out "
+                "(cohort_columns must name cohort columns of these data: site, age, ward, or "
+                "two of them joined by '*' (e.g. site*age)).")
+    warned = [str(w.value).replace("\\", "") for w in at.warning]
+    assert warned.count(left_out) == 2, warned  # the top's note and the Data page's
+    assert "wait for a posts table" not in _shown(at)
+    assert not [b for b in at.button if b.key == state.DISMISS_PENDING]
+    assert dict(at.query_params) == {**LINK, "cohort_columns": ["site", "age", "age*ward"]}

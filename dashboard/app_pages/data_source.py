@@ -94,6 +94,10 @@ if source.loaded is not None:
                       (st.warning, pending_cohorts.missed())):
         if text:
             say(escape_markdown(text), icon=":material/link:")
+    if pending_cohorts.waiting():
+        st.button("Dismiss the link's waiting cohort settings", key=state.DISMISS_PENDING,
+                  on_click=pending_cohorts.dismiss, icon=":material/close:",
+                  help="Leave them out: the link no longer carries them.")
     cohorts = source.cohorts
     if cohorts is None or not (cohorts.suggested or cohorts.others):
         st.caption("The queries table has no extra column to form cohorts from"
