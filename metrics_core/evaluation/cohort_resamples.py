@@ -120,26 +120,36 @@ def distinct_columns(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return matrix[:, keep], where
 
 
-def extra_values(names: Sequence[str], sums: np.ndarray) -> dict[str, np.ndarray]:
+def extra_values(names: Sequence[str], sums: np.ndarray,
+                 where: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Each extra metric's values from its sums (``(..., 2 E)``, the last axis as
-    :func:`extra_columns` lays it out), by its registry entry: a ratio or a sum of the sums,
-    a formula of the outcome table (:func:`metrics_core.metrics.outcomes.counted`), ECE / MCE
-    of the bins' sums, K's median / P90 of its histogram."""
+    :func:`extra_columns` lays it out; with ``where``, the distinct columns of
+    :func:`distinct_columns`, read in place rather than laid out again), by its registry
+    entry: a ratio or a sum of the sums, a formula of the outcome table
+    (:func:`metrics_core.metrics.outcomes.counted`), ECE / MCE of the bins' sums, K's
+    median / P90 of its histogram."""
     e = len(names)
-    num, den = sums[..., :e], sums[..., e:]
+    place = np.arange(2 * e) if where is None else np.asarray(where, dtype=np.int64)
+
+    def num(i):
+        return sums[..., place[i]]
+
+    def den(i):
+        return sums[..., place[e + np.asarray(i)]]
+
     at = {name: i for i, name in enumerate(names)}
     out = {}
     for name, i in at.items():
         if name.startswith("_"):
             continue
-        out[name] = (num[..., i] if kernels.ratio_sum(registry.spec(name)) == "sum"
-                     else ratio(num[..., i], den[..., i]))
+        out[name] = (num(i) if kernels.ratio_sum(registry.spec(name)) == "sum"
+                     else ratio(num(i), den(i)))
     count = [i for name, i in at.items() if name.startswith("_bin")]
     if count:  # ECE and MCE from the bins' sums (the data's bin edges)
         from metrics_core.metrics.calibration import ece_from_sums, mce_from_sums
 
         residual = [i for name, i in at.items() if name.startswith("_res")]
-        c, r = num[..., count], num[..., residual]
+        c, r = num(count), num(residual)
         flat_c, flat_r = c.reshape(-1, len(count)), r.reshape(-1, len(count))
         from_bins = {"ece": ece_from_sums(flat_r, flat_c.sum(axis=1)),
                      "mce": mce_from_sums(flat_c, flat_r)}
@@ -147,7 +157,7 @@ def extra_values(names: Sequence[str], sums: np.ndarray) -> dict[str, np.ndarray
             out[spec.name] = from_bins[spec.kernel.field or spec.name].reshape(c.shape[:-1])
     histogram = [i for name, i in at.items() if name.startswith("_k")]
     if histogram:  # K's median and P90: numpy's linear quantiles of the weighted K values
-        counts = num[..., histogram]
+        counts = num(histogram)
         flat = counts.reshape(-1, len(histogram))
         q = weighted_int_quantiles(np.arange(len(histogram)), (0.5, 0.9)).from_histogram(
             flat).reshape(*counts.shape[:-1], 2)
@@ -160,7 +170,7 @@ def extra_values(names: Sequence[str], sums: np.ndarray) -> dict[str, np.ndarray
         if spec.counting.formula is None or f"_{spec.counting.table}0" not in at:
             continue
         start = at[f"_{spec.counting.table}0"]
-        table = num[..., start:start + 6]
+        table = num(np.arange(start, start + 6))
         values, _ = outcomes.counted(table.reshape(-1, 3, 2), spec.counting)
         out[spec.name] = values.reshape(table.shape[:-1])
     return out

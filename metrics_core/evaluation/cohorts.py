@@ -158,12 +158,15 @@ EXTRA_DISPARITY = ("calibration_in_the_large",)
 
 
 def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
-                     replicates: np.ndarray | None, n, n_pos) -> tuple[dict, list]:
+                     replicates: np.ndarray | None, where: np.ndarray, n, n_pos
+                     ) -> tuple[dict, list]:
     """``(intervals, rows)``: metric -> one interval per cohort (None where no resample
     defines it), for the metrics of :func:`extra_columns` the table shows; and the
     disparity rows of those of :data:`EXTRA_DISPARITY` (the rest's value, the difference,
     its interval and p-value). A metric is given intervals only if its value from the sums
-    on the data itself is the table's value (the same definition)."""
+    on the data itself is the table's value (the same definition). ``replicates``: the
+    resampled sums of the distinct columns, ``where`` each column's place among them
+    (:func:`distinct_columns`)."""
     g = len(grouping.values)
     sums = np.zeros((g, extra.shape[1]))
     np.add.at(sums, grouping.codes, extra)
@@ -179,9 +182,9 @@ def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
     rest_point = extra_values(tested, mine.sum(axis=0, keepdims=True) - mine)
     resampled = rest = None
     if replicates is not None:
-        resampled = extra_values(names, replicates)
+        resampled = extra_values(names, replicates, where)
         if tested:
-            mine = replicates[..., only]
+            mine = replicates[..., where[only]]
             rest = extra_values(tested, mine.sum(axis=1, keepdims=True) - mine)
     rows = []
     if tested:
@@ -344,7 +347,7 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
             body = tables.group_body(ev, inter, grouping)
             intervals, tested = _extra_intervals(
                 grouping, body, extra_names, extra,
-                None if reps is None else reps[k]["extra"][..., where], n, n_pos)
+                None if reps is None else reps[k]["extra"], where, n, n_pos)
             rows += tested
             intervals.update(_same_definition(
                 body, {"auprc": point_auroc[k][2]},
