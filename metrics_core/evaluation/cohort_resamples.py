@@ -21,9 +21,24 @@ from metrics_core.metrics.curve_replicates import ScoreLayout
 from metrics_core.metrics.uncertainty import Bootstrap, weighted_int_quantiles
 
 __all__ = ["MULTILABEL_CRITERIA", "WORKERS", "PairCounts", "distinct_columns",
-           "extra_columns", "extra_values", "multilabel_rest", "multilabel_sums",
+           "extra_columns", "extra_values", "group_sums", "multilabel_rest", "multilabel_sums",
            "multilabel_values", "prepare",
            "ratio", "replicates", "sum_columns"]
+
+
+def group_sums(values: np.ndarray, codes: np.ndarray, size: int,
+               rows: np.ndarray | None = None) -> np.ndarray:
+    """``(size, k)``: the rows of ``values`` (``(n, k)`` float) summed per code (``codes``
+    per row; with ``rows``, only those rows of ``values``, ``codes`` one per row of
+    ``rows``). The same floats as ``np.add.at`` (each group's rows added one after the
+    other, in row order: a sparse indicator product), several times faster."""
+    from scipy import sparse
+
+    codes = np.asarray(codes, dtype=np.int64)
+    rows = np.arange(codes.size) if rows is None else np.asarray(rows, dtype=np.int64)
+    indicator = sparse.csr_matrix((np.ones(codes.size), (codes, rows)),
+                                  shape=(size, values.shape[0]))
+    return np.asarray(indicator @ values, dtype=np.float64)
 
 
 # --------------------------------------------------------------------- per-query sums
@@ -595,14 +610,10 @@ def prepare(ds, grouping: Grouping, num_den: np.ndarray,
     for j in range(g):
         rows = np.flatnonzero(grouping.codes == j)
         used, local = np.unique(ds.post_code[rows], return_inverse=True)
-        s = np.zeros((used.size, num_den.shape[1]))
-        np.add.at(s, local, num_den[rows])
         posts.append(used)
-        sums.append(s)
+        sums.append(group_sums(num_den, local, used.size, rows))
         if extra is not None:
-            x = np.zeros((used.size, extra.shape[1]))
-            np.add.at(x, local, extra[rows])
-            extras.append(x)
+            extras.append(group_sums(extra, local, used.size, rows))
     return _Column(grouping, posts, sums, extras if extra is not None else None)
 
 
@@ -612,30 +623,47 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
     last), from one pass over the post count matrix: its batches of resamples on
     :data:`WORKERS` threads (numpy works outside the interpreter's lock, so they share the
     cores), each batch's values in its own rows, so the values do not depend on which thread
-    computed them."""
+    computed them: each batch's values written in place, in its own rows of the arrays
+    returned."""
     from concurrent.futures import ThreadPoolExecutor
 
     from metrics_core.cpu_account import charged
 
     n_posts = int(ds.posts.size)
-    totals_posts = np.zeros((n_posts, num_den.shape[1]))
-    np.add.at(totals_posts, ds.post_code, num_den)
+    totals_posts = group_sums(num_den, ds.post_code, n_posts)
 
-    def one(batch) -> list[tuple[np.ndarray, np.ndarray]]:
+    n_rows = counts.n_resamples if isinstance(counts, Bootstrap) else counts.shape[0]
+    precision_columns = 0 if pairs.precision is None else len(pairs.precision.sizes)
+    # every resample's values in place: each batch writes its own rows (no copy at the end)
+    store = []
+    for k, col in enumerate(columns):
+        g = len(col.grouping.values)
+        part = {"cohort": np.empty((n_rows, g, n_metrics + 1)),
+                "rest": np.empty((n_rows, g, n_metrics + 1)),
+                "extra": None if col.extra is None else np.empty(
+                    (n_rows, g, col.extra[0].shape[1])),
+                "multilabel": None, "multilabel_rest": None,
+                "auprc": np.empty((n_rows, g)) if k < precision_columns else None}
+        if col.multilabel is not None:
+            part["multilabel"] = np.empty((n_rows, g, col.multilabel[0].shape[1]))
+            part["multilabel_rest"] = np.empty_like(part["multilabel"])
+        store.append(part)
+
+    def one(batch, at: int) -> None:
+        b = batch.shape[0]
         cf = batch.astype(np.float64)
         whole = cf @ totals_posts
         aurocs = pairs.replicates(batch)
-        out, ml_whole = [], None
-        for col, (a, b, precision) in zip(columns, aurocs, strict=True):
+        ml_whole = None
+        for col, part, (a, r_a, precision) in zip(columns, store, aurocs, strict=True):
             g = len(col.grouping.values)
-            cohort = np.empty((batch.shape[0], g, n_metrics + 1))
-            rest = np.empty_like(cohort)
-            extra = None if col.extra is None else np.empty(
-                (batch.shape[0], g, col.extra[0].shape[1]))
+            cohort = part["cohort"][at:at + b]
+            rest = part["rest"][at:at + b]
+            extra = None if part["extra"] is None else part["extra"][at:at + b]
             ml = ml_delta = None
-            if col.multilabel is not None:
-                ml = np.empty((batch.shape[0], g, col.multilabel[0].shape[1]))
-                ml_delta = np.empty((batch.shape[0], g, PER_POST.size))
+            if part["multilabel"] is not None:
+                ml = part["multilabel"][at:at + b]
+                ml_delta = np.empty((b, g, PER_POST.size))
                 if ml_whole is None:  # every query's: the same for every column
                     ml_whole = cf @ col.multilabel_whole
             for j in range(g):
@@ -649,45 +677,37 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
                 if ml is not None:
                     ml[:, j] = own @ col.multilabel[j]
                     ml_delta[:, j] = own @ col.multilabel_delta[j]
-            cohort[:, :, n_metrics], rest[:, :, n_metrics] = a, b
-            out.append((cohort, rest, extra, (ml, None if ml is None else multilabel_rest(
-                ml, ml_whole, ml_delta)), precision))
-        return out
+            cohort[:, :, n_metrics], rest[:, :, n_metrics] = a, r_a
+            if ml is not None:
+                part["multilabel_rest"][at:at + b] = multilabel_rest(ml, ml_whole, ml_delta)
+            if part["auprc"] is not None:
+                part["auprc"][at:at + b] = precision
 
-    store = [{"cohort": [], "rest": [], "extra": [], "multilabel": [], "multilabel_rest": [],
-              "auprc": []}
-             for _ in columns]
     done = 0
     total = counts.shape[0] if hasattr(counts, "shape") else None
 
-    def keep(values, rows) -> None:
+    def keep(rows) -> None:
         nonlocal done
-        for part, (cohort, rest, extra, ml, precision) in zip(store, values, strict=True):
-            part["cohort"].append(cohort)
-            part["rest"].append(rest)
-            if extra is not None:
-                part["extra"].append(extra)
-            if ml[0] is not None:
-                part["multilabel"].append(ml[0])
-                part["multilabel_rest"].append(ml[1])
-            if precision is not None:
-                part["auprc"].append(precision)
         done += rows
         if progress is not None and total:
             progress(done, total)
 
     with _one_blas_thread(), \
             ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cohorts") as pool:
-        pending = []
+        pending, at = [], 0
         for batch in _batches(counts):
-            pending.append((pool.submit(charged(one), batch), batch.shape[0]))
+            pending.append((pool.submit(charged(one), batch, at), batch.shape[0]))
+            at += batch.shape[0]
             if len(pending) > WORKERS:  # at most one batch waiting per thread
                 future, rows = pending.pop(0)
-                keep(future.result(), rows)
+                future.result()
+                keep(rows)
         for future, rows in pending:
-            keep(future.result(), rows)
-    return [{k: np.concatenate(v, axis=0) if v else None for k, v in part.items()}
-            for part in store]
+            future.result()
+            keep(rows)
+    if not n_rows:
+        return [dict.fromkeys(part) for part in store]
+    return store
 
 
 #: Threads of the pass over the resamples (the machine's cores, at most 4).

@@ -48,6 +48,7 @@ from metrics_core.evaluation.cohort_resamples import (
     distinct_columns,
     extra_columns,
     extra_values,
+    group_sums,
     multilabel_rest,
     multilabel_sums,
     multilabel_values,
@@ -91,8 +92,7 @@ def _cis(matrix: np.ndarray) -> list:
 def _point(ds, grouping, num_den, n_metrics, auroc) -> tuple:
     """(cohort values, rest values) ``(g, S + 1)`` on the data itself (weights 1)."""
     g = len(grouping.values)
-    sums = np.zeros((g, num_den.shape[1]))
-    np.add.at(sums, grouping.codes, num_den)
+    sums = group_sums(num_den, grouping.codes, g)
     whole = num_den.sum(axis=0)
     rest = whole[None, :] - sums
     a, b = auroc[:2]
@@ -168,8 +168,7 @@ def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
     resampled sums of the distinct columns, ``where`` each column's place among them
     (:func:`distinct_columns`)."""
     g = len(grouping.values)
-    sums = np.zeros((g, extra.shape[1]))
-    np.add.at(sums, grouping.codes, extra)
+    sums = group_sums(extra, grouping.codes, g)
     point = extra_values(names, sums)
     tested = [m for m in EXTRA_DISPARITY if m in point and m in body.columns and np.allclose(
         point[m], body[m].to_numpy(dtype=np.float64, na_value=np.nan), rtol=1e-9,
