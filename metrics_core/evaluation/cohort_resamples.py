@@ -35,10 +35,11 @@ def group_sums(values: np.ndarray, codes: np.ndarray, size: int,
     from scipy import sparse
 
     codes = np.asarray(codes, dtype=np.int64)
-    rows = np.arange(codes.size) if rows is None else np.asarray(rows, dtype=np.int64)
-    indicator = sparse.csr_matrix((np.ones(codes.size), (codes, rows)),
-                                  shape=(size, values.shape[0]))
-    return np.asarray(indicator @ values, dtype=np.float64)
+    if rows is not None:
+        values = values[rows]
+    indicator = sparse.csr_matrix((np.ones(codes.size), (codes, np.arange(codes.size))),
+                                  shape=(size, codes.size))
+    return np.asarray(indicator @ np.ascontiguousarray(values), dtype=np.float64)
 
 
 # --------------------------------------------------------------------- per-query sums

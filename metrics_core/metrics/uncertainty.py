@@ -443,7 +443,8 @@ def percentile_ci(values, *, level: float = 0.95, unit: str = "query") -> CI:
     if valid.size == 0:
         lo = hi = np.nan
     else:
-        lo, hi = np.percentile(valid, [50.0 * (1.0 - level), 50.0 * (1.0 + level)])
+        lo, hi = np.percentile(valid, [50.0 * (1.0 - level), 50.0 * (1.0 + level)],
+                               overwrite_input=True)  # valid: a copy, ours
     return CI(lo=float(lo), hi=float(hi), level=float(level), n_resamples=int(values.size),
               n_valid=int(valid.size), method="percentile", unit=unit)
 
@@ -452,17 +453,20 @@ def percentile_cis(matrix, *, level: float = 0.95, unit: str = "query") -> tuple
     """:func:`percentile_ci` of each column of ``matrix`` ``(n_resamples, m)``: the columns
     without ``nan`` in one call (numpy's percentile along an axis takes the same order
     statistics and interpolation as column by column: the same values), the others one by
-    one."""
+    one. The columns are copied once, each one's resamples side by side (a partition along
+    contiguous memory, in place in the copy: about twice as fast as along the columns)."""
     normal_quantile(level)
     matrix = np.asarray(matrix, dtype=np.float64)
     if matrix.ndim != 2:
         raise ValueError(f"matrix must be 2-D, got shape {matrix.shape}")
     q = [50.0 * (1.0 - level), 50.0 * (1.0 + level)]
-    clean = ~np.isnan(matrix).any(axis=0)
+    by_column = matrix.T.copy(order="C")  # (m, n_resamples), ours to reorder
+    clean = ~np.isnan(by_column).any(axis=1)
     out: list[CI | None] = [None] * matrix.shape[1]
     if clean.any() and matrix.shape[0]:
         columns = np.flatnonzero(clean)
-        lo, hi = np.percentile(matrix[:, columns], q, axis=0)
+        lo, hi = np.percentile(by_column if columns.size == by_column.shape[0]
+                               else by_column[columns], q, axis=1, overwrite_input=True)
         for j, a, b in zip(columns.tolist(), lo.tolist(), hi.tolist(), strict=True):
             out[j] = CI(lo=a, hi=b, level=float(level), n_resamples=int(matrix.shape[0]),
                         n_valid=int(matrix.shape[0]), method="percentile", unit=unit)
