@@ -256,3 +256,45 @@ def test_the_gate_s_risk_coverage_imports_no_scipy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "False"
+
+
+def _float_area_intervals(error, order, ends, n_resamples, seed):
+    """The areas' intervals as computed before the integer cumulations: float64 weights,
+    ``_areas`` on each batch of bootstrap_cis's draw."""
+    from metrics_core.metrics.uncertainty import bootstrap_cis
+
+    e_sorted = error[order][None, :]
+
+    def statistic(w):
+        aurc, optimal, _, _ = rcov._areas(w[:, order], e_sorted, ends, w.sum(axis=1))
+        return np.stack([aurc, optimal, aurc - optimal], axis=1)
+
+    cis = bootstrap_cis({"areas": statistic}, error.size, n_resamples=n_resamples,
+                        seed=seed)["areas"]
+    return {name: (c.lo, c.hi) for name, c in
+            zip(("aurc", "optimal_aurc", "excess_aurc"), cis, strict=True)}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_area_intervals_from_integer_cumulations_and_kept_counts_are_the_float_ones(seed):
+    """The gate's area intervals from integer cumulations of the counts, drawn here or read
+    from the first rows of a longer kept draw (the run's count matrix), equal bit for bit the
+    float64 weights' (thousands of levels: the sums over them in the same layout)."""
+    from metrics_core.metrics.uncertainty import DrawnCounts
+
+    rng = np.random.default_rng(seed)
+    n, b = (3000, 500, 1200)[seed], (120, 75, 300)[seed]
+    tau = 0.5
+    p = np.round(rng.random(n), (4, 2, 6)[seed])
+    y = (rng.random(n) < p).astype(int)
+    error = ((p >= tau).astype(float) != y).astype(float)
+    error, order, ends = rcov._prepared(error, np.abs(p - tau), None)
+    want = _float_area_intervals(error, order, ends, b, seed)
+    assert rcov._area_intervals(error, order, ends, b, seed) == want
+    kept = DrawnCounts(Bootstrap(n, n_resamples=b + 37, seed=seed))
+    assert rcov._area_intervals(error, order, ends, b, seed, kept) == want
+    got = rcov.gate_risk_coverage(y, p, threshold=tau, n_resamples=b, seed=seed,
+                                  counts=kept.array())
+    assert got.ci95 == want
+    with pytest.raises(ValueError, match="at least"):
+        rcov._area_intervals(error, order, ends, b + 38, seed, kept)

@@ -22,6 +22,7 @@ from metrics_core.evaluation.intervals import (
     data_intervals_key,
     multilabel_intervals,
     operating_intervals,
+    query_counts,
     start_drawing,
 )
 from metrics_core.evaluation.result import Evaluation
@@ -76,8 +77,8 @@ def build_evaluation(ev, cfg, *, progress=None) -> Evaluation:
         "roc_band": lambda: ev.roc_band(cfg),
         "pr_band": lambda: ev.pr_band(cfg),
         "smoothed_calibration": ev.smoothed_calibration,
-        "gate_risk_coverage": lambda: risk_coverage.gate_section(ds, cfg, abstention,
-                                                                 p_order=ev.p_order()),
+        "gate_risk_coverage": lambda: risk_coverage.gate_section(
+            ds, cfg, abstention, p_order=ev.p_order(), counts=query_counts(ev, cfg)),
     }
     cls = ev.classification()
     evaluation = Evaluation(

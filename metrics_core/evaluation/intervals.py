@@ -39,7 +39,7 @@ from metrics_core.progress import stage
 
 __all__ = ["Intervals", "curve_intervals", "data_intervals", "data_intervals_key",
            "multilabel_intervals", "only_the_setting_left", "operating_intervals",
-           "post_counts", "start_drawing"]
+           "post_counts", "query_counts", "start_drawing"]
 
 
 class Intervals(dict):
@@ -115,6 +115,15 @@ def _kept_counts(ev, cfg, n_units: int | None = None) -> DrawnCounts | None:
         return None
     return ev.cached(("bootstrap_counts", n_units, cfg.bootstrap, cfg.seed),
                      lambda: _SHARED_COUNTS.get(n_units, cfg.bootstrap, cfg.seed))
+
+
+def query_counts(ev, cfg) -> DrawnCounts | None:
+    """The run's count matrix of the queries when it is kept (the query unit, small enough),
+    else None: read by the statistics that resample queries with the run's seed (the gate's
+    risk–coverage areas: its first resamples) instead of drawing them again."""
+    if not cfg.bootstrap or cfg.bootstrap_unit != "query" or not ev.ds.n_queries:
+        return None
+    return _kept_counts(ev, cfg)
 
 
 def post_counts(ev, cfg):

@@ -210,29 +210,96 @@ def aurc_intervals(error, confidence, *, answered=None, n_resamples: int = 2000,
     return _area_intervals(error, order, ends, n_resamples, seed)
 
 
-def _area_intervals(error, order, ends, n_resamples: int, seed: int) -> dict:
-    """:func:`aurc_intervals` of the errors in confidence order (:func:`_prepared`)."""
-    from metrics_core.metrics.uncertainty import bootstrap_cis
+def _area_intervals(error, order, ends, n_resamples: int, seed: int, counts=None) -> dict:
+    """:func:`aurc_intervals` of the errors in confidence order (:func:`_prepared`).
 
-    e_sorted = error[order][None, :]
+    ``counts``: the count matrix of the same seed drawn before (rows ``0:n_resamples`` of a
+    :class:`~metrics_core.metrics.uncertainty.DrawnCounts` or of an array of ``error.size``
+    units: the first resamples of a longer draw are the draw of fewer), read instead of
+    drawing again. With 0/1 errors each resample's answered weight and weighted errors up to
+    each level are integer cumulative sums of its counts (the errors' and the others'
+    columns, in confidence order), whole numbers equal to the float sums of the weights."""
+    from metrics_core.metrics.uncertainty import (
+        _BATCH_ELEMENTS,
+        Bootstrap,
+        bootstrap_cis,
+        percentile_cis,
+    )
 
-    def statistic(w):
-        aurc, optimal, _, _ = _areas(w[:, order], e_sorted, ends, w.sum(axis=1))
-        return np.stack([aurc, optimal, aurc - optimal], axis=1)
+    n = int(error.size)
+    e_sorted = error[order]
+    whole = bool(np.isin(e_sorted, (0.0, 1.0)).all())
+    if counts is None and not whole:
+        def statistic(w):
+            aurc, optimal, _, _ = _areas(w[:, order], e_sorted[None, :], ends, w.sum(axis=1))
+            return np.stack([aurc, optimal, aurc - optimal], axis=1)
 
-    cis = bootstrap_cis({"areas": statistic}, error.size, n_resamples=n_resamples,
-                        seed=seed)["areas"]
+        cis = bootstrap_cis({"areas": statistic}, n, n_resamples=n_resamples,
+                            seed=seed)["areas"]
+    else:
+        step = max(1, _BATCH_ELEMENTS // max(n, 1))  # (bootstrap_cis's batches)
+        if counts is None:
+            batches = Bootstrap(n, n_resamples=n_resamples, seed=seed,
+                                batch_size=step).count_batches()
+        else:
+            if counts.shape[1] != n or counts.shape[0] < n_resamples:
+                raise ValueError(f"counts must have {n} columns and at least {n_resamples} "
+                                 f"rows, got shape {counts.shape}")
+            batches = (counts[i:min(i + step, n_resamples)]
+                       for i in range(0, n_resamples, step))
+        statistic = _whole_areas(e_sorted, order, ends) if whole else None
+        parts = []
+        for batch in batches:
+            if statistic is not None:
+                parts.append(statistic(batch))
+            else:
+                w = batch.astype(np.float64)
+                aurc, optimal, _, _ = _areas(w[:, order], e_sorted[None, :], ends,
+                                             w.sum(axis=1))
+                parts.append(np.stack([aurc, optimal, aurc - optimal], axis=1))
+        cis = percentile_cis(np.concatenate(parts) if parts else np.empty((0, 3)))
     return {name: ((c.lo, c.hi) if c.defined else None)
             for name, c in zip(("aurc", "optimal_aurc", "excess_aurc"), cis, strict=True)}
 
 
+def _whole_areas(e_sorted, order, ends):
+    """The areas of each row of integer counts (resample x unit) for 0/1 errors ``e_sorted``
+    of the answered units ``order`` (confidence order): ``_areas`` of the float weights, from
+    two integer cumulations (the errors' columns, the others'), read at each level's end."""
+    wrong = e_sorted != 0
+    wrong_columns, right_columns = order[wrong], order[~wrong]
+    wrong_before = np.r_[0, np.cumsum(wrong)]  # errors among the first x answered units
+    at = np.asarray(ends, dtype=np.int64) + 1
+    wrong_at, right_at = wrong_before[at], at - wrong_before[at]
+
+    def cumulated(w, columns, kind):
+        cum = np.empty((w.shape[0], columns.size + 1), dtype=kind)
+        cum[:, 0] = 0
+        np.cumsum(np.take(w, columns, axis=1), axis=1, dtype=kind, out=cum[:, 1:])
+        return cum
+
+    def statistic(w):
+        total = w.sum(axis=1, dtype=np.int64)
+        kind = np.int32 if int(total.max(initial=0)) < np.iinfo(np.int32).max else np.int64
+        # (read by indexing, as _areas reads its cumulations: the levels' axis first in
+        # memory, the layout its sums over the levels have always been made in)
+        ce = cumulated(w, wrong_columns, kind)[:, wrong_at]
+        cw = ce + cumulated(w, right_columns, kind)[:, right_at]
+        aurc, optimal, _, _ = _areas_of_levels(cw.astype(np.float64), ce.astype(np.float64),
+                                               total.astype(np.float64))
+        return np.stack([aurc, optimal, aurc - optimal], axis=1)
+
+    return statistic
+
+
 def gate_risk_coverage(y, p, *, threshold: float = 0.5, n_resamples: int = 0,
-                       seed: int = 0, p_order=None) -> RiskCoverage:
+                       seed: int = 0, p_order=None, counts=None) -> RiskCoverage:
     """The gate's risk–coverage: predict positive iff ``p ≥ threshold``, abstain on the least
     confident first (confidence ``|p − threshold|``: a band around the threshold that widens),
     with bootstrap intervals of the areas when ``n_resamples`` > 0. ``p_order``: the rows by
     ``p`` ascending, when the caller has it (the confidence order is then merged from it, not
-    sorted); the values are the same."""
+    sorted); the values are the same. ``counts``: the count matrix of ``seed`` over the rows,
+    drawn before (at least ``n_resamples`` rows), read instead of drawing again."""
     y = np.asarray(y, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     error = ((p >= threshold).astype(np.float64) != y).astype(np.float64)
@@ -250,7 +317,7 @@ def gate_risk_coverage(y, p, *, threshold: float = 0.5, n_resamples: int = 0,
     out = RiskCoverage(cov[0], risk[0], float(aurc[0]), float(optimal[0]), int(error.size))
     if n_resamples:
         out = RiskCoverage(out.coverage, out.risk, out.aurc, out.optimal_aurc, out.n,
-                           _area_intervals(error, order, ends, n_resamples, seed))
+                           _area_intervals(error, order, ends, n_resamples, seed, counts))
     return out
 
 
@@ -319,17 +386,18 @@ def gate_area_resamples(values, pos, neg, *, threshold: float = 0.5) -> np.ndarr
     return np.concatenate(out) if out else np.empty((0, 3))
 
 
-def gate_section(ds, cfg, abstention, *, p_order=None) -> dict:
+def gate_section(ds, cfg, abstention, *, p_order=None, counts=None) -> dict:
     """The gate's risk–coverage for a run's JSON (``metrics_master.json``,
     ``gate_risk_coverage``): the curve around the run's threshold τ (at most 500 points
     written), its areas with intervals from min(bootstrap, :data:`GATE_RESAMPLES`) resamples,
     and the gate's own operating point (coverage = answered share; risk = errors among the
-    NEG and POS answers)."""
+    NEG and POS answers). ``counts``: the run's count matrix of the queries (same seed, at
+    least that many resamples), when drawn already: its first rows are these resamples."""
     if ds.n_queries == 0:
         return {"defined": False, "reason": "no query"}
     n_boot = min(int(cfg.bootstrap), GATE_RESAMPLES)
     curve = gate_risk_coverage(ds.y, ds.p, threshold=cfg.threshold, n_resamples=n_boot,
-                               seed=cfg.seed, p_order=p_order)
+                               seed=cfg.seed, p_order=p_order, counts=counts)
     return section_of(curve, cfg, n_boot, coverage=abstention.coverage,
                       accuracy_answered=abstention.accuracy_answered)
 
