@@ -124,3 +124,27 @@ def test_intervals_equal_the_repeated_rows(dataset):
     matrix = np.stack([k.astype(float), emask.astype(float)], axis=1)
     (sums,) = bootstrap_sums([matrix], dataset.n_queries, n_resamples=60, seed=9)
     assert np.array_equal(sums, counts.astype(float) @ matrix)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_joint_category_sums_equal_one_pass_per_category(seed):
+    """The first setting's two category sums (the integer columns' categories and the
+    (recall, precision) pairs) from one pass over the weights equal a pass for each, and
+    the weights per category are the counts of the rows summed literally."""
+    rng = np.random.default_rng(seed)
+    n, n_codes, n_pairs, b = 500, (7, 40, 1)[seed], (5, 1, 90)[seed], 37
+    codes = rng.integers(0, n_codes, n)
+    pairs = rng.integers(0, n_pairs, n)
+    counts = rng.integers(0, 4, size=(b, n)).astype(np.uint8)
+    batches = [counts[i:i + 10] for i in range(0, b, 10)]
+    seen = []
+    by_code, by_pair = intervals._joint_category_sums(
+        iter(batches), codes, n_codes + 2, pairs, n_pairs, b,
+        lambda done, total: seen.append((done, total)))
+    assert np.array_equal(by_code, intervals._category_sums(iter(batches), codes,
+                                                            n_codes + 2, b))
+    assert np.array_equal(by_pair, intervals._category_sums(iter(batches), pairs, n_pairs, b))
+    literal = np.stack([[counts[r, codes == c].sum() for c in range(n_codes + 2)]
+                        for r in range(b)])
+    assert np.array_equal(by_code, literal)
+    assert seen == [(10, b), (20, b), (30, b), (37, b)]

@@ -441,6 +441,39 @@ def _category_sums(batches, codes: np.ndarray, n_codes: int, n_resamples: int,
     return out
 
 
+def _joint_category_sums(batches, codes: np.ndarray, n_codes: int, others: np.ndarray,
+                         n_others: int, n_resamples: int, progress=None):
+    """:func:`_category_sums` of two categories of the same rows, ``codes`` and ``others``,
+    from one pass over the weights: each batch's weight per joint category (the few pairs
+    of the two that occur), then summed per category of each (whole numbers: the same
+    sums as two passes)."""
+    by_code = np.zeros((n_resamples, n_codes))
+    by_other = np.zeros((n_resamples, n_others))
+    if not codes.size:
+        return by_code, by_other
+    joint = codes.astype(np.int64) * n_others + others
+    order = np.argsort(joint, kind="stable")
+    ordered = joint[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    present = ordered[starts]  # ascending: by code first
+    code_of, other_of = present // n_others, present % n_others
+    code_starts = np.flatnonzero(np.r_[True, code_of[1:] != code_of[:-1]])
+    other_order = np.argsort(other_of, kind="stable")
+    other_sorted = other_of[other_order]
+    other_starts = np.flatnonzero(np.r_[True, other_sorted[1:] != other_sorted[:-1]])
+    start = 0
+    for batch in batches:
+        stop = start + batch.shape[0]
+        sums = np.add.reduceat(np.take(batch, order, axis=1), starts, axis=1, dtype=np.int64)
+        by_code[start:stop, code_of[code_starts]] = np.add.reduceat(sums, code_starts, axis=1)
+        by_other[start:stop, other_sorted[other_starts]] = np.add.reduceat(
+            np.take(sums, other_order, axis=1), other_starts, axis=1)
+        start = stop
+        if progress is not None:
+            progress(stop, n_resamples)
+    return by_code, by_other
+
+
 def _operating_values(float_sums: np.ndarray, int_sums: np.ndarray) -> np.ndarray:
     """Each resample's value of every :data:`OPERATING_NAMES` metric from its weighted sums:
     the registry's kernels of §7 (:data:`BOOTSTRAP_OPERATING`: evidence recall / precision over
@@ -526,12 +559,21 @@ class _KeptSums:
         self.rows_summed = 0  # rows whose weights the last call read (for inspection)
         self.blocks_summed = 0
 
-    def float_sums(self, floats, counts, unit_of_row) -> np.ndarray:
-        """The real-valued sums of ``floats``, reading the weights of what changed only."""
+    def _sums_every_pair(self, floats, values) -> bool:
+        """Whether :meth:`float_sums` of ``floats`` (distinct pairs ``values``) sums every
+        row's weight per pair (a first setting, or one summed the other way: every row
+        summed, as a fresh evaluator sums them)."""
+        mode = "pairs" if values.shape[0] <= MAX_VALUE_PAIRS else "blocks"
+        return mode == "pairs" and (self.floats is None or self.floats.shape != floats.shape
+                                    or self.mode != mode
+                                    or len(self.pair_column) > 2 * MAX_VALUE_PAIRS)
+
+    def float_sums(self, floats, counts, unit_of_row, pair_sums=None) -> np.ndarray:
+        """The real-valued sums of ``floats``, reading the weights of what changed only.
+        ``pair_sums``: every resample's weight per distinct pair of ``floats`` (in
+        :func:`_value_pairs`' order), summed already, when every row is summed."""
         values, codes = _value_pairs(floats)
         mode = "pairs" if values.shape[0] <= MAX_VALUE_PAIRS else "blocks"
-        # (a first setting, or one summed the other way: every row summed, as a fresh
-        # evaluator sums them)
         first = (self.floats is None or self.floats.shape != floats.shape
                  or self.mode != mode or len(self.pair_column) > 2 * MAX_VALUE_PAIRS)
         self.mode = mode
@@ -541,10 +583,12 @@ class _KeptSums:
         keys = list(map(tuple, values.tolist()))
         if first:
             self.pair_column = {key: j for j, key in enumerate(keys)}
-            step = _batch_rows(floats.shape[0])
-            batches = (b if unit_of_row is None else np.take(b, unit_of_row, axis=1)
-                       for b in counts.batches(step))
-            self.pair_sums = _category_sums(batches, codes, len(keys), counts.shape[0])
+            if pair_sums is None:
+                step = _batch_rows(floats.shape[0])
+                batches = (b if unit_of_row is None else np.take(b, unit_of_row, axis=1)
+                           for b in counts.batches(step))
+                pair_sums = _category_sums(batches, codes, len(keys), counts.shape[0])
+            self.pair_sums = pair_sums
             self.rows_summed = floats.shape[0]
         else:
             for key in keys:
@@ -597,11 +641,19 @@ class _KeptSums:
     def every_sum(self, floats, y, sources, n_k, counts: DrawnCounts, unit_of_row,
                   progress) -> tuple[np.ndarray, np.ndarray]:
         """Every block's sums of ``floats`` (the products of :meth:`float_sums`) and the sums
-        of the integer columns, by category (:func:`_integer_categories`: no product)."""
+        of the integer columns, by category (:func:`_integer_categories`: no product). When
+        the real-valued sums are by pair, both come from one pass over the weights (by the
+        joint category: a query's integer category and its pair)."""
         codes, matrix = _integer_categories(y, *sources, n_k)
         step = _batch_rows(y.size)
         batches = (b if unit_of_row is None else np.take(b, unit_of_row, axis=1)
                    for b in counts.batches(step))
+        values, pairs = _value_pairs(floats)
+        if self._sums_every_pair(floats, values):
+            by_code, by_pair = _joint_category_sums(batches, codes, matrix.shape[0], pairs,
+                                                    values.shape[0], counts.shape[0],
+                                                    progress)
+            return self.float_sums(floats, counts, unit_of_row, by_pair), by_code @ matrix
         int_sums = _category_sums(batches, codes, matrix.shape[0], counts.shape[0],
                                   progress) @ matrix
         return self.float_sums(floats, counts, unit_of_row), int_sums
