@@ -44,6 +44,7 @@ from metrics_core.evaluation.cohort_groups import (
     intersect,
 )
 from metrics_core.evaluation.cohort_resamples import (
+    WORKERS,
     PairCounts,
     distinct_columns,
     extra_columns,
@@ -333,8 +334,12 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                 counts = Bootstrap(int(ds.posts.size), n_resamples=n_resamples, seed=seed)
         reps = replicates(ds, columns, pairs, num_den, counts, n_metrics, progress)
     all_names = [*names, "auroc"]
-    cohort_rows, weak_rows, odds = [], [], []
-    for k, col in enumerate(columns):
+    # the per-criterion machinery's tables first, here (it reads the evaluator's memo)
+    bodies = [tables.group_body(ev, inter, col.grouping) for col in columns[:len(singles)]]
+
+    def column_rows(k: int) -> tuple[list, list, list]:
+        """The column's table rows, equalised-odds rows and weak-segment candidates."""
+        col = columns[k]
         grouping = col.grouping
         g = len(grouping.values)
         n = np.bincount(grouping.codes, minlength=g)
@@ -342,8 +347,9 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
         cohort_v, rest_v = _point(ds, grouping, num_den, n_metrics, point_auroc[k])
         rows = _disparity_rows(grouping, all_names, cohort_v, rest_v,
                                None if reps is None else reps[k], n, n_pos)
+        table, odds = [], []
         if k < len(singles):
-            body = tables.group_body(ev, inter, grouping)
+            body = bodies[k]
             intervals, tested = _extra_intervals(
                 grouping, body, extra_names, extra,
                 None if reps is None else reps[k]["extra"], where, n, n_pos)
@@ -357,9 +363,28 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
             rows += _other_rows(grouping, body, set(all_names) | {
                 r["metric"] for r in (*multi, *tested)}, n, n_pos, intervals)
             _finish_column(rows)
-            cohort_rows.extend(_ordered(rows, body.columns, all_names))
-            odds.extend(_equalised_odds(grouping, rows))
-        weak_rows.extend(r for r in rows if r["n"] >= min_size and r["metric"] in all_names)
+            table = _ordered(rows, body.columns, all_names)
+            odds = _equalised_odds(grouping, rows)
+        return table, odds, [r for r in rows if r["n"] >= min_size and r["metric"] in all_names]
+
+    # The columns on WORKERS threads (their intervals' partitions and the arithmetic on the
+    # resamples run outside the interpreter's lock); each column's rows are its own, put
+    # together in the columns' order: the same tables whichever thread made them.
+    cohort_rows, weak_rows, odds = [], [], []
+    if len(columns) > 1 and WORKERS > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from metrics_core.cpu_account import charged
+
+        with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cohorts") as pool:
+            results = [f.result() for f in [pool.submit(charged(column_rows), k)
+                                            for k in range(len(columns))]]
+    else:
+        results = [column_rows(k) for k in range(len(columns))]
+    for table, column_odds, candidates in results:
+        cohort_rows.extend(table)
+        odds.extend(column_odds)
+        weak_rows.extend(candidates)
     cohorts = pd.DataFrame(cohort_rows, columns=list(COHORT_COLUMNS))
     return CohortResult(cohorts, _weak_segments(weak_rows, top) if weak
                         else pd.DataFrame(columns=list(WEAK_COLUMNS)),
