@@ -42,6 +42,14 @@ def test_data_page_offers_the_demo_cohort_columns_and_the_page_shows_them():
     flagged = shown[shown["flagged"].astype(bool)]
     assert "site_E" in set(flagged["value"])
     assert any("disparity(ies) flagged" in t for t in texts(at))
+    # one line per flagged cohort, the cohort named first, its count of flagged metrics
+    alert = next(e.value for e in at.error if "disparity(ies) flagged" in e.value)
+    cohorts = flagged.groupby(["column", "value"], sort=False).size()
+    assert f"{len(flagged)} disparity(ies) flagged in {len(cohorts)} cohort(s)" in alert
+    lines = [line for line in alert.splitlines() if line.startswith("- **")]
+    assert len(lines) == len(cohorts)
+    site_e = f"- **site = site_E** ({cohorts[('site', 'site_E')]}): "
+    assert any(line.replace("\\_", "_").startswith(site_e) for line in lines), lines
     # the page says its resamples (the live 2,000) and the documents' (the run's number)
     exported = f"{EvalConfig().bootstrap:,}"
     assert any("Intervals from 2,000 resamples of posts" in t

@@ -20,6 +20,21 @@ def _readable(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _flagged_text(flagged: pd.DataFrame) -> str:
+    """The flagged disparities, one line per cohort (its metrics, the cohort's value against
+    the rest's), for the page's alert."""
+    lines = []
+    for (column, value), rows in flagged.groupby(["column", "value"], sort=False):
+        shown = "; ".join(f"{registry.label(r.metric)} {r.estimate:.3f} vs "
+                          f"{r.rest_estimate:.3f} elsewhere" for r in rows.itertuples())
+        lines.append(f"- **{escape_markdown(f'{column} = {value}')}** ({len(rows)}): "
+                     + escape_markdown(shown))
+    cohorts = len(lines)
+    return (f"{len(flagged)} disparity(ies) flagged in {cohorts} cohort(s). Each cohort is "
+            "compared with the rest of the data, so when one cohort is much worse the others "
+            "can differ from their rest too.\n\n" + "\n".join(lines))
+
+
 v = data.view()
 display.page_header("Cohorts", v)
 source = v.source
@@ -57,9 +72,7 @@ else:
                "small cell (under 30 queries or positives). " + used)
     flagged = table[table["flagged"]]
     if len(flagged):
-        st.error(f"{len(flagged)} disparity(ies) flagged: " + escape_markdown("; ".join(
-            f"{r.column} = {r.value}: {registry.label(r.metric)} {r.estimate:.3f} vs "
-            f"{r.rest_estimate:.3f} elsewhere" for r in flagged.itertuples())))
+        st.error(_flagged_text(flagged))
     else:
         st.success("No disparity flagged.")
     st.subheader("Disparities to the rest of the data")
@@ -74,3 +87,4 @@ else:
     weak = result.weak_segments
     display.show_table(_readable(pd.DataFrame(weak).reset_index(drop=True)),
                        key="weak_segments_table")
+
