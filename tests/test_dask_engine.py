@@ -901,3 +901,42 @@ def test_reduced_gate_areas_intervals_equal_a_literal_loop_over_the_same_poisson
                                          client=client)["gate_risk_coverage"]
     assert above["ci95"] is None and above["n_resamples"] == 0
     assert above["curve"] == expected["curve"] and above["aurc"] == expected["aurc"]
+
+
+_HELD_AT_MERGE: list[int] = []
+
+
+def _counting_merge(*parts):
+    """``reduced.merge_summaries`` noting how many units' summaries the workers hold (the
+    in-process cluster's workers; the function runs there by reference to this module)."""
+    from distributed.worker import Worker
+
+    from metrics_core.engines.reduced import _merge_summaries_unpatched
+
+    _HELD_AT_MERGE.append(sum(1 for w in list(Worker._instances) for key in list(w.data)
+                              if str(key).startswith("unit_summary-")))
+    return _merge_summaries_unpatched(*parts)
+
+
+def test_reduced_run_releases_each_unit_s_summary_once_merged(paths, cluster, tmp_path,
+                                                             monkeypatch):
+    """A unit's summary (tens of MB with resamples) leaves the workers' memory once merged,
+    not at the end of the run: the whole cluster's peak would grow with the number of units
+    (at 10M queries, 100 units of ~35 MB each at 200 resamples)."""
+    from metrics_core.engines import reduced
+
+    _, client = cluster
+    q, c = _data()
+    other = _write(q, c, tmp_path, n_parts=12)
+    held = _HELD_AT_MERGE
+    held.clear()
+    monkeypatch.setattr(reduced, "_merge_summaries_unpatched", reduced.merge_summaries,
+                        raising=False)
+    monkeypatch.setattr(reduced, "merge_summaries", _counting_merge)
+    doc = dask_engine.evaluate_reduced(other["q_dir"], other["c_dir"],
+                                       EvalConfig(bootstrap=20, seed=3), client=client)
+    assert doc["dataset"]["n_queries"] > 0
+    assert len(held) == 4  # 3 merges of 4 units, then one of the 3 merged
+    # the last merge (of the merged groups) finds no unit's summary left; before, every unit's
+    # summary stayed held to the end: [8, 14, 16, 16]
+    assert held[-1] == 0 and held[-2] < held[0], held

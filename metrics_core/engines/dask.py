@@ -208,10 +208,11 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
 
     def run(on):
         units, q_str, c_str, q_name, c_name = _units(on, queries, candidates)
-        futures = [on.submit(reduced.unit_summary, [q_str[j] for j in qi],
+        # a generator: no list here keeps the units' summaries on the workers once merged
+        futures = (on.submit(reduced.unit_summary, [q_str[j] for j in qi],
                              [c_str[j] for j in ci], config, queries_name=q_name,
                              candidates_name=c_name, pure=False, per_query_dir=written,
-                             part=i) for i, (qi, ci) in enumerate(units)]
+                             part=i) for i, (qi, ci) in enumerate(units))
         return tree_reduce(on, futures, reduced.merge_summaries,
                            finish=functools.partial(reduced.finish, config=config)), \
             q_name, c_name
@@ -341,12 +342,12 @@ def bootstrap_by_reduction(queries, candidates, config, *, client) -> dict:
     counts = point["counts"]
     weighted = n_resamples * counts.values.size <= WEIGHTED_SORT_LIMIT
     units, q_str, c_str, q_name, c_name = _units(client, queries, candidates)
-    futures = [client.submit(unit_resample_sums, [q_str[j] for j in qi],
+    futures = (client.submit(unit_resample_sums, [q_str[j] for j in qi],
                              [c_str[j] for j in ci], queries_name=q_name,
                              candidates_name=c_name, seed=int(config.seed),
                              n_resamples=n_resamples, unit=config.bootstrap_unit,
                              threshold=float(config.threshold), weighted_auroc=weighted,
-                             pure=False) for qi, ci in units]
+                             pure=False) for qi, ci in units)  # (released once merged)
     sums = tree_reduce(client, futures, merge_resample_sums)
     tp, fp, fn, tn = (sums["confusion"][:, i].astype(np.float64) for i in range(4))
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -20,7 +20,7 @@ receives the final summary only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,19 +88,29 @@ def counted_scores(counts: ScoreCounts) -> CurveCounts:
                        n_pos=int(desc_pos.sum()), n_neg=int(desc_neg.sum()))
 
 
-def tree_reduce(client, futures: Sequence, combine: Callable, *, fan_in: int = 4,
+def tree_reduce(client, futures: Iterable, combine: Callable, *, fan_in: int = 4,
                 finish: Callable | None = None):
     """Combine ``futures`` on the cluster, ``fan_in`` at a time, and return the one result
     (``finish`` of it, run on the cluster too, when given).
 
-    Only the final value is sent to the client; every intermediate stays on a worker.
+    Only the final value is sent to the client; every intermediate stays on a worker, and only
+    until it is combined: this function holds the only references to the futures once it has
+    taken them, so pass them as an iterator (a generator of ``client.submit`` calls), not a
+    list the caller keeps. A list kept by the caller keeps every unit's result in the
+    workers' memory until the end (the reduced run's summaries, tens of MB each with
+    resamples: the whole cluster's peak grew with the number of units).
     """
     layer = list(futures)
+    del futures
     if not layer:
         raise ValueError("nothing to reduce")
+    level = 0
     while len(layer) > 1:
-        layer = [client.submit(combine, *layer[i:i + fan_in], pure=False)
+        level += 1  # a merge runs before units still waiting (their results are freed sooner)
+        layer = [client.submit(combine, *layer[i:i + fan_in], pure=False, priority=level)
                  if len(layer[i:i + fan_in]) > 1 else layer[i]
                  for i in range(0, len(layer), fan_in)]
-    last = layer[0] if finish is None else client.submit(finish, layer[0], pure=False)
+    last = layer[0] if finish is None else client.submit(finish, layer[0], pure=False,
+                                                         priority=level + 1)
+    del layer
     return last.result()
