@@ -22,7 +22,12 @@ from metrics_core import registry
 from metrics_core.evaluation.inflight import in_background
 from metrics_core.evaluation.kernels import bootstrap_columns
 from metrics_core.metrics import calibration, gate, multilabel, outcomes
-from metrics_core.metrics.curve_replicates import ScoreLayout, curve_replicates
+from metrics_core.metrics.curve_replicates import (
+    ScoreLayout,
+    batch_replicates,
+    curve_replicates,
+    joined,
+)
 from metrics_core.metrics.uncertainty import (
     CI,
     Bootstrap,
@@ -210,8 +215,25 @@ def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
         crit = ds.criterion_code.take(order)
         groups = [np.flatnonzero(crit == c) for c in range(len(ds.criteria))]
         grid = np.asarray(BAND_GRID)
-        values = curve_replicates(layout, _count_batches(ev, cfg, progress), groups=groups,
-                                  roc_grid=grid, pr_grid=grid, thresholds=DECISION_THRESHOLDS)
+        kept = _kept_counts(ev, cfg)
+        if kept is None:
+            values = curve_replicates(layout, _count_batches(ev, cfg, progress),
+                                      groups=groups, roc_grid=grid, pr_grid=grid,
+                                      thresholds=DECISION_THRESHOLDS)
+        else:  # batch by batch, by this thread and any that helps (help_curve_pass)
+            shared = _SharedPass(kept, _batch_rows(ds.n_queries), batch_replicates(
+                layout, groups=groups, roc_grid=grid, pr_grid=grid,
+                thresholds=DECISION_THRESHOLDS))
+            key = (id(ev), cfg.bootstrap_config)
+            with _PASSES_LOCK:
+                _PASSES[key] = shared
+            try:
+                shared.work(progress)
+                values = joined(shared.parts())
+            finally:
+                with _PASSES_LOCK:
+                    if _PASSES.get(key) is shared:
+                        del _PASSES[key]
         unit = cfg.bootstrap_unit
 
         def cis(matrix):
@@ -228,6 +250,71 @@ def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
                 "net_benefit": band(values["net_benefit"])}
 
     return ev.cached(("curve_intervals", cfg.bootstrap_config), compute)
+
+
+class _SharedPass:
+    """The batches of one pass over a kept count matrix, each taken by the next thread that
+    asks (:meth:`work`): the thread that started the pass and any that would otherwise wait
+    for it (:func:`help_curve_pass`). Each batch's values depend on its rows only, so the
+    result (:meth:`parts`, in batch order) is the one thread's."""
+
+    def __init__(self, counts: DrawnCounts, step: int, compute: Callable):
+        self.counts, self.step, self.compute = counts, step, compute
+        self.n_batches = -(-counts.shape[0] // step)
+        self._parts: list = [None] * self.n_batches
+        self._next = self._finished = 0
+        self._error: BaseException | None = None
+        self._ready = threading.Condition()
+
+    def work(self, progress: Callable | None = None) -> None:
+        """Compute batches until none is left to take; ``progress(done, total)`` after each
+        (the rows of the batches finished, by every thread)."""
+        total = self.counts.shape[0]
+        while True:
+            with self._ready:
+                if self._next >= self.n_batches or self._error is not None:
+                    return
+                i = self._next
+                self._next += 1
+            try:
+                part = self.compute(self.counts.rows(i * self.step, (i + 1) * self.step))
+            except BaseException as err:
+                with self._ready:
+                    self._error = err
+                    self._ready.notify_all()
+                raise
+            with self._ready:
+                self._parts[i] = part
+                self._finished += 1
+                done = min(total, self._finished * self.step)
+                self._ready.notify_all()
+            if progress is not None:
+                progress(done, total)
+
+    def parts(self) -> list:
+        """Every batch's values in order, once every batch is done (a thread's failure on
+        one of them raised here)."""
+        with self._ready:
+            while self._finished < self.n_batches and self._error is None:
+                self._ready.wait()
+            if self._error is not None:
+                raise RuntimeError("a batch of the pass failed") from self._error
+            return list(self._parts)
+
+
+_PASSES_LOCK = threading.Lock()
+#: The score-ordered passes in progress, by (evaluator, bootstrap settings).
+_PASSES: dict[tuple, _SharedPass] = {}
+
+
+def help_curve_pass(ev, cfg, progress: Callable | None = None) -> None:
+    """Take batches of the score-ordered pass of :func:`curve_intervals` that is in progress
+    on another thread (started by :func:`start_drawing`), until none is left: a caller about
+    to wait for its result computes part of it instead (a no-op when no pass is running)."""
+    with _PASSES_LOCK:
+        shared = _PASSES.get((id(ev), cfg.bootstrap_config))
+    if shared is not None:
+        shared.work(progress)
 
 
 #: The reliability bins' metrics with a bootstrap interval (the registry's ``reliability``
@@ -311,9 +398,11 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
         out = Intervals(_method(cfg))
         out.update(_run(ev, cfg, {"linear": _linear_statistic(columns, bins)},
                         stage(progress, "bootstrap (ranking means, Brier, ECE, MCE)")))
-        # (computed, or being computed, on the helper thread of start_drawing)
-        curves = curve_intervals(
-            ev, cfg, stage(progress, "bootstrap (AUROC, AP, ROC / PR / net-benefit bands)"))
+        # (computed, or being computed, on the helper thread of start_drawing: the batches
+        # it has not taken yet computed here meanwhile)
+        curve_progress = stage(progress, "bootstrap (AUROC, AP, ROC / PR / net-benefit bands)")
+        help_curve_pass(ev, cfg, curve_progress)
+        curves = curve_intervals(ev, cfg, curve_progress)
         # (the registry's discrimination metrics with a bootstrap interval, and AUROC's per
         # criterion for the per-criterion table's interval columns)
         out.update({name: curves[name] for name in (*BOOTSTRAP_SCORED, "auroc_by_criterion")})

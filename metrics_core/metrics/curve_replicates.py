@@ -26,7 +26,7 @@ import numpy as np
 
 from metrics_core.metrics.uncertainty import divide
 
-__all__ = ["ScoreLayout", "curve_replicates"]
+__all__ = ["ScoreLayout", "batch_replicates", "curve_replicates", "joined"]
 
 
 class ScoreLayout:
@@ -250,31 +250,46 @@ def curve_replicates(layout: ScoreLayout, batches: Iterable[np.ndarray], *,
     ``pr`` / ``net_benefit`` at ``roc_grid`` (FPR), ``pr_grid`` (recall) and ``thresholds``
     when given.
     """
+    replicates = batch_replicates(layout, groups=groups, roc_grid=roc_grid, pr_grid=pr_grid,
+                                  thresholds=thresholds, discrimination=discrimination)
+    return joined([replicates(weights) for weights in batches])
+
+
+def joined(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The replicates of consecutive batches (:func:`batch_replicates`), one array each."""
+    names = list(parts[0]) if parts else []
+    return {name: np.concatenate([part[name] for part in parts], axis=0) for name in names}
+
+
+def batch_replicates(layout: ScoreLayout, *, groups: list[np.ndarray] | None = None,
+                     roc_grid=None, pr_grid=None, thresholds=None,
+                     discrimination: bool = True):
+    """The function of one batch of weights that :func:`curve_replicates` applies to each:
+    ``replicates(weights)`` -> name -> one row per resample of the batch. Each resample's
+    values depend on its own weights only (not on the batch it comes in), so batches may be
+    computed in any order, on any thread, and :func:`joined` in resample order."""
     subsets = [layout.subset(np.asarray(g, dtype=np.int64)) for g in (groups or [])]
     roc_grid = None if roc_grid is None else np.asarray(roc_grid, dtype=np.float64)
     pr_grid = None if pr_grid is None else np.asarray(pr_grid, dtype=np.float64)
     thresholds = None if thresholds is None else np.asarray(thresholds, dtype=np.float64)
-    parts: dict[str, list[np.ndarray]] = {}
 
-    def keep(name, value):
-        parts.setdefault(name, []).append(value)
-
-    for weights in batches:
+    def replicates(weights: np.ndarray) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
         pos, neg = layout.cumulative(weights)
         if discrimination:
-            auc, ap = _auroc_ap(layout, pos, neg)
-            keep("auroc", auc)
-            keep("auprc", ap)
+            out["auroc"], out["auprc"] = _auroc_ap(layout, pos, neg)
         if roc_grid is not None:
-            keep("roc", _roc_at(layout, pos, neg, roc_grid))
+            out["roc"] = _roc_at(layout, pos, neg, roc_grid)
         if pr_grid is not None:
-            keep("pr", _pr_at(layout, pos, neg, pr_grid))
+            out["pr"] = _pr_at(layout, pos, neg, pr_grid)
         if thresholds is not None:
-            keep("net_benefit", _net_benefit_at(layout, pos, neg, thresholds))
+            out["net_benefit"] = _net_benefit_at(layout, pos, neg, thresholds)
         del pos, neg
         if subsets:
             by_group = np.empty((weights.shape[0], len(subsets)))
             for j, sub in enumerate(subsets):
                 by_group[:, j] = _auroc_ap(sub, *sub.cumulative(weights), want_ap=False)[0]
-            keep("auroc_by_group", by_group)
-    return {name: np.concatenate(values, axis=0) for name, values in parts.items()}
+            out["auroc_by_group"] = by_group
+        return out
+
+    return replicates
