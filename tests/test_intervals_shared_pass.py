@@ -38,14 +38,15 @@ def test_two_threads_taking_batches_give_the_one_thread_replicates():
     counts = DrawnCounts(Bootstrap(n, n_resamples=resamples, seed=9))
     want = curve_replicates(layout, counts.batches(step), **kwargs)
     replicates = batch_replicates(layout, **kwargs)
-    helper_started = threading.Event()
+    owner_started, helper_started = threading.Event(), threading.Event()
     by = {}
 
     def compute(weights):
         name = threading.current_thread().name
         if name == "helper":
             helper_started.set()
-        else:  # the owner waits until the helper has a batch of its own
+        elif not owner_started.is_set():  # the owner's first batch waits for the helper's
+            owner_started.set()
             helper_started.wait(5)
         by.setdefault(name, 0)
         by[name] += 1
@@ -53,8 +54,8 @@ def test_two_threads_taking_batches_give_the_one_thread_replicates():
 
     shared = intervals._SharedPass(counts, step, compute)
     seen = []
-    helper = threading.Thread(target=lambda: shared.work(lambda d, t: seen.append((d, t))),
-                              name="helper")
+    helper = threading.Thread(target=lambda: (owner_started.wait(5), shared.work(
+        lambda d, t: seen.append((d, t)))), name="helper")
     helper.start()
     shared.work()
     got = joined(shared.parts())
@@ -127,4 +128,4 @@ def test_a_caller_helping_the_running_pass_gets_the_same_intervals():
             np.testing.assert_array_equal(a, b)
     assert [(c.lo, c.hi) for c in got["auroc_by_criterion"]] == [
         (c.lo, c.hi) for c in want["auroc_by_criterion"]]
-    assert not intervals._PASSES  # the pass is gone once done
+    assert (id(ev), cfg.bootstrap_config) not in intervals._PASSES  # gone once done
