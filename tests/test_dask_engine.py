@@ -271,6 +271,27 @@ def test_post_split_is_reported_with_post_and_files(tmp_path, cluster):
     assert all(str(f) in text for f in files)
 
 
+@pytest.mark.parametrize("reduced", [False, True])
+def test_bad_input_in_a_part_is_reported_naming_the_unit_s_files(tmp_path, cluster, reduced):
+    """A value that breaks a rule in one part: both runs (gathered and reduced) refuse it,
+    the message naming the files its rows are counted in."""
+    _, client = cluster
+    q, c = _data()
+    root = tmp_path / "bad"
+    root.mkdir()
+    paths = _write(q, c, root, n_parts=2)
+    part = sorted(paths["q_dir"].iterdir())[0]
+    broken = pd.read_parquet(part)
+    broken.loc[broken.index[0], "p_has_evidence"] = 1.5
+    broken.to_parquet(part)
+    run = dask_engine.evaluate_reduced if reduced else dask_engine.evaluate
+    with pytest.raises(InputError) as info:
+        run(paths["q_dir"], paths["c_dir"], EvalConfig(bootstrap=0), client=client)
+    text = info.value.render()
+    assert "p_has_evidence" in text
+    assert "rows counted within the files" in text and str(part) in text, text
+
+
 def test_unreachable_scheduler_names_the_address(paths, tmp_path, capsys):
     out = tmp_path / "m.json"
     code = main(["evaluate", str(paths["q_dir"]), str(paths["c_dir"]), "--engine", "dask",

@@ -45,24 +45,13 @@ def evaluate_unit(q_paths: Sequence[str], c_paths: Sequence[str], config, *,
     Returns a dict of plain arrays and frames (or ``{"error": text, "code": code}`` for bad
     input, so no exception object has to cross processes).
     """
-    from metrics_core.inputs import loading
     from metrics_core.inputs.audit import tie_masks
     from metrics_core.metrics import dynamic_k
 
-    q_df, q_file, q_row = read_parts(q_paths)
-    if c_paths:
-        c_df, c_file, c_row = read_parts(c_paths)
-    else:  # queries without candidates: an empty candidates table with the usual columns
-        c_df = empty_candidates()
-        c_file = c_row = np.empty(0, dtype=np.int64)
-    try:
-        loaded = loading.load(q_df, c_df, queries_name=queries_name,
-                              candidates_name=candidates_name)
-    except InputError as err:
-        where = ", ".join(str(p) for p in (*q_paths, *c_paths))
-        return {"error": f"{err.render()} (rows counted within the files {where})",
-                "code": err.code}
-    del q_df, c_df
+    unit = load_unit_with_rows(q_paths, c_paths, queries_name, candidates_name)
+    if isinstance(unit, dict):
+        return unit
+    loaded, exclusions = unit
     ds = loaded.dataset
     cfg = config
     ev = Evaluator(ds)
@@ -86,8 +75,6 @@ def evaluate_unit(q_paths: Sequence[str], c_paths: Sequence[str], config, *,
             queries[name] = getattr(ds, name)
     if ds.n_gold_given is not None:
         queries["n_gold"] = ds.n_gold_given
-    exclusions = exclusions_in_files(loaded.exclusions, q_paths, c_paths,
-                                     (q_file, q_row), (c_file, c_row))
     return {"queries": queries, "arrays": arrays, "ranking": ranking,
             "sweep": _sweep_sums(ev, cfg), "exclusions": exclusions,
             "warnings": list(loaded.warnings), "ranked_by": ds.ranked_by,
@@ -122,20 +109,24 @@ def exclusions_in_files(exclusions: pd.DataFrame, q_paths, c_paths, q_rows, c_ro
 
 def load_unit_with_rows(q_paths, c_paths, queries_name, candidates_name):
     """(the unit's :class:`~metrics_core.inputs.loading.Loaded`, its exclusions in the input
-    files' rows: :func:`exclusions_in_files`), or an error dict (as :func:`evaluate_unit`)."""
+    files' rows: :func:`exclusions_in_files`), or an error dict (as :func:`evaluate_unit`)
+    whose text names the unit's files, as its rows are counted within them."""
     from metrics_core.inputs import loading
 
     q_df, q_file, q_row = read_parts(q_paths)
     if c_paths:
         c_df, c_file, c_row = read_parts(c_paths)
-    else:
+    else:  # queries without candidates: an empty candidates table with the usual columns
         c_df = empty_candidates()
         c_file = c_row = np.empty(0, dtype=np.int64)
     try:
         loaded = loading.load(q_df, c_df, queries_name=queries_name,
                               candidates_name=candidates_name)
     except InputError as err:
-        return {"error": err.render(), "code": err.code}
+        where = ", ".join(str(p) for p in (*q_paths, *c_paths))
+        return {"error": f"{err.render()} (rows counted within the files {where})",
+                "code": err.code}
+    del q_df, c_df
     return loaded, exclusions_in_files(loaded.exclusions, q_paths, c_paths, (q_file, q_row),
                                        (c_file, c_row))
 
