@@ -121,6 +121,12 @@ class QueryLevelEvaluator(abc.ABC):
         # evaluator): one lock guards it, and a value being computed is computed once, the
         # other callers waiting for it.
         self._once = ComputeOnce()
+        #: The score-ordered passes of the curves' intervals in progress on this evaluator,
+        #: by bootstrap settings (:func:`metrics_core.evaluation.intervals.help_curve_pass`
+        #: finds one to help with); an entry lives while its pass runs. Guarded by
+        #: :attr:`passes_lock`.
+        self.passes: dict = {}
+        self.passes_lock = threading.Lock()
 
     def computed(self, key) -> bool:
         """Whether the memo holds ``key``'s value now (computed, not in the making)."""

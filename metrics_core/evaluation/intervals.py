@@ -224,16 +224,16 @@ def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
             shared = _SharedPass(kept, _batch_rows(ds.n_queries), batch_replicates(
                 layout, groups=groups, roc_grid=grid, pr_grid=grid,
                 thresholds=DECISION_THRESHOLDS))
-            key = (id(ev), cfg.bootstrap_config)
-            with _PASSES_LOCK:
-                _PASSES[key] = shared
+            key = cfg.bootstrap_config
+            with ev.passes_lock:
+                ev.passes[key] = shared
             try:
                 shared.work(progress)
                 values = joined(shared.parts())
             finally:
-                with _PASSES_LOCK:
-                    if _PASSES.get(key) is shared:
-                        del _PASSES[key]
+                with ev.passes_lock:
+                    if ev.passes.get(key) is shared:
+                        del ev.passes[key]
         unit = cfg.bootstrap_unit
 
         def cis(matrix):
@@ -302,17 +302,14 @@ class _SharedPass:
             return list(self._parts)
 
 
-_PASSES_LOCK = threading.Lock()
-#: The score-ordered passes in progress, by (evaluator, bootstrap settings).
-_PASSES: dict[tuple, _SharedPass] = {}
 
 
 def help_curve_pass(ev, cfg, progress: Callable | None = None) -> None:
     """Take batches of the score-ordered pass of :func:`curve_intervals` that is in progress
     on another thread (started by :func:`start_drawing`), until none is left: a caller about
     to wait for its result computes part of it instead (a no-op when no pass is running)."""
-    with _PASSES_LOCK:
-        shared = _PASSES.get((id(ev), cfg.bootstrap_config))
+    with ev.passes_lock:
+        shared = ev.passes.get(cfg.bootstrap_config)
     if shared is not None:
         shared.work(progress)
 

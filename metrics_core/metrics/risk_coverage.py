@@ -220,7 +220,7 @@ def _area_intervals(error, order, ends, n_resamples: int, seed: int, counts=None
     each level are integer cumulative sums of its counts (the errors' and the others'
     columns, in confidence order), whole numbers equal to the float sums of the weights."""
     from metrics_core.metrics.uncertainty import (
-        _BATCH_ELEMENTS,
+        BATCH_ELEMENTS,
         Bootstrap,
         bootstrap_cis,
         percentile_cis,
@@ -237,7 +237,7 @@ def _area_intervals(error, order, ends, n_resamples: int, seed: int, counts=None
         cis = bootstrap_cis({"areas": statistic}, n, n_resamples=n_resamples,
                             seed=seed)["areas"]
     else:
-        step = max(1, _BATCH_ELEMENTS // max(n, 1))  # (bootstrap_cis's batches)
+        step = max(1, BATCH_ELEMENTS // max(n, 1))  # (bootstrap_cis's batches)
         if counts is None:
             batches = Bootstrap(n, n_resamples=n_resamples, seed=seed,
                                 batch_size=step).count_batches()

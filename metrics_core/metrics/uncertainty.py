@@ -53,7 +53,7 @@ __all__ = [
 Statistic = Callable[[np.ndarray], np.ndarray]
 
 #: Elements per drawn batch when ``batch_size`` is not given (~8 MB of float64 weights).
-_BATCH_ELEMENTS = 1 << 20
+BATCH_ELEMENTS = 1 << 20
 
 
 # --------------------------------------------------------------------------------- Wilson
@@ -191,7 +191,7 @@ class Bootstrap:
         """Resamples per batch actually used."""
         if self.batch_size is not None:
             return int(min(self.batch_size, self.n_resamples))
-        return int(max(1, min(self.n_resamples, _BATCH_ELEMENTS // self.n_units)))
+        return int(max(1, min(self.n_resamples, BATCH_ELEMENTS // self.n_units)))
 
     def index_batches(self) -> Iterator[np.ndarray]:
         """Yield the drawn unit indices, int32 ``(b, n_units)`` per batch: resample after
@@ -539,14 +539,14 @@ def _weight_batches(n_units: int, unit_of_row, n_resamples: int, seed: int,
                    batch_size: int | None, counts: np.ndarray | None,
                    progress: Callable[[int, int], None] | None) -> Iterator[np.ndarray]:
     """The resamples' float64 row weights, batch by batch (:func:`bootstrap_cis`'s draw):
-    ``batch_size`` resamples a batch (default: about :data:`_BATCH_ELEMENTS` weights), from
+    ``batch_size`` resamples a batch (default: about :data:`BATCH_ELEMENTS` weights), from
     ``counts`` when given; ``progress(done, n_resamples)`` after each batch is used."""
     n_rows = n_units
     if unit_of_row is not None:
         unit_of_row = np.asarray(unit_of_row)
         n_rows = max(n_units, unit_of_row.size)
     if batch_size is None:  # size batches by the weight matrix the statistics receive
-        batch_size = max(1, _BATCH_ELEMENTS // n_rows)
+        batch_size = max(1, BATCH_ELEMENTS // n_rows)
     boot = Bootstrap(n_units, n_resamples=n_resamples, seed=seed, batch_size=batch_size)
     if counts is not None and counts.shape != (n_resamples, n_units):
         raise ValueError(f"counts must have shape ({n_resamples}, {n_units}), "
