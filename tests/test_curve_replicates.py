@@ -274,13 +274,13 @@ def test_count_matrices_are_shared_by_size_resamples_and_seed(monkeypatch):
     a, b = (Dataset.from_frames(*random_frames(n_posts=30, seed=s)) for s in (1, 2))
     assert a.n_queries == b.n_queries
     cfg = EvalConfig(bootstrap=50, seed=3)
-    first = iv._kept_counts(Evaluator(a), cfg)
-    assert iv._kept_counts(Evaluator(b), cfg) is first
-    assert iv._kept_counts(Evaluator(b), cfg.replace(seed=4)) is not first
+    first = iv.kept_count_matrix(Evaluator(a), cfg)
+    assert iv.kept_count_matrix(Evaluator(b), cfg) is first
+    assert iv.kept_count_matrix(Evaluator(b), cfg.replace(seed=4)) is not first
     np.testing.assert_array_equal(first.array(), Bootstrap(a.n_queries, n_resamples=50,
                                                            seed=3).compact_counts())
     first._error = MemoryError("no room")  # (as a failed draw leaves it)
-    again = iv._kept_counts(Evaluator(a), cfg)
+    again = iv.kept_count_matrix(Evaluator(a), cfg)
     assert again is not first and not again.failed
     small = iv._SharedCounts(60 * a.n_queries)  # room for one matrix
     kept = small.get(a.n_queries, 50, 3)

@@ -40,3 +40,14 @@ def test_the_public_loader_is_importable_under_its_names():
 
     assert metrics_core.load is loading.load and metrics_core.read_table is loading.read_table
     assert not (ROOT / "metrics_core" / "io.py").exists()
+
+
+#: The layers issue's bound on a module's length: a longer one is split by what it holds.
+MAX_MODULE_LINES = 800
+
+
+def test_no_module_is_over_800_lines():
+    long = {str(path.relative_to(ROOT)): n for package in ("metrics_core", "dashboard")
+            for path in sorted((ROOT / package).rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}

@@ -11,7 +11,7 @@ import pytest
 
 from metrics_core.config import EvalConfig
 from metrics_core.data.dataset import Dataset
-from metrics_core.evaluation import intervals
+from metrics_core.evaluation import operating_intervals as intervals
 from metrics_core.evaluation.evaluator import Evaluator
 from metrics_core.metrics.uncertainty import Bootstrap, bootstrap_sums
 from tests.conftest import random_frames

@@ -21,10 +21,10 @@ from metrics_core.evaluation.intervals import (
     data_intervals,
     data_intervals_key,
     multilabel_intervals,
-    operating_intervals,
     query_counts,
     start_drawing,
 )
+from metrics_core.evaluation.operating_intervals import operating_intervals
 from metrics_core.evaluation.result import Evaluation
 from metrics_core.metrics import gate, risk_coverage
 from metrics_core.progress import stage

@@ -576,7 +576,7 @@ def bootstrap_sums(matrices, n_units: int, *, unit_of_row=None, n_resamples: int
     For statistics that are functions of weighted sums: the sums are drawn once, and the
     statistic is applied to all resamples at once (or the sums are updated, exactly, when a
     few integer-valued rows change: see
-    :func:`metrics_core.evaluation.intervals.operating_intervals`).
+    :func:`metrics_core.evaluation.operating_intervals.operating_intervals`).
     """
     matrices = [np.asarray(m, dtype=np.float64) for m in matrices]
     parts: list[list[np.ndarray]] = [[] for _ in matrices]
