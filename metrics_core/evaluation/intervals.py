@@ -41,9 +41,9 @@ from metrics_core.metrics.uncertainty import divide as _ratio
 from metrics_core.progress import stage
 
 __all__ = ["Intervals", "batch_rows", "curve_intervals", "data_intervals", "data_intervals_key",
-           "interval_method", "kept_count_matrix", "multilabel_intervals",
-           "only_the_setting_left", "post_counts", "query_counts", "resampled_units",
-           "start_drawing"]
+           "discrimination_intervals", "interval_method", "kept_count_matrix",
+           "multilabel_intervals", "only_the_setting_left", "post_counts", "query_counts",
+           "resampled_units", "start_drawing"]
 
 
 class Intervals(dict):
@@ -140,17 +140,18 @@ def post_counts(ev, cfg):
                                                     seed=cfg.seed)
 
 
-def start_drawing(ev, cfg) -> None:
+def start_drawing(ev, cfg, *, bands: bool = True) -> None:
     """Start drawing the run's resamples (and the multi-label metrics' posts) on helper
     threads, when they are kept, and the score-ordered pass over them
     (:func:`curve_intervals`, data-only) on another as they come: the caller computes the
     point estimates and the other intervals meanwhile (numpy releases the interpreter in the
-    pass's gathers and cumulative sums)."""
+    pass's gathers and cumulative sums). ``bands`` false: no pass started (the run's records
+    read :func:`discrimination_intervals`, without the curves' bands)."""
     if cfg.bootstrap and ev.ds.n_queries and kept_count_matrix(ev, cfg) is not None:
         kept_count_matrix(ev, cfg, int(ev.ds.posts.size))
         # Not again for a setting that leaves them as they are (a threshold move): a thread
         # started only to find the pass done costs the caller its start-up.
-        if not ev.computed(("curve_intervals", cfg.bootstrap_config)):
+        if bands and not ev.computed(("curve_intervals", cfg.bootstrap_config)):
             in_background([lambda: curve_intervals(ev, cfg)], "metrics_core-curves")
 
 
@@ -249,6 +250,37 @@ def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
                 "net_benefit": band(values["net_benefit"])}
 
     return ev.cached(("curve_intervals", cfg.bootstrap_config), compute)
+
+
+def discrimination_intervals(ev, cfg, progress: Callable | None = None) -> dict:
+    """``auroc``, ``auprc`` and ``auroc_by_criterion`` of :func:`curve_intervals`, the same
+    values, without the curves' bands when those are not computed (nor in the making): the
+    score-ordered pass then reads the cumulated weights at the runs of tied scores only (the
+    bands' binary searches, one per resample and grid point, are most of the pass). Cached
+    per bootstrap settings: the records of the per-group tables' runs, every criterion
+    evaluated on its own queries, need no band."""
+    key = ("curve_intervals", cfg.bootstrap_config)
+    with ev.passes_lock:
+        pass_running = cfg.bootstrap_config in ev.passes
+    if pass_running or ev.computed(key) or ev.in_the_making(key) is not None:
+        help_curve_pass(ev, cfg, progress)
+        return curve_intervals(ev, cfg, progress)
+
+    def compute():
+        ds = ev.ds
+        order = ev.p_order()
+        unit_of_row = resampled_units(ev, cfg)[1]
+        layout = ScoreLayout(ds.p.take(order), ds.y.take(order),
+                             order if unit_of_row is None else unit_of_row[order])
+        crit = ds.criterion_code.take(order)
+        groups = [np.flatnonzero(crit == c) for c in range(len(ds.criteria))]
+        values = curve_replicates(layout, _count_batches(ev, cfg, progress), groups=groups)
+        unit = cfg.bootstrap_unit
+        return {"auroc": percentile_ci(values["auroc"], unit=unit),
+                "auprc": percentile_ci(values["auprc"], unit=unit),
+                "auroc_by_criterion": percentile_cis(values["auroc_by_group"], unit=unit)}
+
+    return ev.cached(("discrimination_intervals", cfg.bootstrap_config), compute)
 
 
 class _SharedPass:
@@ -379,11 +411,14 @@ for _name in BOOTSTRAP_SCORED:
         raise ValueError(f"{_name}: no bootstrap of it in the score-ordered pass")
 
 
-def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
+def data_intervals(ev, cfg, progress: Callable | None = None, *,
+                   bands: bool = True) -> Intervals:
     """Percentile CIs of the data-only metrics (cached per bootstrap settings and variants):
     the registry's data-only means with a bootstrap interval (the ranking means and Brier:
     :func:`~metrics_core.evaluation.kernels.bootstrap_columns`, weighted means), ECE and MCE
-    (weighted bin sums), and the score-ordered ones of :func:`curve_intervals`."""
+    (weighted bin sums), and the score-ordered ones of :func:`curve_intervals` (``bands``
+    false: of :func:`discrimination_intervals`, the same values, without computing the
+    curves' bands)."""
     if cfg.bootstrap == 0 or ev.ds.n_queries == 0:
         return Intervals(None)
 
@@ -396,9 +431,13 @@ def data_intervals(ev, cfg, progress: Callable | None = None) -> Intervals:
                         stage(progress, "bootstrap (ranking means, Brier, ECE, MCE)")))
         # (computed, or being computed, on the helper thread of start_drawing: the batches
         # it has not taken yet computed here meanwhile)
-        curve_progress = stage(progress, "bootstrap (AUROC, AP, ROC / PR / net-benefit bands)")
-        help_curve_pass(ev, cfg, curve_progress)
-        curves = curve_intervals(ev, cfg, curve_progress)
+        if bands:
+            curve_progress = stage(progress,
+                                   "bootstrap (AUROC, AP, ROC / PR / net-benefit bands)")
+            help_curve_pass(ev, cfg, curve_progress)
+            curves = curve_intervals(ev, cfg, curve_progress)
+        else:
+            curves = discrimination_intervals(ev, cfg, stage(progress, "bootstrap (AUROC, AP)"))
         # (the registry's discrimination metrics with a bootstrap interval, and AUROC's per
         # criterion for the per-criterion table's interval columns)
         out.update({name: curves[name] for name in (*BOOTSTRAP_SCORED, "auroc_by_criterion")})

@@ -240,7 +240,7 @@ def _group_records(ev, cfg, label: str, progress) -> dict:
         for name in names:
             filters = (replace(cfg.filters, criteria=(name,)) if label == "criterion"
                        else replace(cfg.filters, fold=name))
-            run = ev.evaluate(cfg.replace(filters=filters), progress=progress)
+            run = ev.evaluate(cfg.replace(filters=filters), progress=progress, bands=False)
             out[name] = (int(run.summary["n_positive"]), {r.name: r for r in run.records})
         return out
 
