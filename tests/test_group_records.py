@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 
+from metrics_core import registry
 from metrics_core.config import EvalConfig, Filters
 from metrics_core.data.dataset import Dataset
 from metrics_core.evaluation import intervals, tables
@@ -63,10 +64,17 @@ def test_the_discrimination_intervals_are_the_curve_passs(dataset):
     assert intervals.discrimination_intervals(ev, cfg)["auroc"] is made["auroc"]
 
 
+def _applying(records, place: str) -> dict[str, str]:
+    return {name: text for name, text in _exact(records).items()
+            if place in registry.spec(name).applies}
+
+
 @pytest.mark.parametrize("cfg", SETTINGS[:2])
 def test_the_per_criterion_records_are_each_criterions_full_run(dataset, cfg):
     """Each criterion's records in the per-criterion table's intervals equal a full run on a
-    fresh evaluator filtered to that criterion, at a first setting and at a moved one."""
+    fresh evaluator filtered to that criterion, at a first setting and at moved ones: every
+    metric that applies to a criterion (not the multi-label ones, over posts across
+    criteria, whose intervals are not computed for them)."""
     ev = Evaluator(dataset)
     for setting in (cfg, cfg.replace(tau_neg=0.2), cfg.replace(tau_pos=0.7)):
         got = tables._group_records(ev, setting, "criterion", None)
@@ -75,4 +83,19 @@ def test_the_per_criterion_records_are_each_criterions_full_run(dataset, cfg):
             want = Evaluator(dataset).evaluate(
                 setting.replace(filters=Filters(criteria=(name,))))
             assert n_positive == want.summary["n_positive"]
-            assert _exact(records.values()) == _exact(want.records)
+            assert _exact(records.values()) == _applying(want.records, "criterion")
+            assert "micro_f1" not in records and "f1" in records
+    with pytest.raises(ValueError, match="'micro_f1' has no value per criterion"):
+        tables.group_intervals(ev, cfg, "micro_f1")
+
+
+def test_the_per_fold_records_are_each_folds_full_run(dataset):
+    """Per fold, the multi-label metrics apply: each fold's records (with their intervals
+    over posts) equal a full run filtered to the fold."""
+    cfg = EvalConfig(bootstrap=200, seed=3)
+    got = tables._group_records(Evaluator(dataset), cfg, "fold", None)
+    assert list(got) == ["0", "1", "2", "3", "4"]
+    for name, (_, records) in got.items():
+        want = Evaluator(dataset).evaluate(cfg.replace(filters=Filters(fold=name)))
+        assert _exact(records.values()) == _applying(want.records, "fold")
+        assert records["micro_f1"].ci95 is not None

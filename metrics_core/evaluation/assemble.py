@@ -18,6 +18,7 @@ from metrics_core.cpu_account import charged
 from metrics_core.evaluation import sections, tables
 from metrics_core.evaluation.checks import consistency_checks, disjoint_checks
 from metrics_core.evaluation.intervals import (
+    Intervals,
     data_intervals,
     data_intervals_key,
     multilabel_intervals,
@@ -33,14 +34,17 @@ from metrics_core.registry import GATE_STATES
 __all__ = ["build_evaluation", "per_query_frame", "summary"]
 
 
-def build_evaluation(ev, cfg, *, progress=None, bands: bool = True) -> Evaluation:
-    """The evaluation of ``cfg`` on ``ev``'s queries (``bands``: :meth:`Evaluator.evaluate`'s)."""
+def build_evaluation(ev, cfg, *, progress=None, bands: bool = True,
+                     posts: bool = True) -> Evaluation:
+    """The evaluation of ``cfg`` on ``ev``'s queries (``bands``, ``posts``:
+    :meth:`Evaluator.evaluate`'s)."""
     ds = ev.ds
     # the resamples drawn on a helper thread while K is selected
     start_drawing(ev, cfg, bands=bands)
     inter = ev.intermediate(cfg)
     ml, n_posts, post_cells = sections.multilabel_values(ds, cfg, inter.states)
-    boot, op, ml_boot = _intervals(ev, cfg, inter, post_cells, progress, bands)
+    boot, op, ml_boot = _intervals(ev, cfg, inter, post_cells if posts else None, progress,
+                                   bands)
     ks = sections.k_summary(inter, ds.y)
     abstention = gate.abstention_metrics(ds.y, gate.states_to_prediction(inter.states))
     ranking_summary = ev.ranking_summary(cfg)
@@ -96,18 +100,23 @@ def build_evaluation(ev, cfg, *, progress=None, bands: bool = True) -> Evaluatio
 def _intervals(ev, cfg, inter, post_cells, progress, bands=True):
     """The data's intervals on this thread, the setting's (operating and multi-label) on a
     helper thread meanwhile: both read the resamples as they are drawn. A failure (or a
-    cancel raised by ``progress``) of this thread's part leaves the helper to finish alone."""
+    cancel raised by ``progress``) of this thread's part leaves the helper to finish alone.
+    ``post_cells`` None: no multi-label intervals (:meth:`Evaluator.evaluate`'s ``posts``)."""
+
+    def over_posts():
+        if post_cells is None:
+            return Intervals(None)
+        return multilabel_intervals(ev, cfg, *post_cells)
+
     if not cfg.bootstrap or ev.computed(data_intervals_key(cfg)):
         # (no resamples, or the data's intervals already made for another setting, as after
         # a threshold move: nothing to overlap, so no helper thread to start)
         return (data_intervals(ev, cfg, progress, bands=bands),
-                operating_intervals(ev, cfg, inter),
-                multilabel_intervals(ev, cfg, *post_cells))
+                operating_intervals(ev, cfg, inter), over_posts())
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics_core-intervals")
     try:
         # (the posts' resamples are drawn first: the multi-label intervals can begin at once)
-        side = pool.submit(charged(lambda: (multilabel_intervals(ev, cfg, *post_cells),
-                                            operating_intervals(ev, cfg, inter))))
+        side = pool.submit(charged(lambda: (over_posts(), operating_intervals(ev, cfg, inter))))
         boot = data_intervals(ev, cfg, progress, bands=bands)
         stage(progress, "bootstrap (operating and multi-label metrics)")
         ml_boot, op = side.result()

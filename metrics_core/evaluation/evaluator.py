@@ -390,14 +390,17 @@ class QueryLevelEvaluator(abc.ABC):
             ref=reference_k(cfg.ks))
 
     def evaluate(self, config: EvalConfig | None = None, *, bootstrap: int | None = None,
-                 progress: Callable[[int, int], None] | None = None, bands: bool = True):
+                 progress: Callable[[int, int], None] | None = None, bands: bool = True,
+                 posts: bool = True):
         """All metrics for ``config``; ``bootstrap`` overrides ``config.bootstrap`` (0 = off).
 
         ``config.filters`` restricts the run to a fold, a split or some criteria; ``progress``
         is called as ``progress(done, total)`` during the bootstrap (raise to cancel).
         ``bands`` false: the curves' bootstrap bands (ROC, PR, net benefit) are not computed
         with the records (the same records; the bands computed when a table asks for them):
-        the per-group tables' runs, which read the records only.
+        the per-group tables' runs, which read the records only. ``posts`` false: the
+        multi-label metrics (over posts, across criteria) have their values without an
+        interval (the per-criterion runs: those metrics do not apply to one criterion).
         """
         from metrics_core.evaluation.assemble import build_evaluation
 
@@ -406,7 +409,7 @@ class QueryLevelEvaluator(abc.ABC):
             cfg = cfg.replace(bootstrap=bootstrap)
         target = self.for_filters(cfg.filters)
         target.prefetch(cfg)
-        return build_evaluation(target, cfg, progress=progress, bands=bands)
+        return build_evaluation(target, cfg, progress=progress, bands=bands, posts=posts)
 
     # ---- sweeps and drill-downs ----
     def gate_grid(self, config: EvalConfig, tau_negs: Iterable[float] | None = None,

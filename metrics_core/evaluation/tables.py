@@ -210,7 +210,11 @@ def group_intervals(ev, cfg, metric: str, *, label: str = "criterion",
     ``ci_method``, ``n``, ``defined``.
     """
     rows = []
-    for name, (n_positive, records) in _group_records(ev, cfg, label, progress).items():
+    groups = _group_records(ev, cfg, label, progress)
+    for name, (n_positive, records) in groups.items():
+        if metric not in records:
+            raise ValueError(f"{metric!r} has no value per {label}: one of "
+                             f"{', '.join(records)}")
         r = records[metric]
         rows.append({"group": name, "n_positive": n_positive, "value": r.value,
                      "ci_lo": None if r.ci95 is None else r.ci95[0],
@@ -231,17 +235,31 @@ def group_intervals_in_the_making(ev, cfg, label: str = "criterion"):
 
 
 def _group_records(ev, cfg, label: str, progress) -> dict:
-    """group -> (n_positive, records by name) of a run filtered to each group (cached)."""
+    """group -> (n_positive, records by name) of a run filtered to each group (cached): the
+    records of the metrics that apply to a group of ``label`` (the registry's ``applies``; per
+    criterion, not the multi-label metrics, which are over posts across criteria, so their
+    intervals are not computed)."""
     from dataclasses import replace
+
+    place = _place(label)
+
+    def applies(name: str) -> bool:
+        try:
+            return place in registry.spec(name).applies
+        except KeyError:  # (a record the registry does not describe: kept)
+            return True
 
     def compute():
         _, names = group_codes(ev.for_filters(cfg.filters), label)
+        posts = any(s.kernel.over == "posts" for s in registry.kernels(where=place))
         out = {}
         for name in names:
             filters = (replace(cfg.filters, criteria=(name,)) if label == "criterion"
                        else replace(cfg.filters, fold=name))
-            run = ev.evaluate(cfg.replace(filters=filters), progress=progress, bands=False)
-            out[name] = (int(run.summary["n_positive"]), {r.name: r for r in run.records})
+            run = ev.evaluate(cfg.replace(filters=filters), progress=progress, bands=False,
+                              posts=posts)
+            out[name] = (int(run.summary["n_positive"]),
+                         {r.name: r for r in run.records if applies(r.name)})
         return out
 
     return ev.cached(("group_records", cfg, label), compute)
