@@ -173,3 +173,17 @@ def test_a_long_table_loads_what_the_plain_path_loads(tmp_path):
     assert (plain.dataset.n_candidates < len(table)
             and len(plain.exclusions) > 0 and plain.dataset.n_queries == len(q))
     _same(dictionary, plain)
+
+
+def test_only_queries_whose_codes_do_not_increase_need_the_sorting_check():
+    """The one pass: a query whose codes strictly increase along its rows within a chunk (a
+    file in id order, its dictionary built as the ids first appear) repeats no id; a repeat
+    or a step down leaves the query to the sorting check; the pairs across two queries or
+    two chunks are not compared (a query straddling two chunks is checked by its strings)."""
+    suspects = mio._codes_not_increasing
+    starts, none = np.array([0, 3, 5]), np.array([], dtype=np.int64)
+    assert suspects(np.array([0, 1, 2, 1, 2, 0, 3]), starts, none).tolist() == []
+    assert suspects(np.array([0, 1, 2, 1, 2, 3, 3]), starts, none).tolist() == [2]  # repeat
+    assert suspects(np.array([0, 2, 1, 2, 1, 0, 3]), starts, none).tolist() == [0, 1]
+    assert suspects(np.array([0, 1, 2, 0, 1]), np.array([0]), np.array([3])).tolist() == []
+    assert suspects(np.array([0, 1, 2, 0, 1]), np.array([0]), none).tolist() == [0]

@@ -33,29 +33,24 @@ def grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
     """Stable order of the rows by (query, ``key`` ascending), and the rows per query.
 
     Equivalent to ``np.lexsort((key, qidx))`` without sorting all rows at once: the rows are
-    grouped by query (a no-op when they already are; else one integer sort of ``qidx`` with
-    the row number packed into the low bits); rows grouped and in order within each query
-    already are left as they are (one pass over them); else each query's rows are sorted by ``key``,
-    one 2-D ``argsort`` per distinct number of rows per query. ``stable=False``: rows of one
-    query with equal keys may come in any order (numpy's SIMD quicksort, about twice as fast),
-    for callers that order such ties themselves. ``descending``: sort by ``-key`` (negated
-    block by block, without a negated copy of the whole column).
+    grouped by query (a no-op when they already are; else :func:`_grouping`); rows in order
+    within each query already are left as they are (one pass over them); else each query's
+    rows are sorted by ``key``, one 2-D ``argsort`` per distinct number of rows per query.
+    ``stable=False``: rows of one query with equal keys may come in any order (numpy's SIMD
+    quicksort, about twice as fast), for callers that order such ties themselves.
+    ``descending``: sort by ``-key`` (negated block by block, without a negated copy of the
+    whole column).
     """
     n = qidx.size
+    grouped = None
     if n > 1 and np.any(qidx[1:] < qidx[:-1]):
-        bits = int(n - 1).bit_length()
-        if int(n_queries).bit_length() + bits <= 62:
-            packed = (qidx << bits) | np.arange(n, dtype=np.int64)
-            packed.sort()
-            grouped = packed & ((1 << bits) - 1)
-        else:
-            grouped = np.argsort(qidx, kind="stable")
+        grouped = _grouping(qidx, n_queries)
         key = key[grouped]
-    else:
-        grouped = None
-        if _in_order(qidx, key, descending):  # each query's rows in order already
-            return np.arange(n, dtype=np.int64), np.bincount(
-                qidx, minlength=n_queries).astype(np.int64)
+        if _in_order(qidx[grouped], key, descending):  # each query's rows in order already
+            return grouped, np.bincount(qidx, minlength=n_queries).astype(np.int64)
+    elif _in_order(qidx, key, descending):
+        return np.arange(n, dtype=np.int64), np.bincount(
+            qidx, minlength=n_queries).astype(np.int64)
     n_cand = np.bincount(qidx, minlength=n_queries).astype(np.int64)
     start = np.cumsum(n_cand) - n_cand
     order = np.arange(n, dtype=np.int64)
@@ -81,6 +76,30 @@ def grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
         # Each query's rows are sorted on their own, into their own window of ``order``.
         by_halves(sort, work, parallel=n >= PARALLEL_SORT_ROWS)
     return (order if grouped is None else grouped[order]), n_cand
+
+
+def _grouping(qidx: np.ndarray, n_queries: int) -> np.ndarray:
+    """``np.argsort(qidx, kind="stable")``: the rows grouped by query, each query's rows in
+    their own order. Rows that come in runs of one query (a file listing each query's rows
+    together, its queries in another order than the data set's) are grouped by moving whole
+    runs, in one pass: the runs ordered by query (stable), each run's rows as they are; other
+    files take one integer sort of ``qidx`` with the row number packed into the low bits."""
+    n = qidx.size
+    heads = np.flatnonzero(qidx[1:] != qidx[:-1]) + 1
+    if heads.size < n // 4:  # runs of four rows or more on average
+        starts = np.concatenate(([0], heads))
+        lengths = np.diff(np.append(starts, n))
+        runs = stable_argsort(qidx[starts])
+        lengths = lengths[runs]
+        # Row k of the output is row (start of its run) + (k - first output row of its run).
+        shift = starts[runs] - (np.cumsum(lengths) - lengths)
+        return np.arange(n, dtype=np.int64) + np.repeat(shift, lengths)
+    bits = int(n - 1).bit_length()
+    if int(n_queries).bit_length() + bits <= 62:
+        packed = (qidx << bits) | np.arange(n, dtype=np.int64)
+        packed.sort()
+        return packed & ((1 << bits) - 1)
+    return np.argsort(qidx, kind="stable")
 
 
 #: Rows whose order :func:`_in_order` checks first (a file not in order usually shows it here).

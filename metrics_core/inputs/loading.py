@@ -611,10 +611,10 @@ def _ordered_within_runs(uid: pd.Series, starts: np.ndarray, increasing=None) ->
 def _codes_unique_within_runs(chunks: list, starts: np.ndarray, n: int) -> bool:
     """:func:`_ordered_within_runs` of Arrow dictionary chunks: True when no id repeats within
     a query (the rows of each query consecutive from ``starts``); False when one may, for the
-    caller's full check to find the rows. Within a chunk equal codes are equal ids, so each
-    query's codes are sorted (one 2-D sort per number of rows per query) and neighbours
-    compared; a query whose rows straddle two chunks (two dictionaries) is checked by its
-    strings."""
+    caller's full check to find the rows. Within a chunk equal codes are equal ids: a query
+    whose codes strictly increase along its rows repeats none (one pass over the rows); the
+    codes of each other query are sorted and neighbours compared. A query whose rows straddle
+    two chunks (two dictionaries) is checked by its strings."""
     codes = np.concatenate([c.indices.to_numpy() for c in chunks])
     ends = np.append(starts[1:], n)
     lengths = ends - starts
@@ -622,8 +622,39 @@ def _codes_unique_within_runs(chunks: list, starts: np.ndarray, n: int) -> bool:
     bounds = bounds[(bounds > 0) & (bounds < n)]
     by_bound = np.searchsorted(starts, bounds, side="right") - 1
     straddling = np.unique(by_bound[starts[by_bound] < bounds])
-    within = lengths > 1
+    within = np.zeros(starts.size, dtype=bool)
+    within[_codes_not_increasing(codes, starts, bounds)] = True
     within[straddling] = False
+    if within.any() and _codes_repeat_within_runs(codes, starts, lengths, within, n):
+        return False
+    for q in straddling.tolist():
+        ids = dictionary_strings(chunks, np.arange(starts[q], ends[q]))
+        if len(set(ids)) < len(ids):
+            return False
+    return True
+
+
+def _codes_not_increasing(codes: np.ndarray, starts: np.ndarray,
+                          bounds: np.ndarray) -> np.ndarray:
+    """The queries (rows consecutive from ``starts``) whose codes do not strictly increase
+    along their rows within a chunk, in one pass: every other query repeats no code. A file
+    written query by query with each query's ids in order, their dictionary built as they
+    first appear, has none. ``bounds``: the first row of every chunk but the first (a pair of
+    rows of two chunks holds codes of two dictionaries, and is not compared)."""
+    down = np.empty(codes.size, dtype=np.uint8)  # row i: codes[i + 1] <= codes[i]
+    np.less_equal(codes[1:], codes[:-1], out=down[:-1].view(bool))
+    down[starts[1:] - 1] = 0  # the pairs (i, i + 1) of two queries
+    down[bounds - 1] = 0
+    down[-1] = 0
+    return np.flatnonzero(np.maximum.reduceat(down, starts))
+
+
+def _codes_repeat_within_runs(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                              within: np.ndarray, n: int) -> bool:
+    """Whether a code repeats within the rows of one of the queries in the mask ``within``:
+    each such query's codes sorted, one 2-D sort per number of rows per query, and
+    neighbours compared."""
+    within = within & (lengths > 1)
     queries = np.flatnonzero(within)
     queries = queries[stable_argsort(lengths[queries])]
     sizes, first = np.unique(lengths[queries], return_index=True)
@@ -639,13 +670,7 @@ def _codes_unique_within_runs(chunks: list, starts: np.ndarray, n: int) -> bool:
     # (two threads from PARALLEL_SORT_ROWS rows on: numpy sorts without the interpreter)
     by_halves(check, list(zip(sizes.tolist(), groups, strict=True)),
               parallel=n >= PARALLEL_SORT_ROWS)
-    if repeated:
-        return False
-    for q in straddling.tolist():
-        ids = dictionary_strings(chunks, np.arange(starts[q], ends[q]))
-        if len(set(ids)) < len(ids):
-            return False
-    return True
+    return bool(repeated)
 
 
 def _check_within_query(parts: _Parts, q_chk: Checker, c_chk: Checker, *,

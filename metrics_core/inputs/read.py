@@ -152,17 +152,42 @@ def read_table(source, *, name: str | None = None,
 
 def _to_pandas(table: pa.Table, arrow_dictionary_columns) -> pd.DataFrame:
     """The frame of a Parquet table; its dictionary columns named in
-    ``arrow_dictionary_columns`` stay Arrow dictionaries (see :func:`read_table`)."""
+    ``arrow_dictionary_columns`` stay Arrow dictionaries (see :func:`read_table`), its other
+    dictionaries of text become categoricals (:func:`_categorical`)."""
     wanted = {_norm(c) for c in arrow_dictionary_columns}
     kept = [i for i, f in enumerate(table.schema)
             if _norm(f.name) in wanted and is_dictionary_text(f.type)]
-    if not kept:
+    kept_set = set(kept)
+    categorical = {i: cat for i, f in enumerate(table.schema)
+                   if i not in kept_set and is_dictionary_text(f.type)
+                   and (cat := _categorical(table.column(i))) is not None}
+    if not kept and not categorical:
         return table.to_pandas()
-    frame = table.drop_columns([table.schema[i].name for i in kept]).to_pandas()
-    for i in kept:  # at its place among the columns
-        frame.insert(i, table.schema[i].name,
-                     pd.Series(pd.arrays.ArrowExtensionArray(table.column(i)), index=frame.index))
+    frame = table.drop_columns([table.schema[i].name for i in sorted({*kept, *categorical})]
+                               ).to_pandas()
+    for i in sorted({*kept, *categorical}):  # at its place among the columns
+        values = (categorical[i] if i in categorical
+                  else pd.arrays.ArrowExtensionArray(table.column(i)))
+        frame.insert(i, table.schema[i].name, pd.Series(values, index=frame.index))
     return frame
+
+
+def _categorical(column: pa.ChunkedArray) -> pd.Categorical | None:
+    """The pandas categorical ``to_pandas`` makes of a column of Arrow dictionaries of text
+    (the chunks' dictionaries unified; a null is code -1), built from the unified codes
+    without checking each code against the categories again (they index the dictionary by
+    construction); the categories are checked unique as ``to_pandas`` checks them. None when
+    there is no chunk or the dictionary holds a null (``to_pandas`` converts those)."""
+    if column.num_chunks == 0:
+        return None
+    unified = column.unify_dictionaries()
+    dictionary = unified.chunks[0].dictionary
+    if dictionary.null_count:
+        return None
+    codes = np.concatenate([chunk.indices.fill_null(-1).to_numpy() if chunk.null_count
+                            else chunk.indices.to_numpy() for chunk in unified.chunks])
+    dtype = pd.CategoricalDtype(pd.Index(dictionary.to_pandas()), ordered=column.type.ordered)
+    return pd.Categorical.from_codes(codes, dtype=dtype, validate=False)
 
 
 def open_source(source, name):
