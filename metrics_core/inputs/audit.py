@@ -156,9 +156,7 @@ def audit(dataset: Dataset, *, loaded: Loaded | None = None) -> AuditReport:
     findings += _criteria_complete(ds)
     if ds.ranked_by == "score":
         checks += ["positive_scores_distinct", "gold_ties_resolved"]
-        masks = tie_masks(ds)  # both findings from one pass over the candidates
-        findings += _positive_ties(ds, masks["positive_ties"])
-        findings += _gold_ties(ds, masks["gold_ties"])
+        findings += _tie_findings(ds, tie_masks(ds))  # both from one pass over the candidates
     checks.append("both_classes")
     findings += _one_class(ds)
     checks.append("both_classes_per_criterion")
@@ -387,11 +385,17 @@ def _positive_tie_mask(ds: Dataset) -> np.ndarray:
     return tied & multi & ds.positives
 
 
-def _positive_ties(ds: Dataset, mask: np.ndarray) -> list[Finding]:
-    """Positive queries (>= 2 candidates) whose candidates all have the same score."""
-    if not mask.any():
-        return []
-    return [positive_ties_finding(int(mask.sum()), query_examples(ds, mask))]
+def _tie_findings(ds: Dataset, masks: dict) -> list[Finding]:
+    """The two findings of ties in score (each query a mask of :func:`tie_masks` marks is
+    counted, the first ones are its examples; no mask marks a query of fewer than two
+    candidates)."""
+    findings = []
+    for key, finding in (("positive_ties", positive_ties_finding),
+                         ("gold_ties", gold_ties_finding)):
+        mask = masks[key]
+        if mask.any():
+            findings.append(finding(int(mask.sum()), query_examples(ds, mask)))
+    return findings
 
 
 def positive_ties_finding(n: int, examples) -> Finding:
@@ -400,18 +404,6 @@ def positive_ties_finding(n: int, examples) -> Finding:
         f"{_count(n, 'positive query has', 'positive queries have')} all candidates tied in "
         f"score: their ranking comes from the sent_uid tie-break alone",
         n, tuple(examples))
-
-
-def _gold_ties(ds: Dataset, mask: np.ndarray) -> list[Finding]:
-    """Positive queries where a gold and a non-gold candidate share a score.
-
-    Candidates are stored in ranking order, so equal scores of one query are adjacent: a tie
-    run is a maximal block of equal (query, score); a run mixing gold and non-gold makes the
-    ranking metrics depend on the ``sent_uid`` tie rule.
-    """
-    if ds.n_candidates < 2 or not mask.any():
-        return []
-    return [gold_ties_finding(int(mask.sum()), query_examples(ds, mask))]
 
 
 def gold_ties_finding(n: int, examples) -> Finding:
@@ -423,6 +415,9 @@ def gold_ties_finding(n: int, examples) -> Finding:
 
 
 def _gold_tie_mask(ds: Dataset) -> np.ndarray:
+    """Candidates are stored in ranking order, so equal scores of one query are adjacent: a
+    tie run is a maximal block of equal (query, score); a run mixing gold and non-gold makes
+    the ranking metrics depend on the ``sent_uid`` tie rule."""
     mask = np.zeros(ds.n_queries, dtype=bool)
     if ds.n_candidates < 2:
         return mask
