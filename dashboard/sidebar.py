@@ -247,6 +247,23 @@ def cohort_columns_rule(source: data.Source) -> str:
             + (f", or two of them joined by '*'{example}" if len(single) > 1 else ""))
 
 
+def _keep_only(notes: list[str], key: str, kept, switched: bool, note: str) -> None:
+    """Set ``key`` to ``kept`` (the values of it these data take) when it holds others: with
+    ``note`` when they came from a link, silently when the data source changed (they were
+    chosen for other data)."""
+    if tuple(kept) == tuple(state.value(key)):
+        return
+    if not switched:
+        _link_note(notes, note)
+    state.set_value(key, kept)
+
+
+def _dropped(values, kept) -> tuple[str, str]:
+    """The values not kept, listed, and the verb that agrees with them."""
+    dropped = [v for v in values if v not in kept]
+    return ", ".join(short_repr(v) for v in dropped), "is" if len(dropped) == 1 else "are"
+
+
 def _check_cohort_columns(source: data.Source, notes: list[str], switched: bool) -> None:
     """Cohort columns (from a link) that these data do not have are dropped: with a note
     naming them and the valid ones, silently when the data source changed."""
@@ -254,14 +271,10 @@ def _check_cohort_columns(source: data.Source, notes: list[str], switched: bool)
     chosen = tuple(state.value(state.COHORT_COLUMNS))
     kept = tuple(c for c in chosen if c in choices)
     _check_cohort_bins(source, kept, notes, switched)
-    if kept == chosen:
-        return
-    if not switched:
-        dropped = ", ".join(short_repr(c) for c in chosen if c not in kept)
-        _link_note(notes, f"{state.COHORT_COLUMNS}: {dropped} in the link "
-                          f"{'is' if len(chosen) - len(kept) == 1 else 'are'} not valid and "
-                          f"left out: {cohort_columns_rule(source)}.")
-    state.set_value(state.COHORT_COLUMNS, kept)
+    dropped, verb = _dropped(chosen, kept)
+    _keep_only(notes, state.COHORT_COLUMNS, kept, switched,
+               f"{state.COHORT_COLUMNS}: {dropped} in the link {verb} not valid and left out: "
+               f"{cohort_columns_rule(source)}.")
 
 
 def _check_cohort_bins(source: data.Source, columns: tuple[str, ...], notes: list[str],
@@ -272,15 +285,10 @@ def _check_cohort_bins(source: data.Source, columns: tuple[str, ...], notes: lis
     bins = tuple(state.value(state.COHORT_BINS))
     used = data.chosen_bins(source, columns, dict(item.split("=", 1) for item in bins))
     kept = tuple(item for item in bins if item.split("=", 1)[0] in used)
-    if kept == bins:
-        return
-    if not switched:
-        dropped = ", ".join(short_repr(b) for b in bins if b not in kept)
-        _link_note(notes, f"{state.COHORT_BINS}: {dropped} "
-                          f"{'is' if len(bins) - len(kept) == 1 else 'are'} not the bins of a "
-                          f"chosen numeric cohort column and left out (bins are given to "
-                          f"numeric cohort columns).")
-    state.set_value(state.COHORT_BINS, kept)
+    dropped, verb = _dropped(bins, kept)
+    _keep_only(notes, state.COHORT_BINS, kept, switched,
+               f"{state.COHORT_BINS}: {dropped} {verb} not the bins of a chosen numeric cohort "
+               f"column and left out (bins are given to numeric cohort columns).")
 
 
 def settings_sidebar(source: data.Source, notes: list[str], *,
@@ -298,20 +306,13 @@ def settings_sidebar(source: data.Source, notes: list[str], *,
                                   f"showing all.")
             state.set_value(key, ALL)
     for key, what in _LINK_DROPS:
-        chosen = [c for c in state.value(key) if c in options[key]]
-        if chosen != list(state.value(key)):
-            if not switched:
-                _link_note(notes, f"Some {what} in the link are not in this data set and were "
-                                  f"dropped.")
-            state.set_value(key, chosen)
+        _keep_only(notes, key, [c for c in state.value(key) if c in options[key]], switched,
+                   f"Some {what} in the link are not in this data set and were dropped.")
     _check_cohort_columns(source, notes, switched)
-    gates = tuple(state.value("criterion_gates"))
-    kept = tuple(g for g in gates if g[0] in options["criterion"])
-    if kept != gates:
-        if not switched:
-            _link_note(notes, "Per-criterion thresholds for criteria this data set does not "
-                              "have were dropped.")
-        state.set_value("criterion_gates", kept)
+    _keep_only(notes, "criterion_gates",
+               tuple(g for g in state.value("criterion_gates") if g[0] in options["criterion"]),
+               switched, "Per-criterion thresholds for criteria this data set does not have "
+                         "were dropped.")
     _widget(state.setting("gold"))
     n = gold.verdict_count(source)
     st.caption(f"{n:,} verdict{'' if n == 1 else 's'} in this session (Case review)." if n

@@ -217,3 +217,15 @@ def test_the_per_criterion_page_refines_its_intervals_on_the_page():
     shown = "\n".join(str(c.value) for c in at.caption)
     assert "bootstrap (query, 2500 resamples, seed 0)" in shown
     assert "Intervals from 2,000 resamples per criterion" not in shown
+
+
+def test_a_links_criteria_and_gates_for_criteria_the_data_lack_are_dropped_with_notes():
+    at = open_app({"criterion": ["A.1", "Z.9"],
+                   "criterion_gates": ["A.1:0.02:0.9", "Z.9:0.2:0.3"]}, page="gate")
+    model = at.session_state[state.MODEL]
+    assert list(model["criterion"]) == ["A.1"]
+    assert model["criterion_gates"] == (("A.1", 0.02, 0.9),)
+    shown = "\n".join(texts(at))
+    assert "Some criteria in the link are not in this data set and were dropped." in shown
+    assert ("Per-criterion thresholds for criteria this data set does not have were dropped."
+            in shown)
