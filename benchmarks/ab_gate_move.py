@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -38,33 +36,13 @@ from benchmarks.bench_app_latency import (  # noqa: E402
     bare_scenario,
     gate_scenario,
 )
-from metrics_core.allocator import glibc_tunables  # noqa: E402
-from tests.app_server import free_port, wait_until_serving  # noqa: E402
+from tests.app_server import running_app  # noqa: E402
 
 
-@contextlib.contextmanager
 def serving(checkout: Path, script: str, log: Path):
     """``streamlit run script`` from ``checkout`` (its own code on the path) on a free port."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(checkout),
-           "GLIBC_TUNABLES": glibc_tunables(os.environ.get("GLIBC_TUNABLES"))}
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
-             "--server.headless", "true"], cwd=checkout, stdout=out,
-            stderr=subprocess.STDOUT, env=env)
-        try:
-            wait_until_serving(f"http://127.0.0.1:{port}/_stcore/health", proc, log,
-                               give_up_after=120)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    return running_app(script, log, env={"PYTHONPATH": str(checkout)}, cwd=checkout,
+                       give_up_after=120)
 
 
 def quiet(page, timeout_ms: int, ms: int = 1500) -> None:

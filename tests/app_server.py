@@ -45,10 +45,12 @@ def wait_until_serving(url: str, proc: subprocess.Popen, log: Path | None = None
 
 @contextlib.contextmanager
 def running_app(script: str, log: Path, *, options: tuple[str, ...] = (),
-                env: dict[str, str] | None = None, process: list | None = None):
-    """``streamlit run script [options]`` on a free port, with ``env`` added to the
-    environment; yields its base URL; always stops it. ``process``: a list the server's
-    ``Popen`` is appended to (its memory, for the load benchmark)."""
+                env: dict[str, str] | None = None, process: list | None = None,
+                cwd: Path = ROOT, give_up_after: float = 60.0):
+    """``streamlit run script [options]`` from ``cwd`` on a free port, with ``env`` added to
+    the environment; yields its base URL; always stops it. ``process``: a list the server's
+    ``Popen`` is appended to (its memory, for the load benchmark); ``give_up_after``: the
+    seconds to wait for it to serve (see :func:`wait_until_serving`)."""
     port = free_port()
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
@@ -57,14 +59,14 @@ def running_app(script: str, log: Path, *, options: tuple[str, ...] = (),
                "GLIBC_TUNABLES": glibc_tunables(os.environ.get("GLIBC_TUNABLES"))}
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
-             "--server.headless", "true", *options], cwd=ROOT, stdout=out,
+             "--server.headless", "true", *options], cwd=cwd, stdout=out,
             stderr=subprocess.STDOUT, env=env)
         if process is not None:
             process.append(proc)
         try:
             try:
                 wait_until_serving(f"http://127.0.0.1:{port}/_stcore/health", proc, log,
-                                   give_up_after=60)
+                                   give_up_after=give_up_after)
             except RuntimeError as err:
                 raise RuntimeError(f"streamlit did not start; see {log}") from err
             yield f"http://127.0.0.1:{port}"
