@@ -182,6 +182,16 @@ def charged_to_session(meter: CpuBudget | None = None):
     return charged_to((cpu_budget() if meter is None else meter).charge)
 
 
+def serving() -> bool:
+    """Whether a Streamlit server serves this app, with sessions that can share what is
+    computed ahead for a bundled demo; not AppTest (whose runtime is a stand-in without
+    sessions) nor a plain call."""
+    from streamlit import runtime
+
+    return runtime.exists() and getattr(runtime.get_instance(), "_session_mgr",
+                                        None) is not None
+
+
 def stop_if_closed() -> None:
     """Stop this script run when its browser tab has gone (the session is no longer
     connected): a long computation's progress callback calls this at every update, so no

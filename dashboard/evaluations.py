@@ -120,10 +120,16 @@ def _shared_demo_evaluations() -> Evaluations:
     return Evaluations(_SHARED_KEPT, shared_cache_budget())
 
 
+def shared(source) -> bool:
+    """Whether what is computed from ``source`` serves every session: a bundled demo's own
+    gold (synthetic data, the same for everyone); never an upload or an adjudicated gold."""
+    return source.kind == "demo" and getattr(source, "adjudicated", None) is None
+
+
 def memo_of(source) -> Evaluations:
     """Where the evaluations of ``source`` are kept: shared between sessions for a demo, in
     the session alone for an upload or an adjudicated gold (never shared)."""
-    if source.kind == "demo" and source.adjudicated is None:
+    if shared(source):
         return _shared_demo_evaluations()
     memo = st.session_state.get(state.EVALUATIONS)
     if not isinstance(memo, Evaluations):

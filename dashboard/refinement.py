@@ -19,10 +19,11 @@ from dashboard.computing import (
     interactive,
     metered,
     over_budget,
+    serving,
     stop_if_closed,
 )
 from dashboard.data import LIVE_RESAMPLES, View, finder_resamples
-from dashboard.evaluations import memo_of
+from dashboard.evaluations import memo_of, shared
 from dashboard.finder import warm_finder
 from metrics_core.config import EvalConfig
 from metrics_core.report import Evaluator
@@ -69,18 +70,62 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
         with metered():
             memo.compute(key, lambda: v.source.evaluator().evaluate(config, progress=progress),
                          poll=waiting)
-        # Once per data set, resamples and filters: the first computation is the long one
-        # (every criterion's resamples); later moves update it in a fraction of the time.
-        # The criteria's live intervals, then the finder: a second or two each, one after
-        # the other.
         with charged_to_session():  # the warm-ups' threads pay the session's budget
-            groups = (_warm_group_intervals(v.source.evaluator(), config) if memo.first_time(
-                ("groups", v.source.token, config.bootstrap_config, config.filters)) else None)
-            if memo.first_time(("finder", v.source.token, config.filters, config.seed,
-                                finder_resamples(v))):
-                warm_finder(v, after=groups)
+            warm_ahead(v, config, memo)
     v.pending = None
     st.rerun(scope="fragment" if fragment else "app")
+
+
+def warm_ahead(v: View, config: EvalConfig, memo, *,
+               every_session: bool | None = None) -> list[threading.Thread]:
+    """The next pages' values computed ahead on helper threads once the view's intervals at
+    ``config`` are refined, one after the other (the threads started, in order), once per
+    data set, resamples and filters (``memo``'s :meth:`~dashboard.evaluations.Evaluations.
+    first_time`): the first computation is the long one, later settings update it in a
+    fraction of the time.
+
+    - the criteria's intervals with :data:`LIVE_RESAMPLES` (a second or so), the Per
+      criterion page's table until the configured number is in;
+    - the Decision support page's first finder result (a second or two);
+    - for a bundled demo on a server (:func:`dashboard.evaluations.shared`, ``every_session``:
+      by default :func:`dashboard.computing.serving`; computed once for every session), the
+      data-only part of the criteria's intervals with the configured resamples
+      (:func:`metrics_core.evaluation.tables.group_data_intervals`: each criterion's AUROC,
+      AP, ranking means, Brier, ECE, MCE; about 2.5 s of CPU on the demo, three quarters of the
+      criteria's first computation), so that the Per criterion page's refinement computes
+      only what the settings change. What it keeps is a few numbers per criterion; an
+      upload's are computed on the page only, with progress.
+    """
+    if every_session is None:
+        every_session = serving()
+    token, evaluator = v.source.token, v.source.evaluator()
+    started: list[threading.Thread] = []
+    groups = finder = None
+    if memo.first_time(("groups", token, config.bootstrap_config, config.filters)):
+        groups = _warm_group_intervals(evaluator, config)
+        started.append(groups)
+    if memo.first_time(("finder", token, config.filters, config.seed, finder_resamples(v))):
+        finder = warm_finder(v, after=groups)
+        started.append(finder)
+    if (every_session and shared(v.source) and config.bootstrap > LIVE_RESAMPLES
+            and memo.first_time(("groups' data", token, config.bootstrap_config,
+                                 config.ranking, config.calibration, config.filters))):
+        started.append(_warm_group_data(evaluator, config, after=finder or groups))
+    return started
+
+
+def _warm_group_data(evaluator: Evaluator, config: EvalConfig, *,
+                     after: threading.Thread | None = None) -> threading.Thread:
+    """Start :func:`~metrics_core.evaluation.tables.group_data_intervals` of ``config`` on a
+    helper thread, after ``after``'s work (if any), giving way between its batches to the
+    interactive runs in flight (:func:`dashboard.computing.ahead_progress`)."""
+    from metrics_core.evaluation.inflight import in_background
+    from metrics_core.evaluation.tables import group_data_intervals
+
+    return in_background((lambda: after is not None and after.join(),
+                          lambda: group_data_intervals(evaluator, config,
+                                                       progress=ahead_progress)),
+                         "dashboard-group-data")
 
 
 def _heavy_intervals(v: View, slot) -> None:

@@ -23,8 +23,9 @@ from metrics_core.evaluation.kernels import members
 from metrics_core.metrics import gate, outcomes
 
 __all__ = ["assemble_group_table", "counting_columns", "fold_summary", "group_body",
-           "group_codes", "group_frame", "group_intervals", "group_intervals_in_the_making",
-           "group_intervals_ready", "group_table", "metric_order"]
+           "group_codes", "group_data_intervals", "group_frame", "group_intervals",
+           "group_intervals_in_the_making", "group_intervals_ready", "group_table",
+           "metric_order"]
 
 #: Proportions whose per-group Wilson interval is a column of the table (``group_ci``).
 WILSON_COLUMNS = tuple(s.name for s in registry.SPECS if s.group_ci)
@@ -234,13 +235,32 @@ def group_intervals_in_the_making(ev, cfg, label: str = "criterion"):
     return ev.in_the_making(("group_records", cfg, label))
 
 
+def _group_filters(filters, label: str, name: str):
+    """``filters`` restricted to the group ``name`` of ``label`` (a criterion or a fold)."""
+    from dataclasses import replace
+
+    return (replace(filters, criteria=(name,)) if label == "criterion"
+            else replace(filters, fold=name))
+
+
+def group_data_intervals(ev, cfg, label: str = "criterion", progress=None) -> None:
+    """Compute the data-only intervals of every group's run of :func:`group_intervals` (each
+    group's AUROC, AP, ranking means, Brier, ECE and MCE: what no threshold or γ changes),
+    kept in each group's evaluator, where those runs read them: the most of their first
+    computation, ahead of it. They are a few numbers per group; nothing else is kept."""
+    from metrics_core.evaluation.intervals import data_intervals
+
+    _, names = group_codes(ev.for_filters(cfg.filters), label)
+    for name in names:
+        one = cfg.replace(filters=_group_filters(cfg.filters, label, name))
+        data_intervals(ev.for_filters(one.filters), one, progress, bands=False)
+
+
 def _group_records(ev, cfg, label: str, progress) -> dict:
     """group -> (n_positive, records by name) of a run filtered to each group (cached): the
     records of the metrics that apply to a group of ``label`` (the registry's ``applies``; per
     criterion, not the multi-label metrics, which are over posts across criteria, so their
     intervals are not computed)."""
-    from dataclasses import replace
-
     place = _place(label)
 
     def applies(name: str) -> bool:
@@ -254,8 +274,7 @@ def _group_records(ev, cfg, label: str, progress) -> dict:
         posts = any(s.kernel.over == "posts" for s in registry.kernels(where=place))
         out = {}
         for name in names:
-            filters = (replace(cfg.filters, criteria=(name,)) if label == "criterion"
-                       else replace(cfg.filters, fold=name))
+            filters = _group_filters(cfg.filters, label, name)
             run = ev.evaluate(cfg.replace(filters=filters), progress=progress, bands=False,
                               posts=posts)
             out[name] = (int(run.summary["n_positive"]),
