@@ -482,9 +482,9 @@ def test_the_metrics_left_without_an_interval_are_the_curve_and_calibration_fit_
     table = result.cohorts
     without = set(table.loc[table["ci95"].isna() & table["defined"], "metric"])
     assert without <= {"calibration_intercept", "calibration_slope"} | {
-        m for m in without if m.startswith(("tpr@", "threshold@"))}
+        m for m in without if m.startswith("threshold@")}
     assert set(table.loc[table["ci95"].notna(), "metric"]) >= SUMMED | set(MULTILABEL_NAMES) | {
-        "auprc", "calibration_in_the_large"}
+        "auprc", "calibration_in_the_large", "tpr@fpr=0.05"}
 
 
 @pytest.mark.parametrize(("seed", "rule", "split"), [(7, "threshold", False),
@@ -589,12 +589,15 @@ def test_each_metric_s_per_query_sums_come_from_its_registry_entry():
         kernels.ratio_sums(ev, inter, ["mcc"])
 
 
-@pytest.mark.parametrize(("seed", "decimals"), [(7, None), (5, 1)])
-def test_the_auprc_intervals_match_a_literal_resampling_loop(seed, decimals):
-    """Each cohort's AUPRC on every resample of posts: scikit-learn's average precision on
-    the cohort's repeated rows (ties of p too: scores rounded to one decimal), NaN (left out)
-    when the resample has one class; the percentiles of those values."""
-    from sklearn.metrics import average_precision_score
+@pytest.mark.parametrize(("seed", "decimals"), [(7, None), (5, 1), (9, 2)])
+def test_the_auprc_and_tpr_at_fpr_intervals_match_a_literal_resampling_loop(seed, decimals):
+    """Each cohort's AUPRC and TPR at every FPR target on every resample of posts:
+    scikit-learn's average precision and ROC curve (the TPR at the largest index with
+    FPR <= T, contract §4) on the cohort's repeated rows (ties of p too: scores rounded),
+    NaN (left out) when the resample has one class; the percentiles of those values. Neither
+    has a difference to the rest (contract §9: the rest's ranking per resample costs as many
+    cumulations as the column has cohorts); the threshold at an FPR has no interval."""
+    from sklearn.metrics import average_precision_score, roc_curve
 
     q, c = _data(n_posts=30, n_criteria=3, seed=seed)
     if decimals is not None:
@@ -606,19 +609,29 @@ def test_the_auprc_intervals_match_a_literal_resampling_loop(seed, decimals):
     counts = Bootstrap(int(ev.ds.posts.size), n_resamples=80, seed=seed).counts()
     table = cohort_tables(ev, inter, [attrs["site"]], counts=counts, weak=False).cohorts
     ds, site = ev.ds, attrs["site"]
+    names = ["auprc", *(f"tpr@fpr={t:.2f}" for t in cfg.tpr_fprs)]
 
-    def ap(rows):
-        y = ds.y[rows]
-        return average_precision_score(y, ds.p[rows]) if 0 < y.sum() < y.size else np.nan
+    def metrics(rows):
+        y, p = ds.y[rows], ds.p[rows]
+        if not 0 < y.sum() < y.size:
+            return np.full(len(names), np.nan)
+        fpr, tpr, _ = roc_curve(y, p, drop_intermediate=False)
+        return np.array([average_precision_score(y, p), *(
+            tpr[np.searchsorted(fpr, t, side="right") - 1] for t in cfg.tpr_fprs)])
 
     for j, value in enumerate(site.values):
         own = np.flatnonzero(site.codes == j)
-        assert _value(table, "site", value, "auprc") == pytest.approx(ap(own))
-        v = np.array([ap(np.repeat(own, counts[r][ds.post_code[own]]))
-                      for r in range(counts.shape[0])])
-        want = np.percentile(v[~np.isnan(v)], [2.5, 97.5]).tolist()
-        assert _value(table, "site", value, "auprc", "ci95") == pytest.approx(
-            want, abs=1e-9), value
+        point = metrics(own)
+        mine = np.array([metrics(np.repeat(own, counts[r][ds.post_code[own]]))
+                         for r in range(counts.shape[0])])
+        for i, name in enumerate(names):
+            assert _value(table, "site", value, name) == pytest.approx(point[i]), name
+            v = mine[:, i]
+            assert _value(table, "site", value, name, "ci95") == pytest.approx(
+                np.percentile(v[~np.isnan(v)], [2.5, 97.5]).tolist(), abs=1e-9), (value, name)
+            assert pd.isna(_value(table, "site", value, name, "difference"))
+    thresholds = table[table["metric"].str.startswith("threshold@")]
+    assert len(thresholds) and thresholds["ci95"].isna().all()
 
 
 def test_calibration_in_the_large_has_its_interval_and_difference_from_a_literal_loop():

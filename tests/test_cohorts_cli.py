@@ -75,6 +75,7 @@ def test_without_cohorts_the_document_has_no_cohort_tables(files):
     (["--cohort", "site", "--cohort-bins", "age=q3"], "--cohort-bins age: not a --cohort"),
     (["--cohort", "site", "--cohort-max-values", "one"], "--cohort-max-values"),
     (["--cohort", "age", "--cohort-bins", "age=q1"], "quantile bins must be 2 to 20"),
+    (["--cohort", "site*sex*site"], "an intersection names a column twice"),
 ])
 def test_bad_cohort_options_exit_2_with_a_plain_message(files, capsys, flags, message):
     tmp, qp, cp = files
@@ -84,6 +85,27 @@ def test_bad_cohort_options_exit_2_with_a_plain_message(files, capsys, flags, me
     assert code == 2 and message in err and "Traceback" not in err
     if flags[1] == "ward":
         assert "ward" in err and "limit of 20" in err and "240" in err
+
+
+def test_an_intersection_of_three_columns_is_a_cohort_column(files):
+    """``--cohort "site*sex*age"``: every combination that occurs is a cohort (its value the
+    three values joined by ``*``), with its metrics and intervals as a pair's."""
+    import pandas as pd
+
+    tmp, qp, cp = files
+    out = tmp / "three.json"
+    assert main(["evaluate", str(qp), str(cp), "--out", str(out), "--bootstrap", "50",
+                 "--quiet", "--cohort", "site*sex*age", "--cohort-bins", "age=40,65"]) == 0
+    rows = json.loads(out.read_text())["cohorts"]
+    assert {r["column"] for r in rows} == {"site*sex*age"}
+    q = pd.read_csv(qp)
+    band = np.where(q["age"] < 40, "< 40", np.where(q["age"] < 65, "[40, 65)", "≥ 65"))
+    want = q["site"] + "*" + q["sex"].fillna("missing") + "*" + band
+    counts = want.value_counts()
+    got = {r["value"]: r["n"] for r in rows if r["metric"] == "auroc"}
+    assert got == counts.to_dict()
+    assert all(r["ci95"] is not None for r in rows
+               if r["metric"] == "sensitivity" and r["n_positive"] >= 5)
 
 
 def test_report_with_cohorts_has_the_cohort_section_and_tables(files, capsys):

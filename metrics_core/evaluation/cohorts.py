@@ -60,6 +60,7 @@ from metrics_core.evaluation.cohort_resamples import (
 )
 from metrics_core.metrics.curve_replicates import ScoreLayout
 from metrics_core.metrics.uncertainty import Bootstrap, percentile_cis
+from metrics_core.registry import fmt_t
 
 __all__ = ["DISPARITY_METRICS", "RATE_METRICS", "SMALL_CELL", "CohortResult", "Grouping",
            "add_to", "bootstrap_p_values", "cohort_tables", "document_tables",
@@ -228,6 +229,13 @@ def _multilabel_rows(grouping, body: pd.DataFrame, col, n_crit: int, reps, n, n_
     return _disparity_rows(grouping, names, cohort_v, rest_v, resampled, n, n_pos)
 
 
+def _ranking_curve(values: tuple, targets) -> dict[str, np.ndarray]:
+    """AUPRC and the TPR at each FPR target (``tpr@fpr=T``) from
+    :class:`~metrics_core.evaluation.cohort_resamples.PrecisionRuns`'s ``(ap, tpr)``."""
+    ap, tpr = values
+    return {"auprc": ap, **{f"tpr@fpr={fmt_t(t)}": tpr[..., i] for i, t in enumerate(targets)}}
+
+
 def _same_definition(body: pd.DataFrame, point: Mapping[str, np.ndarray],
                      resampled: Mapping[str, np.ndarray] | None) -> dict[str, list]:
     """metric -> one interval per cohort, for the metrics whose value on the data itself
@@ -322,7 +330,7 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
             ds, inter, col.grouping, col.posts)
     pairs = PairCounts(layout, [g.codes[order] for g in segment_columns],
                         [len(g.values) for g in segment_columns],
-                        precision_columns=len(singles))
+                        precision_columns=len(singles), targets=cfg.tpr_fprs)
     point_auroc = pairs.replicates(np.ones((1, int(ds.posts.size)), dtype=np.int64))
     reps = None
     if n_resamples and ds.n_queries:
@@ -355,8 +363,9 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                 None if reps is None else reps[k]["extra"], where, n, n_pos)
             rows += tested
             intervals.update(_same_definition(
-                body, {"auprc": point_auroc[k][2]},
-                None if reps is None else {"auprc": reps[k]["auprc"]}))
+                body, _ranking_curve(point_auroc[k][2], cfg.tpr_fprs),
+                None if reps is None else _ranking_curve(
+                    (reps[k]["auprc"], reps[k]["tpr"]), cfg.tpr_fprs)))
             multi = _multilabel_rows(grouping, body, col, len(ds.criteria),
                                      None if reps is None else reps[k], n, n_pos)
             rows += multi

@@ -235,14 +235,15 @@ def cohort_attributes(queries, loaded, declared: Sequence[str], *,
         str(v) for v in loaded.column_map.get("candidates", {}).values()}
     singles: list[str] = []
     for item in declared:
-        for part in str(item).split("*"):
-            part = part.strip()
+        parts = [part.strip() for part in str(item).split("*")]
+        for part in parts:
             if not part:
                 raise InputError("empty cohort column name", file=file, column=str(item),
                                  hint="write --cohort site or --cohort 'site*sex'",
                                  code="invalid_value")
             if part not in singles:
                 singles.append(part)
+        _check_distinct(parts, file)
     bins = {str(k): (parse_bins(v) if isinstance(v, str) else v)
             for k, v in (bins or {}).items()}
     if isinstance(queries, pd.DataFrame):
@@ -281,6 +282,18 @@ def cohort_attributes(queries, loaded, declared: Sequence[str], *,
             out[key] = _intersection(key, [out[p] for p in parts])
     return {("*".join(p.strip() for p in str(d).split("*"))): out[
         "*".join(p.strip() for p in str(d).split("*"))] for d in declared}
+
+
+def _check_distinct(parts: Sequence[str], file: str) -> None:
+    """An intersection names each column once (``site*sex*age_band``; ``site*site`` is
+    refused naming the column)."""
+    twice = sorted({p for p in parts if parts.count(p) > 1})
+    if twice:
+        raise InputError("an intersection names a column twice", file=file,
+                         column="*".join(parts),
+                         hint=f"'{twice[0]}' appears more than once; join different columns, "
+                              "such as site*sex or site*sex*age_band",
+                         code="invalid_value")
 
 
 def _rows_of_queries(frame: pd.DataFrame, q_map: Mapping, ds, file: str):
@@ -497,6 +510,8 @@ def read_cohorts(names: Sequence[str], tables: Sequence[tuple[object, str]], loa
     them has is refused naming every table."""
     bins = dict(bins or {})
     keys = ["*".join(p.strip() for p in str(n).split("*")) for n in names]
+    for key in keys:
+        _check_distinct(key.split("*"), ", ".join(f for _, f in tables))
     singles = list(dict.fromkeys(p for k in keys for p in k.split("*")))
     found: dict[str, CohortAttribute] = {}
     for single in singles:
