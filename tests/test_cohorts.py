@@ -328,6 +328,35 @@ def test_weak_segments_respect_the_minimum_size_and_count_the_segments_tried():
     assert pd.Series(weak["worse_by"] > 0).all()
 
 
+def test_weak_segments_search_every_metric_with_a_difference_and_a_direction():
+    """The search ranks every metric that has a difference to the rest and a better
+    direction: the disparity metrics and the multi-label ones (§8), on the columns and on
+    their pairs; a pair's segment has the values the cohorts table gives when the pair is
+    declared as a column. Calibration in the large (no better direction) is not ranked."""
+    q, c = _data(n_posts=60, planted=0.8)
+    cfg = EvalConfig(bootstrap=60, seed=2)
+    loaded, attrs = _run(q, c, ["site", "sex", "site*sex"])
+    ev = Evaluator(loaded.dataset)
+    inter = ev.intermediate(cfg)
+    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=60, seed=2).counts()
+    weak = cohort_tables(ev, inter, [attrs["site"], attrs["sex"]], counts=counts, min_size=1,
+                         top=100).weak_segments
+    declared = cohort_tables(ev, inter, [attrs["site*sex"]], counts=counts, weak=False).cohorts
+    assert set(MULTILABEL_NAMES) & set(weak["metric"])
+    assert "calibration_in_the_large" not in set(weak["metric"])
+    pair = weak[(weak["columns"] == "site*sex") & weak["metric"].isin(MULTILABEL_NAMES)]
+    assert len(pair)
+    for _, row in pair.iterrows():
+        value = "*".join(v.split("=")[1] for v in row["segment"].split(", "))
+        for field in ("estimate", "rest_estimate", "difference", "difference_ci95",
+                      "p_value", "n"):
+            assert row[field] == pytest.approx(
+                _value(declared, "site*sex", value, row["metric"], field)), (value, field)
+    tried = weak.groupby("metric")["segments_tried"].first()
+    # every segment with a cell on both sides: site's 3, sex's 2 and each site*sex pair
+    assert tried["hamming_loss"] == 3 + 2 + len(attrs["site*sex"].values)
+
+
 def test_workup_to_detection_per_cohort_is_one_over_alert_precision():
     """A metric added by one registry spec reaches the cohort table with no edit here."""
     q, c = _data(n_posts=80)

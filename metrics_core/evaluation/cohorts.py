@@ -17,7 +17,8 @@ A cohort column (``site``, ``sex``, ``site*sex``; read by
 
 The weak-segment search ranks the cohorts of every column and of every pair of columns (with
 at least ``min_size`` queries) by how much worse than the rest each metric is, adjusting the
-p-values for every segment tried (Holm).
+p-values for every segment tried (Holm): every metric with a difference to the rest and a
+better direction (the disparity metrics and the multi-label ones).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from metrics_core.evaluation.cohort_resamples import (
     sum_columns,
 )
 from metrics_core.metrics.curve_replicates import ScoreLayout
+from metrics_core.metrics.multilabel import MULTILABEL_NAMES
 from metrics_core.metrics.uncertainty import Bootstrap, percentile_cis
 from metrics_core.registry import fmt_t
 
@@ -200,12 +202,13 @@ def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
     return _matching_intervals(body, point, resampled), rows
 
 
-def _multilabel_rows(grouping, body: pd.DataFrame, col, n_crit: int, reps, n, n_pos
-                     ) -> list[dict]:
+def _multilabel_rows(grouping, body: pd.DataFrame | None, col, n_crit: int, reps, n, n_pos,
+                     shown: Sequence[str] = ()) -> list[dict]:
     """The multi-label metrics (§8: posts resampled, every query of a drawn post a cell) as
     disparity rows: the cohort's value, the rest's, the difference, their intervals and
     p-values, for each metric whose value from the sums on the data itself is the table's
-    (the same definition)."""
+    (the same definition); without a table (``body`` None: a pair of columns the weak-segment
+    search tries), the metrics ``shown``."""
     if col.multilabel is None:
         return []
     g = len(grouping.values)
@@ -213,9 +216,10 @@ def _multilabel_rows(grouping, body: pd.DataFrame, col, n_crit: int, reps, n, n_
     rest = multilabel_rest(own, col.multilabel_whole.sum(axis=0),
                            np.stack([d.sum(axis=0) for d in col.multilabel_delta]))
     point, rest_point = multilabel_values(own, n_crit), multilabel_values(rest, n_crit)
-    names = [name for name, values in point.items() if name in body.columns and np.allclose(
-        values, body[name].to_numpy(dtype=np.float64, na_value=np.nan), rtol=1e-9,
-        atol=1e-12, equal_nan=True)]
+    names = [name for name in shown if name in point] if body is None else [
+        name for name, values in point.items() if name in body.columns and np.allclose(
+            values, body[name].to_numpy(dtype=np.float64, na_value=np.nan), rtol=1e-9,
+            atol=1e-12, equal_nan=True)]
     if not names:
         return []
     cohort_v = np.column_stack([point[m] for m in names]).reshape(g, len(names))
@@ -325,7 +329,7 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
     distinct, where = distinct_columns(extra)  # summed once each, then laid out again
     columns = [prepare(ds, g, num_den, distinct if i < len(singles) else None)
                for i, g in enumerate(segment_columns)]
-    for col in columns[:len(singles)]:  # the multi-label metrics' per-post sums
+    for col in columns:  # the multi-label metrics' per-post sums (the pairs' searched too)
         col.multilabel, col.multilabel_delta, col.multilabel_whole = multilabel_sums(
             ds, inter, col.grouping, col.posts)
     pairs = PairCounts(layout, [g.codes[order] for g in segment_columns],
@@ -344,6 +348,7 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
     all_names = [*names, "auroc"]
     # the per-criterion machinery's tables first, here (it reads the evaluator's memo)
     bodies = [tables.group_body(ev, inter, col.grouping) for col in columns[:len(singles)]]
+    multilabel_shown = [m for m in MULTILABEL_NAMES if bodies and m in bodies[0].columns]
 
     def column_rows(k: int) -> tuple[list, list, list]:
         """The column's table rows, equalised-odds rows and weak-segment candidates."""
@@ -374,7 +379,13 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
             _finish_column(rows)
             table = _ordered(rows, body.columns, all_names)
             odds = _equalised_odds(grouping, rows)
-        return table, odds, [r for r in rows if r["n"] >= min_size and r["metric"] in all_names]
+        else:  # a pair of columns of the weak-segment search: its multi-label metrics too
+            rows += _multilabel_rows(grouping, None, col, len(ds.criteria),
+                                     None if reps is None else reps[k], n, n_pos,
+                                     shown=multilabel_shown)
+        # every metric with a difference to the rest is searched (those with a direction)
+        return table, odds, [r for r in rows if r["n"] >= min_size
+                             and r["rest_estimate"] is not None]
 
     # The columns on WORKERS threads (their intervals' partitions and the arithmetic on the
     # resamples run outside the interpreter's lock); each column's rows are its own, put
