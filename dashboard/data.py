@@ -553,6 +553,39 @@ class View:
         return self.evaluator.sentences(self.config, post_id, criterion)
 
 
+def _full_config(v: View) -> EvalConfig:
+    """The configuration of ``v``'s evaluation when none of its resamples are held back (no
+    live, capped or paused intervals: :attr:`View.evaluation`)."""
+    config = v.config.replace(filters=v.filters)
+    return config if v.show_bootstrap else config.replace(bootstrap=0)
+
+
+def _gate_of(config: EvalConfig, other: EvalConfig) -> EvalConfig:
+    return config.replace(tau_neg=other.tau_neg, tau_pos=other.tau_pos)
+
+
+def curves_unchanged(before: View, v: View) -> Evaluation | None:
+    """The evaluation of the view ``before`` if ``v`` differs from it in τ_neg / τ_pos only
+    and that evaluation is made already with all its resamples (not live, capped or paused):
+    its ROC and PR curves, their areas and bands are then those of ``v``'s (they do not depend
+    on the gate), to draw before ``v``'s evaluation is computed. None otherwise (also when
+    ``before`` is ``v``)."""
+    found = vars(before).get("evaluation")  # (made, not computed here)
+    if (before is v or found is None or before.source.token != v.source.token
+            or before.evaluator is not v.evaluator
+            or before.show_bootstrap != v.show_bootstrap or found.config != _full_config(before)
+            or _gate_of(_full_config(before), v.config) != _full_config(v)):
+        return None
+    return found
+
+
+def same_curves(shown: Evaluation | None, evaluation: Evaluation) -> bool:
+    """True if the curves, areas and bands drawn from ``shown`` (:func:`curves_unchanged`;
+    None: from ``evaluation`` itself) are those of ``evaluation``: the same configuration but
+    for the gate."""
+    return shown is None or _gate_of(evaluation.config, shown.config) == shown.config
+
+
 def evaluation_at(source: Source, config: EvalConfig) -> Evaluation:
     """:func:`evaluations_of`' evaluation now (charged to the session's budget, with a
     progress bar for a long bootstrap)."""

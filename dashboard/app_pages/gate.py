@@ -3,7 +3,11 @@ operating points, the (τ_neg, τ_pos) grid, TPR@FPR and the confusion at τ.
 
 Everything that depends on τ_neg and τ_pos is drawn by one fragment together with their
 slider: a move reruns the fragment only (not the sidebar, nor the tables below it, which do
-not depend on the gate), so the charts follow the slider quickly.
+not depend on the gate), so the charts follow the slider quickly. After a move, the charts are
+drawn before the gate card is computed: their curves, areas and bands do not depend on the
+gate (those of the evaluation before the move, :func:`dashboard.data.curves_unchanged`) and
+their operating points are counted at once, so the move's points show before its intervals
+are computed (the card, with the move's intervals, fills its place above them after).
 """
 
 import streamlit as st
@@ -17,9 +21,10 @@ from metrics_core.targets import parse_target
 CONTROLS = sidebar.PAGE_CONTROLS["gate"]
 
 
-def _curves(v: data.View) -> None:
-    """ROC and PR with the operating points of τ_neg, τ_pos and τ, and their table."""
-    ev = v.evaluation
+def _curves(v: data.View, ev=None) -> None:
+    """ROC and PR with the operating points of τ_neg, τ_pos and τ, and their table; the
+    curves, their areas and bands those of ``ev`` (default: the view's evaluation)."""
+    ev = v.evaluation if ev is None else ev
     st.caption("The markers are the exact operating points of τ_neg (screened in: "
                "p ≥ τ_neg), τ_pos (alert: p ≥ τ_pos) and the fixed threshold τ; they move with "
                "the sliders. Long curves are thinned for drawing only.")
@@ -75,25 +80,39 @@ def _grid(v: data.View) -> None:
             display.show_table(grid, key="grid_table")
 
 
-def _gate_view(v: data.View) -> None:
+def _gate_view(v: data.View, before: data.View) -> None:
     display.thresholds_caption(v)  # a move makes τ_neg / τ_pos exploratory
     for key in CONTROLS:
         sidebar.setting_widget(key)
-    display.gate_card(v, table_on_demand=True)
+    # After a move: the charts first (their curves from the evaluation before it), the card,
+    # which waits for the move's evaluation, into its place above them after.
+    # (the card in a container on every run: the page's layout, so what the browser keeps
+    # drawn between runs, is the same whichever comes first)
+    curves = data.curves_unchanged(before, v)
+    card = st.container()
+    if curves is None:
+        with card:
+            display.gate_card(v, table_on_demand=True)
     # Only the open tab is computed and drawn: a move redraws the charts in view, not both.
     curves_tab, grid_tab = st.tabs(["ROC and precision-recall curves", "Threshold grid"],
                                    key="gate_tab", on_change="rerun")
     if curves_tab.open:
         with curves_tab:
-            _curves(v)
+            _curves(v, curves)
     if grid_tab.open:
         with grid_tab:
             _grid(v)
+    if curves is not None:
+        with card:
+            display.gate_card(v, table_on_demand=True)
+        if not data.same_curves(curves, v.evaluation):  # (e.g. its intervals paused now)
+            st.rerun(scope="fragment")
 
 
 @st.fragment
 def gate_view() -> None:
-    sidebar.page_fragment(CONTROLS, _gate_view)
+    before = data.view()  # (in a move's rerun: the view before the move)
+    sidebar.page_fragment(CONTROLS, lambda v: _gate_view(v, before))
 
 
 # The title, data label and filter do not depend on the gate: drawn once, above the fragment.
