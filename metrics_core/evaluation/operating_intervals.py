@@ -210,12 +210,12 @@ def _value_pairs(floats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.stack([values.real, values.imag], axis=1), codes.ravel()
 
 
-def _weights_f(by_unit: np.ndarray, units: np.ndarray) -> np.ndarray:
-    """The counts of ``units`` (rows of :meth:`DrawnCounts.by_unit`) as float64 weights
-    ``(n_resamples, len(units))`` in column-major order: the layout of ``counts[:, units]``
+def _weights_f(counts: DrawnCounts, units: np.ndarray) -> np.ndarray:
+    """The counts of ``units`` as float64 weights ``(n_resamples, len(units))`` in
+    column-major order (:meth:`DrawnCounts.unit_weights`): the layout of ``counts[:, units]``
     (numpy's indexing puts the indexed axis first in memory), which the block products have
     always been made with (BLAS's sums depend on the layout)."""
-    return np.take(by_unit, units, axis=0).astype(np.float64).T
+    return counts.unit_weights(units)
 
 
 class _KeptSums:
@@ -295,7 +295,7 @@ class _KeptSums:
                 delta[np.arange(rows.size), new[rows]] += 1.0
                 delta[np.arange(rows.size), old[rows]] -= 1.0
                 units = rows if unit_of_row is None else unit_of_row[rows]
-                self.pair_sums += _weights_f(counts.by_unit(), units) @ delta  # whole numbers
+                self.pair_sums += _weights_f(counts, units) @ delta  # whole numbers
             self.rows_summed = int(rows.size)
         column = np.array([self.pair_column[key] for key in keys], dtype=np.int64)
         self.pair_of_row = column[codes]
@@ -314,11 +314,10 @@ class _KeptSums:
         self.blocks_summed = len(stale)
         self.rows_summed = sum(self.blocks[b].size for b in stale)
         self.floats = None  # (until every stale block is summed again: an error leaves none)
-        by_unit = counts.by_unit()
         for b in stale:
             rows = self.blocks[b]
             units = rows if unit_of_row is None else unit_of_row[rows]
-            self.block_sums[b] = _weights_f(by_unit, units) @ floats[rows]
+            self.block_sums[b] = _weights_f(counts, units) @ floats[rows]
         self.floats = floats
         return self._total()
 
@@ -366,7 +365,7 @@ class _KeptSums:
             delta = (_integer_columns(y[rows], *(s[rows] for s in sources), width)
                      - _integer_columns(y[rows], *(s[rows] for s in self.sources), width))
             units = rows if unit_of_row is None else unit_of_row[rows]
-            sums += np.take(counts.by_unit(), units, axis=0).T.astype(np.float64) @ delta
+            sums += _weights_f(counts, units) @ delta
         return sums[:, :_N_FIXED + n_k]  # the columns cut off are all zero
 
 
