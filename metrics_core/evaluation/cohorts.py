@@ -105,7 +105,12 @@ def _point(ds, grouping, num_den, n_metrics, auroc) -> tuple:
     return cohort_v, rest_v
 
 
-def _disparity_rows(grouping, names, cohort_v, rest_v, reps, n, n_pos) -> list[dict]:
+def _disparity_rows(grouping, names, cohort_v, rest_v, reps, n, n_pos,
+                    lazy: bool = False) -> list[dict]:
+    """One row per (cohort, metric): the values, the p-value and the intervals. ``lazy``
+    (a pair of columns only the weak-segment search reads): no intervals, but each row's
+    resampled value and difference (``resampled``) for :func:`_weak_segments` to take the
+    intervals of the segments it needs."""
     g, _s = cohort_v.shape
     rows = []
     diff_reps = None if reps is None else reps["cohort"] - reps["rest"]
@@ -114,7 +119,10 @@ def _disparity_rows(grouping, names, cohort_v, rest_v, reps, n, n_pos) -> list[d
         ratio_point = cohort_v / rest_v
     for i, name in enumerate(names):
         diff = cohort_v[:, i] - rest_v[:, i]
-        if reps is not None:
+        if reps is not None and lazy:
+            est_ci = diff_ci = ratio_ci = [None] * g
+            p = bootstrap_p_values(diff, diff_reps[:, :, i])
+        elif reps is not None:
             est_ci = _cis(reps["cohort"][:, :, i])
             diff_ci = _cis(diff_reps[:, :, i])
             p = bootstrap_p_values(diff, diff_reps[:, :, i])
@@ -139,6 +147,8 @@ def _disparity_rows(grouping, names, cohort_v, rest_v, reps, n, n_pos) -> list[d
                 "ratio_ci95": ratio_ci[j] if name in RATE_METRICS and both else None,
                 "p_value": float(p[j]) if both and np.isfinite(p[j]) else None,
                 "defined": defined})
+            if lazy and reps is not None:
+                rows[-1]["resampled"] = (reps["cohort"][:, j, i], diff_reps[:, j, i])
     return rows
 
 
@@ -203,7 +213,7 @@ def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
 
 
 def _multilabel_rows(grouping, body: pd.DataFrame | None, col, n_crit: int, reps, n, n_pos,
-                     shown: Sequence[str] = ()) -> list[dict]:
+                     shown: Sequence[str] = (), lazy: bool = False) -> list[dict]:
     """The multi-label metrics (§8: posts resampled, every query of a drawn post a cell) as
     disparity rows: the cohort's value, the rest's, the difference, their intervals and
     p-values, for each metric whose value from the sums on the data itself is the table's
@@ -230,7 +240,7 @@ def _multilabel_rows(grouping, body: pd.DataFrame | None, col, n_crit: int, reps
         theirs = multilabel_values(reps["multilabel_rest"], n_crit)
         resampled = {"cohort": np.stack([mine[m] for m in names], axis=-1),
                      "rest": np.stack([theirs[m] for m in names], axis=-1)}
-    return _disparity_rows(grouping, names, cohort_v, rest_v, resampled, n, n_pos)
+    return _disparity_rows(grouping, names, cohort_v, rest_v, resampled, n, n_pos, lazy=lazy)
 
 
 def _ranking_curve(values: tuple, targets) -> dict[str, np.ndarray]:
@@ -359,7 +369,8 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
         n_pos = np.bincount(grouping.codes, weights=ds.y, minlength=g).astype(np.int64)
         cohort_v, rest_v = _point(ds, grouping, num_den, n_metrics, point_auroc[k])
         rows = _disparity_rows(grouping, all_names, cohort_v, rest_v,
-                               None if reps is None else reps[k], n, n_pos)
+                               None if reps is None else reps[k], n, n_pos,
+                               lazy=k >= len(singles))
         table, odds = [], []
         if k < len(singles):
             body = bodies[k]
@@ -382,7 +393,7 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
         else:  # a pair of columns of the weak-segment search: its multi-label metrics too
             rows += _multilabel_rows(grouping, None, col, len(ds.criteria),
                                      None if reps is None else reps[k], n, n_pos,
-                                     shown=multilabel_shown)
+                                     shown=multilabel_shown, lazy=True)
         # every metric with a difference to the rest is searched (those with a direction)
         return table, odds, [r for r in rows if r["n"] >= min_size
                              and r["rest_estimate"] is not None]
@@ -478,6 +489,9 @@ def _weak_segments(rows: list[dict], top: int) -> pd.DataFrame:
         sign = 1.0 if higher else -1.0
         tried = [r for r in items if r["difference"] is not None]
         adjusted = holm([np.nan if r["p_value"] is None else r["p_value"] for r in tried])
+        # a pair's rows come without intervals: the difference's where a flag depends on it
+        _fill_intervals([r for r, adj in zip(tried, adjusted, strict=True) if adj < ALPHA],
+                        estimate=False)
         ranked = []
         for r, adj in zip(tried, adjusted, strict=True):
             worse = -sign * r["difference"]
@@ -495,10 +509,28 @@ def _weak_segments(rows: list[dict], top: int) -> pd.DataFrame:
                            "p_adjusted": p_adj,
                            "flagged": bool(p_adj is not None and p_adj < ALPHA
                                            and ci is not None and (ci[0] > 0 or ci[1] < 0)),
-                           "worse_by": worse, "segments_tried": len(tried)})
+                           "worse_by": worse, "segments_tried": len(tried),
+                           "resampled": r.get("resampled")})
         ranked.sort(key=lambda r: (not r["flagged"], -r["worse_by"]))
+        _fill_intervals(ranked[:top], estimate=True)
         out.extend(ranked[:top])
     return pd.DataFrame(out, columns=list(WEAK_COLUMNS))
+
+
+def _fill_intervals(rows: list[dict], *, estimate: bool) -> None:
+    """The difference's interval (and with ``estimate`` the value's) of the rows that have
+    their resamples (``resampled``, a pair's: :func:`_disparity_rows` lazy) and none yet,
+    in one percentile pass."""
+    todo = [r for r in rows if r.get("resampled") is not None and (
+        r["difference_ci95"] is None or (estimate and r["ci95"] is None))]
+    if not todo:
+        return
+    diff = _cis(np.column_stack([r["resampled"][1] for r in todo]))
+    est = _cis(np.column_stack([r["resampled"][0] for r in todo])) if estimate else None
+    for i, r in enumerate(todo):
+        r["difference_ci95"] = diff[i] if r["difference"] is not None else None
+        if est is not None and r["estimate"] is not None:
+            r["ci95"] = est[i]
 
 
 def _segment_name(column: str, value: str) -> str:
