@@ -579,6 +579,15 @@ def curves_unchanged(before: View, v: View) -> Evaluation | None:
     return found
 
 
+def gate_ahead(v: View):
+    """The gate's outcome of ``v`` (counts, rates, their Wilson intervals) counted ahead of its
+    evaluation: the same as ``v.evaluation.gate`` (the same states of the same queries)."""
+    from metrics_core.metrics.gate import gate_summary
+
+    ev = v.evaluator
+    return gate_summary(ev.ds.y, ev.states(v.config))
+
+
 def same_curves(shown: Evaluation | None, evaluation: Evaluation) -> bool:
     """True if the curves, areas and bands drawn from ``shown`` (:func:`curves_unchanged`;
     None: from ``evaluation`` itself) are those of ``evaluation``: the same configuration but

@@ -589,14 +589,20 @@ def checks_frame(evaluation) -> pd.DataFrame:
                           else "fail", "detail": c.detail} for c in evaluation.checks])
 
 
-def gate_card(v, *, table_on_demand: bool = False) -> None:
+def gate_card(v, *, table_on_demand: bool = False, gate=None) -> Callable[[], None]:
     """The three-state gate card: counts and rates, the targets, and the same in words, then
     the card as a table (denominators and metric ids); ``table_on_demand``: the table is drawn
     only while its expander is open (the Gate page, whose slider redraws the card on every
-    move)."""
+    move).
+
+    ``gate``: the gate's outcome counted ahead of the view's evaluation (the Gate page after
+    a move, :func:`dashboard.data.gate_ahead`): the counts, rates and words are drawn at once
+    and the targets' verdicts and the table, which wait for the evaluation's intervals, by the
+    function returned, in their places. Without it everything is drawn now (the function
+    returned does nothing)."""
     from metrics_core.metrics.gate import per_thousand
 
-    g = v.evaluation.gate
+    g = v.evaluation.gate if gate is None else gate
     c = v.config
     st.subheader("Three-state gate")
     st.caption(f"NEG if p < τ_neg = {c.tau_neg:g}; UNCERTAIN if τ_neg ≤ p < τ_pos = "
@@ -610,8 +616,38 @@ def gate_card(v, *, table_on_demand: bool = False) -> None:
                    border=True)
         lo, hi = g.ci(key) or (None, None)
         col.caption(f"{fmt(rate)} of {fmt(g.n, 'count')} queries; {ci_text(lo, hi, 'Wilson')}")
-    # The verdict every page gives (met / not met on the whole interval, undecided, ...).
-    by_metric = {r["metric"]: r for r in verdict_frame(v.evaluation).to_dict("records")}
+    targets = st.container()  # the targets' tiles: filled once the evaluation is made
+    words = per_thousand(g)
+    st.markdown(words.sentence("queries (post × criterion)"))
+    st.caption("Per 1,000 with 95% Wilson intervals: flagged "
+               f"{_per_1000_ci(g, 'alert_rate_per_1000', 1)}, sent to review "
+               f"{_per_1000_ci(g, 'uncertain_rate')}, auto-cleared {_per_1000_ci(g, 'neg_rate')}, "
+               f"missed {_per_1000_ci(g, 'screening_fn_per_1000', 1)}.")
+    place = (on_demand("Gate metrics as a table (denominators, metric ids)",
+                       key="gate_card_table_open") if table_on_demand
+             else contextlib.nullcontext())
+
+    def verdicts() -> None:
+        judged = verdict_frame(v.evaluation)
+        with targets:
+            _gate_targets(v, judged)
+        if place is not None:
+            with place:
+                show_records(gate_card_frame(v.evaluation.gate, judged.rename(
+                    columns={"verdict": "status"})), key="gate_card_table")
+
+    if gate is None:
+        verdicts()
+        return lambda: None
+    return verdicts
+
+
+def _gate_targets(v, judged: pd.DataFrame) -> None:
+    """The gate card's tiles of the metrics with targets, each with its verdict (``judged``:
+    :func:`verdict_frame` of the view's evaluation; met / not met on the whole interval,
+    undecided, ...: the verdict every page gives)."""
+    g = v.evaluation.gate
+    by_metric = {r["metric"]: r for r in judged.to_dict("records")}
     cols = st.columns(3)
     for col, name in zip(cols, ("screening_sensitivity", "screening_fn_per_1000",
                                 "alert_precision"), strict=True):
@@ -632,19 +668,6 @@ def gate_card(v, *, table_on_demand: bool = False) -> None:
             n, noun = gate_denominator(g, name)
             text += f"; n = {fmt(n, 'count')} {noun}"
         col.caption(text)
-    words = per_thousand(g)
-    st.markdown(words.sentence("queries (post × criterion)"))
-    st.caption("Per 1,000 with 95% Wilson intervals: flagged "
-               f"{_per_1000_ci(g, 'alert_rate_per_1000', 1)}, sent to review "
-               f"{_per_1000_ci(g, 'uncertain_rate')}, auto-cleared {_per_1000_ci(g, 'neg_rate')}, "
-               f"missed {_per_1000_ci(g, 'screening_fn_per_1000', 1)}.")
-    place = (on_demand("Gate metrics as a table (denominators, metric ids)",
-                       key="gate_card_table_open") if table_on_demand
-             else contextlib.nullcontext())
-    if place is not None:
-        with place:
-            verdicts = verdict_frame(v.evaluation).rename(columns={"verdict": "status"})
-            show_records(gate_card_frame(g, verdicts), key="gate_card_table")
 
 
 #: Why a gate tile is undefined.

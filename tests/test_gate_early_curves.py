@@ -72,3 +72,21 @@ def test_same_curves_compares_all_but_the_gate():
     assert not data.same_curves(shown, SimpleNamespace(config=full(MOVED).replace(bootstrap=0)))
     assert not data.same_curves(shown, SimpleNamespace(
         config=full(MOVED).replace(threshold=0.4)))
+
+
+@pytest.mark.parametrize(("tau_neg", "tau_pos"), [(0.1, 0.6), (0.13, 0.6), (0.0, 1.0),
+                                                  (0.35, 0.35)])
+def test_the_gate_counted_ahead_is_the_evaluations(source, tau_neg, tau_pos):
+    config = BASE.replace(tau_neg=tau_neg, tau_pos=tau_pos, bootstrap=0)
+    v = view(source, config, ci=False)
+    ahead, g = data.gate_ahead(v), v.evaluation.gate
+    assert (ahead.count_neg, ahead.count_uncertain, ahead.count_pos, ahead.n) == (
+        g.count_neg, g.count_uncertain, g.count_pos, g.n)
+    for name in ("neg_rate", "uncertain_rate", "pos_rate", "screening_sensitivity",
+                 "screening_fn_per_1000", "alert_precision"):
+        assert getattr(ahead, name) == pytest.approx(getattr(g, name), nan_ok=True), name
+        assert ahead.ci(name) == g.ci(name), name
+    # counted from the data's own p: NEG are the queries with p < τ_neg
+    p = source.dataset.p
+    assert ahead.count_neg == int((p < tau_neg).sum())
+    assert ahead.count_pos == int((p >= tau_pos).sum())

@@ -4,10 +4,11 @@ operating points, the (τ_neg, τ_pos) grid, TPR@FPR and the confusion at τ.
 Everything that depends on τ_neg and τ_pos is drawn by one fragment together with their
 slider: a move reruns the fragment only (not the sidebar, nor the tables below it, which do
 not depend on the gate), so the charts follow the slider quickly. After a move, the charts are
-drawn before the gate card is computed: their curves, areas and bands do not depend on the
-gate (those of the evaluation before the move, :func:`dashboard.data.curves_unchanged`) and
-their operating points are counted at once, so the move's points show before its intervals
-are computed (the card, with the move's intervals, fills its place above them after).
+drawn before the move's evaluation is computed: their curves, areas and bands do not depend
+on the gate (those of the evaluation before the move, :func:`dashboard.data.curves_unchanged`)
+and their operating points are counted at once, as are the gate card's counts and rates
+(:func:`dashboard.data.gate_ahead`), so the move's values show before its intervals are
+computed; the targets' verdicts, judged on the move's intervals, fill their places after.
 """
 
 import streamlit as st
@@ -84,15 +85,12 @@ def _gate_view(v: data.View, before: data.View) -> None:
     display.thresholds_caption(v)  # a move makes τ_neg / τ_pos exploratory
     for key in CONTROLS:
         sidebar.setting_widget(key)
-    # After a move: the charts first (their curves from the evaluation before it), the card,
-    # which waits for the move's evaluation, into its place above them after.
-    # (the card in a container on every run: the page's layout, so what the browser keeps
-    # drawn between runs, is the same whichever comes first)
+    # After a move: the card's counts (counted at once) and the charts (their curves from the
+    # evaluation before the move) first; the targets' verdicts, which wait for the move's
+    # evaluation and its intervals, into their places after.
     curves = data.curves_unchanged(before, v)
-    card = st.container()
-    if curves is None:
-        with card:
-            display.gate_card(v, table_on_demand=True)
+    verdicts = display.gate_card(v, table_on_demand=True,
+                                 gate=None if curves is None else data.gate_ahead(v))
     # Only the open tab is computed and drawn: a move redraws the charts in view, not both.
     curves_tab, grid_tab = st.tabs(["ROC and precision-recall curves", "Threshold grid"],
                                    key="gate_tab", on_change="rerun")
@@ -102,11 +100,9 @@ def _gate_view(v: data.View, before: data.View) -> None:
     if grid_tab.open:
         with grid_tab:
             _grid(v)
-    if curves is not None:
-        with card:
-            display.gate_card(v, table_on_demand=True)
-        if not data.same_curves(curves, v.evaluation):  # (e.g. its intervals paused now)
-            st.rerun(scope="fragment")
+    verdicts()
+    if not data.same_curves(curves, v.evaluation):  # (e.g. its intervals paused now)
+        st.rerun(scope="fragment")
 
 
 @st.fragment
