@@ -7,6 +7,8 @@ scikit-learn), statsmodels' Holm.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -510,10 +512,10 @@ def test_the_metrics_left_without_an_interval_are_the_curve_and_calibration_fit_
     *_, result = _tables(q, c, cfg=EvalConfig(bootstrap=60))
     table = result.cohorts
     without = set(table.loc[table["ci95"].isna() & table["defined"], "metric"])
-    assert without <= {"calibration_intercept", "calibration_slope"} | {
+    assert without <= {"calibration_slope"} | {
         m for m in without if m.startswith("threshold@")}
     assert set(table.loc[table["ci95"].notna(), "metric"]) >= SUMMED | set(MULTILABEL_NAMES) | {
-        "auprc", "calibration_in_the_large", "tpr@fpr=0.05"}
+        "auprc", "calibration_in_the_large", "tpr@fpr=0.05", "calibration_intercept"}
 
 
 @pytest.mark.parametrize(("seed", "rule", "split"), [(7, "threshold", False),
@@ -700,3 +702,57 @@ def test_calibration_in_the_large_has_its_interval_and_difference_from_a_literal
             2 * norm.sf(abs(diff) / np.std(d, ddof=1)))
     tested = table[table["p_value"].notna()]  # in the column's Holm family
     assert name in set(tested["metric"])
+
+
+@pytest.mark.parametrize("seed", [13, 21])
+def test_calibration_intercept_intervals_match_a_literal_loop_of_statsmodels_fits(
+        seed, monkeypatch):
+    """Each cohort's calibration intercept (``logit P(y=1) = a + logit(p)``) refitted by
+    statsmodels' GLM on every resample's repeated rows (the queries of a post drawn k times k
+    times; p clipped as §5 clips it): the percentiles of those fits are the table's interval
+    (to 1e-6; the table's come from a power series per resample, exact fits only where the
+    percentiles are: fewer than the resamples). The slope keeps no interval (contract §9)."""
+    import statsmodels.api as sm
+
+    from metrics_core.metrics.calibration import LOGIT_EPS
+
+    q, c = _data(n_posts=150, n_criteria=3, seed=seed)
+    cfg = EvalConfig(bootstrap=60, seed=seed)
+    loaded, attrs = _run(q, c, ["site"])
+    ev = Evaluator(loaded.dataset)
+    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=60, seed=seed).counts()
+    from metrics_core.evaluation import cohort_logistic
+
+    exact_fits = []
+    fitted = cohort_logistic.ExactFits.__call__
+    monkeypatch.setattr(cohort_logistic.ExactFits, "__call__",
+                        lambda self, w: exact_fits.append(1) or fitted(self, w))
+    table = cohort_tables(ev, ev.intermediate(cfg), [attrs["site"]], counts=counts,
+                          weak=False).cohorts
+    ds, site = ev.ds, attrs["site"]
+    pc = np.clip(ds.p, LOGIT_EPS, 1 - LOGIT_EPS)
+    x = np.log(pc) - np.log1p(-pc)
+
+    def fits(rows):
+        y = ds.y[rows].astype(float)
+        if not 0 < y.sum() < y.size:
+            return np.nan
+        with warnings.catch_warnings(), np.errstate(over="ignore"):
+            warnings.simplefilter("error", sm.tools.sm_exceptions.PerfectSeparationWarning)
+            return sm.GLM(y, np.ones((y.size, 1)), family=sm.families.Binomial(),
+                          offset=x[rows]).fit(tol=1e-12).params[0]
+
+    checked = 0
+    for j, value in enumerate(site.values):
+        own = np.flatnonzero(site.codes == j)
+        got = np.array([fits(np.repeat(own, counts[r][ds.post_code[own]]))
+                        for r in range(counts.shape[0])])
+        assert _value(table, "site", value, "calibration_intercept") == pytest.approx(
+            fits(own), abs=1e-6)
+        v = got
+        assert _value(table, "site", value, "calibration_intercept", "ci95") == pytest.approx(
+            np.percentile(v[~np.isnan(v)], [2.5, 97.5]).tolist(), abs=1e-6), value
+        assert pd.isna(_value(table, "site", value, "calibration_slope", "ci95"))
+        checked += 1
+    assert checked == len(site.values)
+    assert len(exact_fits) < counts.shape[0] * len(site.values) / 2

@@ -651,12 +651,13 @@ class _Column:
     multilabel: list | None = None  # per cohort: (posts, K) of multilabel_sums
     multilabel_delta: list | None = None  # per cohort: the rest's (multilabel_sums)
     multilabel_whole: np.ndarray | None = None  # (n_posts, 3): every query's (PER_POST)
+    logistic: list | None = None  # per cohort: (posts, L) of cohort_logistic.moment_columns
 
 
 def prepare(ds, grouping: Grouping, num_den: np.ndarray,
-             extra: np.ndarray | None = None) -> _Column:
+            extra: np.ndarray | None = None, logistic: np.ndarray | None = None) -> _Column:
     g = len(grouping.values)
-    posts, sums, extras = [], [], []
+    posts, sums, extras, fits = [], [], [], []
     for j in range(g):
         rows = np.flatnonzero(grouping.codes == j)
         used, local = np.unique(ds.post_code[rows], return_inverse=True)
@@ -664,7 +665,10 @@ def prepare(ds, grouping: Grouping, num_den: np.ndarray,
         sums.append(group_sums(num_den, local, used.size, rows))
         if extra is not None:
             extras.append(group_sums(extra, local, used.size, rows))
-    return _Column(grouping, posts, sums, extras if extra is not None else None)
+        if logistic is not None:
+            fits.append(group_sums(logistic, local, used.size, rows))
+    return _Column(grouping, posts, sums, extras if extra is not None else None,
+                   logistic=fits if logistic is not None else None)
 
 
 def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
@@ -692,7 +696,8 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
                 "rest": np.empty((n_rows, g, n_metrics + 1)),
                 "extra": None if col.extra is None else np.empty(
                     (n_rows, g, col.extra[0].shape[1])),
-                "multilabel": None, "multilabel_rest": None,
+                "multilabel": None, "multilabel_rest": None, "logistic": None if
+                col.logistic is None else np.empty((n_rows, g, col.logistic[0].shape[1])),
                 "auprc": np.empty((n_rows, g)) if k < precision_columns else None,
                 "tpr": np.empty((n_rows, g, pairs.precision.targets.size))
                 if k < precision_columns else None}
@@ -726,6 +731,8 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
                 rest[:, j, :n_metrics] = ratio(r[:, :n_metrics], r[:, n_metrics:])
                 if extra is not None:
                     extra[:, j] = own @ col.extra[j]
+                if col.logistic is not None:
+                    part["logistic"][at:at + b, j] = own @ col.logistic[j]
                 if ml is not None:
                     ml[:, j] = own @ col.multilabel[j]
                     ml_delta[:, j] = own @ col.multilabel_delta[j]

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from metrics_core import registry
+from metrics_core.evaluation import cohort_logistic
 from metrics_core.evaluation.cohort_groups import (
     ALPHA,
     COHORT_COLUMNS,
@@ -250,6 +251,39 @@ def _ranking_curve(values: tuple, targets) -> dict[str, np.ndarray]:
     return {"auprc": ap, **{f"tpr@fpr={fmt_t(t)}": tpr[..., i] for i, t in enumerate(targets)}}
 
 
+def _intercepts(body: pd.DataFrame, g: int) -> np.ndarray:
+    """The cohorts' calibration intercepts of the table (NaN without one)."""
+    if "calibration_intercept" not in body.columns:
+        return np.full(g, np.nan)
+    return body["calibration_intercept"].to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _logistic_intervals(ds, grouping, body: pd.DataFrame, fitted: np.ndarray,
+                        sums: np.ndarray, counts) -> dict[str, list]:
+    """The calibration intercept's interval per cohort from the resamples
+    (:func:`~metrics_core.evaluation.cohort_logistic.resampled_intercepts`: a power series per
+    resample, exact fits where the interval's order statistics are), for those whose value on
+    the data itself is the table's."""
+    rows_of = [np.flatnonzero(grouping.codes == j) for j in range(len(grouping.values))]
+    drawn: dict[int, np.ndarray] = {}
+
+    def row(r: int) -> np.ndarray:  # the resample's counts per post
+        if r not in drawn:
+            drawn[r] = np.asarray(counts[r] if isinstance(counts, np.ndarray) else
+                                  counts.rows(r, r + 1)[0] if hasattr(counts, "rows") else
+                                  counts.counts()[r])
+        return drawn[r]
+
+    fits = [cohort_logistic.ExactFits(ds, rows) for rows in rows_of]
+
+    def exact(r: int, j: int) -> float:
+        return fits[j](row(r)[ds.post_code[rows_of[j]]])
+
+    resampled = cohort_logistic.resampled_intercepts(sums, fitted, exact)
+    return _same_definition(body, {"calibration_intercept": fitted},
+                            {"calibration_intercept": resampled})
+
+
 def _same_definition(body: pd.DataFrame, point: Mapping[str, np.ndarray],
                      resampled: Mapping[str, np.ndarray] | None) -> dict[str, list]:
     """metric -> one interval per cohort, for the metrics whose value on the data itself
@@ -337,7 +371,16 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                     segment_columns.append(pair)
     extra_names, extra = extra_columns(ev, inter)
     distinct, where = distinct_columns(extra)  # summed once each, then laid out again
-    columns = [prepare(ds, g, num_den, distinct if i < len(singles) else None)
+    # each cohort's calibration intercept and the series' terms around it (its intervals:
+    # metrics_core.evaluation.cohort_logistic)
+    # the per-criterion machinery's tables first (it reads the evaluator's memo): their
+    # intercepts are the series' centres
+    bodies = [tables.group_body(ev, inter, g) for g in singles]
+    fitted = [_intercepts(body, len(g.values)) if n_resamples else None
+              for g, body in zip(singles, bodies, strict=True)]
+    columns = [prepare(ds, g, num_den, distinct if i < len(singles) else None,
+                       cohort_logistic.moment_columns(ds, g.codes, fitted[i])
+                       if i < len(singles) and n_resamples else None)
                for i, g in enumerate(segment_columns)]
     for col in columns:  # the multi-label metrics' per-post sums (the pairs' searched too)
         col.multilabel, col.multilabel_delta, col.multilabel_whole = multilabel_sums(
@@ -356,8 +399,6 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                 counts = Bootstrap(int(ds.posts.size), n_resamples=n_resamples, seed=seed)
         reps = replicates(ds, columns, pairs, num_den, counts, n_metrics, progress)
     all_names = [*names, "auroc"]
-    # the per-criterion machinery's tables first, here (it reads the evaluator's memo)
-    bodies = [tables.group_body(ev, inter, col.grouping) for col in columns[:len(singles)]]
     multilabel_shown = [m for m in MULTILABEL_NAMES if bodies and m in bodies[0].columns]
 
     def column_rows(k: int) -> tuple[list, list, list]:
@@ -382,6 +423,9 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                 body, _ranking_curve(point_auroc[k][2], cfg.tpr_fprs),
                 None if reps is None else _ranking_curve(
                     (reps[k]["auprc"], reps[k]["tpr"]), cfg.tpr_fprs)))
+            if reps is not None and reps[k]["logistic"] is not None:
+                intervals.update(_logistic_intervals(ds, grouping, body, fitted[k],
+                                                     reps[k]["logistic"], counts))
             multi = _multilabel_rows(grouping, body, col, len(ds.criteria),
                                      None if reps is None else reps[k], n, n_pos)
             rows += multi
