@@ -265,14 +265,16 @@ def _logistic_intervals(ds, grouping, body: pd.DataFrame, fitted: np.ndarray,
     resample, exact fits where the interval's order statistics are), for those whose value on
     the data itself is the table's."""
     rows_of = [np.flatnonzero(grouping.codes == j) for j in range(len(grouping.values))]
-    drawn: dict[int, np.ndarray] = {}
+    drawn: dict = {}
 
     def row(r: int) -> np.ndarray:  # the resample's counts per post
-        if r not in drawn:
-            drawn[r] = np.asarray(counts[r] if isinstance(counts, np.ndarray) else
-                                  counts.rows(r, r + 1)[0] if hasattr(counts, "rows") else
-                                  counts.counts()[r])
-        return drawn[r]
+        if isinstance(counts, np.ndarray):
+            return counts[r]
+        if hasattr(counts, "rows"):  # the run's kept counts
+            return counts.rows(r, r + 1)[0]
+        if "all" not in drawn:  # a Bootstrap drawn batch by batch: drawn once more, whole
+            drawn["all"] = counts.counts()
+        return drawn["all"][r]
 
     fits = [cohort_logistic.ExactFits(ds, rows) for rows in rows_of]
 
