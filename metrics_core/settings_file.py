@@ -38,15 +38,15 @@ MAX_COHORT_COLUMNS = 64
 
 def cohort_column_names(value, *, source: str | None = None) -> tuple[str, ...]:
     """Cohort columns as a settings file or a link gives them: a list of column names, each
-    a column or ``"a*b"`` (an intersection), as text of 1 to :data:`MAX_NAME_CHARS`
-    characters; spaces around names and ``*`` dropped, repeats dropped. A
+    a column or columns joined by ``*`` (an intersection, ``"a*b"``), as text of 1 to
+    :data:`MAX_NAME_CHARS` characters; spaces around names and ``*`` dropped, repeats dropped. A
     :class:`SettingsError` naming ``cohort_columns``, the rule and the value otherwise.
 
     >>> cohort_column_names(["site", " site * sex ", "site"])
     ('site', 'site*sex')
     """
     rule = (f"must be a list of at most {MAX_COHORT_COLUMNS} cohort column names (a column, "
-            f"or two joined by '*' such as site*sex; text of 1 to {MAX_NAME_CHARS} characters)")
+            f"or columns joined by '*' such as site*sex; text of 1 to {MAX_NAME_CHARS} characters)")
     if not isinstance(value, list | tuple) or len(value) > MAX_COHORT_COLUMNS:
         raise SettingsError(COHORT_COLUMNS_KEY, rule, value, source=source)
     out = []

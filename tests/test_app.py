@@ -637,12 +637,12 @@ def test_a_failure_in_the_gate_fragment_is_a_plain_message(monkeypatch):
     """The Gate page's fragment (rerun on its own when its slider moves, outside the app's
     error boundary) shows a failure as a plain message, keeps its slider, and the rest of the
     page still draws."""
-    from dashboard import display as shown_display
+    from dashboard import gate_card
 
     def broken(v, **options):
         raise ZeroDivisionError("division by zero in a test")
 
-    monkeypatch.setattr(shown_display, "gate_card", broken)
+    monkeypatch.setattr(gate_card, "gate_card", broken)
     at = open_app(page="gate")
     assert not at.exception
     assert [e.value for e in at.error] == [

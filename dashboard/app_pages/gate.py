@@ -13,7 +13,15 @@ computed; the targets' verdicts, judged on the move's intervals, fill their plac
 
 import streamlit as st
 
-from dashboard import chart_data, data, display, live_charts, risk_coverage_view, sidebar
+from dashboard import (
+    chart_data,
+    data,
+    display,
+    gate_card,
+    live_charts,
+    risk_coverage_view,
+    sidebar,
+)
 from metrics_core.report.figures.curves import operating_point
 from metrics_core.report.figures.gate import GRID_METRICS, gate_grid_heatmap
 from metrics_core.targets import parse_target
@@ -89,7 +97,7 @@ def _gate_view(v: data.View, before: data.View) -> None:
     # evaluation before the move) first; the targets' verdicts, which wait for the move's
     # evaluation and its intervals, into their places after.
     curves = data.curves_unchanged(before, v)
-    verdicts = display.gate_card(v, table_on_demand=True,
+    verdicts = gate_card.gate_card(v, table_on_demand=True,
                                  gate=None if curves is None else data.gate_ahead(v))
     # Only the open tab is computed and drawn: a move redraws the charts in view, not both.
     curves_tab, grid_tab = st.tabs(["ROC and precision-recall curves", "Threshold grid"],
