@@ -186,10 +186,9 @@ def serving() -> bool:
     """Whether a Streamlit server serves this app, with sessions that can share what is
     computed ahead for a bundled demo; not AppTest (whose runtime is a stand-in without
     sessions) nor a plain call."""
-    from streamlit import runtime
+    from dashboard.idle import session_manager
 
-    return runtime.exists() and getattr(runtime.get_instance(), "_session_mgr",
-                                        None) is not None
+    return session_manager() is not None
 
 
 def stop_if_closed() -> None:

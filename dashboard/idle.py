@@ -61,6 +61,16 @@ def session_count(manager) -> int:
     return len(manager.list_sessions())
 
 
+def session_manager():
+    """The running server's session manager, or None where no server serves the app (a
+    plain call, or AppTest, whose runtime is a stand-in without one)."""
+    from streamlit import runtime
+
+    if not runtime.exists():
+        return None
+    return getattr(runtime.get_instance(), "_session_mgr", None)
+
+
 def release_when_idle(idle_seconds: float = 20.0, every: float = 5.0, *,
                       stop: threading.Event | None = None) -> threading.Thread:
     """A helper thread that calls :func:`release_shared_memory` once the server has had no
@@ -71,11 +81,7 @@ def release_when_idle(idle_seconds: float = 20.0, every: float = 5.0, *,
     """
 
     def sessions() -> int | None:
-        from streamlit import runtime
-
-        if not runtime.exists():
-            return None
-        manager = getattr(runtime.get_instance(), "_session_mgr", None)
+        manager = session_manager()
         return None if manager is None else session_count(manager)
 
     def loop() -> None:

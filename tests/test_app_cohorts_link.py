@@ -54,6 +54,21 @@ def _settings_file(at) -> dict:
                                            cohort_bins=view.cohort_bins))
 
 
+def _assert_every_link_cohort_setting_taken(at) -> dict:
+    """The link's cohort columns, bins and filter values are all in the model and the view,
+    and settings.json names the columns; settings.json returned for the caller's checks."""
+    model = at.session_state[state.MODEL]
+    assert model[state.COHORT_COLUMNS] == ("site", "age", "age*ward")
+    assert model[state.COHORT_BINS] == ("age=q3",)
+    assert model["cohort"] == ("ward=W1",)
+    view = at.session_state[state.VIEW]
+    assert view.cohort_columns == ("site", "age", "age*ward")
+    assert view.cohort_bins == {"age": "q3"} and view.filters.cohorts == ("ward=W1",)
+    saved = _settings_file(at)
+    assert saved["cohort_columns"] == ["site", "age", "age*ward"]
+    return saved
+
+
 def test_a_links_cohort_columns_wait_for_the_upload_that_has_them(files):
     at = open_app(LINK, page="gate")
     assert_clean(at)
@@ -76,15 +91,7 @@ def test_a_links_cohort_columns_wait_for_the_upload_that_has_them(files):
 
     upload(at, *files)
     assert_clean(at)
-    model = at.session_state[state.MODEL]
-    assert model[state.COHORT_COLUMNS] == ("site", "age", "age*ward")
-    assert model[state.COHORT_BINS] == ("age=q3",)
-    assert model["cohort"] == ("ward=W1",)
-    view = at.session_state[state.VIEW]
-    assert view.cohort_columns == ("site", "age", "age*ward")
-    assert view.cohort_bins == {"age": "q3"} and view.filters.cohorts == ("ward=W1",)
-    saved = _settings_file(at)
-    assert saved["cohort_columns"] == ["site", "age", "age*ward"]
+    saved = _assert_every_link_cohort_setting_taken(at)
     assert saved["cohort_bins"] == {"age": "q3"}
     assert saved["config"]["filters"]["cohorts"] == ["ward=W1"]
     assert dict(at.query_params) == LINK
@@ -152,15 +159,7 @@ def test_the_links_columns_an_upload_lacks_wait_for_its_posts_table(files):
     assert dict(at.query_params) == opened
 
     _add_posts(at, "posts.csv", posts.to_csv(index=False).encode())
-    model = at.session_state[state.MODEL]
-    assert model[state.COHORT_COLUMNS] == ("site", "age", "age*ward")
-    assert model[state.COHORT_BINS] == ("age=q3",)
-    assert model["cohort"] == ("ward=W1",)
-    view = at.session_state[state.VIEW]
-    assert view.cohort_columns == ("site", "age", "age*ward")
-    assert view.cohort_bins == {"age": "q3"} and view.filters.cohorts == ("ward=W1",)
-    saved = _settings_file(at)
-    assert saved["cohort_columns"] == ["site", "age", "age*ward"]
+    saved = _assert_every_link_cohort_setting_taken(at)
     assert saved["config"]["filters"]["cohorts"] == ["ward=W1"]
     assert at.multiselect(key=state.COHORT_COLUMNS).value == ["site", "age", "age*ward"]
     left_out = ("The link's cohort columns 'bmi' are not in the data loaded and were left out "

@@ -423,6 +423,18 @@ DashboardSettings.TestCase.settings = settings(
 test_dashboard_settings_state = DashboardSettings.TestCase
 
 
+def _marks_after(machine, steps, names) -> list[dict[str, str]]:
+    """Each step taken in turn, everything checked against the model before the first and
+    after each; the marks of ``names`` after each step."""
+    machine.everything_says_the_same()
+    marks = []
+    for step in steps:
+        step()
+        machine.everything_says_the_same()
+        marks.append({n: machine.mark(n) for n in names})
+    return marks
+
+
 def test_a_guaranteed_gate_through_the_model():
     """One fixed sequence through the model's rules: both ends set with a guarantee, the link
     opened in a new session (both marks carried), τ_pos moved (exploratory, τ_neg still
@@ -437,12 +449,7 @@ def test_a_guaranteed_gate_through_the_model():
              lambda: machine.restore_settings(0.1, 0.7, 0.5, {"gamma"}, COHORTS[0], True,
                                               ("site*sex",)),
              lambda: machine.type_threshold("tau_neg", 0.05)]
-    machine.everything_says_the_same()
-    marks = []
-    for step in steps:
-        step()
-        machine.everything_says_the_same()
-        marks.append({n: machine.mark(n) for n in ("tau_neg", "tau_pos")})
+    marks = _marks_after(machine, steps, ("tau_neg", "tau_pos"))
     assert marks[2] == {"tau_neg": "guaranteed", "tau_pos": "guaranteed"}
     assert marks[4] == {"tau_neg": "guaranteed", "tau_pos": "exploratory"}
     assert marks[6] == {"tau_neg": "guaranteed", "tau_pos": "pre-specified"}
@@ -461,12 +468,7 @@ def test_a_guarantee_does_not_follow_the_data():
              lambda: machine.switch_demo(data.DEMO),
              lambda: machine.set_gate_with_guarantee(GUARANTEE_TARGETS[0]),
              machine.open_link]
-    machine.everything_says_the_same()
-    marks = []
-    for step in steps:
-        step()
-        machine.everything_says_the_same()
-        marks.append(machine.mark("tau_neg"))
+    marks = [m["tau_neg"] for m in _marks_after(machine, steps, ("tau_neg",))]
     assert marks == ["guaranteed", "exploratory", "exploratory", "guaranteed", "guaranteed"]
     machine.teardown()
 
@@ -491,12 +493,7 @@ def test_a_guarantee_does_not_follow_the_gold_labels():
              lambda: machine.set_gate_with_guarantee(GUARANTEE_TARGETS[0]),
              machine.give_verdict,
              lambda: machine.switch_gold("adjudicated")]
-    machine.everything_says_the_same()
-    marks = []
-    for step in steps:
-        step()
-        machine.everything_says_the_same()
-        marks.append(machine.mark("tau_neg"))
+    marks = [m["tau_neg"] for m in _marks_after(machine, steps, ("tau_neg",))]
     assert marks == ["guaranteed", "guaranteed", "exploratory", "guaranteed", "guaranteed",
                      "exploratory", "guaranteed", "exploratory", "guaranteed", "guaranteed",
                      "exploratory"]

@@ -197,6 +197,18 @@ def interval_method(cfg) -> str:
 BAND_GRID = tuple(np.linspace(0.0, 1.0, 101).tolist())
 
 
+def _score_layout(ev, cfg) -> tuple[ScoreLayout, list[np.ndarray]]:
+    """The queries in score order with their resampled units (:class:`ScoreLayout`), and each
+    criterion's positions in that order: what a score-ordered pass over the resamples reads."""
+    ds = ev.ds
+    order = ev.p_order()
+    unit_of_row = resampled_units(ev, cfg)[1]
+    layout = ScoreLayout(ds.p.take(order), ds.y.take(order),
+                         order if unit_of_row is None else unit_of_row[order])
+    crit = ds.criterion_code.take(order)
+    return layout, [np.flatnonzero(crit == c) for c in range(len(ds.criteria))]
+
+
 def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
     """Percentile CIs of the score-ordered statistics, from one pass over the resamples
     (:func:`metrics_core.metrics.curve_replicates.curve_replicates`; data-only, cached per bootstrap
@@ -208,12 +220,7 @@ def curve_intervals(ev, cfg, progress: Callable | None = None) -> dict:
 
     def compute():
         ds = ev.ds
-        order = ev.p_order()
-        unit_of_row = resampled_units(ev, cfg)[1]
-        layout = ScoreLayout(ds.p.take(order), ds.y.take(order),
-                             order if unit_of_row is None else unit_of_row[order])
-        crit = ds.criterion_code.take(order)
-        groups = [np.flatnonzero(crit == c) for c in range(len(ds.criteria))]
+        layout, groups = _score_layout(ev, cfg)
         grid = np.asarray(BAND_GRID)
         kept = kept_count_matrix(ev, cfg)
         if kept is None:
@@ -267,13 +274,7 @@ def discrimination_intervals(ev, cfg, progress: Callable | None = None) -> dict:
         return curve_intervals(ev, cfg, progress)
 
     def compute():
-        ds = ev.ds
-        order = ev.p_order()
-        unit_of_row = resampled_units(ev, cfg)[1]
-        layout = ScoreLayout(ds.p.take(order), ds.y.take(order),
-                             order if unit_of_row is None else unit_of_row[order])
-        crit = ds.criterion_code.take(order)
-        groups = [np.flatnonzero(crit == c) for c in range(len(ds.criteria))]
+        layout, groups = _score_layout(ev, cfg)
         values = curve_replicates(layout, _count_batches(ev, cfg, progress), groups=groups)
         unit = cfg.bootstrap_unit
         return {"auroc": percentile_ci(values["auroc"], unit=unit),
