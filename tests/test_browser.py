@@ -691,6 +691,116 @@ def test_a_threshold_moved_on_the_gate_page_is_the_threshold_everywhere(new_page
     expect(metric(shared, "NEG (auto-cleared)")).to_have_text(f"{want.gate.count_neg:,}")
 
 
+class HeldMessages:
+    """The server's messages to the page held back from the end of the first view's run
+    (stopped for its refinement's rerun) on, until released: the page keeps what that run
+    drew while the server goes on, so a key pressed now reaches the server after it asked for
+    the rerun, and the page takes the key before that rerun's messages. The window of the race
+    is made wide by holding messages, with no clock. ``finished``: the ends of the runs held
+    (ForwardMsg.ScriptFinishedStatus), in order."""
+
+    def __init__(self):
+        self.held: list[tuple[bytes, int | None]] = []
+        self.finished: list[int] = []
+        self.holding = False
+        self._page = None
+
+    def route(self, ws) -> None:
+        """``page.route_web_socket``'s handler of Streamlit's stream."""
+        server = ws.connect_to_server()
+        self._page = ws
+        ws.on_message(server.send)
+        server.on_message(self._from_server)
+
+    def _from_server(self, message: bytes) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        msg = ForwardMsg.FromString(message)
+        end = msg.script_finished if msg.WhichOneof("type") == "script_finished" else None
+        if end == ForwardMsg.FINISHED_EARLY_FOR_RERUN and not self.finished:
+            self.holding = True
+        if not self.holding:
+            self._page.send(message)
+            return
+        self.held.append((message, end))
+        if end is not None:
+            self.finished.append(end)
+
+    def release_through(self, end: int) -> None:
+        """Send the messages held up to the first end of a run ``end``, that one included."""
+        while self.held:
+            message, this = self.held.pop(0)
+            self._page.send(message)
+            if this == end:
+                return
+
+    def release_all(self) -> None:
+        self.holding = False
+        while self.held:
+            self._page.send(self.held.pop(0)[0])
+
+
+def until(page, condition, what: str, *, polls: int = 900) -> None:
+    """Let the page run until ``condition()`` holds (a state of the test's own message
+    holder, which the page cannot wait for), at most ``polls`` looks."""
+    for _ in range(polls):
+        if condition():
+            return
+        page.wait_for_timeout(100)
+    raise AssertionError(f"never happened: {what}")
+
+
+def test_a_key_pressed_while_the_refinement_reruns_is_kept(browser, app_url):
+    """The first view draws with the live resamples, refines its intervals and reruns; a key
+    pressed on the τ_neg slider when that rerun's messages are on their way to the page is
+    kept: the rerun does not send the slider back (dashboard.state.quiet_rerun), so the
+    slider, the thresholds line and the link all say 0.11, and the next key goes on from
+    there. Streamlit's own rerun sent the slider's old value after the key: the slider went
+    back to 0.1 while the server kept 0.11, and the next key lost the move."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    held = HeldMessages()
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        page.route_web_socket(re.compile(r"/_stcore/stream"), held.route)
+        # Resamples no other test asks for: this server has not computed them yet, so the first
+        # view draws with the live resamples and refines.
+        page.goto(f"{app_url}/gate?bootstrap=2468")
+        until(page, lambda: ForwardMsg.FINISHED_SUCCESSFULLY in held.finished,
+              "the refinement's rerun finished on the server")
+        thumb = page.locator(TAU_NEG_THUMB)
+        expect(thumb).to_have_attribute("aria-valuetext", "0.10")
+        bar = page.get_by_test_id("stProgress").filter(has_text="Refining the intervals")
+        expect(bar).to_have_count(1)  # the page shows the first view, refining
+        thumb.focus()
+        page.keyboard.press("ArrowRight")
+        expect(thumb).to_have_attribute("aria-valuetext", "0.11")
+        until(page, lambda: ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY in held.finished,
+              "the key's rerun of the gate fragment finished on the server")
+        held.release_through(ForwardMsg.FINISHED_SUCCESSFULLY)  # the refinement's rerun
+        expect(bar).to_have_count(0)
+        expect(thumb).to_have_attribute("aria-valuetext", "0.11")
+        held.release_all()  # the key's rerun
+        expect(thresholds_line(page)).to_contain_text("τ_neg 0.11 (exploratory)")
+        expect(thresholds_line(page)).to_contain_text(KEPT)
+        wait_idle(page)
+        expect(thumb).to_have_attribute("aria-valuetext", "0.11")
+        want = {"bootstrap": ["2468"], "gate": ["0.11,0.6"], "explored": ["tau_neg"]}
+        _wait_for_address(page, want)
+        assert query(page) == want
+        thumb.focus()
+        page.keyboard.press("ArrowRight")  # the next key goes on from the page's 0.11
+        expect(thresholds_line(page)).to_contain_text("τ_neg 0.12 (exploratory)")
+        wait_idle(page)
+        expect(thumb).to_have_attribute("aria-valuetext", "0.12")
+        _wait_for_address(page, {**want, "gate": ["0.12,0.6"]})
+        assert_no_failure(page)
+    finally:
+        context.close()
+
+
 #: Random action sequences in Chromium (the AppTest model test runs many more): how many, and
 #: how many steps each. ``BROWSER_SEQUENCES=20`` for the issue's figure.
 BROWSER_SEQUENCES = int(os.environ.get("BROWSER_SEQUENCES", "3"))
