@@ -161,10 +161,12 @@ def _to_pandas(table: pa.Table, arrow_dictionary_columns) -> pd.DataFrame:
     categorical = {i: cat for i, f in enumerate(table.schema)
                    if i not in kept_set and is_dictionary_text(f.type)
                    and (cat := _categorical(table.column(i))) is not None}
+    # One block per column (``split_blocks``): numeric columns without nulls are taken as
+    # they are, not copied into one consolidated block per type.
     if not kept and not categorical:
-        return table.to_pandas()
+        return table.to_pandas(split_blocks=True)
     frame = table.drop_columns([table.schema[i].name for i in sorted({*kept, *categorical})]
-                               ).to_pandas()
+                               ).to_pandas(split_blocks=True)
     for i in sorted({*kept, *categorical}):  # at its place among the columns
         values = (categorical[i] if i in categorical
                   else pd.arrays.ArrowExtensionArray(table.column(i)))
@@ -184,8 +186,14 @@ def _categorical(column: pa.ChunkedArray) -> pd.Categorical | None:
     dictionary = unified.chunks[0].dictionary
     if dictionary.null_count:
         return None
+    # The codes in the smallest type that holds them, as pandas keeps them: one pass
+    # over the rows, no second copy in ``from_codes``.
+    size = len(dictionary)
+    code_type = next(t for t in (np.int8, np.int16, np.int32, np.int64)
+                     if size < np.iinfo(t).max)
     codes = np.concatenate([chunk.indices.fill_null(-1).to_numpy() if chunk.null_count
-                            else chunk.indices.to_numpy() for chunk in unified.chunks])
+                            else chunk.indices.to_numpy() for chunk in unified.chunks],
+                           dtype=code_type, casting="same_kind")
     dtype = pd.CategoricalDtype(pd.Index(dictionary.to_pandas()), ordered=column.type.ordered)
     return pd.Categorical.from_codes(codes, dtype=dtype, validate=False)
 
