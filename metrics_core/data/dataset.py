@@ -437,11 +437,16 @@ class Dataset(Queries):
             fold=None if "fold" not in q else q["fold"][order].astype(np.int64),
             split=_split_objects(q["split"], order) if "split" in q else None,
             n_gold_given=None if "n_gold" not in q else q["n_gold"][order].astype(np.int64),
-            offsets=offsets, score=score_sorted, is_gold=c["is_gold"][c_order].astype(bool),
+            offsets=offsets, score=score_sorted, is_gold=_as_bool(c["is_gold"])[c_order],
             sent_uid=_LazyStrings(uid, c_order), sentence=sentence,
             relevance=None if relevance is None else relevance[c_order].astype(np.int64),
             ranked_by="score" if rank is None else "rank", meta=dict(meta or {}),
         )
+
+
+def _as_bool(labels: np.ndarray) -> np.ndarray:
+    """0/1 labels as bool: int8 ones viewed as they are (no copy), others converted."""
+    return labels.view(bool) if labels.dtype == np.int8 else labels.astype(bool)
 
 
 def _natural_key(name: str):

@@ -706,10 +706,16 @@ def _check_within_query(parts: _Parts, q_chk: Checker, c_chk: Checker, *,
             c_chk.flag(duplicated_rows(within_query(rank_code, n_rank)),
                        "values must be unique within a query", "rank")
     if "n_gold" in parts.q:
-        gold = parts.c["is_gold"] == 1
-        if known is not None:
-            gold &= known
-        found = np.bincount(c_query[gold], minlength=len(parts.q_rows))
+        if run_starts is not None and len(run_starts):
+            # Each query one run of rows: the gold counted run by run (no gather of rows).
+            found = np.zeros(len(parts.q_rows), dtype=np.int64)
+            found[c_query[run_starts]] = np.add.reduceat(parts.c["is_gold"] == 1, run_starts,
+                                                         dtype=np.int64)
+        else:
+            gold = parts.c["is_gold"] == 1
+            if known is not None:
+                gold &= known
+            found = np.bincount(c_query[gold], minlength=len(parts.q_rows))
         q_chk.flag(parts.q["n_gold"] < found,
                    "values must not be smaller than the gold candidates found", "n_gold",
                    rows=parts.q_rows)
