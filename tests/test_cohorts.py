@@ -620,26 +620,32 @@ def test_each_metric_s_per_query_sums_come_from_its_registry_entry():
         kernels.ratio_sums(ev, inter, ["mcc"])
 
 
-@pytest.mark.parametrize(("seed", "decimals"), [(7, None), (5, 1), (9, 2)])
-def test_the_auprc_and_tpr_at_fpr_intervals_match_a_literal_resampling_loop(seed, decimals):
-    """Each cohort's AUPRC and TPR at every FPR target on every resample of posts:
-    scikit-learn's average precision and ROC curve (the TPR at the largest index with
-    FPR <= T, contract §4) on the cohort's repeated rows (ties of p too: scores rounded),
-    NaN (left out) when the resample has one class; the percentiles of those values. Neither
-    has a difference to the rest (contract §9: the rest's ranking per resample costs as many
-    cumulations as the column has cohorts); the threshold at an FPR has no interval."""
+@pytest.mark.parametrize(("seed", "decimals", "column"),
+                         [(7, None, "site"), (5, 1, "site"), (9, 2, "site"), (11, 2, "sex"),
+                          (4, None, "site*sex")])
+def test_the_auprc_and_tpr_at_fpr_differences_match_a_literal_resampling_loop(
+        seed, decimals, column):
+    """Each cohort's and its rest's AUPRC and TPR at every FPR target on every resample of
+    posts: scikit-learn's average precision and ROC curve (the TPR at the largest index with
+    FPR <= T, contract §4) on the repeated rows (ties of p too: scores rounded), NaN (left
+    out) when the resample has one class; the percentiles of the cohort's values and of the
+    differences, the p-value from their standard deviation, Holm with the column's other
+    tests (contract §9). A column of two cohorts (``sex``: the rest is the other one) and of
+    three or more (``site``, ``site*sex``: the whole data's cumulations minus the cohort's).
+    The threshold at an FPR has no interval."""
     from sklearn.metrics import average_precision_score, roc_curve
+    from statsmodels.stats.multitest import multipletests
 
     q, c = _data(n_posts=30, n_criteria=3, seed=seed)
     if decimals is not None:
         q["p_has_evidence"] = q["p_has_evidence"].round(decimals)
     cfg = EvalConfig(bootstrap=80, seed=seed)
-    loaded, attrs = _run(q, c, ["site"])
+    loaded, attrs = _run(q, c, [column])
     ev = Evaluator(loaded.dataset)
     inter = ev.intermediate(cfg)
     counts = Bootstrap(int(ev.ds.posts.size), n_resamples=80, seed=seed).counts()
-    table = cohort_tables(ev, inter, [attrs["site"]], counts=counts, weak=False).cohorts
-    ds, site = ev.ds, attrs["site"]
+    table = cohort_tables(ev, inter, [attrs[column]], counts=counts, weak=False).cohorts
+    ds, grouping = ev.ds, attrs[column]
     names = ["auprc", *(f"tpr@fpr={t:.2f}" for t in cfg.tpr_fprs)]
 
     def metrics(rows):
@@ -650,19 +656,72 @@ def test_the_auprc_and_tpr_at_fpr_intervals_match_a_literal_resampling_loop(seed
         return np.array([average_precision_score(y, p), *(
             tpr[np.searchsorted(fpr, t, side="right") - 1] for t in cfg.tpr_fprs)])
 
-    for j, value in enumerate(site.values):
-        own = np.flatnonzero(site.codes == j)
-        point = metrics(own)
-        mine = np.array([metrics(np.repeat(own, counts[r][ds.post_code[own]]))
+    def resampled(rows):
+        return np.array([metrics(np.repeat(rows, counts[r][ds.post_code[rows]]))
                          for r in range(counts.shape[0])])
+
+    for j, value in enumerate(grouping.values):
+        own, rest = np.flatnonzero(grouping.codes == j), np.flatnonzero(grouping.codes != j)
+        point, point_rest = metrics(own), metrics(rest)
+        mine, theirs = resampled(own), resampled(rest)
         for i, name in enumerate(names):
-            assert _value(table, "site", value, name) == pytest.approx(point[i]), name
+            assert _value(table, column, value, name) == pytest.approx(point[i]), name
             v = mine[:, i]
-            assert _value(table, "site", value, name, "ci95") == pytest.approx(
+            assert _value(table, column, value, name, "ci95") == pytest.approx(
                 np.percentile(v[~np.isnan(v)], [2.5, 97.5]).tolist(), abs=1e-9), (value, name)
-            assert pd.isna(_value(table, "site", value, name, "difference"))
+            assert _value(table, column, value, name, "rest_estimate") == pytest.approx(
+                point_rest[i]), (value, name)
+            d = mine[:, i] - theirs[:, i]
+            d = d[~np.isnan(d)]
+            assert _value(table, column, value, name, "difference") == pytest.approx(
+                point[i] - point_rest[i], abs=1e-12)
+            assert _value(table, column, value, name, "difference_ci95") == pytest.approx(
+                np.percentile(d, [2.5, 97.5]).tolist(), abs=1e-9), (value, name)
+            sd = d.std(ddof=1)
+            expected_p = 2 * norm.sf(abs(point[i] - point_rest[i]) / sd) if sd > 0 else None
+            got_p = _value(table, column, value, name, "p_value")
+            if expected_p is None:
+                assert got_p is None or pd.isna(got_p)
+            else:
+                assert got_p == pytest.approx(expected_p, rel=1e-9, abs=1e-12), (value, name)
+    # Holm across the column's tests, AUPRC and the TPRs among them
+    tested = table[table["p_value"].notna()]
+    assert set(names) <= set(tested["metric"])
+    expected = multipletests(tested["p_value"].to_numpy(float), method="holm")[1]
+    np.testing.assert_allclose(tested["p_adjusted"].to_numpy(float), expected, rtol=1e-12)
     thresholds = table[table["metric"].str.startswith("threshold@")]
     assert len(thresholds) and thresholds["ci95"].isna().all()
+    assert thresholds["difference"].isna().all()
+
+
+def test_auprc_and_tpr_at_fpr_with_one_class_in_a_cohort_or_its_rest_stay_undefined():
+    """A cohort holding every positive (its rest has one class) has its AUPRC but no rest
+    value, difference or p-value; a cohort of negatives only has no AUPRC (defined: false)
+    and so no difference; neither is flagged (contract §9: undefined stays undefined)."""
+    q, c = _data(n_posts=40, n_criteria=3, seed=21)
+    rng = np.random.default_rng(21)
+    q["grp"] = np.where(q["has_evidence"].astype(bool), "X",
+                        rng.choice(["X", "Y", "Z"], len(q)))
+    cfg = EvalConfig(bootstrap=40, seed=21)
+    loaded, attrs = _run(q, c, ["grp"])
+    ev = Evaluator(loaded.dataset)
+    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=40, seed=21).counts()
+    table = cohort_tables(ev, ev.intermediate(cfg), [attrs["grp"]], counts=counts,
+                          weak=False).cohorts
+    for name in ("auprc", "tpr@fpr=0.10"):
+        assert np.isfinite(_value(table, "grp", "X", name))
+        assert _value(table, "grp", "X", name, "defined")
+        for field in ("rest_estimate", "difference", "difference_ci95", "p_value",
+                      "p_adjusted"):
+            assert _value(table, "grp", "X", name, field) is None or pd.isna(
+                _value(table, "grp", "X", name, field)), (name, field)
+        assert not _value(table, "grp", "X", name, "flagged")
+        for value in ("Y", "Z"):
+            assert not _value(table, "grp", value, name, "defined")
+            assert pd.isna(_value(table, "grp", value, name))
+            assert pd.isna(_value(table, "grp", value, name, "difference"))
+            assert np.isfinite(_value(table, "grp", value, name, "rest_estimate"))
+            assert not _value(table, "grp", value, name, "flagged")
 
 
 def test_calibration_in_the_large_has_its_interval_and_difference_from_a_literal_loop():

@@ -16,6 +16,7 @@ import numpy as np
 from metrics_core import registry
 from metrics_core.evaluation import kernels
 from metrics_core.evaluation.cohort_groups import DISPARITY_METRICS, Grouping
+from metrics_core.evaluation.cohort_precision import PrecisionRuns
 from metrics_core.metrics import outcomes
 from metrics_core.metrics.curve_replicates import ScoreLayout
 from metrics_core.metrics.uncertainty import Bootstrap, weighted_int_quantiles
@@ -428,7 +429,8 @@ class PairCounts:
     def replicates(self, weights) -> list[tuple]:
         """Per column: (cohort AUROC, rest AUROC, ``(b, g)`` each, and for the precision
         columns the cohorts' ``(average precision (b, g), TPR at the FPR targets
-        (b, g, targets))``, else None)."""
+        (b, g, targets))`` and the same of their rests (:class:`PrecisionRuns`), else
+        None)."""
         bound = int(np.iinfo(weights.dtype).max) * max(self.layout.n, 1)
         by_post = np.ascontiguousarray(  # (posts, b)
             weights.T, dtype=np.int32 if bound < np.iinfo(np.int32).max else np.int64)
@@ -477,157 +479,6 @@ class PairCounts:
                         precisions[k] if k < len(precisions) else None))
             start += g
         return out
-
-
-class PrecisionRuns:
-    """Each cohort's average precision and TPR at the FPR targets per resample, for several
-    columns at once.
-
-    Per column, one row per (cohort, tie run of p holding a positive of the cohort), the
-    rows of a cohort in the order of p descending: the weight of the cohort's positives in
-    the run, and of its negatives from the run up to the next such run above it. One sparse
-    product with the posts' weights gives both for every cohort of every column; cumulated
-    down each cohort's rows they are the cohort's positive and negative weight at or above
-    the run (``P_ge``, ``N_ge``), and ``AP = Σ a · P_ge / (P_ge + N_ge) / P`` (``a`` the
-    run's positive weight; scikit-learn's step-wise average precision). The ROC point of a row
-    is ``(N_ge / N, P_ge / P)``: the TPR at an FPR target T is ``P_ge / P`` at the cohort's
-    last row with ``N_ge / N <= T`` (0 without one: the ROC points above it hold negatives
-    only), the TPR at the largest ROC index with FPR ≤ T (contract §4). Whole numbers until
-    the division: exact cumulations, in any order."""
-
-    #: Resamples per step of :meth:`values` (its arrays stay in the cache).
-    CHUNK = 50
-
-    def __init__(self, layout: ScoreLayout, codes_in_order: Sequence[np.ndarray],
-                 sizes: Sequence[int], targets: Sequence[float] = ()):
-        from scipy import sparse
-
-        self.targets = np.asarray(targets, dtype=np.float64)
-
-        ys = layout.ys
-        n_posts = int(layout.columns.max()) + 1 if layout.n else 0
-        run = np.searchsorted(layout.starts, np.arange(layout.n), side="right") - 1
-        lo = layout.edges[run] if layout.n else np.zeros(0, np.int64)
-        pos_rows, neg_rows = np.flatnonzero(ys), np.flatnonzero(~ys)
-        n1 = layout.n + 1
-        self.sizes = list(sizes)
-        rows_p, cols_p, rows_n, cols_n = [], [], [], []
-        self.blocks = []  # per column and cohort: (first row, end row), empty without a run
-        total = 0
-        for c, g in zip(codes_in_order, self.sizes, strict=True):
-            key_p = c[pos_rows] * n1 + lo[pos_rows]
-            runs = np.unique(key_p)  # (cohort, run) ascending: by cohort, then p ascending
-            run_codes = runs // n1
-            first = np.searchsorted(run_codes, np.arange(g))
-            last = np.searchsorted(run_codes, np.arange(g), side="right")
-            # the row of an ascending index: the cohort's rows in the order of p descending
-            flip = total + first[run_codes] + last[run_codes] - 1 - np.arange(runs.size)
-            rows_p.append(flip[np.searchsorted(runs, key_p)])
-            cols_p.append(layout.columns[pos_rows])
-            # a negative goes to its cohort's highest run at or below its score (none: below
-            # every positive of the cohort, never read)
-            neg_codes = c[neg_rows]
-            at = np.searchsorted(runs, neg_codes * n1 + lo[neg_rows], side="right") - 1
-            keep = at >= 0
-            keep[keep] = run_codes[at[keep]] == neg_codes[keep]
-            rows_n.append(flip[at[keep]])
-            cols_n.append(layout.columns[neg_rows[keep]])
-            self.blocks.append(np.column_stack([total + first, total + last]))
-            total += runs.size
-        self.n_rows = total
-        rows = np.concatenate([*rows_p, *(r + total for r in rows_n)]
-                              or [np.zeros(0, np.int64)])
-        cols = np.concatenate([*cols_p, *cols_n] or [np.zeros(0, np.int64)])
-        self.segments = sparse.csr_matrix(
-            (np.ones(rows.size, dtype=np.int32), (rows, cols)), shape=(2 * total, n_posts))
-        self.segments.sum_duplicates()
-        starts = np.concatenate([b[:, 0][b[:, 1] > b[:, 0]] for b in self.blocks]
-                                or [np.zeros(0, np.int64)])
-        self.starts = starts  # the first and end rows of each cohort with a run
-        self.ends = np.concatenate([b[:, 1][b[:, 1] > b[:, 0]] for b in self.blocks]
-                                   or [np.zeros(0, np.int64)])
-        offsets = np.r_[0, np.cumsum(self.sizes)[:-1]].astype(np.int64)
-        self.present = np.concatenate(  # the cohorts with a run, in the order of the rows
-            [np.flatnonzero(blk[:, 1] > blk[:, 0]) + off
-             for blk, off in zip(self.blocks, offsets, strict=True)]
-            or [np.zeros(0, np.int64)])
-
-    def values(self, by_post: np.ndarray, p_j: np.ndarray, n_j: np.ndarray) -> list:
-        """Per column: ``(ap, tpr)``, ``ap`` ``(b, g)`` average precision and ``tpr``
-        ``(b, g, targets)`` the TPR at each FPR target (NaN with one class); ``by_post`` the
-        posts' weights ``(n_posts, b)`` (integers), ``p_j`` / ``n_j`` ``(b, Σ g)`` each
-        cohort's positive / negative weight."""
-        b = by_post.shape[1]
-        sums = np.zeros((self.starts.size, b))
-        n_t = self.targets.size
-        caught = np.zeros((self.starts.size, b, n_t))
-        n_present = n_j[:, self.present]  # (b, cohorts with a run)
-        if self.n_rows:
-            segments = self.segments if by_post.dtype == self.segments.dtype \
-                else self.segments.astype(by_post.dtype)
-            n = self.n_rows
-            for c0 in range(0, b, self.CHUNK):  # a few resamples at a time: in the cache
-                # per resample (row): the runs' positive weights, then their negative ones;
-                # cumulated along the rows (contiguous: several times faster than down)
-                both = np.ascontiguousarray((segments @ by_post[:, c0:c0 + self.CHUNK]).T)
-                cum = np.empty_like(both)
-                for s, e in zip(self.starts, self.ends, strict=True):
-                    np.cumsum(both[:, s:e], axis=1, out=cum[:, s:e])
-                    np.cumsum(both[:, n + s:n + e], axis=1, out=cum[:, n + s:n + e])
-                p_ge = cum[:, :n].astype(np.float64)
-                if n_t:
-                    caught[:, c0:c0 + p_ge.shape[0]] = _tpr_at(
-                        p_ge, cum[:, n:], n_present[c0:c0 + p_ge.shape[0]], self.starts,
-                        self.targets).transpose(1, 0, 2)
-                total = np.add(cum[:, n:], p_ge)  # P_ge + N_ge: 0 only where a is 0
-                np.maximum(total, 1.0, out=total)
-                terms = np.multiply(both[:, :n], p_ge)
-                terms /= total
-                k = terms.shape[0]
-                with np.errstate(invalid="ignore", divide="ignore"):  # P = 0: NaN
-                    for i, (s, e) in enumerate(zip(self.starts, self.ends, strict=True)):
-                        sums[i, c0:c0 + k] = terms[:, s:e].sum(axis=1) / p_ge[:, e - 1]
-        ap = np.full((sum(self.sizes), b), np.nan)
-        ap[self.present] = sums
-        tpr = np.full((sum(self.sizes), b, n_t), np.nan)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            tpr[self.present] = caught / p_j.T[self.present][:, :, None]
-            two = (p_j.T > 0) & (n_j.T > 0)
-        ap = np.where(two, ap, np.nan)
-        tpr = np.where(two[:, :, None], tpr, np.nan)
-        out, start = [], 0
-        for g in self.sizes:
-            out.append((ap[start:start + g].T, np.moveaxis(tpr[start:start + g], 0, 1)))
-            start += g
-        return out
-
-
-def _tpr_at(p_ge: np.ndarray, n_ge: np.ndarray, n_total: np.ndarray, starts: np.ndarray,
-            targets: np.ndarray) -> np.ndarray:
-    """``(b, s, T)``: ``p_ge`` (``(b, rows)``) at each set's last row (its rows from
-    ``starts``, consecutive) whose FPR ``n_ge / n_total`` is at most each target (0 without
-    one). ``n_ge`` is whole and non-decreasing along a set's rows: the rows within a target
-    are those with ``n_ge`` at most the largest whole m with ``m / n_total <= T`` (the same
-    floating-point division), found by one sorted search over every (resample, set) at once,
-    each offset past the previous one's values (whole numbers: exact)."""
-    b, n = n_ge.shape
-    s = starts.size
-    total = n_total[..., None]  # (b, s, 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        m = np.floor(targets * total)
-        for _ in range(2):  # the division's rounding: m / N <= T, (m + 1) / N > T
-            m = np.where((m + 1) / total <= targets, m + 1, m)
-            m = np.where(m / total > targets, m - 1, m)
-    m = np.where(total > 0, m, -1.0)
-    step = float(max(n_ge.max(initial=0.0), m.max(initial=0.0))) + 2.0
-    size = np.diff(np.r_[starts, n])
-    block = np.arange(b * s, dtype=np.float64).reshape(b, s) * step
-    flat = (n_ge + np.repeat(block, size, axis=1)).ravel()
-    found = np.searchsorted(flat, (m + block[..., None]).ravel(), side="right")
-    within = found.reshape(b, s, -1) - (np.arange(b)[:, None, None] * n + starts[None, :, None])
-    got = np.take_along_axis(p_ge, (starts[None, :, None] + np.maximum(within - 1, 0)
-                                    ).reshape(b, -1), axis=1).reshape(b, s, -1)
-    return np.where(within > 0, got, 0.0)
 
 
 def _pair(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -701,6 +552,9 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
                 "auprc": np.empty((n_rows, g)) if k < precision_columns else None,
                 "tpr": np.empty((n_rows, g, pairs.precision.targets.size))
                 if k < precision_columns else None}
+        # the rest of the data's, beside each cohort's
+        part["auprc_rest"] = None if part["auprc"] is None else np.empty_like(part["auprc"])
+        part["tpr_rest"] = None if part["tpr"] is None else np.empty_like(part["tpr"])
         if col.multilabel is not None:
             part["multilabel"] = np.empty((n_rows, g, col.multilabel[0].shape[1]))
             part["multilabel_rest"] = np.empty_like(part["multilabel"])
@@ -740,7 +594,8 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
             if ml is not None:
                 part["multilabel_rest"][at:at + b] = multilabel_rest(ml, ml_whole, ml_delta)
             if part["auprc"] is not None:
-                part["auprc"][at:at + b], part["tpr"][at:at + b] = precision
+                (part["auprc"][at:at + b], part["tpr"][at:at + b],
+                 part["auprc_rest"][at:at + b], part["tpr_rest"][at:at + b]) = precision
 
     done = 0
     total = counts.shape[0] if hasattr(counts, "shape") else None

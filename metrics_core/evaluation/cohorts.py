@@ -245,10 +245,35 @@ def _multilabel_rows(grouping, body: pd.DataFrame | None, col, n_crit: int, reps
 
 
 def _ranking_curve(values: tuple, targets) -> dict[str, np.ndarray]:
-    """AUPRC and the TPR at each FPR target (``tpr@fpr=T``) from
-    :class:`~metrics_core.evaluation.cohort_resamples.PrecisionRuns`'s ``(ap, tpr)``."""
+    """AUPRC and the TPR at each FPR target (``tpr@fpr=T``) from ``(ap, tpr)`` of
+    :class:`~metrics_core.evaluation.cohort_precision.PrecisionRuns`."""
     ap, tpr = values
     return {"auprc": ap, **{f"tpr@fpr={fmt_t(t)}": tpr[..., i] for i, t in enumerate(targets)}}
+
+
+def _ranking_rows(grouping, body: pd.DataFrame, point: tuple, reps: dict | None, targets,
+                  n, n_pos) -> list[dict]:
+    """AUPRC and the TPR at each FPR target as disparity rows (the rest's value, the
+    difference, its interval and p-value), for those whose value on the data itself
+    (``point``: :class:`~metrics_core.evaluation.cohort_precision.PrecisionRuns`'s values
+    with every post drawn once) is the table's (the same definition)."""
+    mine, theirs = _ranking_curve(point[:2], targets), _ranking_curve(point[2:], targets)
+    names = [name for name, values in mine.items() if name in body.columns and np.allclose(
+        np.ravel(values), body[name].to_numpy(dtype=np.float64, na_value=np.nan),
+        rtol=1e-9, atol=1e-12, equal_nan=True)]
+    if not names:
+        return []
+    g = len(grouping.values)
+    resampled = None
+    if reps is not None:
+        cohort = _ranking_curve((reps["auprc"], reps["tpr"]), targets)
+        rest = _ranking_curve((reps["auprc_rest"], reps["tpr_rest"]), targets)
+        resampled = {"cohort": np.stack([cohort[m] for m in names], axis=-1),
+                     "rest": np.stack([rest[m] for m in names], axis=-1)}
+    return _disparity_rows(grouping, names,
+                           np.column_stack([np.ravel(mine[m]) for m in names]).reshape(g, -1),
+                           np.column_stack([np.ravel(theirs[m]) for m in names]).reshape(g, -1),
+                           resampled, n, n_pos)
 
 
 def _intercepts(body: pd.DataFrame, g: int) -> np.ndarray:
@@ -421,10 +446,9 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                 grouping, body, extra_names, extra,
                 None if reps is None else reps[k]["extra"], where, n, n_pos)
             rows += tested
-            intervals.update(_same_definition(
-                body, _ranking_curve(point_auroc[k][2], cfg.tpr_fprs),
-                None if reps is None else _ranking_curve(
-                    (reps[k]["auprc"], reps[k]["tpr"]), cfg.tpr_fprs)))
+            ranking = _ranking_rows(grouping, body, point_auroc[k][2],
+                                    None if reps is None else reps[k], cfg.tpr_fprs, n, n_pos)
+            rows += ranking
             if reps is not None and reps[k]["logistic"] is not None:
                 intervals.update(_logistic_intervals(ds, grouping, body, fitted[k],
                                                      reps[k]["logistic"], counts))
@@ -432,7 +456,7 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                                      None if reps is None else reps[k], n, n_pos)
             rows += multi
             rows += _other_rows(grouping, body, set(all_names) | {
-                r["metric"] for r in (*multi, *tested)}, n, n_pos, intervals)
+                r["metric"] for r in (*multi, *tested, *ranking)}, n, n_pos, intervals)
             _finish_column(rows)
             table = _ordered(rows, body.columns, all_names)
             odds = _equalised_odds(grouping, rows)
