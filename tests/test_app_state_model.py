@@ -43,6 +43,8 @@ DEFAULT = EvalConfig()
 ORDER = ("tau_neg", "tau_pos", "threshold", "gamma")
 #: Cohorts of the plain demo (the one with data problems has no cohort column).
 COHORTS = ("site=site_A", "site=site_E", "sex=F", "sex=M", "age_band=80+")
+#: The Case review page's kinds of case, in the order give_verdict tries them.
+CASE_KINDS = ("missed_positives", "false_alerts", "missed_evidence", "suggested")
 #: Cohort columns of the plain demo the Data page offers (and an intersection).
 COHORT_COLUMNS = ("site", "sex", "age_band", "site*sex")
 #: Cohort columns of a user's data a link may name, which no demo has.
@@ -233,6 +235,11 @@ class DashboardSettings(RuleBasedStateMachine):
         to the page the meeting was on. On the adjudicated gold the labels shown change."""
         before = self.labels()
         self.at.switch_page("app_pages/case_review.py").run(timeout=TIMEOUT)
+        for kind in CASE_KINDS:  # the first kind of case listed at these settings (a gate
+            # with τ_neg 0 screens nothing out: no missed positive to judge)
+            if any(r.key == state.VERDICT_CHOICE for r in self.at.radio):
+                break
+            self.at.button_group(key="case_kind").set_value(kind).run(timeout=TIMEOUT)
         self.at.radio(key=state.VERDICT_CHOICE).set_value("label_error")
         self.at.text_input(key=state.VERDICT_REVIEWER).set_value("Dr A")
         self.run(self.at.button(key=state.VERDICT_SAVE).click())
