@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from dashboard import computing, server_settings, state
+from dashboard import computing, reruns, server_settings
 
 __all__ = ["Resamples", "resamples"]
 
@@ -37,7 +37,7 @@ class Resamples:
         with its results (without the bar and the cancel button)."""
         if self.asked_key is not None:
             st.session_state.pop(self.asked_key, None)
-            state.quiet_rerun(scope="app")
+            reruns.quiet_rerun(scope="app")
 
 
 def _ask(asked_key: str, value: int | None) -> None:

@@ -11,7 +11,7 @@ import threading
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import reruns, state
 from dashboard.computing import (
     ahead_progress,
     bar_progress,
@@ -73,7 +73,7 @@ def refine_intervals(v: View | None, *, fragment: bool = False, slot=None) -> No
         with charged_to_session():  # the warm-ups' threads pay the session's budget
             warm_ahead(v, config, memo)
     v.pending = None
-    state.quiet_rerun(scope="fragment" if fragment else "app")
+    reruns.quiet_rerun(scope="fragment" if fragment else "app")
 
 
 def warm_ahead(v: View, config: EvalConfig, memo, *,
@@ -160,7 +160,7 @@ def _heavy_intervals(v: View, slot) -> None:
         memo.compute(key, lambda: v.source.evaluator().evaluate(config, progress=progress),
                      poll=waiting)
     st.session_state.pop(state.HEAVY_ASKED, None)
-    state.quiet_rerun(scope="app")
+    reruns.quiet_rerun(scope="app")
 
 
 def _ask_heavy(config: EvalConfig | None) -> None:
@@ -242,4 +242,4 @@ def _refine_group_intervals(v: View, config: EvalConfig) -> None:
         tables.group_intervals(evaluator, config, "auroc",
                                progress=bar_progress(bar, lambda done, total: text))
     bar.empty()
-    state.quiet_rerun(scope="app")
+    reruns.quiet_rerun(scope="app")

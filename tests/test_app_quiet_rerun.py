@@ -1,6 +1,6 @@
 """The reruns the app asks for itself (the intervals refined after a page drew:
 dashboard/refinement.py, dashboard/page_resamples.py) leave the widgets the browser shows
-alone (:func:`dashboard.state.quiet_rerun`).
+alone (:func:`dashboard.reruns.quiet_rerun`).
 
 Streamlit's own ``st.rerun`` carries no widget states, so its run sends every keyed widget
 whose value is not the widget's default with ``set_value``, which overwrites what the browser
@@ -25,10 +25,12 @@ from streamlit.runtime.scriptrunner_utils.script_requests import (
 )
 from streamlit.testing.v1 import AppTest
 
-from dashboard import data, server_settings, state
+from dashboard import data, reruns, server_settings, state
 from metrics_core.config import EvalConfig
 from tests.test_app import APP, TIMEOUT, assert_clean, open_app
 
+#: Resamples only the first test asks for (above the live ones).
+UNIQUE_RESAMPLES = 2_222
 #: The widget kinds that draw settings (AppTest's element lists).
 KINDS = ("slider", "number_input", "toggle", "radio", "multiselect", "selectbox")
 
@@ -52,16 +54,18 @@ def _refined(at, bootstrap: int) -> None:
 
 
 def test_the_first_views_refinement_sends_no_widget_value_again():
-    """A link's gate (τ_neg 0.11, not the default) with the default 10,000 resamples: the first
+    """A link's gate (τ_neg 0.11, not the default) with 2,222 resamples: the first
     run draws with the live resamples and sends the link's values; its refinement's rerun sends
     none again, and the slider, the caption and the link still say 0.11."""
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    at.query_params.update({"gate": "0.11,0.6"})
+    # Resamples no other test asks for: the demo's evaluations are shared between sessions,
+    # and one another test computed would be shown at once, with no refinement.
+    at.query_params.update({"gate": "0.11,0.6", "bootstrap": str(UNIQUE_RESAMPLES)})
     at.switch_page("app_pages/gate.py").run(timeout=TIMEOUT)  # the link opens the Gate page
     assert_clean(at)
     assert at.title[0].value == "Gate & thresholds"
-    _refined(at, EvalConfig().bootstrap)
-    assert EvalConfig().bootstrap > data.LIVE_RESAMPLES  # so the first view refined
+    _refined(at, UNIQUE_RESAMPLES)
+    assert UNIQUE_RESAMPLES > data.LIVE_RESAMPLES  # so the first view refined
     assert _sent_again(at) == []
     assert tuple(at.slider(key="gate").value) == (0.11, 0.6)
     assert "τ_neg 0.11 (pre-specified)" in _thresholds_line(at)
@@ -140,14 +144,14 @@ def test_a_waiting_browser_rerun_keeps_its_newer_widget_values():
     ours = RerunData()  # a full app rerun
     requests = ScriptRequests()
     requests.request_rerun(browser)
-    assert state.request_quietly(requests, ours, _states(0.1)) is False
+    assert reruns.request_quietly(requests, ours, _states(0.1)) is False
     got = requests.on_scriptrunner_ready()
     assert got.type is ScriptRequestType.RERUN
     assert list(got.rerun_data.widget_states.widgets[0].double_array_value.data) == [0.11, 0.6]
     assert got.rerun_data.fragment_id_queue == []  # the whole app, as the refinement asked
 
     requests = ScriptRequests()
-    assert state.request_quietly(requests, ours, _states(0.1)) is True
+    assert reruns.request_quietly(requests, ours, _states(0.1)) is True
     requests.request_rerun(browser)
     got = requests.on_scriptrunner_ready()
     assert list(got.rerun_data.widget_states.widgets[0].double_array_value.data) == [0.11, 0.6]
@@ -183,4 +187,4 @@ def test_the_streamlit_internals_of_the_quiet_rerun_are_there():
 @pytest.mark.parametrize("scope", ["app", "fragment"])
 def test_quiet_rerun_outside_a_script_run_does_what_st_rerun_does(scope):
     """Bare mode (no script run): nothing to rerun, nothing raised."""
-    assert state.quiet_rerun(scope) is None
+    assert reruns.quiet_rerun(scope) is None

@@ -757,7 +757,7 @@ def until(page, condition, what: str, *, polls: int = 900) -> None:
 def test_a_key_pressed_while_the_refinement_reruns_is_kept(browser, app_url):
     """The first view draws with the live resamples, refines its intervals and reruns; a key
     pressed on the τ_neg slider when that rerun's messages are on their way to the page is
-    kept: the rerun does not send the slider back (dashboard.state.quiet_rerun), so the
+    kept: the rerun does not send the slider back (dashboard.reruns.quiet_rerun), so the
     slider, the thresholds line and the link all say 0.11, and the next key goes on from
     there. Streamlit's own rerun sent the slider's old value after the key: the slider went
     back to 0.1 while the server kept 0.11, and the next key lost the move."""

@@ -27,9 +27,9 @@ THIRD_PARTY_INTERNALS: dict[tuple[str, str], str] = {
         "Streamlit's MemorySessionStorage's TTLCache, expired so that closed tabs' sessions "
         "past their time are dropped (dashboard.idle.session_count); the evaluator's own "
         "_cache is another object"),
-    ("dashboard.state", "_lock"): (
+    ("dashboard.reruns", "_lock"): (
         "Streamlit's ScriptRequests' and SafeSessionState's locks, held by "
-        "dashboard.state.quiet_rerun while it reads the widget states and queues the rerun "
+        "dashboard.reruns.quiet_rerun while it reads the widget states and queues the rerun "
         "(tests/test_app_quiet_rerun.py pins them); the project's own _lock attributes are "
         "other objects"),
 }
