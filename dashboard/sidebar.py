@@ -50,16 +50,23 @@ def _widget(s: Setting, *, options: tuple = (), disabled: bool = False,
         state.prepare_widget(s.key)
     common = {"key": s.key, "help": s.help or None, "disabled": disabled,
               "on_change": _moved, "args": (s.key,)}
+    # The model's value is also the widget's default: a widget the browser draws without a
+    # value sent with it (a run it had not seen assigned one) shows and sends back the
+    # model's value, not its minimum (see :func:`_typed_inputs`).
     if s.kind == "range" or (s.kind == "float" and s.control == "slider"):
-        st.slider(s.label, float(s.low), float(s.high), step=float(s.step), **common)
+        st.slider(s.label, float(s.low), float(s.high), _values(state.value(s.key))
+                  if s.kind == "range" else float(state.value(s.key)),
+                  step=float(s.step), **common)
         if s.key in state.TYPED_BOXES and typed:
             _typed_inputs(s, ("τ_neg", "τ_pos") if s.key == "gate" else ("γ",))
     elif s.kind == "float":
-        st.number_input(s.label, float(s.low), float(s.high), step=float(s.step), **common)
+        st.number_input(s.label, float(s.low), float(s.high), float(state.value(s.key)),
+                        step=float(s.step), **common)
     elif s.kind == "int":
-        st.number_input(s.label, int(s.low), int(s.high), step=int(s.step), **common)
+        st.number_input(s.label, int(s.low), int(s.high), int(state.value(s.key)),
+                        step=int(s.step), **common)
     elif s.kind == "bool":
-        st.toggle(s.label, **common)
+        st.toggle(s.label, bool(state.value(s.key)), **common)
     elif s.kind == "choice" and s.control == "radio":
         st.radio(s.label, s.options, format_func=s.format_option, **common)
     elif s.kind == "choice":
@@ -176,9 +183,14 @@ def _typed_inputs(s: Setting, labels: tuple[str, ...]) -> None:
             b not in st.session_state for b in boxes):
         for box, v in zip(boxes, values, strict=True):
             st.session_state[box] = v
-    for i, (column, box, label) in enumerate(zip(st.columns(len(boxes)), boxes, labels,
-                                                 strict=True)):
-        column.number_input(f"{label} (type exactly)", float(s.low), float(s.high),
+    # Each box's default is the value it is drawn with. Its minimum was the default: a box
+    # the browser drew with no value sent with it (a rerun that took the box's value as the
+    # browser's own, while the browser had not drawn that generation yet) showed the minimum
+    # and sent it back with the next key pressed anywhere, which read as typing it: γ became
+    # 0.05 (pre-specified) after moves of the gate alone, seen in Chromium under load.
+    for i, (column, box, label, v) in enumerate(zip(st.columns(len(boxes)), boxes, labels,
+                                                    values, strict=True)):
+        column.number_input(f"{label} (type exactly)", float(s.low), float(s.high), v,
                             step=float(s.step) / 2, format="%.3f", key=box,
                             on_change=_typed, args=(s.key, i))
 

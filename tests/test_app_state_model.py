@@ -31,6 +31,7 @@ from metrics_core.config import EvalConfig, Filters
 from metrics_core.metrics import risk_control
 from metrics_core.report import decision_record as record
 from tests.test_app import TIMEOUT, open_app
+from tests.test_app_thresholds import defaults_and_values
 
 EXAMPLES = int(os.environ.get("STATE_MODEL_EXAMPLES", "6"))
 STEPS = int(os.environ.get("STATE_MODEL_STEPS", "6"))
@@ -391,6 +392,10 @@ class DashboardSettings(RuleBasedStateMachine):
             assert at.toggle(key="ci").value == self.ci
             assert at.radio(key="gold").value == self.gold
             assert at.multiselect(key="cohort").value == list(self.cohort)
+        # drawn with the model's value as their default (what a browser that draws one with
+        # no value sent with it shows and sends back)
+        for label, (default, shown) in defaults_and_values(at).items():
+            assert default == shown, (label, default, shown)
         # the gold the page names (without a verdict: the original, and why)
         gold = [re.sub(r"\\(.)", r"\1", str(c.value)) for c in at.caption
                 if str(c.value).startswith("**Gold labels:")]

@@ -229,3 +229,48 @@ def test_a_links_criteria_and_gates_for_criteria_the_data_lack_are_dropped_with_
     assert "Some criteria in the link are not in this data set and were dropped." in shown
     assert ("Per-criterion thresholds for criteria this data set does not have were dropped."
             in shown)
+
+
+def defaults_and_values(at) -> dict[str, tuple]:
+    """Every setting widget drawn (the sliders, their typed boxes, the number inputs and
+    toggles of the settings): label -> (the default it was drawn with, the value it shows).
+    The default is what the browser shows and sends back when it draws the widget with no
+    value sent with it."""
+    keys = {s.key for s in state.SETTINGS}
+    out = {}
+    for w in at.slider:
+        if w.key in keys:
+            out[w.label] = (tuple(round(v, 6) for v in w.proto.default),
+                            tuple(round(v, 6) for v in (w.value if isinstance(w.value, tuple)
+                                                        else (w.value,))))
+    for w in at.number_input:
+        if w.key in keys or w.label.endswith("(type exactly)"):
+            out[w.label] = (round(w.proto.default, 6), round(w.value, 6))
+    for w in at.toggle:
+        if w.key in keys:
+            out[w.label] = (w.proto.default, w.value)
+    return out
+
+
+def test_every_setting_widget_is_drawn_with_the_models_value_as_its_default():
+    """A widget the browser draws with no value sent with it shows and sends back its default.
+    Each setting widget's default is the settings model's value, so it is never the widget's
+    minimum: before, the γ box's default was 0.05, and a γ box drawn so in Chromium under load
+    sent 0.05 back with the next move of the gate, which read as γ typed to 0.05
+    (pre-specified)."""
+    at = open_app({"gamma": "0.8", "bootstrap": "300"}, page="gate")
+    at.slider(key="gate").set_value((0.07, 0.6)).run()
+    box(at, "τ_pos").set_value(0.65).run()
+    at.toggle(key="ci").set_value(False).run()
+    drawn = defaults_and_values(at)
+    assert {"γ (type exactly)", "τ_neg (type exactly)", "τ_pos (type exactly)",
+            "Bootstrap resamples (0 = off)"} <= set(drawn), sorted(drawn)
+    assert drawn["γ (type exactly)"] == (0.8, 0.8)
+    assert drawn["τ_neg (type exactly)"] == (0.07, 0.07)
+    assert drawn["τ_pos (type exactly)"] == (0.65, 0.65)
+    assert drawn["Bootstrap resamples (0 = off)"] == (300, 300)
+    for label, (default, shown) in drawn.items():
+        assert default == shown, (label, default, shown)
+    at.switch_page("app_pages/dynamic_k.py").run()
+    for label, (default, shown) in defaults_and_values(at).items():
+        assert default == shown, (label, default, shown)
