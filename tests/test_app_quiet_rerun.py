@@ -188,3 +188,18 @@ def test_the_streamlit_internals_of_the_quiet_rerun_are_there():
 def test_quiet_rerun_outside_a_script_run_does_what_st_rerun_does(scope):
     """Bare mode (no script run): nothing to rerun, nothing raised."""
     assert reruns.quiet_rerun(scope) is None
+
+
+def test_the_apps_own_reruns_where_settings_are_drawn_are_quiet():
+    """Streamlit's own rerun is left only after a click or an upload (the page changes what
+    it shows on purpose); every rerun the app asks for itself goes through
+    ``reruns.quiet_rerun``. The Gate page's fragment reran itself with ``st.rerun`` when its
+    curves' intervals were paused: a key pressed on the gate slider then could be undone."""
+    from pathlib import Path
+
+    root = Path(data.__file__).parent
+    plain = sorted(f"{path.relative_to(root)}"
+                   for path in root.rglob("*.py") if path.name != "reruns.py"
+                   and re.search(r"\bst\.rerun\(", path.read_text(encoding="utf-8")))
+    assert plain == ["adjudication.py", "app_pages/case_review.py",
+                     "app_pages/data_source.py", "upload.py"]

@@ -19,6 +19,7 @@ from dashboard import (
     display,
     gate_card,
     live_charts,
+    reruns,
     risk_coverage_view,
     sidebar,
 )
@@ -110,7 +111,7 @@ def _gate_view(v: data.View, before: data.View) -> None:
             _grid(v)
     verdicts()
     if not data.same_curves(curves, v.evaluation):  # (e.g. its intervals paused now)
-        st.rerun(scope="fragment")
+        reruns.quiet_rerun(scope="fragment")  # a key pressed meanwhile is kept
 
 
 @st.fragment
