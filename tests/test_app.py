@@ -356,9 +356,37 @@ def test_criterion_filter(demo):
     ds = demo.dataset
     want = Evaluator(ds.subset(np.isin(ds.criterion, ["A.2", "A.10"]))).evaluate(
         EvalConfig(bootstrap=0))
+    at.session_state["per_criterion_table_open"] = True  # the full table, on demand
+    at.run(timeout=TIMEOUT)
     shown = table(at, "per_criterion_table")
     assert list(shown["criterion"]) == ["A.2", "A.10", "micro", "macro"]
     assert list(shown["auroc"]) == list(want.per_criterion["auroc"])
+
+
+def test_every_metric_per_criterion_is_drawn_only_when_asked_for(demo_evaluator):
+    """The full per-criterion table (every metric) is not sent with the page; opening its
+    expander draws it, with the computed point values of every criterion, micro and macro."""
+    at = open_app(page="per_criterion")
+    assert_clean(at)
+    with pytest.raises(KeyError):
+        at.get_by_key("per_criterion_table")
+    want = expected(demo_evaluator).per_criterion
+    # the one table drawn: the chosen metric's, a row per criterion
+    assert [len(f.value) for f in at.dataframe] == [len(want) - 2]
+    at.session_state["per_criterion_table_open"] = True
+    at.run(timeout=TIMEOUT)
+    assert_clean(at)
+    shown = table(at, "per_criterion_table").set_index("criterion")
+    assert list(shown.index) == list(want.index)
+    assert list(shown.index[-2:]) == ["micro", "macro"]
+    for column in ("auroc", "auprc", "tp", "fn", "sensitivity", "screening_fn_per_1000"):
+        for row in want.index:
+            assert_same(shown.loc[row, column], want.loc[row, column])
+    # closed again: the page no longer sends it
+    at.session_state["per_criterion_table_open"] = False
+    at.run(timeout=TIMEOUT)
+    with pytest.raises(KeyError):
+        at.get_by_key("per_criterion_table")
 
 
 def test_an_empty_filter_says_so_without_a_traceback():

@@ -202,6 +202,8 @@ def test_a_criterion_without_positives_is_undefined_not_half(one_class_criterion
     assert focus.loc["C3", "status"] == "undefined: only one class present"
     assert focus.loc["C1", "status"] == ""
     assert not math.isnan(focus.loc["C1", "AUROC"])
+    at.session_state["per_criterion_table_open"] = True  # the full table, on demand
+    at.run(timeout=TIMEOUT)
     full = table(at, "per_criterion_table").set_index("criterion")
     assert math.isnan(full.loc["C3", "auroc"]) and math.isnan(full.loc["C3", "auprc"])
 
@@ -244,6 +246,8 @@ def test_tiles_and_tables_write_each_kind_in_its_format(demo_evaluator):
 def test_count_columns_are_integers_and_metric_columns_carry_labels():
     at = open_app(page="per_criterion")
     assert_clean(at)
+    at.session_state["per_criterion_table_open"] = True  # the full table, on demand
+    at.run(timeout=TIMEOUT)
     columns = _columns(at, "per_criterion_table")
     assert columns["tp"]["type_config"]["format"] == "%,d"
     assert columns["tp"]["label"] == "TP"

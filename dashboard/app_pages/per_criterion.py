@@ -63,12 +63,17 @@ display.show_table(focus.drop(columns=["defined"]), key="per_criterion_focus",
                                   "ci_method": st.column_config.TextColumn("interval")},
                    column_order=[c for c in focus.columns
                                  if c not in ("defined", "ci_lo", "ci_hi")])
-with st.expander("Every metric per criterion (point values)", icon=":material/table:"):
-    st.caption("All metrics per criterion at once, as in the per-criterion CSV; the intervals "
-               "of each are in the table above when it is the chosen metric.")
-    full = table.reset_index()
-    if "auroc_defined" in full:  # the one-class convention value is not shown as a number
-        full.loc[full["auroc_defined"].eq(False), ["auroc", "auprc"]] = math.nan
-    display.show_table(full, key="per_criterion_table")
+# On demand: every metric of every criterion is the widest table of the app, and drawing it
+# on each open of the page cost the browser more than the rest of the page.
+every = display.on_demand("Every metric per criterion (point values)",
+                          key="per_criterion_table_open")
+if every is not None:
+    with every:
+        st.caption("All metrics per criterion at once, as in the per-criterion CSV; the "
+                   "intervals of each are in the table above when it is the chosen metric.")
+        full = table.reset_index()
+        if "auroc_defined" in full:  # the one-class convention value is not shown as a number
+            full.loc[full["auroc_defined"].eq(False), ["auroc", "auprc"]] = math.nan
+        display.show_table(full, key="per_criterion_table")
 if refining:  # last: everything above is drawn while the configured resamples are computed
     refinement.refine_group_intervals(v, ev.config)
