@@ -708,6 +708,11 @@ class HeldMessages:
         self.finished: list[int] = []
         self.holding = False
         self._page = None
+        #: Passed to the page: the gate slider, and the refinement's progress bar (drawn by
+        #: the run that asks for the refinement's rerun). Holding starts at the first run
+        #: that ends for a rerun after both: an earlier one (a rerun the browser asked for
+        #: as the page opened, on a loaded machine) is not the refinement's.
+        self._slider = self._bar = False
 
     def route(self, ws) -> None:
         """``page.route_web_socket``'s handler of Streamlit's stream."""
@@ -720,8 +725,16 @@ class HeldMessages:
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
         msg = ForwardMsg.FromString(message)
-        end = msg.script_finished if msg.WhichOneof("type") == "script_finished" else None
-        if end == ForwardMsg.FINISHED_EARLY_FOR_RERUN and not self.finished:
+        kind = msg.WhichOneof("type")
+        if not self.holding and kind == "delta" and msg.delta.HasField("new_element"):
+            element = msg.delta.new_element
+            self._slider |= (element.WhichOneof("type") == "slider"
+                             and element.slider.label.startswith("Gate thresholds"))
+            self._bar |= (element.WhichOneof("type") == "progress"
+                          and element.progress.text.startswith("Refining the intervals"))
+        end = msg.script_finished if kind == "script_finished" else None
+        if (end == ForwardMsg.FINISHED_EARLY_FOR_RERUN and not self.finished
+                and self._slider and self._bar):
             self.holding = True
         if not self.holding:
             self._page.send(message)
