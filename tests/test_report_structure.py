@@ -448,3 +448,50 @@ def test_memo_failure_reaches_every_caller_in_its_own_thread(dataset):
     # The waiting caller computed it again after the failure and got the error itself.
     assert errors == ["bad data", "bad data"] and len(calls) == 2
     assert ("failing",) not in ev._cache and not ev._running
+
+
+def test_memo_sizes_a_value_another_thread_changes_meanwhile(dataset):
+    """A value kept in the memo may be changed by another thread while its size is summed (a
+    kept count matrix's drawing thread deletes its own attributes when it ends): the sum
+    reads a copy of each dict, so it neither raises 'dictionary changed size during
+    iteration' nor depends on when the other thread runs. Deterministic: the sum itself lets
+    the other thread change the dict between two of its items, and waits for it."""
+    import threading
+
+    changed, change = threading.Event(), threading.Event()
+
+    class Holder:  # an object whose attributes another thread changes (as a Thread's)
+        pass
+
+    class Hook:
+        """An item whose sizing hands the turn to the other thread and waits for it."""
+
+        @property
+        def __dict__(self):
+            change.set()
+            changed.wait()
+            return {}
+
+    value = Holder()
+    value.first = Hook()
+    value.counts = np.zeros(10, dtype=np.uint8)
+    value.last = np.zeros(5, dtype=np.float64)
+
+    def other_thread():
+        change.wait()
+        try:
+            value.added = np.zeros(7, dtype=np.uint8)  # inserted while the sum iterates
+        finally:
+            changed.set()
+
+    helper = threading.Thread(target=other_thread, daemon=True)
+    helper.start()
+    ev = Evaluator(dataset)
+    try:
+        assert ev.cached(("changing",), lambda: {"held": value})["held"] is value
+    finally:
+        change.set()
+        changed.set()
+        helper.join()
+    # the sizes summed are those of the attributes when the sum began (10 + 40 bytes)
+    assert ev._sizes[("changing",)] == 50

@@ -71,17 +71,22 @@ class Intermediate:
 
 
 def _nbytes(value, depth: int = 0) -> int:
-    """Approximate memory held by a memo value (arrays found up to two levels deep)."""
+    """Approximate memory held by a memo value (arrays found up to two levels deep).
+
+    A value's dicts and lists are read from a copy taken at once (``list(...)``: one step under
+    the interpreter's lock): another thread may change them while they are summed, e.g. the
+    helper thread of a kept count matrix, which deletes its own attributes when it ends
+    (``threading.Thread.run``), or a shared value other callers fill."""
     if isinstance(value, np.ndarray):
         return value.nbytes
     if depth > 2:
         return 0
     if isinstance(value, dict):
-        return sum(_nbytes(v, depth + 1) for v in value.values())
+        return sum(_nbytes(v, depth + 1) for v in list(value.values()))
     if isinstance(value, list | tuple):
-        return sum(_nbytes(v, depth + 1) for v in value)
+        return sum(_nbytes(v, depth + 1) for v in list(value))
     if hasattr(value, "__dict__"):
-        return sum(_nbytes(v, depth + 1) for v in vars(value).values())
+        return sum(_nbytes(v, depth + 1) for v in list(vars(value).values()))
     return sys.getsizeof(value) if depth == 0 else 0
 
 
