@@ -131,6 +131,31 @@ def _tables(q, c, declared=("site", "sex"), cfg=None, **kw):
     return ev, inter, attrs, cohort_tables(ev, inter, list(attrs.values()), **kw)
 
 
+def _cohort_table(q, c, columns, resamples, seed, *, of=None, options=None, **kw):
+    """The cohort tables of ``of`` (default: the first of ``columns``, the cohort columns
+    declared) on ``resamples`` resamples of posts drawn with ``seed`` (the bootstrap's counts
+    drawn beforehand, as a run does; ``EvalConfig(bootstrap=resamples, seed=seed,
+    **options)``), no weak-segment search unless ``weak=True`` is given. A namespace: ``ev``,
+    ``inter``, ``cfg``, ``attrs``, ``counts``, ``result`` (:func:`cohort_tables`'), ``table``
+    (its cohorts table) and ``tables(*names, **kw)`` (the tables of other columns, on the
+    same resamples)."""
+    from types import SimpleNamespace
+
+    cfg = EvalConfig(bootstrap=resamples, seed=seed, **(options or {}))
+    loaded, attrs = _run(q, c, list(columns))
+    ev = Evaluator(loaded.dataset)
+    inter = ev.intermediate(cfg)
+    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=resamples, seed=seed).counts()
+
+    def tables(*names, **more):
+        return cohort_tables(ev, inter, [attrs[n] for n in names], counts=counts,
+                             **({"weak": False} | more))
+
+    result = tables(*(of or columns[:1]), **kw)
+    return SimpleNamespace(ev=ev, inter=inter, cfg=cfg, attrs=attrs, counts=counts,
+                           result=result, table=result.cohorts, tables=tables)
+
+
 def _value(table, column, value, metric, field="estimate"):
     row = table[(table["column"] == column) & (table["value"] == value)
                 & (table["metric"] == metric)]
@@ -192,12 +217,8 @@ def test_undefined_stays_undefined_and_small_cells_are_flagged():
 # -------------------------------------------------------- intervals and p-values
 def test_differences_intervals_and_p_values_match_a_literal_resampling_loop():
     q, c = _data(n_posts=30, n_criteria=3, seed=7)
-    cfg = EvalConfig(bootstrap=120, seed=4)
-    loaded, attrs = _run(q, c, ["site"])
-    ev = Evaluator(loaded.dataset)
-    inter = ev.intermediate(cfg)
-    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=120, seed=4).counts()
-    result = cohort_tables(ev, inter, [attrs["site"]], counts=counts, weak=False)
+    setup = _cohort_table(q, c, ["site"], 120, 4)
+    ev, cfg, attrs, counts, result = setup.ev, setup.cfg, setup.attrs, setup.counts, setup.result
     table = result.cohorts
     ds = ev.ds
     site = attrs["site"]
@@ -336,14 +357,10 @@ def test_weak_segments_search_every_metric_with_a_difference_and_a_direction():
     their pairs; a pair's segment has the values the cohorts table gives when the pair is
     declared as a column. Calibration in the large (no better direction) is not ranked."""
     q, c = _data(n_posts=60, planted=0.8)
-    cfg = EvalConfig(bootstrap=60, seed=2)
-    loaded, attrs = _run(q, c, ["site", "sex", "site*sex"])
-    ev = Evaluator(loaded.dataset)
-    inter = ev.intermediate(cfg)
-    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=60, seed=2).counts()
-    weak = cohort_tables(ev, inter, [attrs["site"], attrs["sex"]], counts=counts, min_size=1,
-                         top=100).weak_segments
-    declared = cohort_tables(ev, inter, [attrs["site*sex"]], counts=counts, weak=False).cohorts
+    setup = _cohort_table(q, c, ["site", "sex", "site*sex"], 60, 2, of=["site", "sex"],
+                          weak=True, min_size=1, top=100)
+    weak, attrs = setup.result.weak_segments, setup.attrs
+    declared = setup.tables("site*sex").cohorts
     assert set(MULTILABEL_NAMES) & set(weak["metric"])
     assert "calibration_in_the_large" not in set(weak["metric"])
     pair = weak[(weak["columns"] == "site*sex") & weak["metric"].isin(MULTILABEL_NAMES)]
@@ -443,13 +460,9 @@ def test_every_summed_metrics_interval_matches_a_literal_resampling_loop():
     from metrics_core.metrics import calibration
 
     q, c = _data(n_posts=30, n_criteria=3, seed=7)
-    cfg = EvalConfig(bootstrap=80, seed=4)
-    loaded, attrs = _run(q, c, ["site"])
-    ev = Evaluator(loaded.dataset)
-    inter = ev.intermediate(cfg)
-    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=80, seed=4).counts()
-    table = cohort_tables(ev, inter, [attrs["site"]], counts=counts, weak=False).cohorts
-    ds, site = ev.ds, attrs["site"]
+    setup = _cohort_table(q, c, ["site"], 80, 4)
+    ev, inter, counts, table = setup.ev, setup.inter, setup.counts, setup.table
+    ds, site = ev.ds, setup.attrs["site"]
     y, pred, st, k = ds.y.astype(int), inter.pred.astype(int), inter.states, inter.k
     rk, rmask = inter.rk, inter.rmask
 
@@ -534,13 +547,9 @@ def test_the_multilabel_intervals_match_a_literal_resampling_loop(seed, rule, sp
     q, c = _data(n_posts=30, n_criteria=3, seed=seed)
     if split:
         q["site"] = np.random.default_rng(seed).choice(["A", "B", "C"], len(q))
-    cfg = EvalConfig(bootstrap=80, seed=seed, multilabel_rule=rule)
-    loaded, attrs = _run(q, c, ["site"])
-    ev = Evaluator(loaded.dataset)
-    inter = ev.intermediate(cfg)
-    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=80, seed=seed).counts()
-    table = cohort_tables(ev, inter, [attrs["site"]], counts=counts, weak=False).cohorts
-    ds, site = ev.ds, attrs["site"]
+    setup = _cohort_table(q, c, ["site"], 80, seed, options={"multilabel_rule": rule})
+    ev, inter, cfg, counts, table = setup.ev, setup.inter, setup.cfg, setup.counts, setup.table
+    ds, site = ev.ds, setup.attrs["site"]
     yh = decision_labels(ds, rule=rule, threshold=cfg.threshold, states=inter.states)
     n_crit = len(ds.criteria)
 
@@ -639,13 +648,9 @@ def test_the_auprc_and_tpr_at_fpr_differences_match_a_literal_resampling_loop(
     q, c = _data(n_posts=30, n_criteria=3, seed=seed)
     if decimals is not None:
         q["p_has_evidence"] = q["p_has_evidence"].round(decimals)
-    cfg = EvalConfig(bootstrap=80, seed=seed)
-    loaded, attrs = _run(q, c, [column])
-    ev = Evaluator(loaded.dataset)
-    inter = ev.intermediate(cfg)
-    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=80, seed=seed).counts()
-    table = cohort_tables(ev, inter, [attrs[column]], counts=counts, weak=False).cohorts
-    ds, grouping = ev.ds, attrs[column]
+    setup = _cohort_table(q, c, [column], 80, seed)
+    ev, cfg, counts, table = setup.ev, setup.cfg, setup.counts, setup.table
+    ds, grouping = ev.ds, setup.attrs[column]
     names = ["auprc", *(f"tpr@fpr={t:.2f}" for t in cfg.tpr_fprs)]
 
     def metrics(rows):
@@ -702,12 +707,7 @@ def test_auprc_and_tpr_at_fpr_with_one_class_in_a_cohort_or_its_rest_stay_undefi
     rng = np.random.default_rng(21)
     q["grp"] = np.where(q["has_evidence"].astype(bool), "X",
                         rng.choice(["X", "Y", "Z"], len(q)))
-    cfg = EvalConfig(bootstrap=40, seed=21)
-    loaded, attrs = _run(q, c, ["grp"])
-    ev = Evaluator(loaded.dataset)
-    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=40, seed=21).counts()
-    table = cohort_tables(ev, ev.intermediate(cfg), [attrs["grp"]], counts=counts,
-                          weak=False).cohorts
+    table = _cohort_table(q, c, ["grp"], 40, 21).table
     for name in ("auprc", "tpr@fpr=0.10"):
         assert np.isfinite(_value(table, "grp", "X", name))
         assert _value(table, "grp", "X", name, "defined")
@@ -729,13 +729,9 @@ def test_calibration_in_the_large_has_its_interval_and_difference_from_a_literal
     on every resample of posts, the queries of a post drawn k times k times: the cohort's
     interval, the rest's value, the difference, its interval and p-value."""
     q, c = _data(n_posts=30, n_criteria=3, seed=13)
-    cfg = EvalConfig(bootstrap=90, seed=13)
-    loaded, attrs = _run(q, c, ["site"])
-    ev = Evaluator(loaded.dataset)
-    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=90, seed=13).counts()
-    table = cohort_tables(ev, ev.intermediate(cfg), [attrs["site"]], counts=counts,
-                          weak=False).cohorts
-    ds, site = ev.ds, attrs["site"]
+    setup = _cohort_table(q, c, ["site"], 90, 13)
+    ev, counts, table = setup.ev, setup.counts, setup.table
+    ds, site = ev.ds, setup.attrs["site"]
     name = "calibration_in_the_large"
 
     def oe(rows):
@@ -776,19 +772,15 @@ def test_calibration_intercept_intervals_match_a_literal_loop_of_statsmodels_fit
     from metrics_core.metrics.calibration import LOGIT_EPS
 
     q, c = _data(n_posts=150, n_criteria=3, seed=seed)
-    cfg = EvalConfig(bootstrap=60, seed=seed)
-    loaded, attrs = _run(q, c, ["site"])
-    ev = Evaluator(loaded.dataset)
-    counts = Bootstrap(int(ev.ds.posts.size), n_resamples=60, seed=seed).counts()
     from metrics_core.evaluation import cohort_logistic
 
     exact_fits = []
     fitted = cohort_logistic.ExactFits.__call__
     monkeypatch.setattr(cohort_logistic.ExactFits, "__call__",
                         lambda self, w: exact_fits.append(1) or fitted(self, w))
-    table = cohort_tables(ev, ev.intermediate(cfg), [attrs["site"]], counts=counts,
-                          weak=False).cohorts
-    ds, site = ev.ds, attrs["site"]
+    setup = _cohort_table(q, c, ["site"], 60, seed)
+    ev, counts, table = setup.ev, setup.counts, setup.table
+    ds, site = ev.ds, setup.attrs["site"]
     pc = np.clip(ds.p, LOGIT_EPS, 1 - LOGIT_EPS)
     x = np.log(pc) - np.log1p(-pc)
 
