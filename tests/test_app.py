@@ -389,6 +389,31 @@ def test_every_metric_per_criterion_is_drawn_only_when_asked_for(demo_evaluator)
         at.get_by_key("per_criterion_table")
 
 
+def test_the_overviews_long_tables_are_drawn_only_when_asked_for(demo_evaluator):
+    """Every metric and the consistency checks are not sent with the Overview; opening their
+    expanders draws them, with the computed values."""
+    at = open_app()
+    assert_clean(at)
+    for key in ("all_metrics_table", "checks_table"):
+        with pytest.raises(KeyError):
+            at.get_by_key(key)
+    at.session_state["all_metrics_open"] = True
+    at.session_state["checks_open"] = True
+    at.run(timeout=TIMEOUT)
+    assert_clean(at)
+    shown = table(at, "all_metrics_table").set_index("metric")
+    want = expected(demo_evaluator)
+    assert set(shown.index) >= {r.name for r in want.records}
+    for name in ("auroc", "auprc", "sensitivity", "tp", "ece", "screening_sensitivity"):
+        assert_same(shown.loc[name, "value"], want.record(name).value)
+    checks = table(at, "checks_table")
+    view = at.session_state[state.VIEW].evaluation
+    assert list(checks["check"]) == [c.name for c in view.checks]
+    passed = int((checks["result"] == "pass").sum())
+    assert any(s.value.startswith(f"{passed} of {len(checks)} consistency checks pass")
+               for s in at.success)
+
+
 def test_an_empty_filter_says_so_without_a_traceback():
     # In the demo, fold 0 is the TUNE split: fold 1 has no TUNE query.
     at = open_app(query={"fold": "1", "split": "TUNE"})

@@ -32,6 +32,17 @@ def test_decision_page_shows_targets_and_curve(demo):
     n = dict(zip(shown["metric"], shown["n"], strict=True))
     assert (n["screening_sensitivity"], n["alert_precision"]) == (1379, 1028)
     assert n["screening_fn_per_1000"] == n["auroc"] == 14770
+    # the decision curve's table is drawn only when asked for, with the computed curve
+    with pytest.raises(KeyError):
+        at.get_by_key("decision_curve_table")
+    at.session_state["decision_curve_table_open"] = True
+    at.run()
+    assert_clean(at)
+    curve = table(at, "decision_curve_table")
+    point = decision.decision_curve(demo.ds.y, demo.ds.p)
+    assert len(curve) == len(point)
+    for column in ("threshold", "net_benefit", "net_benefit_treat_all"):
+        assert list(curve[column]) == pytest.approx(list(point[column]), rel=0, abs=1e-12)
 
 
 def test_finder_result_moves_the_gate_slider(demo):

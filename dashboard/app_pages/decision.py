@@ -229,8 +229,10 @@ st.caption("Net benefit = TP/N − FP/N · t / (1 − t), positive iff p ≥ t. 
 curve = ev.decision_curve
 display.plot(decision_curve_figure(curve, tau_pos=v.config.tau_pos),
              key="decision_curve_chart")
-with st.expander("Decision curve as a table"):
-    display.show_table(curve, key="decision_curve_table")
+curve_table = display.on_demand("Decision curve as a table", key="decision_curve_table_open")
+if curve_table is not None:
+    with curve_table:
+        display.show_table(curve, key="decision_curve_table")
 
 st.subheader("Decision record")
 st.caption("One file for the meeting's minutes: the data (with SHA-256 of each file), every "

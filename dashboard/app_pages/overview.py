@@ -58,8 +58,12 @@ st.caption("Each number with the queries it is computed on. 95% CI: Wilson for p
            "bootstrap percentile intervals when switched on under *Uncertainty*. How each is "
            "computed (protocols and variants) is under *Help & glossary*.")
 display.show_records(display.headline_frame(ev), key="headline_table")
-with st.expander("All metrics"):
-    display.show_records(display.records_frame(ev), key="all_metrics_table")
+# The long tables on demand (drawn only while their expander is open): drawn on every open
+# of the page, they cost the browser more than the rest of it.
+every = display.on_demand("All metrics", key="all_metrics_open")
+if every is not None:
+    with every:
+        display.show_records(display.records_frame(ev), key="all_metrics_table")
 
 st.subheader("Consistency checks")
 checks = display.checks_frame(ev)
@@ -68,5 +72,7 @@ failed = int((checks["result"] == "fail").sum())
 summary = f"{passed} of {len(checks)} consistency checks pass"
 summary += f", {failed} fail" if failed else ""
 (st.error if failed else st.success)(summary + ".")
-with st.expander("The checks"):
-    display.show_table(checks, key="checks_table")
+each = display.on_demand("The checks", key="checks_open")
+if each is not None:
+    with each:
+        display.show_table(checks, key="checks_table")
