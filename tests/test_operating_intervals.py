@@ -180,3 +180,33 @@ def test_joint_category_sums_equal_one_pass_per_category(seed):
                         for r in range(b)])
     assert np.array_equal(by_code, literal)
     assert seen == [(10, b), (20, b), (30, b), (37, b)]
+
+
+STEPS = [{"tau_neg": round(t, 2), "tau_pos": 0.6} for t in np.arange(0.1, 0.4, 0.02)] + [
+    {"tau_neg": 0.38, "tau_pos": round(t, 2)} for t in np.arange(0.6, 0.9, 0.03)]
+
+
+# 0: every move's changed units gathered from the count matrix's rows; 6 and 40: from the
+# unit-major copy of the units near them in the order of p, gathered again as the moves leave it
+@pytest.mark.parametrize("near", [0, 6, 40])
+@pytest.mark.parametrize("unit", ["query", "post"])
+def test_moves_read_near_units_from_a_bounded_copy_exactly(dataset, unit, near, monkeypatch):
+    """A gate move's integer sums from the kept copy of the counts of the units near the
+    changed ones (or from the count matrix's rows when they lie far apart): exactly a fresh
+    evaluator's intervals, the copy bounded by three times NEAR_UNITS units."""
+    monkeypatch.setattr(intervals, "NEAR_UNITS", near)
+    ev = Evaluator(dataset)
+    gathered = set()
+    for move in MOVES + STEPS:
+        cfg = EvalConfig(bootstrap=130, seed=5, bootstrap_unit=unit, **move)
+        _same(_cis(ev, cfg), _cis(Evaluator(dataset), cfg))
+        copy = ev._cache[("operating_sums", cfg.bootstrap_config)].near
+        if copy.rows is not None:
+            assert copy.units.size <= 3 * near + 1
+            assert copy.rows.shape == (copy.units.size, 130)
+            np.testing.assert_array_equal(copy.rows, copy.counts.array()[:, copy.units].T)
+            gathered.add(copy.units.tobytes())
+    if near:  # the copy was made, and made again as the moves went on
+        assert len(gathered) >= 2
+    else:
+        assert not gathered

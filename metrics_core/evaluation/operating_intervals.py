@@ -109,10 +109,11 @@ def _integer_categories(y, pred, three_way, k, emask, n_k: int):
 
 
 def _category_sums(batches, codes: np.ndarray, n_codes: int, n_resamples: int,
-                   progress=None) -> np.ndarray:
+                   progress=None, *, columns: np.ndarray | None = None) -> np.ndarray:
     """Every resample's weight per category, ``(n_resamples, n_codes)``: per batch of weights
-    (columns: the rows ``codes`` describes), the columns gathered category by category and
-    summed per run (whole numbers)."""
+    (columns: the rows ``codes`` describes; ``columns``: the batch's columns of those rows,
+    the others not read), the columns gathered category by category and summed per run
+    (whole numbers)."""
     out = np.zeros((n_resamples, n_codes))
     if not codes.size:
         return out
@@ -120,10 +121,11 @@ def _category_sums(batches, codes: np.ndarray, n_codes: int, n_resamples: int,
     ordered = codes[order]
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     present = ordered[starts]
+    gather = order if columns is None else np.asarray(columns, dtype=np.intp)[order]
     start = 0
     for batch in batches:
         stop = start + batch.shape[0]
-        out[start:stop, present] = np.add.reduceat(np.take(batch, order, axis=1), starts,
+        out[start:stop, present] = np.add.reduceat(np.take(batch, gather, axis=1), starts,
                                                    axis=1, dtype=np.int64)
         start = stop
         if progress is not None:
@@ -218,6 +220,61 @@ def _weights_f(counts: DrawnCounts, units: np.ndarray) -> np.ndarray:
     return counts.unit_weights(units)
 
 
+#: A move's changed units are read from a unit-major copy of the counts of the units near
+#: them in the order of p (this many on either side of the changed ones), kept for the next
+#: moves: a gather of scattered units reads nearly every cache line of the count matrix
+#: whatever their number, a kept unit's counts are one contiguous row.
+NEAR_UNITS = 1024
+
+
+class _NearCounts:
+    """The counts of some units over every resample, unit by unit (``rows[i]``: the counts
+    of ``units[i]``, ascending), gathered from a count matrix's rows: those of the units near
+    the last ones asked for, in the order of p."""
+
+    def __init__(self, order: np.ndarray):
+        self.rank = np.empty(order.size, dtype=np.int64)
+        self.rank[order] = np.arange(order.size)
+        self.order = order
+        self.counts = None  # the count matrix gathered from (the same while kept)
+        self.units = np.empty(0, dtype=np.int64)
+        self.rows: np.ndarray | None = None
+
+    def sums(self, counts: DrawnCounts, rows: np.ndarray, unit_of_row, codes: np.ndarray,
+             n_codes: int) -> np.ndarray | None:
+        """Every resample's weight per code, ``(n_resamples, n_codes)``, of the queries
+        ``rows`` (codes ``codes``): whole numbers, those of :func:`_category_sums`. None
+        when the rows lie more than :data:`NEAR_UNITS` apart in the order of p (the copy
+        kept holds at most three times that many units)."""
+        units = rows if unit_of_row is None else unit_of_row[rows]
+        where = np.searchsorted(self.units, units)
+        if (counts is not self.counts or self.rows is None
+                or np.any(where >= self.units.size)
+                or np.any(self.units[np.minimum(where, self.units.size - 1)] != units)):
+            ranks = self.rank[rows]
+            if ranks.max() - ranks.min() >= NEAR_UNITS:
+                return None
+            near = self.order[max(0, int(ranks.min()) - NEAR_UNITS):
+                              int(ranks.max()) + NEAR_UNITS + 1]
+            self.counts, self.rows = None, None  # (until gathered: an error leaves none)
+            self.units = np.unique(near if unit_of_row is None else unit_of_row[near])
+            whole = counts.rows(0, counts.shape[0])
+            gathered = np.empty((self.units.size, counts.shape[0]), dtype=whole.dtype)
+            step = 1024  # (rows a block: the gathered block stays in cache while transposed)
+            for start in range(0, counts.shape[0], step):
+                gathered[:, start:start + step] = np.take(whole[start:start + step],
+                                                          self.units, axis=1).T
+            self.counts, self.rows = counts, gathered
+            where = np.searchsorted(self.units, units)
+        out = np.zeros((counts.shape[0], n_codes))
+        order = np.argsort(codes, kind="stable")
+        ordered = codes[order]
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        out[:, ordered[starts]] = np.add.reduceat(self.rows[where[order]], starts, axis=0,
+                                                  dtype=np.int64).T
+        return out
+
+
 class _KeptSums:
     """The resamples' weighted sums of the operating columns for the last setting, kept per
     evaluator and bootstrap configuration (with the count matrix kept), so that the next
@@ -234,6 +291,7 @@ class _KeptSums:
 
     def __init__(self, order: np.ndarray):
         self.lock = threading.Lock()
+        self.near = _NearCounts(order)
         self.blocks = np.array_split(order, min(FLOAT_BLOCKS, max(order.size, 1)))
         self.block_of_row = np.empty(order.size, dtype=np.int64)
         for b, rows in enumerate(self.blocks):
@@ -362,10 +420,18 @@ class _KeptSums:
         sums = np.zeros((self.int_sums.shape[0], _N_FIXED + width))
         sums[:, :self.int_sums.shape[1]] = self.int_sums
         if rows.size:
-            delta = (_integer_columns(y[rows], *(s[rows] for s in sources), width)
-                     - _integer_columns(y[rows], *(s[rows] for s in self.sources), width))
-            units = rows if unit_of_row is None else unit_of_row[rows]
-            sums += _weights_f(counts, units) @ delta
+            # The changed rows by (old category, new category): each resample's whole weight
+            # per such pair (gathered from the count matrix's rows as stored, no float copy)
+            # times the pair's change of the columns.
+            new, matrix = _integer_categories(y[rows], *(s[rows] for s in sources), width)
+            old, _ = _integer_categories(y[rows], *(s[rows] for s in self.sources), width)
+            moves, pair = np.unique(old * matrix.shape[0] + new, return_inverse=True)
+            weights = self.near.sums(counts, rows, unit_of_row, pair.ravel(), moves.size)
+            if weights is None:  # (rows far apart: gathered from the count matrix's rows)
+                units = rows if unit_of_row is None else unit_of_row[rows]
+                weights = _category_sums(counts.batches(batch_rows(units.size)), pair.ravel(),
+                                         moves.size, counts.shape[0], columns=units)
+            sums += weights @ (matrix[moves % matrix.shape[0]] - matrix[moves // matrix.shape[0]])
         return sums[:, :_N_FIXED + n_k]  # the columns cut off are all zero
 
 
