@@ -210,3 +210,26 @@ def test_moves_read_near_units_from_a_bounded_copy_exactly(dataset, unit, near, 
         assert len(gathered) >= 2
     else:
         assert not gathered
+
+
+def test_verdicts_after_moves_equal_a_fresh_evaluations(dataset, monkeypatch):
+    """The targets' verdicts (and the values and intervals they are judged on) of an
+    evaluation made after a run of gate moves on one evaluator are those of a fresh
+    evaluator's evaluation at that gate (the Gate page's tiles and table)."""
+    import pandas as pd
+
+    from metrics_core.report.wording import verdict_frame
+
+    monkeypatch.setattr(intervals, "NEAR_UNITS", 6)
+    ev = Evaluator(dataset)
+    targets = ("evidence_recall>=0.5", "screening_sensitivity>=0.6", "alert_precision>=0.5",
+               "auroc>=0.5")
+    judged = []
+    for move in STEPS[::3]:
+        cfg = EvalConfig(bootstrap=140, seed=8, targets=targets, **move)
+        moved = verdict_frame(ev.evaluate(cfg))
+        fresh = verdict_frame(Evaluator(dataset).evaluate(cfg))
+        pd.testing.assert_frame_equal(moved, fresh)
+        assert list(moved["metric"]) == [t.split(">=")[0] for t in targets]
+        judged.extend(moved["verdict"])
+    assert {"point estimate only", "not computed"}.isdisjoint(judged)
