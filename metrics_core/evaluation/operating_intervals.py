@@ -108,6 +108,15 @@ def _integer_categories(y, pred, three_way, k, emask, n_k: int):
     return codes, _integer_columns(c_y, c_pred, c_three, c_k, c_emask.astype(bool), n_k)
 
 
+def _code_runs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The positions of ``codes`` grouped by code (a stable sort), where each code's run
+    starts in that order, and the codes present (ascending): for ``np.add.reduceat``."""
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    return order, starts, ordered[starts]
+
+
 def _category_sums(batches, codes: np.ndarray, n_codes: int, n_resamples: int,
                    progress=None, *, columns: np.ndarray | None = None) -> np.ndarray:
     """Every resample's weight per category, ``(n_resamples, n_codes)``: per batch of weights
@@ -117,10 +126,7 @@ def _category_sums(batches, codes: np.ndarray, n_codes: int, n_resamples: int,
     out = np.zeros((n_resamples, n_codes))
     if not codes.size:
         return out
-    order = np.argsort(codes, kind="stable")
-    ordered = codes[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    present = ordered[starts]
+    order, starts, present = _code_runs(codes)
     gather = order if columns is None else np.asarray(columns, dtype=np.intp)[order]
     start = 0
     for batch in batches:
@@ -267,10 +273,8 @@ class _NearCounts:
             self.counts, self.rows = counts, gathered
             where = np.searchsorted(self.units, units)
         out = np.zeros((counts.shape[0], n_codes))
-        order = np.argsort(codes, kind="stable")
-        ordered = codes[order]
-        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-        out[:, ordered[starts]] = np.add.reduceat(self.rows[where[order]], starts, axis=0,
+        order, starts, present = _code_runs(codes)
+        out[:, present] = np.add.reduceat(self.rows[where[order]], starts, axis=0,
                                                   dtype=np.int64).T
         return out
 
