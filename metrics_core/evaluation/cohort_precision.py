@@ -1,7 +1,8 @@
 """Each cohort's average precision and TPR at the FPR targets per resample of posts, and the
 rest of the data's (contract §9): cumulated weights of positives and negatives at the tie runs
-of p, from one sparse product with the posts' weights per batch of resamples. The rest's
-cumulations are the whole data's minus the cohort's, at every tie run holding a positive.
+of p, the cohorts' from one sparse product with the posts' weights per batch of resamples. The
+rest's cumulations are the whole data's minus the cohort's, at every tie run holding a
+positive: each block's queries' weights gathered and cumulated, read at the runs.
 :mod:`metrics_core.evaluation.cohort_resamples` reads them in its pass over the resamples.
 """
 
@@ -34,7 +35,7 @@ class PrecisionRuns:
 
     #: Resamples per step of :meth:`values` (its arrays stay in the cache).
     CHUNK = 50
-    #: The same for the rest's cumulations (a row per cohort and run: more rows).
+    #: The same for the rest's cumulations (a value per cohort and run: more values).
     REST_CHUNK = 25
 
     def __init__(self, layout: ScoreLayout, codes_in_order: Sequence[np.ndarray],
@@ -90,18 +91,16 @@ class PrecisionRuns:
             [np.flatnonzero(blk[:, 1] > blk[:, 0]) + off
              for blk, off in zip(self.blocks, offsets, strict=True)]
             or [np.zeros(0, np.int64)])
-        self._rest_layout(layout, codes_in_order, lo, n_posts)
+        self._rest_layout(layout, codes_in_order, lo)
 
-    def _rest_layout(self, layout: ScoreLayout, codes_in_order, lo: np.ndarray,
-                     n_posts: int) -> None:
-        """The rows of the rest's cumulations, for the columns with three cohorts or more
-        (with two, a cohort's rest is the other one; with one, it has none): per cohort of
-        those columns, then for the whole data, one row per tie run of p holding a positive
-        of the whole data (score descending), the weight of the positives in the run, then
-        (a second block) of the negatives from the run up to the next such run above it. The
-        rest's weights at or above a run are the whole data's minus the cohort's."""
-        from scipy import sparse
-
+    def _rest_layout(self, layout: ScoreLayout, codes_in_order, lo: np.ndarray) -> None:
+        """The rest's cumulations, for the columns with three cohorts or more (with two, a
+        cohort's rest is the other one; with one, it has none): per cohort of those columns,
+        then for the whole data, its positive queries at or above the lowest tie run of p
+        holding a positive of the whole data, score descending, then (a second set of blocks)
+        its negatives there. A resample's weights of a block's queries, cumulated, read at
+        each such run (score descending) are the block's weight at or above the run; the
+        rest's are the whole data's minus the cohort's."""
         ys = layout.ys
         runs = layout.positive_lo[::-1]  # the runs holding a positive, p ascending
         r = int(runs.size)
@@ -117,24 +116,24 @@ class PrecisionRuns:
         self.rest_cohorts = np.concatenate(
             [np.arange(offsets[k], offsets[k + 1]) for k in self.rest_columns]
             or [np.zeros(0, np.int64)])
-        blocks = int(self.rest_cohorts.size) + 1  # and the whole data's last
         self.rest_runs = r
-        rows, cols = [], []
-        start = 0
-        for k in self.rest_columns:
-            codes = np.asarray(codes_in_order[k], dtype=np.int64)[keep]
-            rows.append((start + codes) * r + row + np.where(y_kept, 0, blocks * r))
-            cols.append(columns)
-            start += self.sizes[k]
+        members = [np.asarray(codes_in_order[k], dtype=np.int64)[keep] == c
+                   for k in self.rest_columns for c in range(self.sizes[k])]
         if self.rest_columns:  # the whole data
-            rows.append((blocks - 1) * r + row + np.where(y_kept, 0, blocks * r))
-            cols.append(columns)
-        rows = np.concatenate(rows or [np.zeros(0, np.int64)])
-        self.rest_segments = sparse.csr_matrix(
-            (np.ones(rows.size, dtype=np.int32),
-             (rows, np.concatenate(cols or [np.zeros(0, np.int64)]))),
-            shape=(2 * blocks * r if self.rest_columns else 0, n_posts))
-        self.rest_segments.sum_duplicates()
+            members.append(np.ones(row.size, dtype=bool))
+        # per block: its queries' posts (score descending), and where each run reads the
+        # block's cumulation in one buffer (each block after a zero: none at or above)
+        self.rest_posts, reads, place = [], [], 0
+        for label in (True, False):
+            for mine in members:
+                chosen = mine & (y_kept == label)
+                order = np.argsort(row[chosen], kind="stable")
+                self.rest_posts.append(columns[chosen][order])
+                reads.append(place + np.searchsorted(row[chosen][order], np.arange(r),
+                                                     side="right"))
+                place += int(chosen.sum()) + 1
+        self.rest_reads = np.concatenate(reads or [np.zeros(0, np.int64)])
+        self.rest_width = place
 
     def _rest_values(self, by_post: np.ndarray, p_j: np.ndarray, n_j: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray]:
@@ -154,29 +153,29 @@ class PrecisionRuns:
         n_all = n_j[:, :self.sizes[0]].sum(axis=1) if self.sizes else np.zeros(b)
         p_rest = p_all[:, None] - p_j[:, self.rest_cohorts]
         n_rest = n_all[:, None] - n_j[:, self.rest_cohorts]
-        segments = self.rest_segments if by_post.dtype == self.rest_segments.dtype \
-            else self.rest_segments.astype(by_post.dtype)
+        within = _fpr_counts(n_rest, self.targets) if n_t else None
+        weights = np.ascontiguousarray(by_post.T)  # (b, posts): a resample's row contiguous
+        cum = np.zeros((min(b, self.REST_CHUNK), self.rest_width), dtype=by_post.dtype)
         for c0 in range(0, b, self.REST_CHUNK):
-            raw = np.ascontiguousarray((segments @ by_post[:, c0:c0 + self.REST_CHUNK]).T)
-            k = raw.shape[0]
-            raw = raw.reshape(k, 2, g_n + 1, r)
-            cum = np.cumsum(raw, axis=3, dtype=raw.dtype)  # (in its type: much faster)
+            w = weights[c0:c0 + self.REST_CHUNK]
+            k = w.shape[0]
+            at = 0  # each block's cumulation after its zero (whole numbers: exact)
+            for posts in self.rest_posts:
+                np.cumsum(np.take(w, posts, axis=1), axis=1,
+                          out=cum[:k, at + 1:at + 1 + posts.size])
+                at += posts.size + 1
+            read = np.take(cum[:k], self.rest_reads, axis=1).reshape(k, 2, g_n + 1, r)
             # the rest's weights at or above each run: the whole data's minus the cohort's
             # (whole numbers, in the weights' integer type until the division)
-            ge = np.subtract(cum[:, :, -1:], cum[:, :, :-1])
+            ge = np.subtract(read[:, :, -1:], read[:, :, :-1])
             p_ge, n_ge = ge[:, 0], ge[:, 1]
-            if n_t:  # only the runs up to the largest target's FPR are read
-                reach = np.floor(self.targets.max() * n_rest[c0:c0 + k]) + 1.0
-                upto = min(r, int((n_ge <= reach[..., None]).sum(axis=2).max()) + 1)
-                tpr[c0:c0 + k] = _tpr_at(
-                    np.ascontiguousarray(p_ge[..., :upto], dtype=np.float64).reshape(k, -1),
-                    np.ascontiguousarray(n_ge[..., :upto]).reshape(k, -1),
-                    n_rest[c0:c0 + k], np.arange(g_n, dtype=np.int64) * upto,
-                    self.targets)
+            if n_t:
+                tpr[c0:c0 + k] = _last_within(ge, within[c0:c0 + k])
             total = np.add(n_ge, p_ge)  # 0 only where the rest's run weight is 0
             np.maximum(total, 1, out=total)
-            a = raw[:, 0, :-1]
-            np.subtract(raw[:, 0, -1:], a, out=a)  # the rest's positive weight in the run
+            a = np.empty_like(p_ge)  # the rest's positive weight in the run
+            a[..., 0] = p_ge[..., 0]
+            np.subtract(p_ge[..., 1:], p_ge[..., :-1], out=a[..., 1:])
             terms = np.multiply(a, p_ge, dtype=np.float64)
             terms /= total
             ap[c0:c0 + k] = terms.sum(axis=2)
@@ -257,13 +256,7 @@ def _tpr_at(p_ge: np.ndarray, n_ge: np.ndarray, n_total: np.ndarray, starts: np.
     each offset past the previous one's values (whole numbers: exact)."""
     b, n = n_ge.shape
     s = starts.size
-    total = n_total[..., None]  # (b, s, 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        m = np.floor(targets * total)
-        for _ in range(2):  # the division's rounding: m / N <= T, (m + 1) / N > T
-            m = np.where((m + 1) / total <= targets, m + 1, m)
-            m = np.where(m / total > targets, m - 1, m)
-    m = np.where(total > 0, m, -1.0)
+    m = _fpr_counts(n_total, targets)  # (b, s, T)
     step = float(max(n_ge.max(initial=0.0), m.max(initial=0.0))) + 2.0
     size = np.diff(np.r_[starts, n])
     block = np.arange(b * s, dtype=np.float64).reshape(b, s) * step
@@ -273,3 +266,36 @@ def _tpr_at(p_ge: np.ndarray, n_ge: np.ndarray, n_total: np.ndarray, starts: np.
     got = np.take_along_axis(p_ge, (starts[None, :, None] + np.maximum(within - 1, 0)
                                     ).reshape(b, -1), axis=1).reshape(b, s, -1)
     return np.where(within > 0, got, 0.0)
+
+
+def _fpr_counts(n_total: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """``(..., T)``: the largest whole ``m`` with ``m / n_total <= T`` for each target (the
+    same floating-point division as the ROC curve's FPR), -1 where ``n_total`` is 0."""
+    total = n_total[..., None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = np.floor(targets * total)
+        for _ in range(2):  # the division's rounding: m / N <= T, (m + 1) / N > T
+            m = np.where((m + 1) / total <= targets, m + 1, m)
+            m = np.where(m / total > targets, m - 1, m)
+    return np.where(total > 0, m, -1.0)
+
+
+def _last_within(ge: np.ndarray, within: np.ndarray) -> np.ndarray:
+    """``(b, s, T)``: the positives' weight ``ge[:, 0]`` at the last run whose negatives'
+    weight ``ge[:, 1]`` (``ge`` ``(b, 2, s, r)``, whole and non-decreasing along the runs) is
+    at most ``within`` (``(b, s, T)``, from :func:`_fpr_counts`), 0 without one. One
+    bisection of every (resample, set, target) at once: ``log2 r`` steps over ``b s T``
+    values rather than passes over the runs."""
+    b, _, s, r = ge.shape
+    flat = np.ascontiguousarray(ge).reshape(-1)
+    base = ((np.arange(b, dtype=np.int64)[:, None] * 2 * s + np.arange(s)) * r)[..., None]
+    negative = base + s * r  # the negatives' block of the same resample
+    lo = np.zeros(within.shape, dtype=np.int64)  # the runs within: lo at the end
+    hi = np.full(within.shape, r, dtype=np.int64)
+    for _ in range(r.bit_length()):
+        mid = (lo + hi) >> 1
+        inside = (flat[negative + np.minimum(mid, r - 1)] <= within) & (lo < hi)
+        lo = np.where(inside, mid + 1, lo)
+        hi = np.where(inside, hi, np.minimum(hi, mid))
+    got = flat[base + np.maximum(lo - 1, 0)]
+    return np.where(lo > 0, got, 0).astype(np.float64)
