@@ -494,7 +494,7 @@ class View:
             config = config.replace(bootstrap=0)
         memo = memo_of(self.source)
         if (self.source.token, config) not in memo:
-            most = interaction_caps()["max_live_resamples"]
+            most = live_cap(self.source)
             if config.bootstrap > most:
                 # More resamples than this server computes without a click: the live cap's
                 # now, the rest when asked for in the page (refine_intervals).
@@ -624,8 +624,25 @@ def _progress_bar(config: EvalConfig):
 
 
 def finder_resamples(v: View) -> int:
-    """Resamples of the threshold finder's re-selected intervals (0 with intervals off)."""
-    return min(v.config.bootstrap, LIVE_RESAMPLES) if v.show_bootstrap else 0
+    """Resamples of the threshold finder's re-selected intervals and of the Cohorts page (0
+    with intervals off, or when the data are too large for live intervals: :func:`live_cap`)."""
+    return min(v.config.bootstrap, LIVE_RESAMPLES, live_cap(v.source)) if v.show_bootstrap else 0
+
+
+def live_cap(source: Source) -> int:
+    """The most resamples computed for a view of ``source`` without the user asking in the
+    page: ``[interaction] max_live_resamples``, and at most ``max_live_resample_rows``
+    resamples times the data's queries (a bootstrap's work grows with both); 0 when that
+    leaves fewer than :data:`LIVE_RESAMPLES`, the live resamples while the settings move (a
+    data set that large shows point values, and its intervals run on the page's button)."""
+    caps = interaction_caps()
+    most = int(caps["max_live_resamples"])
+    if source.loaded is None:
+        return most
+    by_size = int(caps["max_live_resample_rows"]) // max(source.loaded.dataset.n_queries, 1)
+    if by_size >= most:
+        return most
+    return by_size if by_size >= LIVE_RESAMPLES else 0
 
 
 @dataclass(eq=False)

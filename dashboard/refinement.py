@@ -138,10 +138,16 @@ def _heavy_intervals(v: View, slot) -> None:
     shown = v.evaluation.config.bootstrap
     if st.session_state.get(state.HEAVY_ASKED) != config:
         with slot.container():
-            st.info(f"Intervals from {shown:,} resamples: this server computes at most that "
-                    f"many without asking. The {config.bootstrap:,} set under Uncertainty run "
-                    f"when asked for, with progress; any change stops them.",
-                    icon=":material/speed:")
+            if shown:
+                said = (f"Intervals from {shown:,} resamples: this server computes at most "
+                        "that many without asking")
+            else:
+                n = v.source.loaded.dataset.n_queries
+                said = (f"No intervals yet: on {n:,} queries this server computes none "
+                        "without asking (`[interaction] max_live_resample_rows`, resamples "
+                        "times queries); the values shown are exact")
+            st.info(f"{said}. The {config.bootstrap:,} set under Uncertainty run when asked "
+                    f"for, with progress; any change stops them.", icon=":material/speed:")
             st.button(f"Compute the intervals with {config.bootstrap:,} resamples",
                       key=state.RUN_HEAVY, on_click=_ask_heavy, args=(config,))
         return

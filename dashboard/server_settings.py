@@ -61,9 +61,14 @@ class ServerSettingsError(ValueError):
 #: / ``max_link_bins``: the most bootstrap resamples / calibration bins a link or a settings
 #: file may ask for (dashboard.link.LINK_CAPS); ``max_live_resamples``: the most resamples
 #: computed for a view without the user asking in the page (more set under Uncertainty run on
-#: the page's button, with progress and a cancel button).
+#: the page's button, with progress and a cancel button); ``max_live_resample_rows``: the most
+#: resamples times queries of the data computed so (a bootstrap's work grows with both: on
+#: larger data the live resamples are fewer, and none when fewer than
+#: :data:`dashboard.data.LIVE_RESAMPLES` would be left: see :func:`dashboard.data.live_cap`).
 INTERACTION = MappingProxyType({"max_link_resamples": 10_000, "max_link_bins": 100,
-                                "max_live_resamples": 10_000, "cpu_seconds_per_minute": 40})
+                                "max_live_resamples": 10_000,
+                                "max_live_resample_rows": 200_000_000,
+                                "cpu_seconds_per_minute": 40})
 
 
 def _server_table(path: Path, table: str, defaults: Mapping, what: str) -> dict:
