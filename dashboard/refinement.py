@@ -198,15 +198,18 @@ def _warm_group_intervals(evaluator: Evaluator, config: EvalConfig, *,
 
 def group_intervals(v: View, config: EvalConfig, metric: str) -> tuple[pd.DataFrame, bool]:
     """``(table, refining)``: the per-criterion intervals of ``metric`` at ``config`` when
-    they are computed; else with :data:`LIVE_RESAMPLES` (every criterion's queries resampled
-    fewer times: about a fifth of the time, and usually computed ahead) and ``refining``
-    true: the page shows them and computes the configured number with
-    :func:`refine_group_intervals`."""
+    they are computed, or when only the setting's own intervals are left to compute for
+    every criterion (:func:`~metrics_core.evaluation.tables.group_setting_left`: after a
+    threshold move, the criteria's data intervals made earlier; computed here, in one run,
+    a fraction of the live pass and the refinement's second run together); else with
+    :data:`LIVE_RESAMPLES` (every criterion's queries resampled fewer times: about a fifth of
+    the time, and usually computed ahead) and ``refining`` true: the page shows them and
+    computes the configured number with :func:`refine_group_intervals`."""
     from metrics_core.evaluation import tables
 
     evaluator = v.source.evaluator()
     live = config.replace(bootstrap=min(config.bootstrap, LIVE_RESAMPLES))
-    if live == config or tables.group_intervals_ready(evaluator, config):
+    if live == config or tables.group_setting_left(evaluator, config):
         return tables.group_intervals(evaluator, config, metric), False
     running = tables.group_intervals_in_the_making(evaluator, live)
     if running is not None:  # computed ahead: it does not give way to a run waiting for it

@@ -184,6 +184,38 @@ def test_the_per_criterion_page_shows_live_intervals_until_the_full_ones_are_in(
     assert got.equals(tables.group_intervals(Evaluator(loaded.dataset), cfg, "f1"))
 
 
+def test_after_a_threshold_move_the_per_criterion_page_computes_the_full_resamples_at_once():
+    """Once the criteria's data intervals are made with the configured resamples, a threshold
+    move leaves only each criterion's own operating intervals: the page computes the
+    configured number at once (no live pass, no refinement run), equal to a fresh
+    evaluator's."""
+    from types import SimpleNamespace
+
+    from dashboard import data, refinement
+    from metrics_core.evaluation import tables
+    from tests.conftest import random_frames
+
+    q, c = random_frames(n_posts=60, seed=6)
+    loaded = load(q, c)
+    ev = Evaluator(loaded.dataset)
+    source = SimpleNamespace(kind="demo", token=("per-criterion-move", id(ev)),
+                             evaluator=lambda filters=None: ev)
+    view = SimpleNamespace(source=source)
+    cfg = EvalConfig(bootstrap=data.LIVE_RESAMPLES + 300)
+    moved = cfg.replace(tau_neg=0.2)
+    assert not tables.group_setting_left(ev, moved)  # nothing computed yet
+    tables.group_intervals(ev, cfg, "f1")  # the refinement at the first thresholds
+    assert tables.group_setting_left(ev, moved) and not tables.group_intervals_ready(ev, moved)
+    got, refining = refinement.group_intervals(view, moved, "screening_sensitivity")
+    assert not refining
+    assert not tables.group_intervals_ready(
+        ev, moved.replace(bootstrap=data.LIVE_RESAMPLES))  # no live pass
+    want = tables.group_intervals(Evaluator(loaded.dataset), moved, "screening_sensitivity")
+    assert got.equals(want)
+    assert set(tables.group_intervals(ev, moved, "f1")["ci_method"]) == {
+        f"bootstrap (query, {cfg.bootstrap} resamples, seed 0)"}
+
+
 def test_the_finders_first_result_is_computed_ahead(monkeypatch):
     """The Decision support page's long computation (the default target's threshold with
     every resample re-selecting it) starts on a helper thread once the view is refined; the

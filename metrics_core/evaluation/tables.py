@@ -24,8 +24,8 @@ from metrics_core.metrics import gate, outcomes
 
 __all__ = ["assemble_group_table", "counting_columns", "fold_summary", "group_body",
            "group_codes", "group_data_intervals", "group_frame", "group_intervals",
-           "group_intervals_in_the_making", "group_intervals_ready", "group_table",
-           "metric_order"]
+           "group_intervals_in_the_making", "group_intervals_ready",
+           "group_setting_left", "group_table", "metric_order"]
 
 #: Proportions whose per-group Wilson interval is a column of the table (``group_ci``).
 WILSON_COLUMNS = tuple(s.name for s in registry.SPECS if s.group_ci)
@@ -227,6 +227,31 @@ def group_intervals(ev, cfg, metric: str, *, label: str = "criterion",
 def group_intervals_ready(ev, cfg, label: str = "criterion") -> bool:
     """Whether :func:`group_intervals` of ``cfg`` is computed (it then returns at once)."""
     return ev.computed(("group_records", cfg, label))
+
+
+def group_setting_left(ev, cfg, label: str = "criterion") -> bool:
+    """Whether every group's run of :func:`group_intervals` of ``cfg`` has only the setting's
+    own intervals left to compute (:func:`~metrics_core.evaluation.intervals.
+    only_the_setting_left` of each group's evaluator, which exists already): after a threshold
+    move, once the groups' data intervals are made (:func:`group_data_intervals`, or an
+    earlier computation at other thresholds), the configured resamples cost about what a few
+    resamples would. Nothing is computed to answer."""
+    from metrics_core.evaluation.intervals import only_the_setting_left
+
+    if group_intervals_ready(ev, cfg, label):
+        return True
+    if cfg.filters.active and not ev.computed(("filtered", cfg.filters)):
+        return False
+    base = ev.for_filters(cfg.filters)
+    if not base.computed(("group_codes", label)):
+        return False
+    for name in group_codes(base, label)[1]:
+        filters = _group_filters(cfg.filters, label, name)
+        if not ev.computed(("filtered", filters)):
+            return False
+        if not only_the_setting_left(ev.for_filters(filters), cfg.replace(filters=filters)):
+            return False
+    return True
 
 
 def group_intervals_in_the_making(ev, cfg, label: str = "criterion"):
