@@ -76,9 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     runs: dict[str, list[dict]] = {"A": [], "B": []}
-    with contextlib.ExitStack() as stack, sync_playwright() as p:
+    with contextlib.ExitStack() as stack:
+        p = stack.enter_context(sync_playwright())
         procs: dict[str, list] = {"A": [], "B": []}
-        urls = {name: stack.enter_context(running_app(
+        urls = {name: stack.enter_context(running_app(  # (stopped after the browser)
             "dashboard/server.py", logs / f"per_criterion_{name.lower()}.log",
             env={"PYTHONPATH": str(checkout.resolve())}, cwd=checkout.resolve(),
             process=procs[name], give_up_after=600))
