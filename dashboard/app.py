@@ -23,6 +23,7 @@ from dashboard import (  # noqa: E402
     computing,
     data,
     display,
+    idle,
     link,
     pending_cohorts,
     refinement,
@@ -145,6 +146,7 @@ def main() -> None:
         else:
             link.write_to_url(always=True)  # the address of the run that finished last
             refinement.refine_intervals(st.session_state.get(state.VIEW), slot=top)
+    idle.collect_after_run()  # its cyclic garbage, once the run's end has been sent
 
 
 main()

@@ -39,6 +39,40 @@ def return_freed_memory() -> None:
         pass
 
 
+#: How long after a run's script has ended its cyclic garbage is collected
+#: (:func:`collect_after_run`).
+COLLECT_AFTER_S = 0.1
+_COLLECTING = {"timer": None}
+_COLLECTING_LOCK = threading.Lock()
+
+
+def collect_after_run(delay: float = COLLECT_AFTER_S) -> threading.Timer | None:
+    """A full collection ``delay`` seconds after this run's script ends, on a thread of its
+    own, in place of Streamlit's after every run (``runner.postScriptGC``, off in
+    ``dashboard/server.py``); None where Streamlit's still runs, or one is already due.
+
+    Streamlit's collection runs on the script's thread after the script and holds the
+    interpreter lock throughout, so the message that the run has ended (a Gate move's
+    last) waited for it. A moment later the run's end has been sent; the collection then
+    frees the run's cyclic garbage before the next move, as before, so that the next run
+    reuses its memory instead of faulting in new pages."""
+    import gc
+
+    from streamlit import config
+
+    if config.get_option("runner.postScriptGC"):
+        return None
+    with _COLLECTING_LOCK:
+        due = _COLLECTING["timer"]
+        if due is not None and due.is_alive():
+            return None
+        timer = threading.Timer(delay, gc.collect)
+        timer.name, timer.daemon = "dashboard-collect-after-run", True
+        _COLLECTING["timer"] = timer
+        timer.start()
+    return timer
+
+
 def session_count(manager) -> int:
     """The sessions Streamlit's session manager holds: the tabs connected and the closed tabs'
     kept for a reconnection (``server.disconnectedSessionTTL``), those past that time dropped

@@ -29,14 +29,15 @@ def freeze_startup_objects() -> None:
     """Import what every page uses, then move every object alive into the collector's
     permanent generation (``gc.freeze``), before any browser session exists.
 
-    Streamlit runs a full collection after every script run (``runner.postScriptGC``), and a
-    full collection walks every object the process tracks: about 120,000 made by importing
-    Streamlit, pandas, plotly and this project, all alive until the process exits. That walk
-    took 50 ms a run on this project's 2-core machine (150 ms while the browser draws on the
-    same cores: more than the Gate page's own computation). Frozen, each collection walks only
-    what was made since (the sessions' data and each run's temporaries): about 1 ms. Frozen
-    objects are still freed when their last reference goes; no session object is frozen, so
-    what a session holds is collected as before when its tab closes.
+    A full collection after every script run (Streamlit's ``runner.postScriptGC``; here a
+    moment after it, :func:`collect_after_each_run_not_in_it`) walks every object the process
+    tracks: about 120,000 made by importing Streamlit, pandas, plotly and this project, all
+    alive until the process exits. That walk took 50 ms a run on this project's 2-core machine
+    (150 ms while the browser draws on the same cores: more than the Gate page's own
+    computation). Frozen, each collection walks only what was made since (the sessions' data
+    and each run's temporaries). Frozen objects are still freed when their last reference
+    goes; no session object is frozen, so what a session holds is collected as before when its
+    tab closes.
     """
     import plotly.graph_objects  # noqa: F401  (the charts' figures)
 
@@ -73,6 +74,19 @@ def first_run_imports() -> None:
 
 
 freeze_startup_objects()
+
+
+def collect_after_each_run_not_in_it() -> None:
+    """No full collection on the script's thread after each run (Streamlit's
+    ``runner.postScriptGC``, on by default; set here, for this app only): the app asks for one
+    a moment after each run instead (:func:`dashboard.idle.collect_after_run`), once the run's
+    end has been sent."""
+    from streamlit import config
+
+    config.set_option("runner.postScriptGC", False, where_defined=__file__)
+
+
+collect_after_each_run_not_in_it()
 
 
 def release_when_idle() -> None:

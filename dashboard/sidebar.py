@@ -18,6 +18,7 @@ from dashboard import (
     data,
     display,
     gold,
+    idle,
     link,
     provenance,
     refinement,
@@ -403,6 +404,7 @@ def end_fragment(v: data.View) -> None:
     if state.fragment_rerun():
         link.write_to_url(always=True)
         refinement.refine_intervals(v, fragment=True)
+        idle.collect_after_run()  # its cyclic garbage, once the rerun's end has been sent
 
 
 def downloads_sidebar(v: data.View) -> None:

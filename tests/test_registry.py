@@ -185,7 +185,8 @@ def test_the_project_processes_allocate_every_thread_from_one_arena():
 
 
 def test_the_app_server_keeps_its_import_time_objects_out_of_full_collections():
-    """Streamlit runs a full garbage collection after every script run. The server entry
+    """Python runs full garbage collections now and then (Streamlit, by default, after every
+    script run: off in this app's server, see below). The server entry
     (``dashboard/server.py``) freezes the objects its imports made, before any session
     exists, so such a collection walks only what was made since: far fewer objects than the
     ~100,000 that Streamlit, pandas and plotly leave alive."""
@@ -198,6 +199,33 @@ def test_the_app_server_keeps_its_import_time_objects_out_of_full_collections():
     frozen, tracked = map(int, out.stdout.split()[-2:])
     assert frozen > 50_000
     assert tracked < frozen / 10
+
+
+def test_the_app_server_collects_after_each_run_not_in_it():
+    """No full collection on the script's thread after each run (Streamlit's
+    ``runner.postScriptGC``: it held the interpreter lock, and so the message that the run had
+    ended, on every Gate move); the app asks for one a moment later on a thread of its own
+    (``dashboard.idle.collect_after_run``), one at a time, and it frees the cycles."""
+    import ast
+    import subprocess
+
+    code = "\n".join((
+        "import gc, sys, threading", "sys.argv = ['streamlit']", "import dashboard.server",
+        "from streamlit import config", "from dashboard import idle",
+        "seen = []", "gc.callbacks.append(lambda phase, info: phase == 'stop' and "
+        "info['generation'] == 2 and seen.append((threading.current_thread().name, "
+        "info['collected'])))",
+        "class Cycle:", "    pass", "c = Cycle(); c.me = c; del c",
+        "first, second = idle.collect_after_run(0.2), idle.collect_after_run(0.2)",
+        "first.join()",
+        "print(config.get_option('runner.postScriptGC'), second is None, seen)"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[1])
+    flag, one_at_a_time, seen = out.stdout.strip().splitlines()[-1].split(" ", 2)
+    assert (flag, one_at_a_time) == ("False", "True")
+    (thread, collected), = ast.literal_eval(seen)
+    assert thread == "dashboard-collect-after-run"
+    assert collected >= 2  # the cycle and its __dict__
 
 
 # ---------------------------------------------------------------------------------------------
