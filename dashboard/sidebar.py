@@ -30,17 +30,17 @@ from dashboard.state import ALL, SETTINGS, Setting, short_repr
 from metrics_core.config import SECTIONS
 from metrics_core.report import decision_record as record
 
-__all__ = ["PAGE_CONTROLS", "build_view", "downloads_sidebar", "filters", "page_fragment",
-           "setting_widget", "settings_sidebar"]
+__all__ = ["PAGE_CONTROLS", "SECTION_NAMES", "build_view", "downloads_sidebar", "filters",
+           "page_fragment", "section_key", "setting_widget", "settings_sidebar"]
 
 #: Settings a page draws itself, above what depends on them, inside a fragment of the page (a
 #: move reruns that fragment only, not the sidebar and the rest of the app): url path -> keys.
 PAGE_CONTROLS = MappingProxyType({"gate": ("gate",), "dynamic-k": ("gamma",)})
 
-#: Sidebar sections and whether they start open.
+#: Sidebar sections (those of _OPEN start open).
 _OPEN = ("gate", "dynamic_k")
-_SECTIONS = ("gate", "dynamic_k", "filters", "ranking", "calibration", "multilabel",
-             "uncertainty")
+SECTION_NAMES = ("gate", "dynamic_k", "filters", "ranking", "calibration", "multilabel",
+                 "uncertainty")
 
 
 def _widget(s: Setting, *, options: tuple = (), disabled: bool = False,
@@ -304,6 +304,12 @@ def _check_cohort_bins(source: data.Source, columns: tuple[str, ...], notes: lis
                f"column and left out (bins are given to numeric cohort columns).")
 
 
+def section_key(section: str) -> str:
+    """The widget key of the sidebar's expander of the settings ``section`` (its state: open
+    or closed)."""
+    return f"settings_section_{section}"
+
+
 def settings_sidebar(source: data.Source, notes: list[str], *,
                      on_page: tuple[str, ...] = ()) -> None:
     """Every setting's widget, by section; those in ``on_page`` are drawn by the page."""
@@ -331,8 +337,15 @@ def settings_sidebar(source: data.Source, notes: list[str], *,
     st.caption(f"{n:,} verdict{'' if n == 1 else 's'} in this session (Case review)." if n
                else "No verdict yet: mark cases on Case review, or upload an adjudication "
                     "file there.")
-    for section in _SECTIONS:
-        with st.expander(SECTIONS[section], expanded=section in _OPEN):
+    # A closed section's widgets are not drawn (nothing of them shows): each drawn widget
+    # costs the browser a re-render on every run of the app, every page switch included.
+    # Opening a section reruns the app, which draws them with the model's values.
+    for section in SECTION_NAMES:
+        box = st.expander(SECTIONS[section], expanded=section in _OPEN,
+                          key=section_key(section), on_change="rerun")
+        if not box.open:
+            continue
+        with box:
             for s in SETTINGS:
                 if s.section != section:
                     continue

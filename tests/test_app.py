@@ -40,13 +40,27 @@ INTERNAL_ERROR = "Something went wrong computing this view"
 
 
 # ------------------------------------------------------------------------------ helpers
-def open_app(query: dict | None = None, page: str | None = None) -> AppTest:
+def open_app(query: dict | None = None, page: str | None = None, *,
+             sections: bool = True) -> AppTest:
+    """The app (at ``page``, with the link ``query``); ``sections``: every settings section
+    of the sidebar open, so that every setting's widget is drawn (a closed one draws none)."""
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    if sections:
+        open_sections(at)
     if query:
         at.query_params.update(query)
     at.run(timeout=TIMEOUT)
     if page is not None:
         at.switch_page(f"app_pages/{page}.py").run(timeout=TIMEOUT)
+    return at
+
+
+def open_sections(at: AppTest) -> AppTest:
+    """Every settings section of the sidebar open (for the next run)."""
+    from dashboard.sidebar import SECTION_NAMES, section_key
+
+    for section in SECTION_NAMES:
+        at.session_state[section_key(section)] = True
     return at
 
 
