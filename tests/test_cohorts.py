@@ -525,10 +525,10 @@ def test_the_metrics_left_without_an_interval_are_the_curve_and_calibration_fit_
     *_, result = _tables(q, c, cfg=EvalConfig(bootstrap=60))
     table = result.cohorts
     without = set(table.loc[table["ci95"].isna() & table["defined"], "metric"])
-    assert without <= {"calibration_slope"} | {
-        m for m in without if m.startswith("threshold@")}
+    assert without <= {m for m in without if m.startswith("threshold@")}
     assert set(table.loc[table["ci95"].notna(), "metric"]) >= SUMMED | set(MULTILABEL_NAMES) | {
-        "auprc", "calibration_in_the_large", "tpr@fpr=0.05", "calibration_intercept"}
+        "auprc", "calibration_in_the_large", "tpr@fpr=0.05", "calibration_intercept",
+        "calibration_slope"}
 
 
 @pytest.mark.parametrize(("seed", "rule", "split"), [(7, "threshold", False),
@@ -766,7 +766,7 @@ def test_calibration_intercept_intervals_match_a_literal_loop_of_statsmodels_fit
     statsmodels' GLM on every resample's repeated rows (the queries of a post drawn k times k
     times; p clipped as §5 clips it): the percentiles of those fits are the table's interval
     (to 1e-6; the table's come from a power series per resample, exact fits only where the
-    percentiles are: fewer than the resamples). The slope keeps no interval (contract §9)."""
+    percentiles are: fewer than the resamples)."""
     import statsmodels.api as sm
 
     from metrics_core.metrics.calibration import LOGIT_EPS
@@ -803,7 +803,6 @@ def test_calibration_intercept_intervals_match_a_literal_loop_of_statsmodels_fit
         v = got
         assert _value(table, "site", value, "calibration_intercept", "ci95") == pytest.approx(
             np.percentile(v[~np.isnan(v)], [2.5, 97.5]).tolist(), abs=1e-6), value
-        assert pd.isna(_value(table, "site", value, "calibration_slope", "ci95"))
         checked += 1
     assert checked == len(site.values)
     assert len(exact_fits) < counts.shape[0] * len(site.values) / 2

@@ -53,6 +53,9 @@ def test_evaluate_writes_the_cohorts_and_weak_segments_tables(files, capsys):
     assert len({r["value"] for r in rows if r["column"] == "age"}) == 3
     auroc = [r for r in rows if r["metric"] == "auroc" and r["column"] == "site"]
     assert all(r["ci95"] is not None and r["p_value"] is not None for r in auroc)
+    slopes = [r for r in rows if r["metric"] == "calibration_slope" and r["defined"]
+              and r["column"] != "site*sex"]
+    assert slopes and all(r["ci95"][0] <= r["estimate"] <= r["ci95"][1] for r in slopes)
     assert doc["weak_segments"] and {"segment", "segments_tried"} <= set(doc["weak_segments"][0])
     assert doc["cohort_equalised_odds"][0]["column"] == "site"
     printed = capsys.readouterr().out

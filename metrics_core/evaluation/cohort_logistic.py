@@ -20,9 +20,14 @@ is too slow; the percentile interval needs only two order statistics of the resa
    reaches them (an exact fit beyond its approximation's bound widens every bound). The
    interval is then the percentile interval of the exact values.
 
-The slope (``a + b·logit(p)``) has no such interval: its series in ``(δa, δb)`` converges
-much more slowly (``δb·x`` is large where ``|x|`` is), and the cost is beyond the cohort
-tables' time (contract §9).
+3. **The slope** (``logit P(y=1) = a + b·logit(p)``, §5) the same way, from the cohort's
+   own fit ``(â, b̂)`` (:func:`slope_centres`): the two-parameter score of a resample at
+   ``(â + δa, b̂ + δb)`` is a power series in ``(δa, δb)`` whose coefficients
+   ``Σ w σ⁽ᵐ⁾(â + b̂x) xᵏ / m!`` are linear in the weights (:func:`slope_columns`, summed in
+   the same pass as the intercept's). Newton's method on it to :data:`SLOPE_ORDER` from the
+   one-step estimate gives ``δ``; the last two orders' terms, in absolute value, bound the
+   error. Then the exact fits near the order statistics, as for the intercept (one exact fit
+   gives both values).
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ import numpy as np
 
 from metrics_core.metrics import calibration
 
-__all__ = ["ORDER", "ExactFits", "moment_columns", "resampled_intercepts"]
+__all__ = ["ORDER", "SLOPE_COLUMNS", "ExactFits", "moment_columns", "resampled_intercepts",
+           "resampled_slopes", "slope_centres"]
 
 #: Order of the power series.
 ORDER = 6
@@ -61,10 +67,13 @@ def _logit(p) -> np.ndarray:
     return np.log(clipped) - np.log1p(-clipped)
 
 
-def moment_columns(ds, codes: np.ndarray, fitted: np.ndarray) -> np.ndarray:
+def moment_columns(ds, codes: np.ndarray, fitted: np.ndarray,
+                   centres: np.ndarray | None = None) -> np.ndarray:
     """``(n_queries, ORDER + 3)`` per-query terms whose weighted sums over a cohort's queries
     are its series' coefficients on a resample: the weight, ``y``, then
-    ``σ⁽ᵏ⁾(â + x) / k!`` for k ≤ :data:`ORDER`, each query at its cohort's ``â``."""
+    ``σ⁽ᵏ⁾(â + x) / k!`` for k ≤ :data:`ORDER`, each query at its cohort's ``â``; with
+    ``centres`` (the cohorts' slope fits, :func:`slope_centres`) the
+    :data:`SLOPE_COLUMNS` of :func:`slope_columns` after them."""
     x = _logit(ds.p)
     mu = 1.0 / (1.0 + np.exp(-(np.nan_to_num(fitted[codes]) + x)))
     cols = [np.ones_like(x), np.asarray(ds.y, dtype=np.float64)]
@@ -72,7 +81,77 @@ def moment_columns(ds, codes: np.ndarray, fitted: np.ndarray) -> np.ndarray:
     for k, d in enumerate(_derivatives(ORDER)):
         factorial *= max(k, 1)
         cols.append(d(mu) / factorial)
+    if centres is not None:
+        cols.extend(slope_columns(x, np.asarray(ds.y, dtype=np.float64), codes, centres).T)
     return np.column_stack(cols)
+
+
+#: Order of the slope's series in ``(δa, δb)``.
+SLOPE_ORDER = 8
+#: Newton steps on the slope's series (from the one-step estimate).
+SLOPE_STEPS = 4
+#: The series' terms ``(m, k)``: ``σ⁽ᵐ⁾(η̂) xᵏ / m!`` for m ≤ :data:`SLOPE_ORDER`, k ≤ m + 1.
+_TERMS = [(m, k) for m in range(SLOPE_ORDER + 1) for k in range(m + 2)]
+#: Per-query terms of the slope's series (:func:`slope_columns`): ``y``, ``y·x``, the terms.
+SLOPE_COLUMNS = 2 + len(_TERMS)
+
+
+def slope_columns(x: np.ndarray, y: np.ndarray, codes: np.ndarray,
+                  centres: np.ndarray) -> np.ndarray:
+    """``(n_queries, SLOPE_COLUMNS)``: ``y``, ``y·x``, then ``σ⁽ᵐ⁾(η̂) xᵏ / m!`` for
+    m ≤ :data:`SLOPE_ORDER`, k ≤ m + 1, ``η̂ = â + b̂·x`` at each query's cohort's fit
+    (``centres`` ``(g, 2)``)."""
+    c = np.nan_to_num(centres)[codes]
+    mu = 1.0 / (1.0 + np.exp(-(c[:, 0] + c[:, 1] * x)))
+    out = np.empty((x.size, SLOPE_COLUMNS))
+    out[:, 0], out[:, 1] = y, y * x
+    powers = [np.ones_like(x)]
+    for _ in range(SLOPE_ORDER + 1):
+        powers.append(powers[-1] * x)
+    factorial = 1.0
+    i = 2
+    for m, d in enumerate(_derivatives(SLOPE_ORDER)):
+        factorial *= max(m, 1)
+        s = d(mu) / factorial
+        for k in range(m + 2):
+            out[:, i] = s * powers[k]
+            i += 1
+    return out
+
+
+def slope_centres(ds, codes: np.ndarray, g: int) -> np.ndarray:
+    """``(g, 2)``: each cohort's ``(a, b)`` of ``logit P(y=1) = a + b·logit(p)`` on the data
+    (Newton's method on all cohorts at once; NaN where a cohort has one class, a singular
+    information or no convergence, as §5 leaves the slope undefined)."""
+    x = _logit(ds.p)
+    y = np.asarray(ds.y, dtype=np.float64)
+    beta = np.zeros((g, 2))
+    live = np.ones(g, dtype=bool)
+    converged = np.zeros(g, dtype=bool)
+    with np.errstate(all="ignore"):
+        for _ in range(100):
+            eta = beta[codes, 0] + beta[codes, 1] * x
+            mu = 1.0 / (1.0 + np.exp(-eta))
+            v = mu * (1.0 - mu)
+            s = [np.bincount(codes, weights=w, minlength=g) for w in
+                 (y - mu, (y - mu) * x, v, v * x, v * x * x)]
+            step = _solve2(s[2], s[3], s[4], s[0], s[1])
+            beta = np.where(live[:, None], beta + step, beta)
+            bad = ~np.all(np.isfinite(beta), axis=1) | (np.abs(beta).max(axis=1) > 1e6)
+            live &= ~bad
+            converged |= live & (np.abs(step).max(axis=1) < 1e-10)
+            live &= ~converged
+            if not live.any():
+                break
+    return np.where(converged[:, None], beta, np.nan)
+
+
+def _solve2(h00, h01, h11, g0, g1) -> np.ndarray:
+    """``(..., 2)``: the solution of the symmetric 2 × 2 systems (NaN where singular)."""
+    det = h00 * h11 - h01 * h01
+    ok = det > 1e-12 * np.abs(h00 * h11)
+    det = np.where(ok, det, np.nan)
+    return np.stack([(h11 * g0 - h01 * g1) / det, (h00 * g1 - h01 * g0) / det], axis=-1)
 
 
 def _solve(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -102,9 +181,9 @@ def _solve(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class ExactFits:
-    """The calibration intercept of a cohort's queries (``rows``) each counted as often as a
-    resample draws its post, by the point estimate's code (NaN where it gives none): one row
-    per distinct clipped p, its events and trials the resample's."""
+    """The calibration fits of a cohort's queries (``rows``) each counted as often as a
+    resample draws its post, by the point estimate's code (its intercept and slope NaN where
+    it gives none): one row per distinct clipped p, its events and trials the resample's."""
 
     def __init__(self, ds, rows: np.ndarray):
         clipped = np.clip(np.asarray(ds.p[rows], dtype=np.float64), calibration.LOGIT_EPS,
@@ -113,22 +192,69 @@ class ExactFits:
         self.y = np.asarray(ds.y[rows], dtype=np.float64)
         self.p = np.asarray(ds.p[rows], dtype=np.float64)
 
-    def __call__(self, weights: np.ndarray) -> float:
+    def __call__(self, weights: np.ndarray) -> calibration.LogisticCalibration:
         w = np.asarray(weights, dtype=np.float64)
         size = self.values.size
         return calibration.logistic_calibration_of_rows(
             self.values, np.bincount(self.inverse, weights=w * self.y, minlength=size),
             np.bincount(self.inverse, weights=w, minlength=size),
-            observed=float(np.sum(w * self.y)), expected=float(np.sum(w * self.p))).intercept
+            observed=float(np.sum(w * self.y)), expected=float(np.sum(w * self.p)))
+
+
+def _exact_ends(v: np.ndarray, e: np.ndarray, unsure: np.ndarray,
+                exact: Callable[[int], float]) -> np.ndarray | None:
+    """One cohort's resampled values (``v``, NaN: left out), exact wherever the percentile
+    interval's order statistics can be: ``unsure`` fitted exactly first, then every resample
+    whose ``[v - e, v + e]`` reaches a bound of the two order statistics of either end, until
+    none does (an exact value beyond its ``e`` widens every ``e`` ten times). None beyond
+    :data:`MOST_EXACT` exact fits."""
+    r_n = v.size
+    if unsure.sum() > MOST_EXACT:
+        return None
+    done = np.zeros(r_n, dtype=bool)
+
+    def refine(rows) -> bool:
+        """Fit ``rows`` exactly; False when an approximation missed its bound."""
+        held = True
+        for r in rows.tolist():
+            got = exact(r)
+            if np.isfinite(v[r]) and np.isfinite(e[r]) and np.isfinite(got) \
+                    and abs(got - v[r]) > e[r]:
+                held = False
+            v[r], e[r], done[r] = got, 0.0, True
+        return held
+
+    refine(np.flatnonzero(unsure))
+    while True:
+        if done.sum() > MOST_EXACT:
+            return None
+        finite = np.isfinite(v)
+        n = int(finite.sum())
+        if n < 2:
+            return v
+        ranks = set()
+        for q in (0.025, 0.975):
+            pos = (n - 1) * q
+            ranks |= {int(np.floor(pos)), int(np.ceil(pos))}
+        low = np.sort(v[finite] - e[finite])
+        high = np.sort(v[finite] + e[finite])
+        want = np.zeros(r_n, dtype=bool)
+        for k in ranks:
+            want |= finite & ~done & (v - e <= high[k]) & (v + e >= low[k])
+        if not want.any():
+            return v
+        if not refine(np.flatnonzero(want)):  # a bound missed: widen them all
+            e[~done] *= 10.0
 
 
 def resampled_intercepts(sums: np.ndarray, fitted: np.ndarray,
                          exact: Callable[[int, int], float]) -> np.ndarray:
     """``(R, g)``: each cohort's intercept per resample, exact at the order statistics the
     percentile interval reads (NaN: left out; a cohort's column all NaN where it has no
-    interval). ``sums`` ``(R, g, ORDER + 3)``: :func:`moment_columns` summed per cohort on
-    each resample; ``fitted`` the cohorts' intercepts; ``exact(r, j)`` cohort j's exact
-    intercept on resample r."""
+    interval). ``sums`` ``(R, g, ORDER + 3 [+ SLOPE_COLUMNS])``: :func:`moment_columns`
+    summed per cohort on each resample; ``fitted`` the cohorts' intercepts; ``exact(r, j)``
+    cohort j's exact intercept on resample r."""
+    sums = sums[..., :ORDER + 3]
     r_n, g, _ = sums.shape
     out = np.full((r_n, g), np.nan)
     two = (sums[..., 1] > 0) & (sums[..., 0] - sums[..., 1] > 0)
@@ -140,44 +266,85 @@ def resampled_intercepts(sums: np.ndarray, fitted: np.ndarray,
         e = np.where(two[:, j], MARGIN * bound[:, j] + 1e-9 * (1.0 + np.abs(v)), np.nan)
         unsure = two[:, j] & ~((np.abs(delta[:, j]) < np.pi / 2) & np.isfinite(v)
                                & np.isfinite(e))
-        if unsure.sum() > MOST_EXACT:
+        got = _exact_ends(v, e, unsure, lambda r, j=j: exact(r, j))
+        if got is not None:
+            out[:, j] = got
+    return out
+
+
+def _polynomial(c: np.ndarray, da: np.ndarray, db: np.ndarray) -> np.ndarray:
+    """``Σ c[q, k] δaᵠ δbᵏ`` (Horner's scheme in both)."""
+    n = c.shape[0]
+    out = None
+    for k in range(n - 1, -1, -1):
+        inner = c[n - 1 - k, k].copy()  # the highest power of δa with δbᵏ
+        for q in range(n - 2 - k, -1, -1):
+            inner *= da
+            inner += c[q, k]
+        out = inner if out is None else out * db + inner
+    return out
+
+
+def _solve_slope(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(δb, bound)``: Newton's method on the slope's series (from :func:`slope_columns`'
+    sums ``s`` ``(..., SLOPE_COLUMNS)``; from the one-step estimate), and what the series'
+    last two orders change, their terms taken in absolute value (no cancellation trusted)."""
+    from math import comb
+
+    n = SLOPE_ORDER + 1
+    # the score's r-th entry: Σ_m Σ_k C(m, k) Σ w σ⁽ᵐ⁾ x^(k + r) / m! · δa^(m - k) δb^k
+    coef = np.zeros((2, n, n, *s.shape[:-1]))
+    tail = np.zeros_like(coef)
+    for i, (m, k) in enumerate(_TERMS):
+        for r in (0, 1):
+            if k - r < 0 or k - r > m:
+                continue
+            value = comb(m, k - r) * s[..., 2 + i]
+            coef[r, m - (k - r), k - r] = value
+            if m >= SLOPE_ORDER - 1:
+                tail[r, m - (k - r), k - r] = np.abs(value)
+    da_coef = np.zeros_like(coef)
+    da_coef[:, :-1] = coef[:, 1:] * np.arange(1, n)[:, None, None, None]
+    db_coef = np.zeros_like(coef)
+    db_coef[:, :, :-1] = coef[:, :, 1:] * np.arange(1, n)[:, None, None]
+    with np.errstate(all="ignore"):
+        d = _solve2(coef[0, 1, 0], coef[0, 0, 1], coef[1, 0, 1],
+                    s[..., 0] - coef[0, 0, 0], s[..., 1] - coef[1, 0, 0])
+        da, db = d[..., 0], d[..., 1]
+        for _ in range(SLOPE_STEPS):
+            f0 = s[..., 0] - _polynomial(coef[0], da, db)
+            f1 = s[..., 1] - _polynomial(coef[1], da, db)
+            j00 = _polynomial(da_coef[0], da, db)
+            j01 = _polynomial(db_coef[0], da, db)
+            j11 = _polynomial(db_coef[1], da, db)
+            step = _solve2(j00, j01, j11, f0, f1)
+            da, db = da + step[..., 0], db + step[..., 1]
+        t0 = _polynomial(tail[0], np.abs(da), np.abs(db))
+        t1 = _polynomial(tail[1], np.abs(da), np.abs(db))
+        det = np.abs(j00 * j11 - j01 * j01)
+        bound = (np.abs(j01) * t0 + np.abs(j00) * t1) / det + np.abs(step[..., 1])
+    return db, bound
+
+
+def resampled_slopes(sums: np.ndarray, centres: np.ndarray,
+                     exact: Callable[[int, int], float]) -> np.ndarray:
+    """``(R, g)``: each cohort's calibration slope per resample, exact at the order
+    statistics the percentile interval reads (NaN: left out, as a resample with one class or
+    without an exact fit is; a cohort's column all NaN where it has no interval). ``sums``
+    ``(R, g, ORDER + 3 + SLOPE_COLUMNS)``: :func:`moment_columns` with the slope's columns
+    summed per cohort on each resample; ``centres`` ``(g, 2)`` the cohorts' ``(a, b)``
+    (:func:`slope_centres`); ``exact(r, j)`` cohort j's exact slope on resample r."""
+    two = (sums[..., 1] > 0) & (sums[..., 0] - sums[..., 1] > 0)
+    delta, bound = _solve_slope(sums[..., ORDER + 3:])
+    r_n, g = two.shape
+    out = np.full((r_n, g), np.nan)
+    for j in range(g):
+        if not np.all(np.isfinite(centres[j])):
             continue
-        done = np.zeros(r_n, dtype=bool)
-
-        def refine(rows, v=v, e=e, done=done, j=j) -> bool:
-            """Fit ``rows`` exactly; False when an approximation missed its bound."""
-            held = True
-            for r in rows.tolist():
-                got = exact(r, j)
-                if np.isfinite(v[r]) and np.isfinite(e[r]) and np.isfinite(got) \
-                        and abs(got - v[r]) > e[r]:
-                    held = False
-                v[r], e[r], done[r] = got, 0.0, True
-            return held
-
-        refine(np.flatnonzero(unsure))
-        complete = True
-        while True:
-            if done.sum() > MOST_EXACT:
-                complete = False
-                break
-            finite = np.isfinite(v)
-            n = int(finite.sum())
-            if n < 2:
-                break
-            ranks = set()
-            for q in (0.025, 0.975):
-                pos = (n - 1) * q
-                ranks |= {int(np.floor(pos)), int(np.ceil(pos))}
-            low = np.sort(v[finite] - e[finite])
-            high = np.sort(v[finite] + e[finite])
-            want = np.zeros(r_n, dtype=bool)
-            for k in ranks:
-                want |= finite & ~done & (v - e <= high[k]) & (v + e >= low[k])
-            if not want.any():
-                break
-            if not refine(np.flatnonzero(want)):  # a bound missed: widen them all
-                e[~done] *= 10.0
-        if complete:
-            out[:, j] = v
+        v = np.where(two[:, j], centres[j, 1] + delta[:, j], np.nan)
+        e = np.where(two[:, j], bound[:, j] + 1e-9 * (1.0 + np.abs(v)), np.nan)
+        unsure = two[:, j] & ~(np.isfinite(v) & np.isfinite(e) & (e < 0.5))
+        got = _exact_ends(v, e, unsure, lambda r, j=j: exact(r, j))
+        if got is not None:
+            out[:, j] = got
     return out

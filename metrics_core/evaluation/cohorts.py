@@ -284,11 +284,12 @@ def _intercepts(body: pd.DataFrame, g: int) -> np.ndarray:
 
 
 def _logistic_intervals(ds, grouping, body: pd.DataFrame, fitted: np.ndarray,
-                        sums: np.ndarray, counts) -> dict[str, list]:
-    """The calibration intercept's interval per cohort from the resamples
-    (:func:`~metrics_core.evaluation.cohort_logistic.resampled_intercepts`: a power series per
-    resample, exact fits where the interval's order statistics are), for those whose value on
-    the data itself is the table's."""
+                        centres: np.ndarray, sums: np.ndarray, counts) -> dict[str, list]:
+    """The calibration intercept's and slope's intervals per cohort from the resamples
+    (:func:`~metrics_core.evaluation.cohort_logistic.resampled_intercepts` and
+    :func:`~metrics_core.evaluation.cohort_logistic.resampled_slopes`: a series per resample,
+    exact fits where the interval's order statistics are; one exact fit serves both), for
+    those whose value on the data itself is the table's."""
     rows_of = [np.flatnonzero(grouping.codes == j) for j in range(len(grouping.values))]
     drawn: dict = {}
 
@@ -302,13 +303,19 @@ def _logistic_intervals(ds, grouping, body: pd.DataFrame, fitted: np.ndarray,
         return drawn["all"][r]
 
     fits = [cohort_logistic.ExactFits(ds, rows) for rows in rows_of]
+    done: dict = {}
 
-    def exact(r: int, j: int) -> float:
-        return fits[j](row(r)[ds.post_code[rows_of[j]]])
+    def exact(r: int, j: int):
+        if (r, j) not in done:
+            done[r, j] = fits[j](row(r)[ds.post_code[rows_of[j]]])
+        return done[r, j]
 
-    resampled = cohort_logistic.resampled_intercepts(sums, fitted, exact)
-    return _same_definition(body, {"calibration_intercept": fitted},
-                            {"calibration_intercept": resampled})
+    intercepts = cohort_logistic.resampled_intercepts(
+        sums, fitted, lambda r, j: exact(r, j).intercept)
+    slopes = cohort_logistic.resampled_slopes(sums, centres, lambda r, j: exact(r, j).slope)
+    return _same_definition(body, {"calibration_intercept": fitted,
+                                   "calibration_slope": centres[:, 1]},
+                            {"calibration_intercept": intercepts, "calibration_slope": slopes})
 
 
 def _same_definition(body: pd.DataFrame, point: Mapping[str, np.ndarray],
@@ -398,15 +405,17 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                     segment_columns.append(pair)
     extra_names, extra = extra_columns(ev, inter)
     distinct, where = distinct_columns(extra)  # summed once each, then laid out again
-    # each cohort's calibration intercept and the series' terms around it (its intervals:
-    # metrics_core.evaluation.cohort_logistic)
+    # each cohort's calibration intercept and slope and the series' terms around them (their
+    # intervals: metrics_core.evaluation.cohort_logistic)
     # the per-criterion machinery's tables first (it reads the evaluator's memo): their
     # intercepts are the series' centres
     bodies = [tables.group_body(ev, inter, g) for g in singles]
     fitted = [_intercepts(body, len(g.values)) if n_resamples else None
               for g, body in zip(singles, bodies, strict=True)]
+    centres = [cohort_logistic.slope_centres(ds, g.codes, len(g.values)) if n_resamples
+               else None for g in singles]  # each cohort's (a, b): the slope's centres
     columns = [prepare(ds, g, num_den, distinct if i < len(singles) else None,
-                       cohort_logistic.moment_columns(ds, g.codes, fitted[i])
+                       cohort_logistic.moment_columns(ds, g.codes, fitted[i], centres[i])
                        if i < len(singles) and n_resamples else None)
                for i, g in enumerate(segment_columns)]
     for col in columns:  # the multi-label metrics' per-post sums (the pairs' searched too)
@@ -450,7 +459,7 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
                                     None if reps is None else reps[k], cfg.tpr_fprs, n, n_pos)
             rows += ranking
             if reps is not None and reps[k]["logistic"] is not None:
-                intervals.update(_logistic_intervals(ds, grouping, body, fitted[k],
+                intervals.update(_logistic_intervals(ds, grouping, body, fitted[k], centres[k],
                                                      reps[k]["logistic"], counts))
             multi = _multilabel_rows(grouping, body, col, len(ds.criteria),
                                      None if reps is None else reps[k], n, n_pos)
