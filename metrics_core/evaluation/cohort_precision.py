@@ -170,7 +170,10 @@ class PrecisionRuns:
             ge = np.subtract(read[:, :, -1:], read[:, :, :-1])
             p_ge, n_ge = ge[:, 0], ge[:, 1]
             if n_t:
-                tpr[c0:c0 + k] = _last_within(ge, within[c0:c0 + k])
+                first = ((np.arange(k, dtype=np.int64)[:, None] * 2 * g_n + np.arange(g_n))
+                         * r)[..., None]  # each (resample, cohort)'s positives in ge
+                tpr[c0:c0 + k] = _last_within(ge.reshape(-1), first, first + g_n * r, r,
+                                              within[c0:c0 + k])
             total = np.add(n_ge, p_ge)  # 0 only where the rest's run weight is 0
             np.maximum(total, 1, out=total)
             a = np.empty_like(p_ge)  # the rest's positive weight in the run
@@ -210,9 +213,12 @@ class PrecisionRuns:
                     np.cumsum(both[:, n + s:n + e], axis=1, out=cum[:, n + s:n + e])
                 p_ge = cum[:, :n].astype(np.float64)
                 if n_t:
-                    caught[:, c0:c0 + p_ge.shape[0]] = _tpr_at(
-                        p_ge, cum[:, n:], n_present[c0:c0 + p_ge.shape[0]], self.starts,
-                        self.targets).transpose(1, 0, 2)
+                    k = p_ge.shape[0]
+                    first = (np.arange(k, dtype=np.int64)[:, None] * (2 * n)
+                             + self.starts)[..., None]  # (k, cohorts, 1) in cum's values
+                    caught[:, c0:c0 + k] = _last_within(
+                        cum.reshape(-1), first, first + n, (self.ends - self.starts)[:, None],
+                        _fpr_counts(n_present[c0:c0 + k], self.targets)).transpose(1, 0, 2)
                 total = np.add(cum[:, n:], p_ge)  # P_ge + N_ge: 0 only where a is 0
                 np.maximum(total, 1.0, out=total)
                 terms = np.multiply(both[:, :n], p_ge)
@@ -246,28 +252,6 @@ class PrecisionRuns:
         return out
 
 
-def _tpr_at(p_ge: np.ndarray, n_ge: np.ndarray, n_total: np.ndarray, starts: np.ndarray,
-            targets: np.ndarray) -> np.ndarray:
-    """``(b, s, T)``: ``p_ge`` (``(b, rows)``) at each set's last row (its rows from
-    ``starts``, consecutive) whose FPR ``n_ge / n_total`` is at most each target (0 without
-    one). ``n_ge`` is whole and non-decreasing along a set's rows: the rows within a target
-    are those with ``n_ge`` at most the largest whole m with ``m / n_total <= T`` (the same
-    floating-point division), found by one sorted search over every (resample, set) at once,
-    each offset past the previous one's values (whole numbers: exact)."""
-    b, n = n_ge.shape
-    s = starts.size
-    m = _fpr_counts(n_total, targets)  # (b, s, T)
-    step = float(max(n_ge.max(initial=0.0), m.max(initial=0.0))) + 2.0
-    size = np.diff(np.r_[starts, n])
-    block = np.arange(b * s, dtype=np.float64).reshape(b, s) * step
-    flat = (n_ge + np.repeat(block, size, axis=1)).ravel()
-    found = np.searchsorted(flat, (m + block[..., None]).ravel(), side="right")
-    within = found.reshape(b, s, -1) - (np.arange(b)[:, None, None] * n + starts[None, :, None])
-    got = np.take_along_axis(p_ge, (starts[None, :, None] + np.maximum(within - 1, 0)
-                                    ).reshape(b, -1), axis=1).reshape(b, s, -1)
-    return np.where(within > 0, got, 0.0)
-
-
 def _fpr_counts(n_total: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """``(..., T)``: the largest whole ``m`` with ``m / n_total <= T`` for each target (the
     same floating-point division as the ROC curve's FPR), -1 where ``n_total`` is 0."""
@@ -280,22 +264,22 @@ def _fpr_counts(n_total: np.ndarray, targets: np.ndarray) -> np.ndarray:
     return np.where(total > 0, m, -1.0)
 
 
-def _last_within(ge: np.ndarray, within: np.ndarray) -> np.ndarray:
-    """``(b, s, T)``: the positives' weight ``ge[:, 0]`` at the last run whose negatives'
-    weight ``ge[:, 1]`` (``ge`` ``(b, 2, s, r)``, whole and non-decreasing along the runs) is
-    at most ``within`` (``(b, s, T)``, from :func:`_fpr_counts`), 0 without one. One
-    bisection of every (resample, set, target) at once: ``log2 r`` steps over ``b s T``
-    values rather than passes over the runs."""
-    b, _, s, r = ge.shape
-    flat = np.ascontiguousarray(ge).reshape(-1)
-    base = ((np.arange(b, dtype=np.int64)[:, None] * 2 * s + np.arange(s)) * r)[..., None]
-    negative = base + s * r  # the negatives' block of the same resample
+def _last_within(flat: np.ndarray, positives: np.ndarray, negatives: np.ndarray, size,
+                 within: np.ndarray) -> np.ndarray:
+    """``(b, s, T)``: the positives' weight at or above the last run whose negatives' weight
+    (whole, non-decreasing along a set's runs) is at most ``within`` (``(b, s, T)``, from
+    :func:`_fpr_counts`), 0 without one. A set's runs' weights are ``size`` consecutive
+    values of ``flat`` from ``positives`` (``(b, s, 1)``), its negatives' from
+    ``negatives``. One bisection of every (resample, set, target) at once: ``log2 size``
+    steps over ``b s T`` values rather than passes over the runs."""
+    size = np.asarray(size, dtype=np.int64)
     lo = np.zeros(within.shape, dtype=np.int64)  # the runs within: lo at the end
-    hi = np.full(within.shape, r, dtype=np.int64)
-    for _ in range(r.bit_length()):
+    hi = np.broadcast_to(size, within.shape).astype(np.int64)
+    for _ in range(int(size.max(initial=0)).bit_length()):
         mid = (lo + hi) >> 1
-        inside = (flat[negative + np.minimum(mid, r - 1)] <= within) & (lo < hi)
+        inside = (lo < hi) & (flat[negatives + np.minimum(mid, np.maximum(hi - 1, 0))]
+                              <= within)
         lo = np.where(inside, mid + 1, lo)
         hi = np.where(inside, hi, np.minimum(hi, mid))
-    got = flat[base + np.maximum(lo - 1, 0)]
+    got = flat[positives + np.maximum(lo - 1, 0)]
     return np.where(lo > 0, got, 0).astype(np.float64)
