@@ -229,8 +229,8 @@ def test_the_finders_first_result_is_computed_ahead(monkeypatch):
     q, c = random_frames(n_posts=60, seed=5)
     loaded = load(q, c)
     ev = Evaluator(loaded.dataset)
-    view = SimpleNamespace(evaluator=ev, show_bootstrap=True,
-                           config=EvalConfig(bootstrap=data.LIVE_RESAMPLES + 100, seed=2))
+    view = SimpleNamespace(evaluator=ev, show_bootstrap=True, source=SimpleNamespace(
+        loaded=loaded), config=EvalConfig(bootstrap=data.LIVE_RESAMPLES + 100, seed=2))
     assert data.finder_resamples(view) == data.LIVE_RESAMPLES
     finder.warm_finder(view).join()
     target = finder.default_finder_target()

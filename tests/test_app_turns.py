@@ -24,7 +24,7 @@ def _warm_view(kind: str, seed: int):
     loaded = load(q, c)
     ev = Evaluator(loaded.dataset)
     source = SimpleNamespace(kind=kind, adjudicated=None, token=(f"warm-{kind}", id(ev)),
-                             evaluator=lambda filters=None: ev)
+                             evaluator=lambda filters=None: ev, loaded=loaded)
     cfg = EvalConfig(bootstrap=data.LIVE_RESAMPLES + 300, seed=1)
     view = SimpleNamespace(source=source, evaluator=ev, config=cfg, show_bootstrap=True)
     return view, ev, cfg, loaded
