@@ -44,11 +44,13 @@ def test_the_resamples_cap_still_bounds_small_data(tmp_path, monkeypatch):
 def test_data_too_large_for_live_intervals_shows_point_values_until_asked(
         tmp_path, monkeypatch, recorded):  # noqa: F811
     _caps(tmp_path, monkeypatch, f"max_live_resample_rows = {DEMO_QUERIES * 1_000}\n")
-    at = open_app({"bootstrap": "3000", "seed": "7"}, page="overview")
+    # A seed no other test asks for: the demo's evaluations are shared between sessions, and
+    # the intervals computed on the button below stay in memory for the tests after this one.
+    at = open_app({"bootstrap": "3000", "seed": "17"}, page="overview")
     assert_clean(at)
     view = at.session_state[state.VIEW]
     assert view.evaluation.config.bootstrap == 0
-    ours = [c for c in recorded if c.seed == 7]
+    ours = [c for c in recorded if c.seed == 17]
     assert ours and all(c.bootstrap == 0 for c in ours)
     infos = " ".join(str(i.value) for i in at.info)
     assert f"No intervals yet: on {DEMO_QUERIES:,} queries" in infos
