@@ -42,7 +42,18 @@ def return_freed_memory() -> None:
 #: How long after a run's script has ended its cyclic garbage is collected
 #: (:func:`collect_after_run`).
 COLLECT_AFTER_S = 0.1
-_COLLECTING = {"timer": None}
+
+
+class _Due:
+    """The collection due after a run (one at a time; a timer, no data)."""
+
+    __slots__ = ("timer",)
+
+    def __init__(self):
+        self.timer: threading.Timer | None = None
+
+
+_COLLECTING = _Due()
 _COLLECTING_LOCK = threading.Lock()
 
 
@@ -63,12 +74,12 @@ def collect_after_run(delay: float = COLLECT_AFTER_S) -> threading.Timer | None:
     if config.get_option("runner.postScriptGC"):
         return None
     with _COLLECTING_LOCK:
-        due = _COLLECTING["timer"]
+        due = _COLLECTING.timer
         if due is not None and due.is_alive():
             return None
         timer = threading.Timer(delay, gc.collect)
         timer.name, timer.daemon = "dashboard-collect-after-run", True
-        _COLLECTING["timer"] = timer
+        _COLLECTING.timer = timer
         timer.start()
     return timer
 

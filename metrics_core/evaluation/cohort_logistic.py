@@ -91,7 +91,7 @@ SLOPE_ORDER = 8
 #: Newton steps on the slope's series (from the one-step estimate).
 SLOPE_STEPS = 4
 #: The series' terms ``(m, k)``: ``σ⁽ᵐ⁾(η̂) xᵏ / m!`` for m ≤ :data:`SLOPE_ORDER`, k ≤ m + 1.
-_TERMS = [(m, k) for m in range(SLOPE_ORDER + 1) for k in range(m + 2)]
+_TERMS = tuple((m, k) for m in range(SLOPE_ORDER + 1) for k in range(m + 2))
 #: Per-query terms of the slope's series (:func:`slope_columns`): ``y``, ``y·x``, the terms.
 SLOPE_COLUMNS = 2 + len(_TERMS)
 
