@@ -641,12 +641,13 @@ def _codes_not_increasing(codes: np.ndarray, starts: np.ndarray,
     written query by query with each query's ids in order, their dictionary built as they
     first appear, has none. ``bounds``: the first row of every chunk but the first (a pair of
     rows of two chunks holds codes of two dictionaries, and is not compared)."""
-    down = np.empty(codes.size, dtype=np.uint8)  # row i: codes[i + 1] <= codes[i]
-    np.less_equal(codes[1:], codes[:-1], out=down[:-1].view(bool))
-    down[starts[1:] - 1] = 0  # the pairs (i, i + 1) of two queries
-    down[bounds - 1] = 0
-    down[-1] = 0
-    return np.flatnonzero(np.maximum.reduceat(down, starts))
+    down = np.empty(codes.size, dtype=bool)  # row i: codes[i + 1] <= codes[i]
+    np.less_equal(codes[1:], codes[:-1], out=down[:-1])
+    down[starts[1:] - 1] = False  # the pairs (i, i + 1) of two queries
+    down[bounds - 1] = False
+    down[-1] = False
+    # The few rows that step down, each to its query (no pass over every query's rows).
+    return np.unique(np.searchsorted(starts, np.flatnonzero(down), side="right") - 1)
 
 
 def _codes_repeat_within_runs(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
@@ -706,16 +707,11 @@ def _check_within_query(parts: _Parts, q_chk: Checker, c_chk: Checker, *,
             c_chk.flag(duplicated_rows(within_query(rank_code, n_rank)),
                        "values must be unique within a query", "rank")
     if "n_gold" in parts.q:
-        if run_starts is not None and len(run_starts):
-            # Each query one run of rows: the gold counted run by run (no gather of rows).
-            found = np.zeros(len(parts.q_rows), dtype=np.int64)
-            found[c_query[run_starts]] = np.add.reduceat(parts.c["is_gold"] == 1, run_starts,
-                                                         dtype=np.int64)
-        else:
-            gold = parts.c["is_gold"] == 1
-            if known is not None:
-                gold &= known
-            found = np.bincount(c_query[gold], minlength=len(parts.q_rows))
+        # The gold rows are few: their queries counted (no pass over every query's rows).
+        gold = np.flatnonzero(parts.c["is_gold"] == 1)
+        if known is not None:
+            gold = gold[known[gold]]
+        found = np.bincount(c_query[gold], minlength=len(parts.q_rows))
         q_chk.flag(parts.q["n_gold"] < found,
                    "values must not be smaller than the gold candidates found", "n_gold",
                    rows=parts.q_rows)
