@@ -187,3 +187,8 @@ def test_only_queries_whose_codes_do_not_increase_need_the_sorting_check():
     assert suspects(np.array([0, 2, 1, 2, 1, 0, 3]), starts, none).tolist() == [0, 1]
     assert suspects(np.array([0, 1, 2, 0, 1]), np.array([0]), np.array([3])).tolist() == []
     assert suspects(np.array([0, 1, 2, 0, 1]), np.array([0]), none).tolist() == [0]
+    # The chunks' codes as they are (not concatenated): the same queries.
+    assert suspects([np.array([0, 1, 2]), np.array([0, 1])], np.array([0]),
+                    np.array([3])).tolist() == []
+    assert suspects([np.array([0, 2, 1]), np.array([], dtype=np.int32), np.array([1, 1])],
+                    np.array([0, 3]), np.array([3])).tolist() == [0, 1]

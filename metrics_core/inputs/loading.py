@@ -615,7 +615,7 @@ def _codes_unique_within_runs(chunks: list, starts: np.ndarray, n: int) -> bool:
     whose codes strictly increase along its rows repeats none (one pass over the rows); the
     codes of each other query are sorted and neighbours compared. A query whose rows straddle
     two chunks (two dictionaries) is checked by its strings."""
-    codes = np.concatenate([c.indices.to_numpy() for c in chunks])
+    indices = [c.indices.to_numpy() for c in chunks]
     ends = np.append(starts[1:], n)
     lengths = ends - starts
     bounds = np.cumsum([len(c) for c in chunks])[:-1]
@@ -623,9 +623,10 @@ def _codes_unique_within_runs(chunks: list, starts: np.ndarray, n: int) -> bool:
     by_bound = np.searchsorted(starts, bounds, side="right") - 1
     straddling = np.unique(by_bound[starts[by_bound] < bounds])
     within = np.zeros(starts.size, dtype=bool)
-    within[_codes_not_increasing(codes, starts, bounds)] = True
+    within[_codes_not_increasing(indices, starts, bounds)] = True
     within[straddling] = False
-    if within.any() and _codes_repeat_within_runs(codes, starts, lengths, within, n):
+    if within.any() and _codes_repeat_within_runs(np.concatenate(indices), starts, lengths,
+                                                  within, n):
         return False
     for q in straddling.tolist():
         ids = dictionary_strings(chunks, np.arange(starts[q], ends[q]))
@@ -634,18 +635,22 @@ def _codes_unique_within_runs(chunks: list, starts: np.ndarray, n: int) -> bool:
     return True
 
 
-def _codes_not_increasing(codes: np.ndarray, starts: np.ndarray,
+def _codes_not_increasing(codes: np.ndarray | list, starts: np.ndarray,
                           bounds: np.ndarray) -> np.ndarray:
     """The queries (rows consecutive from ``starts``) whose codes do not strictly increase
     along their rows within a chunk, in one pass: every other query repeats no code. A file
     written query by query with each query's ids in order, their dictionary built as they
     first appear, has none. ``bounds``: the first row of every chunk but the first (a pair of
-    rows of two chunks holds codes of two dictionaries, and is not compared)."""
-    down = np.empty(codes.size, dtype=bool)  # row i: codes[i + 1] <= codes[i]
-    np.less_equal(codes[1:], codes[:-1], out=down[:-1])
+    rows of two chunks holds codes of two dictionaries, and is not compared). ``codes``: the
+    codes of every row, or the chunks' codes (compared chunk by chunk, not concatenated)."""
+    parts = [codes] if isinstance(codes, np.ndarray) else codes
+    down = np.zeros(sum(part.size for part in parts), dtype=bool)  # codes[i + 1] <= codes[i]
+    at = 0
+    for part in parts:  # (a chunk's last row has no pair within the chunk: it stays False)
+        np.less_equal(part[1:], part[:-1], out=down[at:at + max(part.size - 1, 0)])
+        at += part.size
     down[starts[1:] - 1] = False  # the pairs (i, i + 1) of two queries
     down[bounds - 1] = False
-    down[-1] = False
     # The few rows that step down, each to its query (no pass over every query's rows).
     return np.unique(np.searchsorted(starts, np.flatnonzero(down), side="right") - 1)
 
