@@ -37,14 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_app_load import ARGS, CHROMIUM, IDLE  # noqa: E402
 from tests.app_server import running_app  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-IDLE = ("() => document.querySelector('[data-testid=\"stApp\"]')"
-        "?.getAttribute('data-test-script-state') === 'notRunning'"
-        " && !document.querySelector('[data-testid=\"stProgress\"]')")
 #: The Overview's verdict line of AUROC carries its bootstrap interval ("AUROC 0.981 [0.97…").
 AUROC_CI = "() => /AUROC 0\\.\\d+ \\[/.test(document.body.innerText)"
 PAGES = ("Gate & thresholds", "Per criterion", "Calibration", "Decision support", "Overview",

@@ -91,6 +91,28 @@ def quiet(page, ms: int = 1500) -> None:
     page.wait_for_function(QUIET, arg=ms, timeout=TIMEOUT_MS, polling=POLL_MS)
 
 
+def open_page(page, name: str, path: str) -> None:
+    """Click the page's link in the navigation; until it is shown and quiet."""
+    page.get_by_test_id("stPageLink-NavLink").filter(
+        has=page.get_by_test_id("stMarkdownContainer").get_by_text(name, exact=True)).click()
+    page.wait_for_function(SHOWN, arg=path, timeout=TIMEOUT_MS, polling=POLL_MS)
+    quiet(page)
+
+
+def move(page) -> None:
+    """One keyboard step of τ_neg on the Gate page; until the NEG tile shows its new value
+    and the page is quiet."""
+    tile = page.get_by_test_id("stMetric").filter(
+        has_text="NEG (auto-cleared)").get_by_test_id("stMetricValue")
+    before = tile.inner_text()
+    page.focus(THUMB)
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("([el, b]) => el.innerText !== b",
+                           arg=[tile.element_handle(), before], timeout=TIMEOUT_MS,
+                           polling=POLL_MS)
+    quiet(page)
+
+
 def session(p, url: str, server_pid: int, moves: int) -> dict:
     """One fresh Chromium: every page opened in turn, then ``moves`` gate moves."""
     browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -106,24 +128,12 @@ def session(p, url: str, server_pid: int, moves: int) -> dict:
         out = {"pages": {"Overview (first view)": meter.since(start)}, "moves": []}
         for name, path in PAGES:
             start = meter.reading()
-            page.get_by_test_id("stPageLink-NavLink").filter(
-                has=page.get_by_test_id("stMarkdownContainer").get_by_text(
-                    name, exact=True)).click()
-            page.wait_for_function(SHOWN, arg=path, timeout=TIMEOUT_MS, polling=POLL_MS)
-            quiet(page)
+            open_page(page, name, path)
             out["pages"][name] = meter.since(start)
         page.wait_for_selector(THUMB, timeout=TIMEOUT_MS)
-        tile = page.get_by_test_id("stMetric").filter(
-            has_text="NEG (auto-cleared)").get_by_test_id("stMetricValue")
         for _ in range(moves):
-            before = tile.inner_text()
             start = meter.reading()
-            page.focus(THUMB)
-            page.keyboard.press("ArrowRight")
-            page.wait_for_function("([el, b]) => el.innerText !== b",
-                                   arg=[tile.element_handle(), before], timeout=TIMEOUT_MS,
-                                   polling=POLL_MS)
-            quiet(page)
+            move(page)
             out["moves"].append(meter.since(start))
         failures = page.get_by_test_id("stException").count()
         out["errors"] = failures + page.inner_text("body").count("Something went wrong")

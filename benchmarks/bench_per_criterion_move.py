@@ -30,8 +30,15 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_app_load import ARGS, CHROMIUM, POLL_MS, SHOWN, THUMB  # noqa: E402
-from benchmarks.bench_browser_cost import TIMEOUT_MS, Meter, process_cpu, quiet  # noqa: E402
+from benchmarks.bench_app_load import ARGS, CHROMIUM, THUMB  # noqa: E402
+from benchmarks.bench_browser_cost import (  # noqa: E402
+    TIMEOUT_MS,
+    Meter,
+    move,
+    open_page,
+    process_cpu,
+    quiet,
+)
 from tests.app_server import running_app  # noqa: E402
 
 
@@ -45,25 +52,6 @@ def server_quiet(pid: int, step: float = 1.0, below: float = 0.05) -> None:
         if now - last < below:
             return
         last = now
-
-
-def open_page(page, name: str, path: str) -> None:
-    page.get_by_test_id("stPageLink-NavLink").filter(
-        has=page.get_by_test_id("stMarkdownContainer").get_by_text(name, exact=True)).click()
-    page.wait_for_function(SHOWN, arg=path, timeout=TIMEOUT_MS, polling=POLL_MS)
-    quiet(page)
-
-
-def move(page) -> None:
-    tile = page.get_by_test_id("stMetric").filter(
-        has_text="NEG (auto-cleared)").get_by_test_id("stMetricValue")
-    before = tile.inner_text()
-    page.focus(THUMB)
-    page.keyboard.press("ArrowRight")
-    page.wait_for_function("([el, b]) => el.innerText !== b",
-                           arg=[tile.element_handle(), before], timeout=TIMEOUT_MS,
-                           polling=POLL_MS)
-    quiet(page)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,6 +4,7 @@ tables of the server's settings file (:func:`settings_file`), else the defaults 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tomllib
@@ -74,18 +75,29 @@ INTERACTION = MappingProxyType({"max_link_resamples": 10_000, "max_link_bins": 1
 def _server_table(path: Path, table: str, defaults: Mapping, what: str) -> dict:
     """``defaults`` overridden by the ``[table]`` of ``path`` (an unknown key is an error)."""
     values = dict(defaults)
-    if path.exists():
-        with path.open("rb") as fh:
-            try:
-                given = tomllib.load(fh).get(table, {})
-            except tomllib.TOMLDecodeError as exc:
-                raise ServerSettingsError(f"{path.name} is not valid TOML: {exc}") from None
+    try:
+        content = path.read_bytes()
+    except FileNotFoundError:
+        return values
+    given = _parsed(content, path.name).get(table, {})
+    if given:
         unknown = sorted(set(given) - set(values))
         if unknown:
             raise ServerSettingsError(f"{path.name}: unknown {what} {', '.join(unknown)}; known: "
                                       f"{', '.join(values)}")
         values.update(given)
     return values
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(content: bytes, name: str) -> Mapping:
+    """The settings file's ``content`` parsed (``name`` for the message), parsed again only
+    when it changes: every run of every session asks for the settings. Never mutated by its
+    callers."""
+    try:
+        return tomllib.loads(content.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ServerSettingsError(f"{name} is not valid TOML: {exc}") from None
 
 
 def interaction_caps(path: Path | None = None) -> dict[str, int]:

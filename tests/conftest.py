@@ -54,6 +54,17 @@ def random_frames(n_posts: int = 40, criteria=("C1", "C2", "C3"), *, seed: int =
     return queries, candidates
 
 
+@pytest.fixture(scope="module")
+def cluster():
+    """A local Dask cluster of two single-threaded workers in this process, and its client
+    (the Dask engine's tests)."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as local, Client(local) as client:
+        yield local, client
+
+
 @pytest.fixture
 def frames():
     return random_frames()

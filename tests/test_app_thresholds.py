@@ -153,22 +153,29 @@ def test_the_per_criterion_intervals_are_computed_ahead_once_the_view_is_refined
     assert got.equals(want)
 
 
+def _demo_view(seed: int, token: str):
+    """``(loaded, evaluator, view)``: random data (60 posts, ``seed``) as a stand-in page view
+    of a bundled demo, its evaluator's results kept under ``token``."""
+    from types import SimpleNamespace
+
+    from tests.conftest import random_frames
+
+    q, c = random_frames(n_posts=60, seed=seed)
+    loaded = load(q, c)
+    ev = Evaluator(loaded.dataset)
+    source = SimpleNamespace(kind="demo", token=(token, id(ev)),
+                             evaluator=lambda filters=None: ev)
+    return loaded, ev, SimpleNamespace(source=source)
+
+
 def test_the_per_criterion_page_shows_live_intervals_until_the_full_ones_are_in():
     """Opened before its intervals are computed, the page shows every criterion's interval
     from the live resamples at once, and the configured number once the page has computed
     them: each equal to a fresh evaluator's at that number of resamples."""
-    from types import SimpleNamespace
-
     from dashboard import data, refinement
     from metrics_core.evaluation import tables
-    from tests.conftest import random_frames
 
-    q, c = random_frames(n_posts=60, seed=4)
-    loaded = load(q, c)
-    ev = Evaluator(loaded.dataset)
-    source = SimpleNamespace(kind="demo", token=("per-criterion-test", id(ev)),
-                             evaluator=lambda filters=None: ev)
-    view = SimpleNamespace(source=source)
+    loaded, ev, view = _demo_view(seed=4, token="per-criterion-test")
     cfg = EvalConfig(bootstrap=data.LIVE_RESAMPLES + 500)
     live = cfg.replace(bootstrap=data.LIVE_RESAMPLES)
     got, refining = refinement.group_intervals(view, cfg, "f1")
@@ -189,18 +196,10 @@ def test_after_a_threshold_move_the_per_criterion_page_computes_the_full_resampl
     move leaves only each criterion's own operating intervals: the page computes the
     configured number at once (no live pass, no refinement run), equal to a fresh
     evaluator's."""
-    from types import SimpleNamespace
-
     from dashboard import data, refinement
     from metrics_core.evaluation import tables
-    from tests.conftest import random_frames
 
-    q, c = random_frames(n_posts=60, seed=6)
-    loaded = load(q, c)
-    ev = Evaluator(loaded.dataset)
-    source = SimpleNamespace(kind="demo", token=("per-criterion-move", id(ev)),
-                             evaluator=lambda filters=None: ev)
-    view = SimpleNamespace(source=source)
+    loaded, ev, view = _demo_view(seed=6, token="per-criterion-move")
     cfg = EvalConfig(bootstrap=data.LIVE_RESAMPLES + 300)
     moved = cfg.replace(tau_neg=0.2)
     assert not tables.group_setting_left(ev, moved)  # nothing computed yet

@@ -61,9 +61,8 @@ def _choose(page, columns) -> None:
     page.keyboard.press("Escape")
 
 
-def test_cohorts_of_an_upload_with_cohort_columns(new_page, app_url, tmp_path):  # noqa: F811
-    q_path, c_path = _files(tmp_path)
-    page = new_page(app_url)
+def _uploaded(page, q_path, c_path):
+    """``page`` with the two files uploaded and loaded, on the Data & audit page."""
     wait_page(page, "Overview")
     upload_files(page, q_path, c_path)
     page.locator(".st-key-load_upload button").click()
@@ -71,6 +70,12 @@ def test_cohorts_of_an_upload_with_cohort_columns(new_page, app_url, tmp_path): 
            ).to_be_visible(timeout=TIMEOUT_MS)
     wait_idle(page)
     go_to(page, "Data & audit", "Data & audit")
+    return page
+
+
+def test_cohorts_of_an_upload_with_cohort_columns(new_page, app_url, tmp_path):  # noqa: F811
+    q_path, c_path = _files(tmp_path)
+    page = _uploaded(new_page(app_url), q_path, c_path)
     _choose(page, ("site", "sex"))
     go_to(page, "Cohorts", "Cohorts")
     expect(page.locator(".st-key-cohort_forest")).to_be_visible(timeout=TIMEOUT_MS)
@@ -116,14 +121,7 @@ def test_a_posts_table_uploaded_on_the_data_page_gives_cohorts(
     """Queries without cohort columns, then a posts table (post_id, region) on the Data &
     audit page: region is offered, chosen, and the Cohorts page flags the planted disparity."""
     q_path, c_path = _files(tmp_path, posts_table=True)
-    page = new_page(app_url)
-    wait_page(page, "Overview")
-    upload_files(page, q_path, c_path)
-    page.locator(".st-key-load_upload button").click()
-    expect(page.get_by_text("Data: Uploaded data: queries.csv, candidates.csv")
-           ).to_be_visible(timeout=TIMEOUT_MS)
-    wait_idle(page)
-    go_to(page, "Data & audit", "Data & audit")
+    page = _uploaded(new_page(app_url), q_path, c_path)
     expect(page.get_by_text("add a posts table below")).to_be_visible()
     page.get_by_test_id("stExpander").filter(has_text="Posts table (optional)").locator(
         "summary").click()

@@ -81,13 +81,6 @@ def _differences(a, b, path="", out=None) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                      dashboard_address=":0") as local, Client(local) as client:
-        yield local, client
-
-
-@pytest.fixture(scope="module")
 def paths(tmp_path_factory):
     q, c = _data()
     return _write(q, c, tmp_path_factory.mktemp("dask_data"))

@@ -9,7 +9,6 @@ import json
 
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
 
 from metrics_core.config import EvalConfig, Filters
 from metrics_core.engines import dask as dask_engine
@@ -18,13 +17,6 @@ from metrics_core.evaluation.evaluator import Evaluator
 from metrics_core.evaluation.intervals import BAND_GRID
 from metrics_core.inputs import loading
 from tests.test_dask_engine import _data, _memory, _write
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                      dashboard_address=":0") as local, Client(local) as client:
-        yield local, client
 
 
 @pytest.fixture(scope="module")

@@ -58,6 +58,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("metrics_core.metrics.uncertainty", "normal_quantile"): (
         "lru_cache of the normal quantile of a confidence level (a float option, no data)"),
     ("dashboard.display", "PLOTLY_CONFIG"): "constant plotly display options",
+    ("dashboard.server_settings", "_parsed"): (
+        "lru_cache of the server's own settings file parsed, keyed by its content (the "
+        "deployment's settings, no user data)"),
     ("dashboard.display", "RECORD_COLUMN_CONFIG"): "constant column configuration",
     ("dashboard.display", "GATE_LABELS"): "constant labels of the gate states",
     ("dashboard.display", "_RECORD_COLUMNS"): "constant column order of the records table",
