@@ -272,55 +272,78 @@ def resampled_intercepts(sums: np.ndarray, fitted: np.ndarray,
     return out
 
 
-def _polynomial(c: np.ndarray, da: np.ndarray, db: np.ndarray) -> np.ndarray:
-    """``Σ c[q, k] δaᵠ δbᵏ`` (Horner's scheme in both)."""
-    n = c.shape[0]
+def _polynomial(c: list, da: np.ndarray, db: np.ndarray) -> np.ndarray:
+    """``Σ c[q][k] δaᵠ δbᵏ`` over q + k ≤ :data:`SLOPE_ORDER` (Horner's scheme in both;
+    ``c[q][k]`` arrays that broadcast against ``δa``, e.g. several polynomials stacked)."""
+    n = len(c)
     out = None
     for k in range(n - 1, -1, -1):
-        inner = c[n - 1 - k, k].copy()  # the highest power of δa with δbᵏ
+        inner = c[n - 1 - k][k].copy()  # the highest power of δa with δbᵏ
         for q in range(n - 2 - k, -1, -1):
             inner *= da
-            inner += c[q, k]
+            inner += c[q][k]
         out = inner if out is None else out * db + inner
     return out
 
 
+#: Resamples × cohorts per block of the slope's Newton solve (its coefficients' temporaries
+#: a few megabytes whatever the resamples and cohorts; benchmarks/README.md).
+SLOPE_BLOCK = 4096
+
+
 def _solve_slope(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(δb, bound)``: Newton's method on the slope's series (from :func:`slope_columns`'
-    sums ``s`` ``(..., SLOPE_COLUMNS)``; from the one-step estimate), and what the series'
-    last two orders change, their terms taken in absolute value (no cancellation trusted)."""
+    sums ``s`` ``(R, ..., SLOPE_COLUMNS)``; from the one-step estimate), and what the series'
+    last two orders change, their terms taken in absolute value (no cancellation trusted);
+    a block of resamples at a time (:data:`SLOPE_BLOCK`)."""
+    lead = s.shape[:-1]
+    per = max(1, SLOPE_BLOCK // max(1, int(np.prod(lead[1:], dtype=np.int64))))
+    db, bound = np.empty(lead), np.empty(lead)
+    for start in range(0, lead[0], per):
+        block = np.moveaxis(s[start:start + per], -1, 0).copy()  # each term contiguous
+        db[start:start + per], bound[start:start + per] = _solve_slope_block(block)
+    return db, bound
+
+
+def _solve_slope_block(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_solve_slope` of one block, ``s`` ``(SLOPE_COLUMNS, ...)``. The score's two
+    entries and the three distinct entries of its Jacobian are five polynomials in
+    ``(δa, δb)`` evaluated together (stacked on a new first axis)."""
     from math import comb
 
     n = SLOPE_ORDER + 1
-    # the score's r-th entry: Σ_m Σ_k C(m, k) Σ w σ⁽ᵐ⁾ x^(k + r) / m! · δa^(m - k) δb^k
-    coef = np.zeros((2, n, n, *s.shape[:-1]))
-    tail = np.zeros_like(coef)
+    shape = s.shape[1:]
+    # the score's r-th entry: Σ_m Σ_k C(m, k) Σ w σ⁽ᵐ⁾ x^(k + r) / m! · δa^(m - k) δb^k;
+    # stacked[q][k]: (score 0, score 1, ∂0/∂δa, ∂0/∂δb, ∂1/∂δb) of δaᵠ δbᵏ, q + k < n
+    stacked = [[np.empty((5, *shape)) for k in range(n - q)] for q in range(n)]
+    tail = [[np.zeros((2, *shape)) for k in range(n - q)] for q in range(n)]
     for i, (m, k) in enumerate(_TERMS):
         for r in (0, 1):
             if k - r < 0 or k - r > m:
                 continue
-            value = comb(m, k - r) * s[..., 2 + i]
-            coef[r, m - (k - r), k - r] = value
+            value = comb(m, k - r) * s[2 + i]
+            stacked[m - (k - r)][k - r][r] = value
             if m >= SLOPE_ORDER - 1:
-                tail[r, m - (k - r), k - r] = np.abs(value)
-    da_coef = np.zeros_like(coef)
-    da_coef[:, :-1] = coef[:, 1:] * np.arange(1, n)[:, None, None, None]
-    db_coef = np.zeros_like(coef)
-    db_coef[:, :, :-1] = coef[:, :, 1:] * np.arange(1, n)[:, None, None]
+                tail[m - (k - r)][k - r][r] = np.abs(value)
+    for q in range(n):
+        for k in range(n - q):
+            top = q + k == n - 1  # the derivative's term from beyond the series: none
+            cell = stacked[q][k]
+            if top:
+                cell[2:] = 0.0
+            else:
+                np.multiply(stacked[q + 1][k][0], q + 1, out=cell[2])
+                np.multiply(stacked[q][k + 1][0], k + 1, out=cell[3])
+                np.multiply(stacked[q][k + 1][1], k + 1, out=cell[4])
     with np.errstate(all="ignore"):
-        d = _solve2(coef[0, 1, 0], coef[0, 0, 1], coef[1, 0, 1],
-                    s[..., 0] - coef[0, 0, 0], s[..., 1] - coef[1, 0, 0])
+        d = _solve2(stacked[1][0][0], stacked[0][1][0], stacked[0][1][1],
+                    s[0] - stacked[0][0][0], s[1] - stacked[0][0][1])
         da, db = d[..., 0], d[..., 1]
         for _ in range(SLOPE_STEPS):
-            f0 = s[..., 0] - _polynomial(coef[0], da, db)
-            f1 = s[..., 1] - _polynomial(coef[1], da, db)
-            j00 = _polynomial(da_coef[0], da, db)
-            j01 = _polynomial(db_coef[0], da, db)
-            j11 = _polynomial(db_coef[1], da, db)
-            step = _solve2(j00, j01, j11, f0, f1)
+            f0, f1, j00, j01, j11 = _polynomial(stacked, da, db)
+            step = _solve2(j00, j01, j11, s[0] - f0, s[1] - f1)
             da, db = da + step[..., 0], db + step[..., 1]
-        t0 = _polynomial(tail[0], np.abs(da), np.abs(db))
-        t1 = _polynomial(tail[1], np.abs(da), np.abs(db))
+        t0, t1 = _polynomial(tail, np.abs(da), np.abs(db))
         det = np.abs(j00 * j11 - j01 * j01)
         bound = (np.abs(j01) * t0 + np.abs(j00) * t1) / det + np.abs(step[..., 1])
     return db, bound
