@@ -94,6 +94,21 @@ def _cis(matrix: np.ndarray) -> list:
     return [_pair(c.lo, c.hi) for c in percentile_cis(matrix, unit="post")]
 
 
+def _finite_cis(matrices: Sequence[np.ndarray]) -> list[list]:
+    """:func:`_cis` of each matrix ``(R, m_i)``, its values other than finite left out, in
+    one percentile pass over them all."""
+    if not matrices:
+        return []
+    together = np.concatenate(matrices, axis=1)
+    together[~np.isfinite(together)] = np.nan
+    flat = _cis(together)
+    out, at = [], 0
+    for m in matrices:
+        out.append(flat[at:at + m.shape[1]])
+        at += m.shape[1]
+    return out
+
+
 def _point(ds, grouping, num_den, n_metrics, auroc) -> tuple:
     """(cohort values, rest values) ``(g, S + 1)`` on the data itself (weights 1)."""
     g = len(grouping.values)
@@ -116,19 +131,27 @@ def _disparity_rows(grouping, names, cohort_v, rest_v, reps, n, n_pos,
     rows = []
     diff_reps = None if reps is None else reps["cohort"] - reps["rest"]
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio_reps = None if reps is None else reps["cohort"] / reps["rest"]
         ratio_point = cohort_v / rest_v
+    intervals = {}
+    if reps is not None and not lazy:  # every interval of the rows in one percentile pass
+        r_n, s = reps["cohort"].shape[0], len(names)
+        rates = [i for i, name in enumerate(names) if name in RATE_METRICS]
+        est = _cis(reps["cohort"].reshape(r_n, g * s))  # cohort j, metric i: j s + i
+        dif = _cis(diff_reps.reshape(r_n, g * s))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rat = reps["cohort"][:, :, rates] / reps["rest"][:, :, rates]
+        rat = _cis(np.where(np.isfinite(rat), rat, np.nan).reshape(r_n, g * len(rates)))
+        intervals = {i: (est[i::s], dif[i::s], [None] * g) for i in range(s)}
+        for at, i in enumerate(rates):
+            intervals[i] = (*intervals[i][:2], rat[at::len(rates)])
     for i, name in enumerate(names):
         diff = cohort_v[:, i] - rest_v[:, i]
         if reps is not None and lazy:
             est_ci = diff_ci = ratio_ci = [None] * g
             p = bootstrap_p_values(diff, diff_reps[:, :, i])
         elif reps is not None:
-            est_ci = _cis(reps["cohort"][:, :, i])
-            diff_ci = _cis(diff_reps[:, :, i])
+            est_ci, diff_ci, ratio_ci = intervals[i]
             p = bootstrap_p_values(diff, diff_reps[:, :, i])
-            ratio_ci = _cis(np.where(np.isfinite(ratio_reps[:, :, i]), ratio_reps[:, :, i],
-                                     np.nan)) if name in RATE_METRICS else [None] * g
         else:
             est_ci = diff_ci = ratio_ci = [None] * g
             p = np.full(g, np.nan)
@@ -157,14 +180,11 @@ def _matching_intervals(body: pd.DataFrame, point: Mapping, resampled: Mapping
                         ) -> dict[str, list]:
     """metric -> one interval per cohort from its ``resampled`` values, for each metric of
     ``point`` the table shows whose value from the sums (``point``) is the table's value."""
-    out = {}
-    for name, values in point.items():
-        if name not in body.columns:
-            continue
-        shown = body[name].to_numpy(dtype=np.float64, na_value=np.nan)
-        if np.allclose(values, shown, rtol=1e-9, atol=1e-12, equal_nan=True):
-            out[name] = _cis(np.where(np.isfinite(resampled[name]), resampled[name], np.nan))
-    return out
+    same = [name for name, values in point.items() if name in body.columns and np.allclose(
+        values, body[name].to_numpy(dtype=np.float64, na_value=np.nan), rtol=1e-9,
+        atol=1e-12, equal_nan=True)]
+    cis = _finite_cis([resampled[name] for name in same])
+    return dict(zip(same, cis, strict=True))
 
 
 #: Metrics of :func:`extra_columns` with a difference to the rest too (the rest's sums: the
