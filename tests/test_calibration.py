@@ -400,3 +400,27 @@ def test_logistic_calibration_on_p_at_zero_and_one_says_it_has_no_fit():
     assert fit.reason == "the fit did not converge"
     assert math.isnan(fit.slope) and fit.slope_ci is None
     assert fit.in_the_large == pytest.approx(y.sum() / p.sum())
+
+
+def test_logistic_calibration_of_rows_makes_only_the_fits_asked_for():
+    """``parts``: the slope alone is the slope of both fits (1.8176 on the doctest's data, as
+    statsmodels' GLM gives it) with no intercept, the intercept alone likewise (0.2004); an
+    unknown part is refused."""
+    from metrics_core.metrics.calibration import logistic_calibration_of_rows
+
+    y = np.array([0, 1, 1, 0, 1, 0, 1, 0], dtype=float)
+    p = np.array([0.2, 0.7, 0.4, 0.6, 0.9, 0.3, 0.5, 0.1])
+    order = np.argsort(p)  # distinct p: one row each
+    rows = (p[order], y[order], np.ones(p.size))
+    kw = {"observed": float(y.sum()), "expected": float(p.sum())}
+    both = logistic_calibration_of_rows(*rows, **kw)
+    slope = logistic_calibration_of_rows(*rows, **kw, parts=("slope",))
+    intercept = logistic_calibration_of_rows(*rows, **kw, parts=("intercept",))
+    assert round(both.slope, 4) == 1.8176 and round(both.intercept, 4) == 0.2004
+    assert (slope.slope, slope.slope_ci) == (both.slope, both.slope_ci)
+    assert math.isnan(slope.intercept) and slope.intercept_ci is None and slope.reason == ""
+    assert (intercept.intercept, intercept.intercept_ci) == (both.intercept,
+                                                            both.intercept_ci)
+    assert math.isnan(intercept.slope) and intercept.slope_ci is None
+    with pytest.raises(ValueError, match="parts"):
+        logistic_calibration_of_rows(*rows, **kw, parts=("slop",))

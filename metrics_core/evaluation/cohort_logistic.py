@@ -26,8 +26,8 @@ is too slow; the percentile interval needs only two order statistics of the resa
    ``Σ w σ⁽ᵐ⁾(â + b̂x) xᵏ / m!`` are linear in the weights (:func:`slope_columns`, summed in
    the same pass as the intercept's). Newton's method on it to :data:`SLOPE_ORDER` from the
    one-step estimate gives ``δ``; the last two orders' terms, in absolute value, bound the
-   error. Then the exact fits near the order statistics, as for the intercept (one exact fit
-   gives both values).
+   error. Then the exact fits near the order statistics, as for the intercept (each exact
+   fit of the value needed: the intercept's and the slope's resamples differ).
 """
 
 from __future__ import annotations
@@ -183,9 +183,11 @@ def _solve(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class ExactFits:
     """The calibration fits of a cohort's queries (``rows``) each counted as often as a
     resample draws its post, by the point estimate's code (its intercept and slope NaN where
-    it gives none): one row per distinct clipped p, its events and trials the resample's."""
+    it gives none): one row per distinct clipped p, its events and trials the resample's.
+    ``part``: the one fit made (``"intercept"`` or ``"slope"``; the other NaN), or both."""
 
-    def __init__(self, ds, rows: np.ndarray):
+    def __init__(self, ds, rows: np.ndarray, part: str | None = None):
+        self.parts = ("intercept", "slope") if part is None else (part,)
         clipped = np.clip(np.asarray(ds.p[rows], dtype=np.float64), calibration.LOGIT_EPS,
                           1.0 - calibration.LOGIT_EPS)
         self.values, self.inverse = np.unique(clipped, return_inverse=True)
@@ -198,7 +200,8 @@ class ExactFits:
         return calibration.logistic_calibration_of_rows(
             self.values, np.bincount(self.inverse, weights=w * self.y, minlength=size),
             np.bincount(self.inverse, weights=w, minlength=size),
-            observed=float(np.sum(w * self.y)), expected=float(np.sum(w * self.p)))
+            observed=float(np.sum(w * self.y)), expected=float(np.sum(w * self.p)),
+            parts=self.parts)
 
 
 def _exact_ends(v: np.ndarray, e: np.ndarray, unsure: np.ndarray,

@@ -308,7 +308,7 @@ def _logistic_intervals(ds, grouping, body: pd.DataFrame, fitted: np.ndarray,
     """The calibration intercept's and slope's intervals per cohort from the resamples
     (:func:`~metrics_core.evaluation.cohort_logistic.resampled_intercepts` and
     :func:`~metrics_core.evaluation.cohort_logistic.resampled_slopes`: a series per resample,
-    exact fits where the interval's order statistics are; one exact fit serves both), for
+    exact fits where the interval's order statistics are, of the one value needed), for
     those whose value on the data itself is the table's."""
     rows_of = [np.flatnonzero(grouping.codes == j) for j in range(len(grouping.values))]
     drawn: dict = {}
@@ -322,17 +322,13 @@ def _logistic_intervals(ds, grouping, body: pd.DataFrame, fitted: np.ndarray,
             drawn["all"] = counts.counts()
         return drawn["all"][r]
 
-    fits = [cohort_logistic.ExactFits(ds, rows) for rows in rows_of]
-    done: dict = {}
+    def exact(part: str) -> Callable[[int, int], float]:
+        """Cohort j's exact ``part`` (intercept, slope) on resample r: that fit alone."""
+        fits = [cohort_logistic.ExactFits(ds, rows, part) for rows in rows_of]
+        return lambda r, j: getattr(fits[j](row(r)[ds.post_code[rows_of[j]]]), part)
 
-    def exact(r: int, j: int):
-        if (r, j) not in done:
-            done[r, j] = fits[j](row(r)[ds.post_code[rows_of[j]]])
-        return done[r, j]
-
-    intercepts = cohort_logistic.resampled_intercepts(
-        sums, fitted, lambda r, j: exact(r, j).intercept)
-    slopes = cohort_logistic.resampled_slopes(sums, centres, lambda r, j: exact(r, j).slope)
+    intercepts = cohort_logistic.resampled_intercepts(sums, fitted, exact("intercept"))
+    slopes = cohort_logistic.resampled_slopes(sums, centres, exact("slope"))
     return _same_definition(body, {"calibration_intercept": fitted,
                                    "calibration_slope": centres[:, 1]},
                             {"calibration_intercept": intercepts, "calibration_slope": slopes})

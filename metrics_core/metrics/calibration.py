@@ -459,10 +459,17 @@ def logistic_calibration(y, p, *, level: float = 0.95,
 
 
 def logistic_calibration_of_rows(values, events, trials, *, observed: float, expected: float,
-                                 level: float = 0.95) -> LogisticCalibration:
+                                 level: float = 0.95,
+                                 parts: tuple[str, ...] = ("intercept", "slope")
+                                 ) -> LogisticCalibration:
     """:func:`logistic_calibration` from one row per distinct clipped ``p`` (ascending):
     ``events`` positives among ``trials`` queries, with ``observed`` = the positives and
-    ``expected`` = the sum of ``p`` over all queries (engines that hold counts, not rows)."""
+    ``expected`` = the sum of ``p`` over all queries (engines that hold counts, not rows).
+    ``parts``: the fits made (``"intercept"``, ``"slope"``); one left out is NaN without an
+    interval."""
+    unknown = set(parts) - {"intercept", "slope"}
+    if unknown:
+        raise ValueError(f"parts: {sorted(unknown)} is none of 'intercept', 'slope'")
     from metrics_core.metrics.uncertainty import normal_quantile
 
     z = normal_quantile(level)
@@ -476,9 +483,9 @@ def logistic_calibration_of_rows(values, events, trials, *, observed: float, exp
         return LogisticCalibration(oe, oe_ci, nan, None, nan, None, "one class present")
     logit = np.log(values) - np.log1p(-values)
     ones = np.ones((values.size, 1))
-    fit_a = _newton(ones, events, logit, trials=trials)
+    fit_a = _newton(ones, events, logit, trials=trials) if "intercept" in parts else None
     fit_b = _newton(np.column_stack([ones, logit]), events, np.zeros(values.size),
-                    trials=trials)
+                    trials=trials) if "slope" in parts else None
 
     def estimate(fit, j):
         if fit is None:
@@ -488,7 +495,8 @@ def logistic_calibration_of_rows(values, events, trials, *, observed: float, exp
 
     a, a_ci = estimate(fit_a, 0)
     b, b_ci = estimate(fit_b, 1)
-    reason = "" if fit_a is not None and fit_b is not None else "the fit did not converge"
+    made = [fit for fit, part in ((fit_a, "intercept"), (fit_b, "slope")) if part in parts]
+    reason = "" if all(fit is not None for fit in made) else "the fit did not converge"
     return LogisticCalibration(oe, oe_ci, a, a_ci, b, b_ci, reason)
 
 
