@@ -137,6 +137,18 @@ def distinct_columns(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return matrix[:, keep], where
 
 
+def _columns_first(sums: np.ndarray) -> np.ndarray:
+    """``sums`` ``(..., D)`` as ``(D, ...)``, each column's values contiguous (copied a block
+    of rows at a time, the block's reads staying in cache; benchmarks/README.md)."""
+    d = sums.shape[-1]
+    flat = sums.reshape(-1, d)
+    out = np.empty((d, flat.shape[0]), dtype=sums.dtype)
+    step = max(1, (1 << 16) // max(1, d))
+    for start in range(0, flat.shape[0], step):
+        out[:, start:start + step] = flat[start:start + step].T
+    return out.reshape(d, *sums.shape[:-1])
+
+
 def extra_values(names: Sequence[str], sums: np.ndarray,
                  where: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Each extra metric's values from its sums (``(..., 2 E)``, the last axis as
@@ -147,12 +159,14 @@ def extra_values(names: Sequence[str], sums: np.ndarray,
     median / P90 of its histogram."""
     e = len(names)
     place = np.arange(2 * e) if where is None else np.asarray(where, dtype=np.int64)
+    columns = _columns_first(np.asarray(sums))  # a ratio's operands: each contiguous
 
-    def num(i):
-        return sums[..., place[i]]
+    def num(i):  # several: as laid out in sums (the reductions over them in the same order)
+        at = place[i]
+        return columns[at] if np.ndim(at) == 0 else sums[..., at]
 
     def den(i):
-        return sums[..., place[e + np.asarray(i)]]
+        return columns[place[e + i]]
 
     at = {name: i for i, name in enumerate(names)}
     out = {}
