@@ -99,9 +99,9 @@ def _finite_cis(matrices: Sequence[np.ndarray]) -> list[list]:
     one percentile pass over them all."""
     if not matrices:
         return []
-    together = np.concatenate(matrices, axis=1)
+    together = np.concatenate([m.T for m in matrices], axis=0)  # a column per row
     together[~np.isfinite(together)] = np.nan
-    flat = _cis(together)
+    flat = _cis(together.T)
     out, at = [], 0
     for m in matrices:
         out.append(flat[at:at + m.shape[1]])
@@ -144,14 +144,18 @@ def _disparity_rows(grouping, names, cohort_v, rest_v, reps, n, n_pos,
         intervals = {i: (est[i::s], dif[i::s], [None] * g) for i in range(s)}
         for at, i in enumerate(rates):
             intervals[i] = (*intervals[i][:2], rat[at::len(rates)])
+    if reps is not None:  # every metric's and cohort's at once (column j s + i)
+        p_all = bootstrap_p_values((cohort_v - rest_v).ravel(),
+                                   diff_reps.reshape(diff_reps.shape[0], -1))
+        p_all = p_all.reshape(g, len(names))
     for i, name in enumerate(names):
         diff = cohort_v[:, i] - rest_v[:, i]
         if reps is not None and lazy:
             est_ci = diff_ci = ratio_ci = [None] * g
-            p = bootstrap_p_values(diff, diff_reps[:, :, i])
+            p = p_all[:, i]
         elif reps is not None:
             est_ci, diff_ci, ratio_ci = intervals[i]
-            p = bootstrap_p_values(diff, diff_reps[:, :, i])
+            p = p_all[:, i]
         else:
             est_ci = diff_ci = ratio_ci = [None] * g
             p = np.full(g, np.nan)
