@@ -156,8 +156,9 @@ def _solve2(h00, h01, h11, g0, g1) -> np.ndarray:
 
 def _solve(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(δ, bound)``: the change solving the series, and the change its last term makes."""
-    n_k = s[..., 2:]
+    n_k = np.ascontiguousarray(s[..., 2:])  # read on every step: not strided
     k = np.arange(ORDER + 1)
+    dn_k = n_k[..., 1:] * k[1:]  # the derivative's coefficients
     d = np.zeros(s.shape[:-1])
 
     def powers(d):
@@ -171,11 +172,11 @@ def _solve(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         for _ in range(STEPS):
             pw = powers(d)
             f = s[..., 1] - (n_k * pw).sum(-1)
-            df = -(n_k[..., 1:] * k[1:] * pw[..., :-1]).sum(-1)
+            df = -(dn_k * pw[..., :-1]).sum(-1)
             step = f / df
             d = d - step
         pw = powers(d)
-        df = -(n_k[..., 1:] * k[1:] * pw[..., :-1]).sum(-1)
+        df = -(dn_k * pw[..., :-1]).sum(-1)
         bound = np.abs(n_k[..., -1] * pw[..., -1] / df) + np.abs(step)
     return d, bound
 
