@@ -574,13 +574,23 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
             part["multilabel_rest"] = np.empty_like(part["multilabel"])
         store.append(part)
 
+    # per column and cohort: its per-post sums side by side (sums, extra, logistic,
+    # multilabel, the rest's multilabel), one product per cohort and batch
+    parts = [[m for m in (col.sums, col.extra, col.logistic, col.multilabel,
+                          col.multilabel_delta) if m is not None] for col in columns]
+    stacked = [[np.hstack([m[j] for m in kinds]) for j in range(len(col.grouping.values))]
+               for col, kinds in zip(columns, parts, strict=True)]
+    edges = [np.cumsum([0] + [m[0].shape[1] for m in kinds]) if kinds and kinds[0] else None
+             for kinds in parts]
+
     def one(batch, at: int) -> None:
         b = batch.shape[0]
         cf = batch.astype(np.float64)
         whole = cf @ totals_posts
         aurocs = pairs.replicates(batch)
         ml_whole = None
-        for col, part, (a, r_a, precision) in zip(columns, store, aurocs, strict=True):
+        for col, part, (a, r_a, precision), mats, edge in zip(
+                columns, store, aurocs, stacked, edges, strict=True):
             g = len(col.grouping.values)
             cohort = part["cohort"][at:at + b]
             rest = part["rest"][at:at + b]
@@ -592,18 +602,20 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
                 if ml_whole is None:  # every query's: the same for every column
                     ml_whole = cf @ col.multilabel_whole
             for j in range(g):
-                own = cf[:, col.posts[j]]  # the cohort's posts' weights, gathered once
-                s = own @ col.sums[j]
+                # the cohort's posts' weights, gathered once, times all its sums at once
+                both = cf[:, col.posts[j]] @ mats[j]
+                pieces = iter(both[:, edge[i]:edge[i + 1]] for i in range(edge.size - 1))
+                s = next(pieces)
                 cohort[:, j, :n_metrics] = ratio(s[:, :n_metrics], s[:, n_metrics:])
                 r = whole - s
                 rest[:, j, :n_metrics] = ratio(r[:, :n_metrics], r[:, n_metrics:])
                 if extra is not None:
-                    extra[:, j] = own @ col.extra[j]
+                    extra[:, j] = next(pieces)
                 if col.logistic is not None:
-                    part["logistic"][at:at + b, j] = own @ col.logistic[j]
+                    part["logistic"][at:at + b, j] = next(pieces)
                 if ml is not None:
-                    ml[:, j] = own @ col.multilabel[j]
-                    ml_delta[:, j] = own @ col.multilabel_delta[j]
+                    ml[:, j] = next(pieces)
+                    ml_delta[:, j] = next(pieces)
             cohort[:, :, n_metrics], rest[:, :, n_metrics] = a, r_a
             if ml is not None:
                 part["multilabel_rest"][at:at + b] = multilabel_rest(ml, ml_whole, ml_delta)
