@@ -180,15 +180,12 @@ def _disparity_rows(grouping, names, cohort_v, rest_v, reps, n, n_pos,
     return rows
 
 
-def _matching_intervals(body: pd.DataFrame, point: Mapping, resampled: Mapping
-                        ) -> dict[str, list]:
-    """metric -> one interval per cohort from its ``resampled`` values, for each metric of
-    ``point`` the table shows whose value from the sums (``point``) is the table's value."""
-    same = [name for name, values in point.items() if name in body.columns and np.allclose(
-        values, body[name].to_numpy(dtype=np.float64, na_value=np.nan), rtol=1e-9,
-        atol=1e-12, equal_nan=True)]
-    cis = _finite_cis([resampled[name] for name in same])
-    return dict(zip(same, cis, strict=True))
+def _shown(body: pd.DataFrame, name: str, values) -> bool:
+    """Whether the table ``body`` shows ``name`` with ``values`` (one per cohort, from the
+    sums or the resampling machinery on the data itself): the same definition."""
+    return values is not None and name in body.columns and np.allclose(
+        np.ravel(values), body[name].to_numpy(dtype=np.float64, na_value=np.nan),
+        rtol=1e-9, atol=1e-12, equal_nan=True)
 
 
 #: Metrics of :func:`extra_columns` with a difference to the rest too (the rest's sums: the
@@ -209,9 +206,7 @@ def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
     g = len(grouping.values)
     sums = group_sums(extra, grouping.codes, g)
     point = extra_values(names, sums)
-    tested = [m for m in EXTRA_DISPARITY if m in point and m in body.columns and np.allclose(
-        point[m], body[m].to_numpy(dtype=np.float64, na_value=np.nan), rtol=1e-9,
-        atol=1e-12, equal_nan=True)]
+    tested = [m for m in EXTRA_DISPARITY if m in point and _shown(body, m, point[m])]
     # the tested metrics' sums alone (numerators, then denominators), for the rest's values
     at = {name: i for i, name in enumerate(names)}
     only = np.array([at[m] for m in tested] + [len(names) + at[m] for m in tested],
@@ -234,7 +229,7 @@ def _extra_intervals(grouping, body: pd.DataFrame, names, extra: np.ndarray,
                 "rest": np.stack([rest[m] for m in tested], axis=-1)}, n, n_pos)
     if resampled is None:
         return {}, rows
-    return _matching_intervals(body, point, resampled), rows
+    return _same_definition(body, point, resampled), rows
 
 
 def _multilabel_rows(grouping, body: pd.DataFrame | None, col, n_crit: int, reps, n, n_pos,
@@ -252,9 +247,7 @@ def _multilabel_rows(grouping, body: pd.DataFrame | None, col, n_crit: int, reps
                            np.stack([d.sum(axis=0) for d in col.multilabel_delta]))
     point, rest_point = multilabel_values(own, n_crit), multilabel_values(rest, n_crit)
     names = [name for name in shown if name in point] if body is None else [
-        name for name, values in point.items() if name in body.columns and np.allclose(
-            values, body[name].to_numpy(dtype=np.float64, na_value=np.nan), rtol=1e-9,
-            atol=1e-12, equal_nan=True)]
+        name for name, values in point.items() if _shown(body, name, values)]
     if not names:
         return []
     cohort_v = np.column_stack([point[m] for m in names]).reshape(g, len(names))
@@ -282,9 +275,7 @@ def _ranking_rows(grouping, body: pd.DataFrame, point: tuple, reps: dict | None,
     (``point``: :class:`~metrics_core.evaluation.cohort_precision.PrecisionRuns`'s values
     with every post drawn once) is the table's (the same definition)."""
     mine, theirs = _ranking_curve(point[:2], targets), _ranking_curve(point[2:], targets)
-    names = [name for name, values in mine.items() if name in body.columns and np.allclose(
-        np.ravel(values), body[name].to_numpy(dtype=np.float64, na_value=np.nan),
-        rtol=1e-9, atol=1e-12, equal_nan=True)]
+    names = [name for name, values in mine.items() if _shown(body, name, values)]
     if not names:
         return []
     g = len(grouping.values)
@@ -342,17 +333,11 @@ def _same_definition(body: pd.DataFrame, point: Mapping[str, np.ndarray],
                      resampled: Mapping[str, np.ndarray] | None) -> dict[str, list]:
     """metric -> one interval per cohort, for the metrics whose value on the data itself
     (``point``, one per cohort) is the table's (the same definition)."""
-    out = {}
     if resampled is None:
-        return out
-    for name, values in point.items():
-        if name not in body.columns or values is None or resampled.get(name) is None:
-            continue
-        shown = body[name].to_numpy(dtype=np.float64, na_value=np.nan)
-        if np.allclose(np.ravel(values), shown, rtol=1e-9, atol=1e-12, equal_nan=True):
-            r = resampled[name]
-            out[name] = _cis(np.where(np.isfinite(r), r, np.nan))
-    return out
+        return {}
+    same = [name for name, values in point.items()
+            if resampled.get(name) is not None and _shown(body, name, values)]
+    return dict(zip(same, _finite_cis([resampled[name] for name in same]), strict=True))
 
 
 def _other_rows(grouping, body: pd.DataFrame, names: set, n, n_pos,
