@@ -42,9 +42,15 @@ it was started at. The JSON says whether it was dropped.
 
 Usage::
 
-    python benchmarks/bench_app_load.py [--sessions 8] [--moves 20] [--after 120]
+    python benchmarks/bench_app_load.py [--sessions 8] [--moves 20] [--after 120] [--bare]
 
 Writes ``benchmarks/results/app_load.json`` and ``app_load.md`` and prints the table.
+
+``--bare``: the control. The same sessions against ``benchmarks/bare_multipage_app.py`` (the
+dashboard's page titles and addresses, the Gate page's slider and NEG tile, nothing computed,
+a near-empty page each) in place of the dashboard: the floor of this rig on this machine, what
+8 co-located headless browsers and Streamlit's round trips cost with nothing drawn. Written to
+``app_load_bare.json`` and ``app_load_bare.md``.
 """
 
 from __future__ import annotations
@@ -83,6 +89,9 @@ SHOWN = ("(path) => (path === '/' ? ['/', '/overview'].some(p => location.pathna
          " : location.pathname.endsWith(path)) && (" + IDLE + ")()")
 THUMB = 'input[type="range"][aria-label="Gate thresholds (τ_neg, τ_pos) — start"]'
 TIMEOUT_MS = 120_000
+APP = "dashboard/server.py"
+#: The control (``--bare``): the same pages, near empty (the rig's floor).
+BARE_APP = "benchmarks/bare_multipage_app.py"
 TARGETS = {"gate move p95 (s)": 1.5, "page switch p95 (s)": 3.0, "errors": 0,
            "RSS after / before": 1.10}
 
@@ -217,10 +226,11 @@ async def run(args) -> dict:
     results: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds"),
                      "sessions": args.sessions, "moves per session": args.moves,
                      "load average (1, 5, 15 min) at the start": os.getloadavg(),
-                     "cores": os.cpu_count()}
-    log = ROOT / "benchmarks" / "results" / "app_load_streamlit.log"
+                     "cores": os.cpu_count(),
+                     "app": BARE_APP if args.bare else APP}
+    log = ROOT / "benchmarks" / "results" / (f"app_load{args.suffix}_streamlit.log")
     procs: list = []
-    with running_app("dashboard/server.py", log, process=procs) as url:
+    with running_app(results["app"], log, process=procs) as url:
         pid = procs[0].pid
         results["RSS at the server's start, no session yet (MiB)"] = rss_mib(pid)
         results["browser priority capped at the server's (CAP_SYS_NICE dropped)"] = (
@@ -297,7 +307,8 @@ def table(results: dict) -> str:
     start, end = (", ".join(f"{x:.2f}" for x in results[f"load average (1, 5, 15 min) at "
                                                         f"the {when}"])
                   for when in ("start", "end"))
-    lines.append(f"{results['sessions']} sessions × {results['moves per session']} moves, "
+    lines.append(f"{results['app']}: "
+                 f"{results['sessions']} sessions × {results['moves per session']} moves, "
                  f"{results['cores']} cores; load average at the start {start}, at the end "
                  f"{end}; {results['when']}.")
     return "\n".join(lines) + "\n"
@@ -314,14 +325,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rest", type=float, default=5.0,
                         help="seconds between the warm-up view and the first measurement")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--bare", action="store_true",
+                        help=f"the control: serve {BARE_APP} (near-empty pages) instead")
     args = parser.parse_args(argv)
+    args.suffix = "_bare" if args.bare else ""
     results = asyncio.run(run(args))
     text = table(results)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "app_load.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "app_load.md").write_text("# Dashboard under load (bench_app_load.py)\n\n"
-                                          + text)
+    (args.out / f"app_load{args.suffix}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (args.out / f"app_load{args.suffix}.md").write_text(
+        ("# The bare app under load (bench_app_load.py --bare)\n\n" if args.bare
+         else "# Dashboard under load (bench_app_load.py)\n\n") + text)
     return 0
 
 
