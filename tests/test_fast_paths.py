@@ -386,3 +386,45 @@ def test_column_check_fast_paths_load_what_the_general_checks_load(bad):
         as_bool = mio.load(q.assign(p_has_evidence=p), c.assign(is_gold=gold.astype(bool),
                                                                   score=score))
         assert_same(as_bool.dataset, fast.dataset)
+
+
+@pytest.mark.parametrize("in_order", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_grouped_order_of_query_runs_is_that_of_their_rows(seed, in_order, monkeypatch):
+    """Rows given as runs of one query each (``QueryRuns``, as the loader passes a file that
+    lists each query's rows together) order as the row-long query index they stand for: runs
+    in query order or not, some queries without rows, rows in key order already or not."""
+    from metrics_core.data import ordering
+
+    monkeypatch.setattr(ordering, "_FIRST_ROWS", 50)
+    rng = np.random.default_rng(seed)
+    n_queries = 400
+    query = rng.permutation(n_queries)[:300]  # 100 queries without rows
+    lengths = rng.integers(1, 9, query.size)
+    starts = np.cumsum(lengths) - lengths
+    runs = ordering.QueryRuns(starts, lengths, query)
+    qidx = np.repeat(query, lengths)
+    np.testing.assert_array_equal(runs.rows(), qidx)
+    rows = rng.integers(0, qidx.size, 50)
+    np.testing.assert_array_equal(ordering.QueryRuns.rows_of(runs, rows), qidx[rows])
+    for sorted_runs in (runs, ordering.QueryRuns(starts, lengths, np.sort(query))):
+        q = sorted_runs.rows()
+        key = np.round(rng.random(q.size), 1)  # ties
+        for descending in (False, True):
+            if in_order:  # each query's rows by key already: kept, nothing sorted
+                for start, length in zip(starts.tolist(), lengths.tolist(), strict=True):
+                    run = np.sort(key[start:start + length])
+                    key[start:start + length] = run[::-1] if descending else run
+                monkeypatch.setattr(ordering, "_sorted_within", None)
+            expected = np.lexsort((-key if descending else key, q))
+            for stable in (True, False):
+                order, n_cand = ordering.grouped_order(sorted_runs, n_queries, key,
+                                                       stable=stable, descending=descending)
+                np.testing.assert_array_equal(n_cand, np.bincount(q, minlength=n_queries))
+                if stable:
+                    np.testing.assert_array_equal(order, expected)
+                else:
+                    np.testing.assert_array_equal(key[order], key[expected])
+                np.testing.assert_array_equal(
+                    order, ordering.grouped_order(q, n_queries, key, stable=stable,
+                                                  descending=descending)[0])

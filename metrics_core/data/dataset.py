@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metrics_core.data.ordering import QueryRuns
 from metrics_core.data.ordering import grouped_order as _grouped_order
 
 __all__ = ["CANDIDATE_COLUMNS", "QUERY_COLUMNS", "Dataset", "GatheredCandidates", "Queries"]
@@ -399,14 +400,15 @@ class Dataset(Queries):
         )
 
     @classmethod
-    def from_checked(cls, q: dict, c: dict, c_query: np.ndarray, *,
+    def from_checked(cls, q: dict, c: dict, c_query: np.ndarray | QueryRuns, *,
                       meta: dict | None = None) -> Dataset:
         """Build from columns the loader (:mod:`metrics_core.inputs.loading`) has parsed and
         validated.
 
         ``q`` and ``c`` map canonical names to numpy arrays (ids, ``split`` and ``sentence``:
-        pandas ``str`` Series); ``c_query`` is every candidate's row in ``q``. The result
-        equals :meth:`from_frames` of the same tables; the loader has checked the keys
+        pandas ``str`` Series); ``c_query`` is every candidate's row in ``q`` (an array, or
+        :class:`~metrics_core.data.ordering.QueryRuns` when each query's rows come together).
+        The result equals :meth:`from_frames` of the same tables; the loader has checked the keys
         already, so the candidates' query lookup and the uniqueness check are not repeated.
         """
         keys = _QueryKeys.of_categories(q["post_id"], q["criterion"]) or _QueryKeys.of(
@@ -417,7 +419,7 @@ class Dataset(Queries):
         else:
             canonical = np.empty(keys.n_queries, dtype=np.int64)
             canonical[order] = np.arange(keys.n_queries, dtype=np.int64)
-            qidx = canonical[c_query]
+            qidx = QueryRuns.renumber(c_query, canonical)
             del canonical
         uid = _uid_values(c["sent_uid"])
         rank = c.get("rank")

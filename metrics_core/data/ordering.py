@@ -14,7 +14,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from metrics_core.cpu_account import charged
 
-__all__ = ["PARALLEL_SORT_ROWS", "by_halves", "grouped_order", "stable_argsort"]
+__all__ = ["PARALLEL_SORT_ROWS", "QueryRuns", "by_halves", "grouped_order", "stable_argsort"]
 
 
 def stable_argsort(values: np.ndarray) -> np.ndarray:
@@ -28,8 +28,45 @@ def stable_argsort(values: np.ndarray) -> np.ndarray:
     return np.argsort(values, kind="stable")
 
 
-def grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
-                   stable: bool = True, descending: bool = False):
+class QueryRuns:
+    """Every row's query given by runs of consecutive rows: run ``r`` is the ``lengths[r]``
+    rows from row ``starts[r]`` on, all of query ``query[r]``; every row is in one run and no
+    query has two. It stands for ``np.repeat(query, lengths)`` (:meth:`rows`) without an array
+    of one query per row: a loader that found each query's rows together passes it as
+    :func:`grouped_order`'s ``qidx``."""
+
+    __slots__ = ("lengths", "query", "starts")
+
+    def __init__(self, starts: np.ndarray, lengths: np.ndarray, query: np.ndarray):
+        self.starts, self.lengths, self.query = starts, lengths, query
+
+    def __len__(self) -> int:
+        return int(self.lengths.sum())
+
+    def rows(self) -> np.ndarray:
+        """The query of every row."""
+        return np.repeat(self.query, self.lengths)
+
+    @staticmethod
+    def rows_of(qidx: np.ndarray | QueryRuns, rows: np.ndarray | None = None) -> np.ndarray:
+        """The query of every row (``rows``: of those rows only) of a query index given as an
+        array or as :class:`QueryRuns`."""
+        if not isinstance(qidx, QueryRuns):
+            return qidx if rows is None else qidx[rows]
+        if rows is None:
+            return qidx.rows()
+        return qidx.query[np.searchsorted(qidx.starts, rows, side="right") - 1]
+
+    @staticmethod
+    def renumber(qidx: np.ndarray | QueryRuns, new: np.ndarray) -> np.ndarray | QueryRuns:
+        """The query index with query ``q`` as ``new[q]``, in the form it came in."""
+        if not isinstance(qidx, QueryRuns):
+            return new[qidx]
+        return QueryRuns(qidx.starts, qidx.lengths, new[qidx.query])
+
+
+def grouped_order(qidx: np.ndarray | QueryRuns, n_queries: int, key: np.ndarray, *,
+                  stable: bool = True, descending: bool = False):
     """Stable order of the rows by (query, ``key`` ascending), and the rows per query.
 
     Equivalent to ``np.lexsort((key, qidx))`` without sorting all rows at once: the rows are
@@ -39,8 +76,10 @@ def grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
     ``stable=False``: rows of one query with equal keys may come in any order (numpy's SIMD
     quicksort, about twice as fast), for callers that order such ties themselves.
     ``descending``: sort by ``-key`` (negated block by block, without a negated copy of the
-    whole column).
+    whole column). ``qidx`` may be :class:`QueryRuns`: the same result, from the runs.
     """
+    if isinstance(qidx, QueryRuns):
+        return _runs_order(qidx, n_queries, key, stable, descending)
     n = qidx.size
     grouped = None
     if n > 1 and np.any(qidx[1:] < qidx[:-1]):
@@ -52,8 +91,36 @@ def grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
         return np.arange(n, dtype=np.int64), np.bincount(
             qidx, minlength=n_queries).astype(np.int64)
     n_cand = np.bincount(qidx, minlength=n_queries).astype(np.int64)
-    start = np.cumsum(n_cand) - n_cand
-    order = np.arange(n, dtype=np.int64)
+    order = _sorted_within(key, np.cumsum(n_cand) - n_cand, n_cand, stable, descending)
+    return (order if grouped is None else grouped[order]), n_cand
+
+
+def _runs_order(runs: QueryRuns, n_queries: int, key: np.ndarray, stable: bool,
+                descending: bool):
+    """:func:`grouped_order` of rows given as :class:`QueryRuns`: the queries' rows are
+    grouped by moving whole runs when the runs are not in query order, and the pairs of rows
+    of one query are those within a run (no query of every row, no count of every row)."""
+    n = key.size
+    n_cand = np.zeros(n_queries, dtype=np.int64)
+    n_cand[runs.query] = runs.lengths
+    starts, lengths, grouped = runs.starts, runs.lengths, None
+    if runs.query.size > 1 and np.any(runs.query[1:] < runs.query[:-1]):
+        by_query = stable_argsort(runs.query)
+        grouped = _moved_runs(starts[by_query], lengths[by_query], n)
+        lengths = lengths[by_query]
+        starts = np.cumsum(lengths) - lengths
+        key = key[grouped]
+    if _runs_in_order(starts, key, descending):
+        return (np.arange(n, dtype=np.int64) if grouped is None else grouped), n_cand
+    order = _sorted_within(key, starts, lengths, stable, descending)
+    return (order if grouped is None else grouped[order]), n_cand
+
+
+def _sorted_within(key: np.ndarray, start: np.ndarray, n_cand: np.ndarray, stable: bool,
+                   descending: bool) -> np.ndarray:
+    """The order of rows grouped by query (query ``i``: ``n_cand[i]`` rows from ``start[i]``,
+    the rows of no query outside them) by ``key`` within each query."""
+    order = np.arange(key.size, dtype=np.int64)
     multi = np.flatnonzero(n_cand > 1)
     if multi.size:
         multi = multi[stable_argsort(n_cand[multi])]
@@ -74,8 +141,15 @@ def grouped_order(qidx: np.ndarray, n_queries: int, key: np.ndarray, *,
         work = [(length, start[multi[bounds[i]:bounds[i + 1]]])
                 for i, length in enumerate(lengths.tolist())]  # per distinct list length
         # Each query's rows are sorted on their own, into their own window of ``order``.
-        by_halves(sort, work, parallel=n >= PARALLEL_SORT_ROWS)
-    return (order if grouped is None else grouped[order]), n_cand
+        by_halves(sort, work, parallel=key.size >= PARALLEL_SORT_ROWS)
+    return order
+
+
+def _moved_runs(starts: np.ndarray, lengths: np.ndarray, n: int) -> np.ndarray:
+    """The rows of runs taken in the given order (each run's rows as they are)."""
+    # Row k of the output is row (start of its run) + (k - first output row of its run).
+    shift = starts - (np.cumsum(lengths) - lengths)
+    return np.arange(n, dtype=np.int64) + np.repeat(shift, lengths)
 
 
 def _grouping(qidx: np.ndarray, n_queries: int) -> np.ndarray:
@@ -90,10 +164,7 @@ def _grouping(qidx: np.ndarray, n_queries: int) -> np.ndarray:
         starts = np.concatenate(([0], heads))
         lengths = np.diff(np.append(starts, n))
         runs = stable_argsort(qidx[starts])
-        lengths = lengths[runs]
-        # Row k of the output is row (start of its run) + (k - first output row of its run).
-        shift = starts[runs] - (np.cumsum(lengths) - lengths)
-        return np.arange(n, dtype=np.int64) + np.repeat(shift, lengths)
+        return _moved_runs(starts[runs], lengths[runs], n)
     bits = int(n - 1).bit_length()
     if int(n_queries).bit_length() + bits <= 62:
         packed = (qidx << bits) | np.arange(n, dtype=np.int64)
@@ -116,6 +187,20 @@ def _in_order(qidx: np.ndarray, key: np.ndarray, descending: bool) -> bool:
         k, q = key[a:b], qidx[a:b]
         ordered = (k[1:] <= k[:-1]) if descending else (k[1:] >= k[:-1])
         if np.any(~ordered & (q[1:] == q[:-1])):
+            return False
+    return True
+
+
+def _runs_in_order(starts: np.ndarray, key: np.ndarray, descending: bool) -> bool:
+    """:func:`_in_order` of rows grouped by query, each query's rows one run from ``starts``
+    (in order): the pairs of rows (i, i + 1) straddling two queries are not compared."""
+    n = key.size
+    for a, b in ((0, min(n, _FIRST_ROWS)), (max(min(n, _FIRST_ROWS) - 1, 0), n)):
+        k = key[a:b]
+        out = ~((k[1:] <= k[:-1]) if descending else (k[1:] >= k[:-1]))
+        heads = starts[(starts > a) & (starts < b)]
+        out[heads - a - 1] = False
+        if out.any():
             return False
     return True
 

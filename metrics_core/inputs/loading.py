@@ -39,7 +39,7 @@ from metrics_core.data.dataset import (
     QUERY_COLUMNS,
     Dataset,
 )
-from metrics_core.data.ordering import PARALLEL_SORT_ROWS, by_halves, stable_argsort
+from metrics_core.data.ordering import PARALLEL_SORT_ROWS, QueryRuns, by_halves, stable_argsort
 from metrics_core.errors import InputError, InputErrors, shown_value
 from metrics_core.inputs.columns import (
     KIND_COLUMNS,
@@ -154,7 +154,7 @@ class _Parts:
     p_missing: np.ndarray
     c: dict  # canonical -> parsed values, one per candidate
     c_rows: np.ndarray | _RowNumbers
-    c_query: np.ndarray  # query index of every candidate (-1: no such query)
+    c_query: np.ndarray | QueryRuns  # query index of every candidate (-1: no such query)
     score_missing: np.ndarray
 
 
@@ -514,18 +514,17 @@ def _two_tables(q_table, q_rows, q_file, q_map, c_table, c_file, c_map, errors) 
         order = np.argsort(q_key, kind="stable")
         pos = np.searchsorted(q_key[order], run_key).clip(max=n_q - 1)
         run_query = np.where(q_key[order][pos] == run_key, order[pos], -1)
-    parts.c_query = np.repeat(run_query, lengths)
-    if (run_query < 0).any():
+    # Each query's rows together (no query starts two runs): the runs stand for the queries.
+    grouped = bool(np.all(run_query >= 0)) and int(np.bincount(run_query, minlength=1).max()) <= 1
+    runs = QueryRuns(starts, lengths, run_query)
+    parts.c_query = runs if grouped else runs.rows()
+    if not grouped and (run_query < 0).any():
         c_chk.flag(parts.c_query < 0, "every candidate must belong to a query",
                    hint=f"no row with this (post_id, criterion) in {q_file}",
                    values=lambda idx: [f"({shown_value(p)}, {shown_value(k)})" for p, k in zip(
                        c["post_id"].iloc[idx].tolist(), c["criterion"].iloc[idx].tolist(),
                        strict=True)])
-    # Each query's rows together: no query starts two runs.
-    grouped = bool(np.all(run_query >= 0)) and int(
-        np.bincount(run_query, minlength=1).max(initial=0)) <= 1
-    _check_within_query(parts, q_chk, c_chk, run_starts=starts if grouped else None,
-                        increasing=increasing)
+    _check_within_query(parts, q_chk, c_chk, increasing=increasing)
     return parts
 
 
@@ -679,12 +678,12 @@ def _codes_repeat_within_runs(codes: np.ndarray, starts: np.ndarray, lengths: np
     return bool(repeated)
 
 
-def _check_within_query(parts: _Parts, q_chk: Checker, c_chk: Checker, *,
-                        run_starts: np.ndarray | None = None, increasing=None) -> None:
+def _check_within_query(parts: _Parts, q_chk: Checker, c_chk: Checker, *, increasing=None):
     """Checks that need each candidate's query: ``sent_uid`` and ``rank`` unique within a
-    query, ``n_gold`` not below the gold found. ``run_starts``: the first row of each query,
-    when every candidate has a query and the rows of each query are consecutive."""
+    query, ``n_gold`` not below the gold found. ``parts.c_query`` as :class:`QueryRuns`: every
+    candidate has a query and the rows of each query are consecutive."""
     c_query = parts.c_query
+    run_starts = c_query.starts if isinstance(c_query, QueryRuns) else None
     if run_starts is not None:  # every candidate has its query: no mask of the known ones
         known, all_known, any_known = None, True, len(c_query) > 0
     else:
@@ -692,7 +691,7 @@ def _check_within_query(parts: _Parts, q_chk: Checker, c_chk: Checker, *,
         all_known, any_known = bool(known.all()), bool(known.any())
 
     def within_query(code, n_code):
-        key = c_query * n_code + code
+        key = QueryRuns.rows_of(c_query) * n_code + code
         if not all_known:  # a candidate without a query is unique by construction
             key = np.where(known, key, -1 - np.arange(len(key), dtype=np.int64))
         return key
@@ -716,7 +715,7 @@ def _check_within_query(parts: _Parts, q_chk: Checker, c_chk: Checker, *,
         gold = np.flatnonzero(parts.c["is_gold"] == 1)
         if known is not None:
             gold = gold[known[gold]]
-        found = np.bincount(c_query[gold], minlength=len(parts.q_rows))
+        found = np.bincount(QueryRuns.rows_of(c_query, gold), minlength=len(parts.q_rows))
         q_chk.flag(parts.q["n_gold"] < found,
                    "values must not be smaller than the gold candidates found", "n_gold",
                    rows=parts.q_rows)
@@ -731,7 +730,8 @@ def _finish(parts: _Parts, q_file, c_file, layout, warnings, column_map) -> Load
     q_drop = parts.p_missing
     queries_dropped = bool(q_drop.any())
     # Candidate-length masks only where something is excluded (the usual case: nothing).
-    c_by_query = q_drop[parts.c_query] if queries_dropped else np.zeros(0, dtype=bool)
+    c_by_query = (q_drop[QueryRuns.rows_of(parts.c_query)] if queries_dropped
+                  else np.zeros(0, dtype=bool))
     c_by_score = parts.score_missing & ~c_by_query if queries_dropped else parts.score_missing
     if q_drop.all():
         raise InputError("every query has an empty p_has_evidence: nothing to evaluate",
@@ -759,9 +759,9 @@ def _finish(parts: _Parts, q_file, c_file, layout, warnings, column_map) -> Load
     c_excluded = (c_by_query | c_by_score) if queries_dropped else c_by_score
     n_excluded = int(c_excluded.sum())
     c_keep = ~c_excluded if n_excluded else None
-    c_query = parts.c_query
+    c_query = parts.c_query if c_keep is None else QueryRuns.rows_of(parts.c_query)
     if queries_dropped:  # renumber the kept queries
-        c_query = (np.cumsum(~q_drop) - 1)[c_query]
+        c_query = QueryRuns.renumber(c_query, np.cumsum(~q_drop) - 1)
     meta = {"queries_file": q_file, "candidates_file": c_file, "layout": layout,
             "n_excluded_queries": int(q_drop.sum()), "n_excluded_candidates": n_excluded}
     dataset = Dataset.from_checked(
