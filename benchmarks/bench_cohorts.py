@@ -7,14 +7,21 @@ them, the same columns drawn per post), the run's default 10,000 resamples and t
 2,000; the post count matrix drawn beforehand (a run draws it for the multi-label metrics
 anyway) and, separately, its draw; with and without the weak-segment search (the pairs of
 columns too). Each figure is the best of ``--repeat`` runs, wall clock and process CPU time
-(the CPU time is the fairer figure on a shared machine).
+(the CPU time is the fairer figure on a shared machine). The process has the settings of the
+command line's (``metrics_core.launcher.process_settings``: OpenBLAS's spin, glibc malloc's),
+which ``metrics-core evaluate --cohort`` runs with.
 
 Usage::
 
     python benchmarks/bench_cohorts.py [--repeat 3] [--out benchmarks/results/cohorts.json]
 """
 
+# ruff: noqa: E402 (the process settings come before numpy is imported)
 from __future__ import annotations
+
+from metrics_core.launcher import process_settings
+
+process_settings()  # before numpy loads, as in the command line's process
 
 import argparse
 import json

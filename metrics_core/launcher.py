@@ -24,11 +24,17 @@ import os
 import sys
 
 
-def main() -> int:
+def process_settings() -> None:
+    """The process-wide settings above (OpenBLAS's spin, glibc malloc's), applied once at the
+    start of this project's own processes; before numpy is imported for the first."""
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     from metrics_core.allocator import keep_freed_memory
 
     keep_freed_memory()
+
+
+def main() -> int:
+    process_settings()
     from metrics_core.cli import main as command_line
 
     code = command_line()

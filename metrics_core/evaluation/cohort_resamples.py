@@ -23,7 +23,7 @@ from metrics_core.metrics.uncertainty import Bootstrap, weighted_int_quantiles
 
 __all__ = ["MULTILABEL_CRITERIA", "WORKERS", "PairCounts", "distinct_columns",
            "extra_columns", "extra_values", "group_sums", "multilabel_rest", "multilabel_sums",
-           "multilabel_values", "prepare",
+           "multilabel_values", "one_blas_thread", "prepare",
            "ratio", "replicates", "sum_columns"]
 
 
@@ -632,7 +632,7 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
         if progress is not None and total:
             progress(done, total)
 
-    with _one_blas_thread(), \
+    with one_blas_thread(), \
             ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cohorts") as pool:
         pending, at = [], 0
         for batch in _batches(counts):
@@ -654,8 +654,9 @@ def replicates(ds, columns: list[_Column], pairs: PairCounts, num_den, counts,
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 
-def _one_blas_thread():
-    """The BLAS library on one thread for the pass: its threads run the batches already,
+def one_blas_thread():
+    """The BLAS library on one thread while :data:`WORKERS` threads compute (the pass over
+    the resamples, the columns' tables after it): the threads run the work already,
     and a product spread over every core by each of them only makes the cores wait on each
     other (and spin: the CPU time doubled on two cores). Without threadpoolctl, as it is."""
     try:

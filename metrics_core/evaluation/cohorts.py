@@ -55,6 +55,7 @@ from metrics_core.evaluation.cohort_resamples import (
     multilabel_rest,
     multilabel_sums,
     multilabel_values,
+    one_blas_thread,
     prepare,
     ratio,
     replicates,
@@ -491,7 +492,8 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
 
         from metrics_core.cpu_account import charged
 
-        with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cohorts") as pool:
+        with one_blas_thread(), \
+                ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cohorts") as pool:
             results = [f.result() for f in [pool.submit(charged(column_rows), k)
                                             for k in range(len(columns))]]
     else:
