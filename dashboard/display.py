@@ -265,11 +265,12 @@ def plot(fig, *, key: str) -> None:
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key)
 
 
-def on_demand(label: str, *, key: str):
+def on_demand(label: str, *, key: str, icon: str | None = None):
     """An expander whose content is drawn only while it is open (opening or closing it reruns
     the page): the open expander to draw into, or None while it is closed. For tables beside
-    a slider, which would otherwise be redrawn on every move."""
-    table = st.expander(label, key=key, on_change="rerun")
+    a slider, which would otherwise be redrawn on every move, and for sections that start
+    closed (the browser draws no element of theirs on each open of the page)."""
+    table = st.expander(label, key=key, on_change="rerun", icon=icon)
     return table if table.open else None
 
 

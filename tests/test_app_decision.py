@@ -111,6 +111,10 @@ def test_the_triage_demo_is_its_own_section_without_evidence_settings():
 
 def test_edited_targets_drive_the_table_and_the_link(demo):
     at = open_app(page="decision")
+    with pytest.raises(KeyError):  # the closed section draws no editor
+        at.text_area(key="targets_editor")
+    at.session_state["targets_editor_open"] = True
+    at.run()
     at.text_area(key="targets_editor").set_value("auroc>=0.99\nece<0.5").run()
     assert_clean(at)
     shown = table(at, "targets_table")
@@ -160,6 +164,11 @@ def test_nested_check_of_a_found_threshold(demo):
     at.selectbox(key="finder_target").set_value(("screening_sensitivity", ">=")).run()
     at.number_input(key="finder_value").set_value(0.95).run()
     assert_clean(at)
+    with pytest.raises(KeyError):  # the closed section computes and draws nothing
+        at.get_by_key("finder_nested_table")
+    at.session_state["finder_nested_open"] = True
+    at.run()
+    assert_clean(at)
     shown = table(at, "finder_nested_table").set_index("held_out")
     want = decision.nested_summary(demo.ds, "screening_sensitivity>=0.95", "folds")
     assert shown.loc["pooled", "achieved"] == pytest.approx(
@@ -167,3 +176,8 @@ def test_nested_check_of_a_found_threshold(demo):
     at.radio(key="finder_nested").set_value("split").run()
     shown = table(at, "finder_nested_table").set_index("held_out")
     assert "split TEST" in shown.index
+    for open_ in (False, True):  # closed (its radio not drawn) and opened again
+        at.session_state["finder_nested_open"] = open_
+        at.run()
+    assert at.radio(key="finder_nested").value == "split"
+    assert "split TEST" in table(at, "finder_nested_table").set_index("held_out").index

@@ -54,17 +54,20 @@ def _set_targets() -> None:
     st.session_state.pop("_targets_text", None)
 
 
-with st.expander("Edit the targets", icon=":material/edit:"):
-    st.session_state["targets_editor"] = st.session_state.get(
-        "_targets_text", "\n".join(state.value("targets")))
-    st.text_area("One target a line: metric>=value (or >, <=, <)", key="targets_editor",
-                 on_change=_set_targets, height=200)
-    if st.session_state.get("_targets_error"):
-        st.error(escape_markdown(st.session_state["_targets_error"]) + "; the targets were "
-                 "not changed.", icon=":material/error:")
-    st.caption("Metric names are those of metrics_master.json (e.g. auroc, ece, "
-               "screening_sensitivity, tpr@fpr=0.05). The targets are part of the link and of "
-               "settings.json.")
+# Closed sections draw nothing (display.on_demand): the page's open draws fewer elements.
+editor = display.on_demand("Edit the targets", key="targets_editor_open", icon=":material/edit:")
+if editor is not None:
+    with editor:
+        st.session_state["targets_editor"] = st.session_state.get(
+            "_targets_text", "\n".join(state.value("targets")))
+        st.text_area("One target a line: metric>=value (or >, <=, <)", key="targets_editor",
+                     on_change=_set_targets, height=200)
+        if st.session_state.get("_targets_error"):
+            st.error(escape_markdown(st.session_state["_targets_error"]) + "; the targets were "
+                     "not changed.", icon=":material/error:")
+        st.caption("Metric names are those of metrics_master.json (e.g. auroc, ece, "
+                   "screening_sensitivity, tpr@fpr=0.05). The targets are part of the link and of "
+                   "settings.json.")
 
 st.subheader("Find a threshold")
 st.caption("The exact threshold that meets a target on the data shown (candidates: every "
@@ -162,30 +165,34 @@ if st.toggle("Guarantee mode: a threshold guaranteed for new queries, beside the
                   "over the calibration data, the target holds on new queries like them."):
     guarantee_view.show(ds, target, overall["value"], by_criterion=by_criterion)
 
-with st.expander("Leakage-free check of this threshold (nested)", icon=":material/lock:"):
-    st.caption("The threshold is chosen without the queries it is judged on: on the other "
-               "folds for each held-out fold (nested cross-validation), or on TUNE and "
-               "judged on TEST. Mean ± std over the folds, and pooled over every held-out "
-               "query. Use these numbers, not the ones above, to report a threshold found "
-               "here.")
-    modes = [m for m, ok in (("folds", ds.fold is not None), ("split", ds.split is not None))
-             if ok]
-    if not modes:
-        st.info("These data have neither folds nor a TUNE / TEST split.",
-                icon=":material/info:")
-    else:
-        nested = st.radio("Hold out", modes, horizontal=True, key="finder_nested",
-                          format_func={"folds": "each fold", "split": "TEST (tune on TUNE)"}
-                          .get)
-        try:
-            held_out = v.evaluator.cached(
-                ("nested", str(target), nested, by_criterion),
-                lambda: decision.nested_summary(ds, target, nested,
-                                                by_criterion=by_criterion))
-        except ValueError as exc:
-            st.info(escape_markdown(str(exc)), icon=":material/info:")
+held_out_check = display.on_demand("Leakage-free check of this threshold (nested)",
+                                  key="finder_nested_open", icon=":material/lock:")
+if held_out_check is not None:
+    with held_out_check:
+        st.caption("The threshold is chosen without the queries it is judged on: on the other "
+                   "folds for each held-out fold (nested cross-validation), or on TUNE and "
+                   "judged on TEST. Mean ± std over the folds, and pooled over every held-out "
+                   "query. Use these numbers, not the ones above, to report a threshold found "
+                   "here.")
+        modes = [m for m, ok in (("folds", ds.fold is not None), ("split", ds.split is not None))
+                 if ok]
+        if not modes:
+            st.info("These data have neither folds nor a TUNE / TEST split.",
+                    icon=":material/info:")
         else:
-            display.show_table(held_out, key="finder_nested_table")
+            # (the choice kept while the section is closed and its radio not drawn)
+            nested = st.radio("Hold out", modes, horizontal=True, key="finder_nested",
+                              format_func={"folds": "each fold", "split": "TEST (tune on TUNE)"}
+                              .get, persist_state="session")
+            try:
+                held_out = v.evaluator.cached(
+                    ("nested", str(target), nested, by_criterion),
+                    lambda: decision.nested_summary(ds, target, nested,
+                                                    by_criterion=by_criterion))
+            except ValueError as exc:
+                st.info(escape_markdown(str(exc)), icon=":material/info:")
+            else:
+                display.show_table(held_out, key="finder_nested_table")
 
 st.subheader("Deployment prevalence")
 st.caption("Sensitivity and the share of negatives flagged do not depend on prevalence; "
