@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metrics_core.data import ordering
 from metrics_core.data.dataset import take_text
 from metrics_core.errors import InputError
 from metrics_core.inputs import loading as mio
@@ -96,7 +97,7 @@ def test_parquet_dictionary_ids_load_what_the_plain_path_loads(tmp_path_factory,
 def test_a_repeated_id_within_a_query_is_the_plain_paths_error(tmp_path, where, threads,
                                                               monkeypatch):
     """``threads``: the codes' check on two threads (from ``PARALLEL_SORT_ROWS`` rows on)."""
-    monkeypatch.setattr(mio, "PARALLEL_SORT_ROWS", 0 if threads else 10 ** 12)
+    monkeypatch.setattr(ordering, "PARALLEL_SORT_ROWS", 0 if threads else 10 ** 12)
     q, c = random_frames(12, ("A", "B"), seed=3, tie_share=0.0)
     c = c.reset_index(drop=True)
     sizes = c.groupby(["post_id", "criterion"], sort=False).size()

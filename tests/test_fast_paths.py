@@ -428,3 +428,27 @@ def test_grouped_order_of_query_runs_is_that_of_their_rows(seed, in_order, monke
                 np.testing.assert_array_equal(
                     order, ordering.grouped_order(q, n_queries, key, stable=stable,
                                                   descending=descending)[0])
+
+
+def test_runs_of_parts_are_the_rows_of_the_joined_parts():
+    """The rows of some runs of arrays laid end to end (an empty part among them), copied
+    without joining the parts; a repeat found within those rows alone as within all."""
+    from metrics_core.data import ordering
+
+    parts = [np.array([5, 1, 4, 4, 2], dtype=np.int32), np.array([], dtype=np.int32),
+             np.array([7, 3, 3, 9], dtype=np.int32)]
+    joined = np.concatenate(parts)
+    starts, lengths = np.array([5, 0, 7]), np.array([2, 2, 2])
+    got = ordering.runs_of_parts(parts, starts, lengths)
+    assert got.tolist() == [7, 3, 5, 1, 3, 9] and got.dtype == np.int32
+    # (a value repeated across two queries is no repeat within one)
+    for starts, lengths, repeat in (([0], [2], False), ([2], [3], True), ([5, 0], [2, 2], False),
+                                    ([6], [2], True), ([5, 7], [2, 2], False)):
+        starts, lengths = np.array(starts), np.array(lengths)
+        few = ordering.runs_of_parts(parts, starts, lengths)
+        np.testing.assert_array_equal(
+            few, np.concatenate([joined[a:a + n] for a, n in zip(starts, lengths, strict=True)]))
+        within = np.ones(lengths.size, dtype=bool)
+        assert ordering.repeats_within(few, np.cumsum(lengths) - lengths, lengths,
+                                       within) is repeat
+        assert ordering.repeats_within(joined, starts, lengths, within) is repeat

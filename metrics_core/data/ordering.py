@@ -14,7 +14,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from metrics_core.cpu_account import charged
 
-__all__ = ["PARALLEL_SORT_ROWS", "QueryRuns", "by_halves", "grouped_order", "stable_argsort"]
+__all__ = ["PARALLEL_SORT_ROWS", "QueryRuns", "by_halves", "grouped_order", "repeats_within",
+           "runs_of_parts", "stable_argsort"]
 
 
 def stable_argsort(values: np.ndarray) -> np.ndarray:
@@ -203,6 +204,46 @@ def _runs_in_order(starts: np.ndarray, key: np.ndarray, descending: bool) -> boo
         if out.any():
             return False
     return True
+
+
+def repeats_within(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                   within: np.ndarray) -> bool:
+    """Whether a value repeats within the rows of one of the queries in the mask ``within``
+    (query ``i``: the ``lengths[i]`` rows of ``values`` from ``starts[i]``): each such query's
+    values sorted, one 2-D sort per number of rows per query, and neighbours compared."""
+    within = within & (lengths > 1)
+    queries = np.flatnonzero(within)
+    queries = queries[stable_argsort(lengths[queries])]
+    sizes, first = np.unique(lengths[queries], return_index=True)
+    groups = np.split(starts[queries], first[1:]) if queries.size else []
+    repeated = []
+
+    def check(size: int, heads: np.ndarray) -> None:
+        block = sliding_window_view(values, size)[heads]  # (queries, size), a copy
+        block.sort(axis=1)
+        if (block[:, 1:] == block[:, :-1]).any():
+            repeated.append(size)
+
+    # (two threads from PARALLEL_SORT_ROWS rows on: numpy sorts without the interpreter)
+    by_halves(check, list(zip(sizes.tolist(), groups, strict=True)),
+              parallel=values.size >= PARALLEL_SORT_ROWS)
+    return bool(repeated)
+
+
+def runs_of_parts(parts: list, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The rows of the runs (run ``i``: the ``lengths[i]`` rows from row ``starts[i]``, all in
+    one of ``parts``) of the arrays ``parts`` laid end to end, run after run: a copy of these
+    rows alone, without joining the parts."""
+    first = np.cumsum([0] + [part.size for part in parts])
+    total = int(lengths.sum())
+    rows = np.arange(total, dtype=np.int64) + np.repeat(starts - (np.cumsum(lengths) - lengths),
+                                                         lengths)
+    part_of = np.repeat(np.searchsorted(first, starts, side="right") - 1, lengths)
+    out = np.empty(total, dtype=np.result_type(*parts))
+    for k in np.unique(part_of).tolist():
+        at = part_of == k
+        out[at] = parts[k][rows[at] - first[k]]
+    return out
 
 
 def by_halves(fn, work, *, parallel: bool) -> None:

@@ -31,7 +31,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pa_parquet
-from numpy.lib.stride_tricks import sliding_window_view
 
 from metrics_core.cpu_account import charged
 from metrics_core.data.dataset import (
@@ -39,7 +38,7 @@ from metrics_core.data.dataset import (
     QUERY_COLUMNS,
     Dataset,
 )
-from metrics_core.data.ordering import PARALLEL_SORT_ROWS, QueryRuns, by_halves, stable_argsort
+from metrics_core.data.ordering import QueryRuns, repeats_within, runs_of_parts
 from metrics_core.errors import InputError, InputErrors, shown_value
 from metrics_core.inputs.columns import (
     KIND_COLUMNS,
@@ -624,9 +623,14 @@ def _codes_unique_within_runs(chunks: list, starts: np.ndarray, n: int) -> bool:
     within = np.zeros(starts.size, dtype=bool)
     within[_codes_not_increasing(indices, starts, bounds)] = True
     within[straddling] = False
-    if within.any() and _codes_repeat_within_runs(np.concatenate(indices), starts, lengths,
-                                                  within, n):
-        return False
+    if within.any():
+        if int(lengths[within].sum()) <= n // 4:  # these queries' codes alone, not every row's
+            few = lengths[within]
+            if repeats_within(runs_of_parts(indices, starts[within], few), np.cumsum(few) - few,
+                              few, np.ones(few.size, dtype=bool)):
+                return False
+        elif repeats_within(np.concatenate(indices), starts, lengths, within):
+            return False
     for q in straddling.tolist():
         ids = dictionary_strings(chunks, np.arange(starts[q], ends[q]))
         if len(set(ids)) < len(ids):
@@ -652,30 +656,6 @@ def _codes_not_increasing(codes: np.ndarray | list, starts: np.ndarray,
     down[bounds - 1] = False
     # The few rows that step down, each to its query (no pass over every query's rows).
     return np.unique(np.searchsorted(starts, np.flatnonzero(down), side="right") - 1)
-
-
-def _codes_repeat_within_runs(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-                              within: np.ndarray, n: int) -> bool:
-    """Whether a code repeats within the rows of one of the queries in the mask ``within``:
-    each such query's codes sorted, one 2-D sort per number of rows per query, and
-    neighbours compared."""
-    within = within & (lengths > 1)
-    queries = np.flatnonzero(within)
-    queries = queries[stable_argsort(lengths[queries])]
-    sizes, first = np.unique(lengths[queries], return_index=True)
-    groups = np.split(starts[queries], first[1:]) if queries.size else []
-    repeated = []
-
-    def check(size: int, heads: np.ndarray) -> None:
-        block = sliding_window_view(codes, size)[heads]  # (queries, size), a copy
-        block.sort(axis=1)
-        if (block[:, 1:] == block[:, :-1]).any():
-            repeated.append(size)
-
-    # (two threads from PARALLEL_SORT_ROWS rows on: numpy sorts without the interpreter)
-    by_halves(check, list(zip(sizes.tolist(), groups, strict=True)),
-              parallel=n >= PARALLEL_SORT_ROWS)
-    return bool(repeated)
 
 
 def _check_within_query(parts: _Parts, q_chk: Checker, c_chk: Checker, *, increasing=None):
