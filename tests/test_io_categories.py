@@ -233,6 +233,12 @@ def test_categorical_ids_factorize_and_look_up_as_their_strings():
         s = pd.Series(pd.Categorical(values, categories=categories))
         codes, uniques = validate.factorize_values(s)
         assert (codes.tolist(), uniques.to_pylist()) == by_strings(s)
+        # Categories numbered as they first appear (as a Parquet dictionary is), unused last.
+        seen = list(dict.fromkeys(v for v in values if v is not None))
+        ordered = pd.Series(pd.Categorical(values, categories=[
+            *seen, *(c for c in categories if c not in seen)]))
+        codes, uniques = validate.factorize_values(ordered)
+        assert (codes.tolist(), uniques.to_pylist()) == by_strings(ordered)
         for part in (s, s.iloc[::2]):
             want = pc.index_in(validate.as_arrow(part), value_set=look).fill_null(-1)
             got = validate.lookup_codes(part, look)

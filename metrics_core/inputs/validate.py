@@ -401,12 +401,18 @@ def _factorized_categories(values: pd.Series) -> tuple[np.ndarray, pa.Array]:
     use numbered in order of first appearance (as hashing the decoded values numbers them),
     no string decoded or hashed per row."""
     codes = np.asarray(values.cat.codes, dtype=np.int64)
+    uniques = as_arrow(pd.Series(values.cat.categories)).combine_chunks()
+    if codes.size and codes[0] == 0:
+        # Codes numbered in order of first appearance already (a Parquet dictionary is built
+        # as its values first appear): each code at most one above every code before it.
+        top = np.maximum.accumulate(codes)
+        if not np.any(codes[1:] > top[:-1] + 1):
+            return codes, uniques.slice(0, int(top[-1]) + 1)
     present = codes >= 0
     used, first = np.unique(codes[present], return_index=True)
     appearance = used[np.argsort(first, kind="stable")]  # category codes by first row
     renumber = np.full(len(values.cat.categories) + 1, -1, dtype=np.int64)  # [-1] -> -1
     renumber[appearance] = np.arange(appearance.size, dtype=np.int64)
-    uniques = as_arrow(pd.Series(values.cat.categories)).combine_chunks()
     return renumber[codes], uniques.take(pa.array(appearance))
 
 
