@@ -26,10 +26,23 @@ def _choose(at, columns):
     return at
 
 
-def test_cohorts_page_asks_for_columns_first():
+def test_cohorts_page_asks_for_columns_first_and_offers_them_itself():
     at = open_app(page="cohorts")
     assert_clean(at)
-    assert any("Choose cohort columns on the Data & audit page" in t for t in texts(at))
+    asked = next(t for t in texts(at) if "Choose cohort columns above" in t)
+    assert "site, sex, age_band" in asked.replace("\\_", "_")
+    chooser = at.multiselect(key="cohort_columns")
+    assert {"site", "sex", "age_band", "site*sex"} <= set(chooser.options)
+    assert chooser.value == []
+    # chosen on the Cohorts page: the page shows them, and the Data page's chooser (the same
+    # setting) says the same
+    chooser.set_value(["site"]).run(timeout=COHORTS_TIMEOUT)
+    assert_clean(at)
+    assert set(table(at, "cohort_table")["column"]) == {"site"}
+    at.switch_page("app_pages/data_source.py").run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert at.multiselect(key="cohort_columns").value == ["site"]
+    assert at.query_params.get("cohort_columns") in (["site"], "site")
 
 
 def test_data_page_offers_the_demo_cohort_columns_and_the_page_shows_them():

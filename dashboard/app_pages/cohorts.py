@@ -1,11 +1,12 @@
 """Cohorts: does the pipeline work as well for every group? Each metric per cohort (forest
 plot, the overall value as reference), the disparities to the rest of the data and the weak
-segments (contract §9, cohorts). The cohort columns are chosen on the Data & audit page."""
+segments (contract §9, cohorts). The cohort columns are chosen here or on the Data & audit
+page (the same setting; the bins of numeric columns there)."""
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, display, state
+from dashboard import data, display, sidebar, state
 from dashboard.safe_text import escape_markdown
 from metrics_core import registry
 from metrics_core.report.figures.breakdowns import cohort_forest_figure
@@ -39,12 +40,18 @@ v = data.view()
 display.page_header("Cohorts", v)
 source = v.source
 chosen = list(v.cohort_columns)
+choices = data.cohort_choices(source)
+if choices:  # the Data & audit page's setting (the bins of numeric columns are set there)
+    sidebar.setting_widget(state.COHORT_COLUMNS, options=choices)
 if source.cohorts is None or not (source.cohorts.suggested or source.cohorts.others):
     st.info("The queries table has no extra column to form cohorts from (such as site, sex "
             "or age): add one to the queries file and upload it again.")
 elif not chosen:
-    st.info("Choose cohort columns on the Data & audit page (under Cohorts) to see every "
-            "metric per cohort, the disparities and the weak segments.")
+    st.info("Choose cohort columns " + ("above" if choices else "on the Data & audit page")
+            + " to see every metric per cohort, the disparities and the weak segments"
+            + (f" (this data's: {escape_markdown(', '.join(source.cohorts.suggested))}; "
+               "a `*` is an intersection of two). Numeric columns are cut into quartiles "
+               "unless their bins are set on the Data & audit page." if choices else "."))
 else:
     result = data.cohort_result(v, chosen, in_page=True)
     table = result.cohorts
