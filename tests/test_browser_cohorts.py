@@ -6,6 +6,9 @@ shown (contract §9, cohorts)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 
 from metrics_core.demo import make_synthetic
@@ -139,3 +142,41 @@ def test_a_posts_table_uploaded_on_the_data_page_gives_cohorts(
     expect(flagged).to_contain_text("region = west")
     assert_no_failure(page)
     screenshot(page, "cohorts_posts_table")
+
+
+def test_cohort_columns_chosen_on_the_cohorts_page_reach_every_page_and_the_documents(
+        new_page, app_url):  # noqa: F811
+    """On the demo (few resamples: the link sets them): the Cohorts page's own chooser names
+    the data's columns; site chosen there shows site_E flagged, stays chosen on the Gate page,
+    is in the metrics_master.json downloaded there (the cohorts table, site_E flagged) and in
+    the address, and a reload of the page shows the same choice and table."""
+    page = new_page(app_url + "/cohorts?bootstrap=400")
+    wait_page(page, "Cohorts")
+    expect(page.get_by_text("Choose cohort columns above")).to_be_visible(timeout=TIMEOUT_MS)
+    _choose(page, ("site",))
+    expect(page.locator(".st-key-cohort_forest")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.get_by_test_id("stAlert").filter(has_text="disparity(ies) flagged")
+           ).to_contain_text("site = site_E")
+    wait_idle(page)
+    shown = page.locator(".st-key-cohort_table").inner_text()
+    assert query(page)["cohort_columns"] == ["site"]
+    go_to(page, "Gate & thresholds", "Gate & thresholds")
+    wait_idle(page)
+    assert query(page)["cohort_columns"] == ["site"]
+    with page.expect_download(timeout=TIMEOUT_MS) as download:
+        page.get_by_role("button", name="metrics_master.json").click()
+    master = json.loads(Path(download.value.path()).read_text())
+    rows = master["cohorts"]
+    assert {r["column"] for r in rows} == {"site"}
+    assert any(r["value"] == "site_E" and r["flagged"] for r in rows)
+    go_to(page, "Cohorts", "Cohorts")
+    expect(page.locator(".st-key-cohort_forest")).to_be_visible(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    page.reload()
+    wait_page(page, "Cohorts")
+    expect(page.locator(".st-key-cohort_forest")).to_be_visible(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    expect(page.locator(".st-key-cohort_columns")).to_contain_text("site")
+    assert page.locator(".st-key-cohort_table").inner_text() == shown
+    assert_no_failure(page)
+    screenshot(page, "cohorts_chosen_on_the_page")
