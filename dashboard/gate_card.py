@@ -45,11 +45,14 @@ def gate_card(v, *, table_on_demand: bool = False, gate=None) -> Callable[[], No
                     f"{display.ci_text(lo, hi, 'Wilson')}")
     targets = st.container()  # the targets' tiles: filled once the evaluation is made
     words = per_thousand(g)
-    st.markdown(words.sentence("queries (post × criterion)"))
-    st.caption("Per 1,000 with 95% Wilson intervals: flagged "
-               f"{_per_1000_ci(g, 'alert_rate_per_1000', 1)}, sent to review "
-               f"{_per_1000_ci(g, 'uncertain_rate')}, auto-cleared {_per_1000_ci(g, 'neg_rate')}, "
-               f"missed {_per_1000_ci(g, 'screening_fn_per_1000', 1)}.")
+    # The sentence and its intervals (small, grey, as a caption) in one element: a move
+    # redraws every element of the card.
+    st.markdown(words.sentence("queries (post × criterion)") + "\n\n:small[:gray["
+                "Per 1,000 with 95% Wilson intervals: flagged "
+                f"{_per_1000_ci(g, 'alert_rate_per_1000', 1)}, sent to review "
+                f"{_per_1000_ci(g, 'uncertain_rate')}, auto-cleared "
+                f"{_per_1000_ci(g, 'neg_rate')}, missed "
+                f"{_per_1000_ci(g, 'screening_fn_per_1000', 1)}.]]")
     place = (display.on_demand("Gate metrics as a table (denominators, metric ids)",
                        key="gate_card_table_open") if table_on_demand
              else contextlib.nullcontext())

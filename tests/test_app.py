@@ -253,6 +253,16 @@ def test_gate_slider_changes_the_gate_card(demo_evaluator):
     captions = [c.value for c in at.caption]
     assert any(c.endswith(f"n = {g.n_pos:,} queries with evidence") for c in captions)
     assert any(c.endswith(f"n = {g.count_pos:,} POS alerts") for c in captions)
+    # The card's sentence and its Wilson intervals: one element (each is redrawn on a move).
+    from metrics_core.metrics.gate import per_thousand
+
+    lo, hi = g.ci("alert_rate_per_1000")
+    said = [m.value for m in at.markdown if "Wilson intervals: flagged" in m.value]
+    assert len(said) == 1, said
+    assert said[0].startswith(
+        per_thousand(g).sentence("queries (post × criterion)") + "\n\n:small[:gray[Per 1,000 "
+        f"with 95% Wilson intervals: flagged {display.fmt_interval(lo, hi, 'per_1000')}, sent "
+        "to review ")
     with pytest.raises(KeyError):
         at.get_by_key("gate_card_table")
     at.session_state["gate_card_table_open"] = True

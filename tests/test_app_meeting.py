@@ -280,7 +280,10 @@ def test_the_calibration_page_follows_the_slope_interval(demo_evaluator):
     shown = "\n".join(_strings(at.main))
     # before: "ECE band (...): **well calibrated**." beside the slope's interval above 1
     assert not re.search(r"(?<!not )well calibrated", shown, flags=re.IGNORECASE)
+    # the ECE band and, bootstrap off, where its intervals are switched on: one caption
     assert any(c.value.startswith("ECE alone: below 0.05 (point estimate, no interval).")
+               and c.value.endswith("\n\nECE, MCE and Brier get their bootstrap intervals when "
+                                    "*Compute bootstrap CIs* is on (under *Uncertainty*).")
                for c in at.caption)
 
 

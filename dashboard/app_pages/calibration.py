@@ -28,12 +28,12 @@ for words, numbers in (("well calibrated", "below 0.05"), ("moderately calibrate
                                                           "within 0.05–0.15"),
                        ("poorly calibrated", "above 0.15")):
     band = band.replace(words, numbers)
+# One caption (each element is drawn by the browser on every open of the page).
 st.caption(f"ECE alone: {band}. ECE averages the gaps over bins, so it can be small while the "
            "risks are systematically too high, too low, too extreme or too modest: the slope "
-           "and intercept below say which.")
-if not v.show_bootstrap:
-    st.caption("ECE, MCE and Brier get their bootstrap intervals when *Compute bootstrap CIs* "
-               "is on (under *Uncertainty*).")
+           "and intercept below say which." + ("" if v.show_bootstrap else
+           "\n\nECE, MCE and Brier get their bootstrap intervals when *Compute bootstrap CIs* "
+           "is on (under *Uncertainty*)."))
 st.subheader("Calibration for clinicians")
 st.caption("Observed / expected events (1 = right on average), and the logistic recalibration "
            "of p: intercept a with the slope fixed at 1 (0 = no overall over- or "

@@ -38,11 +38,11 @@ display.plot(per_criterion_figure(shown, metric, label=registry.label(metric),
              key="per_criterion_chart")
 n_criteria = len(table) - 2
 methods = sorted(set(groups["ci_method"].dropna()))
-if refining:
-    st.caption(f"Intervals from {data.LIVE_RESAMPLES:,} resamples per criterion; the "
-               f"configured {ev.config.bootstrap:,} are being computed (below) and will "
-               "replace them here.")
-st.caption("Dots: each criterion, with its 95% interval (" + ("; ".join(methods) or "none: "
+# One caption (each element is drawn by the browser on every open of the page).
+st.caption((f"Intervals from {data.LIVE_RESAMPLES:,} resamples per criterion; the "
+            f"configured {ev.config.bootstrap:,} are being computed (below) and will "
+            "replace them here.\n\n" if refining else "")
+           + "Dots: each criterion, with its 95% interval (" + ("; ".join(methods) or "none: "
            "switch on bootstrap CIs under *Uncertainty*") + "). Lines: micro (pooled) and "
            f"macro (mean over the criteria where {registry.label(metric)} is defined: "
            f"{counts.get(metric, 0)} of {n_criteria}).")
