@@ -670,8 +670,12 @@ def _check_within_query(parts: _Parts, q_chk: Checker, c_chk: Checker, *, increa
         known = c_query >= 0
         all_known, any_known = bool(known.all()), bool(known.any())
 
+    rows_query = []  # every candidate's query, expanded from the runs once if a check needs it
+
     def within_query(code, n_code):
-        key = QueryRuns.rows_of(c_query) * n_code + code
+        if not rows_query:
+            rows_query.append(QueryRuns.rows_of(c_query))
+        key = rows_query[0] * n_code + code
         if not all_known:  # a candidate without a query is unique by construction
             key = np.where(known, key, -1 - np.arange(len(key), dtype=np.int64))
         return key
@@ -710,8 +714,9 @@ def _finish(parts: _Parts, q_file, c_file, layout, warnings, column_map) -> Load
     q_drop = parts.p_missing
     queries_dropped = bool(q_drop.any())
     # Candidate-length masks only where something is excluded (the usual case: nothing).
-    c_by_query = (q_drop[QueryRuns.rows_of(parts.c_query)] if queries_dropped
-                  else np.zeros(0, dtype=bool))
+    # every candidate's query, expanded from the runs once where something is excluded
+    rows_query = QueryRuns.rows_of(parts.c_query) if queries_dropped else None
+    c_by_query = q_drop[rows_query] if queries_dropped else np.zeros(0, dtype=bool)
     c_by_score = parts.score_missing & ~c_by_query if queries_dropped else parts.score_missing
     if q_drop.all():
         raise InputError("every query has an empty p_has_evidence: nothing to evaluate",
@@ -739,7 +744,8 @@ def _finish(parts: _Parts, q_file, c_file, layout, warnings, column_map) -> Load
     c_excluded = (c_by_query | c_by_score) if queries_dropped else c_by_score
     n_excluded = int(c_excluded.sum())
     c_keep = ~c_excluded if n_excluded else None
-    c_query = parts.c_query if c_keep is None else QueryRuns.rows_of(parts.c_query)
+    c_query = parts.c_query if c_keep is None else (
+        rows_query if rows_query is not None else QueryRuns.rows_of(parts.c_query))
     if queries_dropped:  # renumber the kept queries
         c_query = QueryRuns.renumber(c_query, np.cumsum(~q_drop) - 1)
     meta = {"queries_file": q_file, "candidates_file": c_file, "layout": layout,
