@@ -14,7 +14,7 @@ import traceback
 
 import streamlit as st
 
-from dashboard import data, server_settings, state
+from dashboard import computing, data, server_settings, state
 from dashboard.safe_text import escape_markdown
 from metrics_core.data.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS
 from metrics_core.errors import InputError
@@ -73,9 +73,14 @@ def _current_upload() -> data.Upload | None:
 
 
 def _load(upload: data.Upload, mapping: dict | None = None) -> None:
-    """Load an upload (runs in a button callback: every failure becomes a message)."""
+    """Load an upload (runs in a button callback: every failure becomes a message).
+
+    The callback runs before the app's script, outside the script's interactive part: the
+    load is marked interactive itself, so that work computed ahead (the warm-ups of the data
+    shown before) gives way to it (:class:`dashboard.computing.Turns`)."""
     try:
-        source = data.load_upload(upload, mapping=mapping)
+        with computing.interactive():
+            source = data.load_upload(upload, mapping=mapping)
     except InputError as exc:
         error = {"message": exc.render(), "mapping": exc.needs_mapping}
     except server_settings.ServerSettingsError as exc:  # the server's, not the upload's

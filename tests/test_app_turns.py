@@ -136,3 +136,39 @@ def test_a_run_waiting_for_the_finder_computed_ahead_is_not_given_way_to(monkeyp
         loaded.dataset, [str(finder.default_finder_target())], by=None,
         bootstrap=data.LIVE_RESAMPLES, seed=cfg.seed)]
     assert got == want
+
+
+def test_the_load_of_an_upload_is_an_interactive_run(monkeypatch):
+    """The Load button's callback runs before the app's script, outside its interactive part:
+    work computed ahead (the warm-ups of the data shown before) waits while the upload is
+    loaded, and an upload that fails still leaves the turn."""
+    from dashboard import data, upload
+
+    seen = []
+
+    def load_upload(up, mapping=None):
+        seen.append(_others_seen_from_a_helper())
+        if up.queries_name == "bad.csv":
+            raise ValueError("no such column")
+        return "the source"
+
+    monkeypatch.setattr(data, "load_upload", load_upload)
+    monkeypatch.setattr(data, "set_source", lambda source: seen.append(source))
+    monkeypatch.setattr(data, "release_upload", lambda key: None)
+    session = {}
+    monkeypatch.setattr(upload.st, "session_state", session)
+    good = data.Upload("queries.csv", b"q", "candidates.csv", b"c")
+    upload._load(good)
+    assert seen == [1, "the source"]
+    upload._load(data.Upload("bad.csv", b"q", None, None))
+    assert seen[2] == 1 and "no such column" in session[upload.state.UPLOAD_ERROR]["message"]
+    assert _others_seen_from_a_helper() == 0  # left after the load, failed or not
+
+
+def _others_seen_from_a_helper() -> int:
+    """The interactive runs in flight, as a helper thread computing ahead sees them."""
+    found = []
+    helper = threading.Thread(target=lambda: found.append(computing.TURNS.others()))
+    helper.start()
+    helper.join()
+    return found[0]
