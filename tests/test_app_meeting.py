@@ -340,3 +340,31 @@ def test_no_targets_is_said_so():
     assert frame.empty and list(frame.columns)[:2] == ["label", "verdict"]
     assert display.verdict_summary(frame) == "No targets set."
     assert display.verdict_lines(frame) == []
+
+
+def test_the_overview_draws_its_roc_with_vega_lite_not_plotly(demo_evaluator):
+    """The first page a visitor opens needs no plotly in the browser: its ROC is the Gate
+    page's Vega-Lite chart, with the curve's AUROC in its legend, the 95% band and the
+    operating points of the view's gate."""
+    import json
+
+    import pyarrow as pa
+
+    from dashboard import state
+
+    at = open_app(page="overview")
+    assert_clean(at)
+    assert at.get("plotly_chart") == []
+    (chart,) = at.get("vega_lite_chart")
+    spec = json.loads(chart.proto.spec)
+    assert spec["title"]["text"] == "ROC curve (all queries)"
+    frames = {d.name: pa.ipc.open_stream(d.data.data).read_all().to_pandas()
+              for d in chart.proto.datasets}
+    view = at.session_state[state.VIEW]
+    auroc = view.evaluation.record("auroc").value
+    assert abs(auroc - demo_evaluator.evaluate(EvalConfig()).record("auroc").value) < 1e-12
+    assert set(frames["curve"]["series"]) == {f"ROC (AUROC {auroc:.3f})"}
+    assert {"band", "points"} <= set(frames)  # intervals on by default: the band is drawn
+    want = {label: conf.fpr for label, conf in view.operating_points.items()}
+    assert len(frames["points"]) == len(want) == 3
+    assert sorted(frames["points"]["x"]) == pytest.approx(sorted(want.values()), abs=1e-12)

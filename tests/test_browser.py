@@ -224,6 +224,12 @@ def test_demo_overview(new_page, app_url, demo_evaluator):
     expect(metric(page, "Queries (post × criterion)")).to_have_text(f"{s['n_queries']:,}")
     expect(metric(page, "With evidence")).to_have_text(f"{s['n_positive']:,}")
     expect(metric(page, "Candidate sentences")).to_have_text(f"{s['n_candidates']:,}")
+    # its ROC is drawn with Vega-Lite: the first page loads no plotly in the browser
+    auroc = demo_evaluator.evaluate(EvalConfig(bootstrap=0)).record("auroc").value
+    expect(page.locator(".st-key-overview_roc text").filter(
+        has_text=f"ROC (AUROC {auroc:.3f})")).to_have_count(1)
+    wait_idle(page)
+    expect(page.locator(".js-plotly-plot")).to_have_count(0)
     assert_no_failure(page)
     screenshot(page, "01_overview_demo")
 

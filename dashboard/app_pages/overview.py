@@ -4,8 +4,8 @@ every metric and the consistency checks."""
 
 import streamlit as st
 
-from dashboard import adjudication, data, display
-from metrics_core.report.figures.curves import operating_point, roc_figure
+from dashboard import adjudication, chart_data, data, display, live_charts
+from metrics_core.report.figures.curves import operating_point
 
 v = data.view()
 display.page_header("Overview", v)
@@ -36,9 +36,11 @@ if v.source.adjudicated is not None:  # the original numbers beside the adjudica
 st.subheader("ROC curve")
 auroc = ev.record("auroc")
 points = [operating_point(label, conf) for label, conf in v.operating_points.items()]
-display.plot(roc_figure(ev.roc, points=points,
-                        auroc=auroc.value if not display.undefined_reason(auroc)
-                        else None, band=ev.roc_band), key="overview_roc")
+# The Gate page's Vega-Lite chart (the same curve, band and points as the plotly figure the
+# exports draw): the first page a visitor opens then needs no plotly in the browser.
+display.live_chart(live_charts.roc_chart(
+    ev.roc, points=points, auroc=auroc.value if not display.undefined_reason(auroc) else None,
+    band=ev.roc_band, kept=chart_data.session_store()), key="overview_roc")
 st.caption("The markers are the operating points of τ_neg, τ_pos and τ. "
            + ("The shaded band is the pointwise 95% bootstrap band." if ev.roc_band is not None
               else "No 95% band: bootstrap intervals are off (*Compute bootstrap CIs* under "
