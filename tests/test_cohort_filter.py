@@ -101,6 +101,38 @@ def test_a_cohort_filter_combines_with_the_other_filters(data):
     _same(got, Evaluator(ds.subset(keep)).evaluate(CONFIG))
 
 
+def test_a_cohort_runs_cohort_tables_are_those_of_the_cohorts_rows(data):
+    """Under a cohort filter the cohort tables list the cohorts that have queries in the run
+    (none left empty by the filter, n = 0), with the values of the run on the rows alone."""
+    from metrics_core.evaluation.cohorts import evaluate_cohorts
+    from metrics_core.inputs.cohort_columns import cohort_attributes
+
+    q, _, loaded, *_ = data
+    ds = loaded.dataset
+    ev = Evaluator(ds, cohorts=CohortSource(cohort_columns(q, loaded), loaded))
+    cfg = EvalConfig(bootstrap=50, seed=4)
+    got = evaluate_cohorts(ev, cfg.replace(filters=Filters(cohorts=("site=S2",))),
+                           list(cohort_attributes(q, loaded, ["site", "sex"]).values()))
+    keep = _rows(q, ds, site=["S2"])
+    rows = q.set_index(["post_id", "criterion"]).loc[
+        list(zip(ds.post_id[keep], ds.criterion[keep], strict=True))].reset_index()
+    sub = load(rows, data[1][data[1].set_index(["post_id", "criterion"]).index.isin(
+        rows.set_index(["post_id", "criterion"]).index)])
+    want = evaluate_cohorts(Evaluator(sub.dataset), cfg, list(
+        cohort_attributes(rows, sub, ["site", "sex"]).values()))
+    assert sorted(set(got.cohorts["value"][got.cohorts["column"] == "site"])) == ["S2"]
+    assert (got.cohorts["n"] > 0).all() and (got.equalised_odds["n"] > 0).all()
+    key = ["column", "value", "metric"]
+    a = got.cohorts.set_index(key).sort_index()
+    b = want.cohorts.set_index(key).sort_index()
+    assert a.index.equals(b.index)
+    assert list(got.equalised_odds["value"]) == list(want.equalised_odds["value"])
+    for column in ("estimate", "rest_estimate", "difference", "p_value", "p_adjusted"):
+        np.testing.assert_allclose(a[column].astype(float), b[column].astype(float),
+                                   rtol=1e-12, atol=1e-12, err_msg=column)
+    assert list(a["n"]) == list(b["n"]) and list(a["flagged"]) == list(b["flagged"])
+
+
 def test_unknown_cohort_values_and_columns_are_named(data):
     q, _, loaded, *_ = data
     ev = Evaluator(loaded.dataset, cohorts=CohortSource(cohort_columns(q, loaded), loaded))

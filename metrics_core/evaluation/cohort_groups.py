@@ -68,14 +68,27 @@ class Grouping:
 
     def aligned(self, source, target) -> Grouping:
         """The codes of the queries of ``target`` (a data set whose queries are some of
-        ``source``'s, e.g. a filtered run's)."""
+        ``source``'s, e.g. a filtered run's), with only the cohorts that have a query there
+        (in their order): a cohort the filters left empty is no cohort of the run, as in a
+        run on the filtered rows alone.
+
+        >>> import types
+        >>> src = types.SimpleNamespace(n_queries=3, post_id=np.array(["1", "1", "2"]),
+        ...                             criterion=np.array(["A", "B", "A"]))
+        >>> dst = types.SimpleNamespace(n_queries=1, post_id=np.array(["2"]),
+        ...                             criterion=np.array(["A"]))
+        >>> g = Grouping("site", ["x", "y", "z"], np.array([0, 0, 2])).aligned(src, dst)
+        >>> g.values, g.codes.tolist()
+        (('z',), [0])
+        """
         if target is source or target.n_queries == source.n_queries:
             return self
         keys = pd.Index(pd.Series(source.post_id.astype(str)) + "\x1f"
                         + pd.Series(source.criterion.astype(str)))
         rows = keys.get_indexer(pd.Series(target.post_id.astype(str)) + "\x1f"
                                 + pd.Series(target.criterion.astype(str)))
-        return Grouping(self.name, self.values, self.codes[rows])
+        used, local = np.unique(self.codes[rows], return_inverse=True)
+        return Grouping(self.name, [self.values[u] for u in used.tolist()], local)
 
 
 def intersect(a: Grouping, b: Grouping) -> Grouping:
