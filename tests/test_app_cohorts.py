@@ -10,6 +10,7 @@ import pandas as pd
 
 from dashboard import state
 from metrics_core.config import EvalConfig
+from metrics_core.demo import demo_paths
 from metrics_core.report import decision_record as record
 from tests.test_app import TIMEOUT, assert_clean, open_app, table, texts
 
@@ -205,3 +206,27 @@ def test_the_exported_document_has_the_cohort_tables_the_command_line_writes(tmp
     assert {r["column"] for r in doc["cohorts"]} == {"site"}
     for name in ("metrics", "cohorts", "cohort_equalised_odds", "weak_segments"):
         assert doc[name] == cli[name], name
+
+
+def test_the_forest_plot_names_the_cohorts_it_leaves_out_and_its_reference_under_a_filter():
+    """Criterion A.3 only (four of the demo's site × age band cells have no A.3 evidence):
+    their AUROC is undefined, not drawn, and the caption names them; the dotted line is the value on
+    the data shown, which the caption says is criterion A.3's."""
+    at = open_app({"bootstrap": "200", "criterion": "A.3", "cohort_columns": "site*age_band"},
+                  page="cohorts")
+    at.switch_page("app_pages/cohorts.py").run(timeout=COHORTS_TIMEOUT)
+    assert_clean(at)
+    assert at.selectbox(key=state.COHORT_METRIC).value == "auroc"
+    q = pd.read_parquet(demo_paths().queries)
+    a3 = q[q["criterion"] == "A.3"]
+    cells = a3.groupby(["site", "age_band"])["has_evidence"].agg(["sum", "size"])
+    one_class = [f"site*age_band = {s}*{a}" for s, a in
+                 cells.index[(cells["sum"] == 0) | (cells["sum"] == cells["size"])]]
+    assert len(one_class) == 4  # AUROC undefined there
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    drawn = [y for trace in figure["data"] for y in trace["y"]]
+    assert not set(one_class) & set(drawn) and len(drawn) == len(cells) - 4
+    caption = next(t.replace("\\", "") for t in texts(at) if "Each cohort with" in t)
+    assert "the value on the data shown (criteria A.3)" in caption
+    assert ("Not drawn, AUROC undefined (a 0/0 ratio or only one class in the cohort): "
+            + ", ".join(one_class) + ".") in caption

@@ -36,6 +36,17 @@ def _flagged_text(flagged: pd.DataFrame) -> str:
             "can differ from their rest too.\n\n" + "\n".join(lines))
 
 
+def _undrawn(table: pd.DataFrame, metric: str) -> str:
+    """The cohorts whose ``metric`` is undefined, which the forest plot leaves out: named,
+    so that none drops out of the chart unsaid."""
+    rows = table[(table["metric"] == metric) & ~table["defined"].astype(bool)]
+    if not len(rows):
+        return ""
+    names = ", ".join(f"{c} = {v}" for c, v in zip(rows["column"], rows["value"], strict=True))
+    return " " + escape_markdown(f"Not drawn, {registry.label(metric)} undefined (a 0/0 ratio "
+                                 f"or only one class in the cohort): {names}.")
+
+
 v = data.view()
 display.page_header("Cohorts", v)
 source = v.source
@@ -73,10 +84,12 @@ else:
             used += (" The downloaded metrics_master.json and the record use the run's "
                      + (f"{exported:,} resamples, so their intervals and p-values may differ "
                         "slightly from these." if exported else "settings: no intervals."))
-    st.caption("Each cohort with its 95% interval; the dotted line is the value on all data. "
+    shown_on = ("all data" if not v.filters.active
+                else f"the data shown ({escape_markdown(v.filters.describe())})")
+    st.caption(f"Each cohort with its 95% interval; the dotted line is the value on {shown_on}. "
                "Red: a flagged disparity (Holm-adjusted p < 0.05 across the column's cohorts "
                "and metrics, and an interval of the difference that excludes 0). Hollow: a "
-               "small cell (under 30 queries or positives). " + used)
+               "small cell (under 30 queries or positives). " + used + _undrawn(table, metric))
     flagged = table[table["flagged"]]
     if len(flagged):
         st.error(_flagged_text(flagged))
