@@ -53,6 +53,7 @@ __all__ = [
     "dash",
     "dashed",
     "download_csv",
+    "evaluated_text",
     "fmt",
     "fmt_interval",
     "fmt_metric",
@@ -217,13 +218,25 @@ def page_header(title: str, v, *, caption: str | None = None,
         st.info(f"**{source_label}**", icon=":material/science:")
     else:
         st.caption(f"Data: {source_label}")
-    text = f"Evaluated: {escape_markdown(v.filters.describe())}"
+    text = evaluated_text(v)
     if caption:
         text += f" · {caption}"
     st.caption(text)
     gold_caption(v)
     if thresholds:
         thresholds_caption(v)
+
+
+def evaluated_text(v) -> str:
+    """``Evaluated: …``, the queries the view's numbers are of: the filter in words and, when
+    one is active (a cohort, a fold, criteria), how many queries, positives and posts it
+    keeps, so that every page says the size of what it shows."""
+    text = f"Evaluated: {escape_markdown(v.filters.describe())}"
+    if v.filters.active:
+        s = v.evaluation.summary
+        text += (f" · {s['n_queries']:,} queries ({s['n_positive']:,} with evidence) on "
+                 f"{s['n_posts']:,} posts")
+    return text
 
 
 def gold_caption(v) -> None:

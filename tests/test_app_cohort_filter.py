@@ -117,3 +117,33 @@ def test_the_cohort_is_dropped_silently_for_data_without_cohort_columns():
     assert not any("cohort values in the link" in t for t in texts(at))
     assert list(at.multiselect(key="cohort").options) == []
     assert at.multiselect(key="cohort").disabled
+
+
+def test_every_page_says_the_cohorts_size_and_the_data_page_that_its_counts_are_the_files(
+        site_e):
+    """Under the filter, each page's Evaluated line gives the cohort's queries, positives and
+    posts (counted here with pandas on the demo's rows); the Data & audit page, whose counts
+    are the whole files', says so and names the cohort the other pages show."""
+    ds, at_e = site_e
+    q = pd.read_parquet(demo_paths().queries)
+    rows = q[q["site"] == "site_E"]
+    size = (f"{len(rows):,} queries ({int(rows['has_evidence'].sum()):,} with evidence) on "
+            f"{rows['post_id'].nunique():,} posts")
+    assert size == "2,810 queries (539 with evidence) on 281 posts"
+    at = open_app({**QUICK, "cohort": SITE_E}, page="overview")
+    for page in ("overview", "dynamic_k", "ranking", "per_post", "folds", "case_review",
+                 "meeting"):
+        at.switch_page(f"app_pages/{page}.py").run(timeout=3 * TIMEOUT)
+        assert_clean(at)
+        said = [t.replace("\\_", "_") for t in texts(at) if t.startswith("Evaluated:")]
+        assert said and said[0].startswith(f"Evaluated: cohort site = site_E · {size}"), (
+            page, said)
+    at.switch_page("app_pages/data_source.py").run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert metric(at, "Queries") == f"{ds.n_queries:,}"  # the files'
+    assert any(t.replace("\\_", "_") == (
+        "The counts, loader notes and audit on this page are the whole files'. The other "
+        f"pages show cohort site = site_E only: {size}.") for t in texts(at))
+    # without a filter the line is as it was
+    plain = open_app(QUICK, page="overview")
+    assert "Evaluated: all queries" in texts(plain)

@@ -40,6 +40,12 @@ else:
 st.caption("Files: " + escape_markdown(", ".join(source.files)))
 if source.loaded is not None:
     display.gold_caption(v)
+    if v.filters.active:  # the filter is the other pages': said, so that no count here misleads
+        s = v.evaluation.summary
+        st.caption(f"The counts, loader notes and audit on this page are the whole files'. The "
+                   f"other pages show {escape_markdown(v.filters.describe())} only: "
+                   f"{s['n_queries']:,} queries ({s['n_positive']:,} with evidence) on "
+                   f"{s['n_posts']:,} posts.")
     if source.adjudicated is not None:
         st.caption("The loader's counts and the audit below are the files' own; the pages' "
                    "numbers are computed on the adjudicated gold.")

@@ -36,7 +36,7 @@ st.caption(f"{'' if v.source.synthetic else label + ' · '}Every other setting s
            "the other pages.")
 display.gold_caption(v)
 if v.filters.active:  # the room sees which queries (which cohort) the numbers are of
-    st.caption(f"Evaluated: {escape_markdown(v.filters.describe())}")
+    st.caption(display.evaluated_text(v))
 display.thresholds_caption(v)
 left, right = st.columns([2, 1])
 with left:  # the settings' own widgets: a move here is a move everywhere (and exploratory)
