@@ -230,3 +230,26 @@ def test_the_forest_plot_names_the_cohorts_it_leaves_out_and_its_reference_under
     assert "the value on the data shown (criteria A.3)" in caption
     assert ("Not drawn, AUROC undefined (a 0/0 ratio or only one class in the cohort): "
             + ", ".join(one_class) + ".") in caption
+
+
+def test_a_flagged_small_cell_says_it_is_small():
+    """At site_E (the cohort filter), the women aged 80+ (150 queries, 16 with evidence: a
+    small cell) and the men aged 65-79 (24 with evidence) have flagged disparities: the page's
+    alert says each cell is small, with its counts; the women aged 65-79 (240 queries, 59 with
+    evidence) are flagged without it."""
+    at = open_app({"bootstrap": "200", "cohort": "site=site_E",
+                   "cohort_columns": "sex*age_band"}, page="cohorts")
+    at.switch_page("app_pages/cohorts.py").run(timeout=COHORTS_TIMEOUT)
+    assert_clean(at)
+    q = pd.read_parquet(demo_paths().queries)
+    cell = q[(q["site"] == "site_E") & (q["sex"] == "F") & (q["age_band"] == "80+")]
+    assert (len(cell), int(cell["has_evidence"].sum())) == (150, 16)
+    alert = next(e.value for e in at.error if "disparity(ies) flagged" in e.value)
+    lines = [line.replace("\\", "") for line in alert.splitlines() if line.startswith("- **")]
+    small = [line for line in lines if "F*80+" in line]
+    assert len(small) == 1 and small[0].endswith(
+        "(a small cell: 150 queries, 16 with evidence)"), lines
+    men = [line for line in lines if "M*65-79" in line]  # 160 queries, 24 with evidence
+    assert len(men) == 1 and men[0].endswith("(a small cell: 160 queries, 24 with evidence)")
+    larger = [line for line in lines if "F*65-79" in line]  # 240 queries, 59 with evidence
+    assert len(larger) == 1 and "small cell" not in larger[0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from metrics_core.cli import main
@@ -192,3 +193,28 @@ def test_report_takes_the_cohort_columns_of_the_settings_file(files, capsys):
     err = capsys.readouterr().err
     assert "chosen.json: cohort_columns: must be a list of at most 64 cohort column names" in err
     assert "Traceback" not in err
+
+
+def test_the_printed_flags_say_which_cohorts_are_small_cells(tmp_path, capsys):
+    """Three posts of the demo in a cohort of their own (30 queries, 1 with evidence: a small
+    cell) get flagged disparities; each printed line of theirs says the cell is small."""
+    from metrics_core.demo import demo_paths
+
+    paths = demo_paths()
+    q = pd.read_parquet(paths.queries)
+    posts = q["post_id"].unique()
+    q["ward"] = np.where(q["post_id"].isin(posts[7:10]), "tiny", "main")
+    tiny = q[q["ward"] == "tiny"]
+    assert (len(tiny), int(tiny["has_evidence"].sum())) == (30, 1)
+    qp = tmp_path / "queries.parquet"
+    q.to_parquet(qp, index=False)
+    out = tmp_path / "m.json"
+    assert main(["evaluate", str(qp), str(paths.candidates), "--out", str(out),
+                 "--bootstrap", "200", "--cohort", "ward"]) == 0
+    rows = [r for r in json.loads(out.read_text())["cohorts"] if r["flagged"]]
+    printed = [line for line in capsys.readouterr().out.splitlines()
+               if line.startswith("  ward=")]
+    assert len(printed) == len(rows) and any(r["value"] == "tiny" for r in rows)
+    for line, row in zip(printed, rows, strict=True):
+        assert line.startswith(f"  ward={row['value']} {row['metric']}: ")
+        assert line.endswith(" (small cell: n=30, 1 with evidence)") == (row["value"] == "tiny")

@@ -28,6 +28,10 @@ def _flagged_text(flagged: pd.DataFrame) -> str:
     for (column, value), rows in flagged.groupby(["column", "value"], sort=False):
         shown = "; ".join(f"{registry.label(r.metric)} {r.estimate:.3f} vs "
                           f"{r.rest_estimate:.3f} elsewhere" for r in rows.itertuples())
+        first = rows.iloc[0]
+        if bool(first["small"]):  # a flag on a handful of queries or positives: said
+            shown += (f" (a small cell: {int(first['n']):,} queries, "
+                      f"{int(first['n_positive']):,} with evidence)")
         lines.append(f"- **{escape_markdown(f'{column} = {value}')}** ({len(rows)}): "
                      + escape_markdown(shown))
     cohorts = len(lines)

@@ -198,7 +198,9 @@ def _print_cohorts(evaluation) -> None:
         lo, hi = row.difference_ci95
         print(f"  {printable(row.column)}={printable(row.value)} {row.metric}: "
               f"{row.estimate:.4f} vs {row.rest_estimate:.4f} elsewhere, difference "
-              f"{row.difference:+.4f} [{lo:+.4f}, {hi:+.4f}], p_adj={row.p_adjusted:.3g}")
+              f"{row.difference:+.4f} [{lo:+.4f}, {hi:+.4f}], p_adj={row.p_adjusted:.3g}"
+              + (f" (small cell: n={row.n}, {row.n_positive} with evidence)" if row.small
+                 else ""))
 
 
 def _print_adjudicated(adjudicated, names) -> None:
