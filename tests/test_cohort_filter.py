@@ -200,3 +200,21 @@ def test_cli_refuses_a_bad_cohort_filter(data, capsys, flag, message):
     assert code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_pair_with_a_column_of_one_cohort_adds_no_weak_segment(data):
+    """At site S2 (the cohort filter) the pair site*sex has sex's cohorts again, each a
+    segment already tried: the weak segments are those of the run without the pair, not each
+    listed twice nor counted twice in Holm's adjustment."""
+    from metrics_core.evaluation.cohorts import evaluate_cohorts
+    from metrics_core.inputs.cohort_columns import cohort_attributes
+
+    q, _, loaded, *_ = data
+    ev = Evaluator(loaded.dataset, cohorts=CohortSource(cohort_columns(q, loaded), loaded))
+    cfg = EvalConfig(bootstrap=50, seed=4, filters=Filters(cohorts=("site=S2",)))
+    attrs = cohort_attributes(q, loaded, ["site", "sex"])
+    both = evaluate_cohorts(ev, cfg, list(attrs.values()), min_size=5).weak_segments
+    alone = evaluate_cohorts(ev, cfg, [attrs["sex"]], min_size=5).weak_segments
+    assert len(alone) and set(alone["columns"]) == {"sex"}
+    assert set(both["columns"]) == {"sex"}  # no "site*sex" copy of a sex segment
+    pd.testing.assert_frame_equal(both.reset_index(drop=True), alone.reset_index(drop=True))

@@ -407,7 +407,11 @@ def cohort_tables(ev, inter, groupings: Sequence, *, n_resamples: int | None = N
         for i, a in enumerate(bases):
             for b in bases[i + 1:]:
                 pair = intersect(a, b)
-                if pair.name not in known:
+                # a pair with no more cohorts than one of its columns has that column's own
+                # (a column with one value in the run, or nested in the other): searched
+                # already, it would list each of them twice and count it twice in Holm's
+                if pair.name not in known and len(pair.values) > max(
+                        np.unique(a.codes).size, np.unique(b.codes).size):
                     segment_columns.append(pair)
     extra_names, extra = extra_columns(ev, inter)
     distinct, where = distinct_columns(extra)  # summed once each, then laid out again
