@@ -297,9 +297,14 @@ def test_canonical_name_wins_over_an_alias_and_extra_columns_are_reported():
     loaded = load(q2, c)
     assert loaded.column_map["queries"]["has_evidence"] == "has_evidence"
     np.testing.assert_array_equal(loaded.dataset.y, load(q, c).dataset.y)
-    assert loaded.warnings == ["queries: column(s) not used: label, notes"]
+    # a queries table's extra columns may name cohorts (contract §9): not called unused
+    assert loaded.warnings == ["queries: column(s) not used by the metrics (cohort columns may "
+                               "be chosen among them): label, notes"]
     assert load(q.assign(**{"0": 1}).rename(columns={"0": 0}), c).warnings == [
-        "queries: column(s) not used: 0"]
+        "queries: column(s) not used by the metrics (cohort columns may be chosen among them): "
+        "0"]
+    assert load(q, c.assign(reviewer="x")).warnings == [
+        "candidates: column(s) not used: reviewer"]
 
 
 def test_two_aliases_for_one_column_are_ambiguous():

@@ -238,7 +238,7 @@ def _load(queries, candidates, queries_name, candidates_name, mapping, limits,
     if candidates is None:
         kind = "long" if _layout(q_df.columns, q_mapping, q_file) == "long" else "queries"
         q_map, q_err = match_columns(q_df.columns, kind, q_mapping, q_file)
-        warnings += _unused(q_df.columns, q_map, q_file)
+        warnings += _unused(q_df.columns, q_map, q_file, queries=True)
         InputErrors.raise_if_any(q_err)
         table = renamed_columns(q_df, q_map)
         rows = np.arange(1, len(q_df) + 1, dtype=np.int64)
@@ -265,7 +265,8 @@ def _load(queries, candidates, queries_name, candidates_name, mapping, limits,
                                       q_file)
         c_map, c_err = match_columns(c_df.columns, "candidates", _present(c_mapping, c_df),
                                       c_file)
-        warnings += _unused(q_df.columns, q_map, q_file) + _unused(c_df.columns, c_map, c_file)
+        warnings += (_unused(q_df.columns, q_map, q_file, queries=True)
+                     + _unused(c_df.columns, c_map, c_file))
         InputErrors.raise_if_any(errors + q_err + c_err)
         q_table = _drop_empty_optional(renamed_columns(q_df, q_map), REQUIRED["queries"], q_file,
                                        warnings)
@@ -417,10 +418,16 @@ def _check_mapped_sources(tables, *, shared: bool, errors: list) -> None:
                                           f"{name_list(df.columns)}", code="bad_mapping"))
 
 
-def _unused(columns, column_map, file) -> list[str]:
+def _unused(columns, column_map, file, *, queries: bool = False) -> list[str]:
+    """The note naming a table's columns that no field reads; a queries table's may be cohort
+    columns (contract §9), which the note says rather than calling them unused."""
     used = set(column_map.values())
     unused = [str(c) for c in columns if str(c) not in used]
-    return [f"{file}: column(s) not used: {name_list(unused)}"] if unused else []
+    if not unused:
+        return []
+    what = ("not used by the metrics (cohort columns may be chosen among them)" if queries
+            else "not used")
+    return [f"{file}: column(s) {what}: {name_list(unused)}"]
 
 
 def _drop_empty_optional(table: dict, required, file, warnings) -> dict:
