@@ -104,9 +104,14 @@ def _sync_inputs() -> None:
 
 
 def _values(value) -> tuple[float, ...]:
-    """A slider's or boxes' value as a tuple of rounded floats (a range has two)."""
-    return tuple(round(float(v), 6) for v in (value if isinstance(value, list | tuple)
-                                              else (value,)))
+    """A slider's or boxes' value as a tuple of rounded floats (a range has two), to compare
+    values without a slider's step noise (the values set are exact: :func:`_exact`)."""
+    return tuple(round(v, 6) for v in _exact(value))
+
+
+def _exact(value) -> tuple[float, ...]:
+    """A slider's or boxes' value as a tuple of floats, exactly."""
+    return tuple(float(v) for v in (value if isinstance(value, list | tuple) else (value,)))
 
 
 def box_keys(key: str) -> tuple[str, ...]:
@@ -125,7 +130,7 @@ def box_keys(key: str) -> tuple[str, ...]:
 def _push(key: str, value) -> None:
     """Send ``value`` to the typed boxes of the slider ``key``: boxes of a new generation if
     they show another value (callbacks run before the widgets exist, so this is allowed)."""
-    values = _values(value)
+    values = _exact(value)
     shown = st.session_state.setdefault(state.BOX_VALUES, {})
     if shown.get(key) == values:
         return
@@ -149,24 +154,27 @@ def _typed(key: str, index: int) -> None:
     if rendered is not None and _values(slider) != rendered:
         _sync_inputs()
         return
-    typed = _values([st.session_state[b] for b in boxes])
+    typed = _exact([st.session_state[b] for b in boxes])
     st.session_state.setdefault(state.BOX_VALUES, {})[key] = typed  # what the boxes show
-    if typed == _values(state.value(key)):
-        # The boxes report the value the threshold has: a box the browser redrew late
+    old = state.value(key)
+    if typed[index] == _exact(old)[index]:
+        # The box reports the value the threshold has: a box the browser redrew late
         # reporting the server's own value, not typing (typing the same number sends nothing).
         return
     fields = provenance.THRESHOLD_FIELDS[key]
     typed_field = fields[index]
     if key == "gate":
-        lo, hi = typed
-        # Keep τ_neg <= τ_pos: the value just typed wins, the other one follows it.
-        if lo > hi:
-            lo, hi = (lo, lo) if typed_field == "tau_neg" else (hi, hi)
+        # The value typed, exactly; the other end is the gate's (not its box's, which may
+        # show it rounded), and follows it to keep τ_neg <= τ_pos.
+        lo, hi = _exact(old)
+        if index == 0:
+            lo, hi = typed[0], max(hi, typed[0])
+        else:
+            lo, hi = min(lo, typed[1]), typed[1]
         new = (lo, hi)
     else:
         new = typed[0]
-    old = state.value(key)
-    moved = [f for f, a, b in zip(fields, _values(old), _values(new), strict=True)
+    moved = [f for f, a, b in zip(fields, _exact(old), _exact(new), strict=True)
              if a != b and f != typed_field]
     state.set_value(key, new, how=state.PRESPECIFIED, mark=(typed_field, *moved))
     _sync_inputs()
@@ -174,8 +182,8 @@ def _typed(key: str, index: int) -> None:
 
 def _typed_inputs(s: Setting, labels: tuple[str, ...]) -> None:
     """Number boxes under a slider, to type a threshold exactly."""
-    values = _values(state.value(s.key))
-    st.session_state[state.RENDERED_PREFIX + s.key] = values
+    values = _exact(state.value(s.key))
+    st.session_state[state.RENDERED_PREFIX + s.key] = _values(values)
     _push(s.key, values)
     boxes = box_keys(s.key)
     # Assigned again whenever the settings are (state.prepare_widget): a box the browser draws
@@ -192,7 +200,7 @@ def _typed_inputs(s: Setting, labels: tuple[str, ...]) -> None:
     for i, (column, box, label, v) in enumerate(zip(st.columns(len(boxes)), boxes, labels,
                                                     values, strict=True)):
         column.number_input(f"{label} (type exactly)", float(s.low), float(s.high), v,
-                            step=float(s.step) / 2, format="%.3f", key=box,
+                            step=float(s.step) / 2, format="%g", key=box,
                             on_change=_typed, args=(s.key, i))
 
 
@@ -224,7 +232,7 @@ def _set_gate(key: str, criterion: str, lo, hi) -> None:
     if lo is None:
         gates.pop(criterion, None)
     else:
-        gates[criterion] = (criterion, round(float(lo), 6), round(float(hi), 6))
+        gates[criterion] = (criterion, float(lo), float(hi))
     state.set_value(key, tuple(gates[c] for c in sorted(gates)), how=state.PRESPECIFIED)
 
 

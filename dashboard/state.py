@@ -319,11 +319,13 @@ class Setting:
         """``value`` checked by the configuration's own rules (:class:`EvalConfig`, the one
         schema of every setting) and normalised; ValueError naming the setting otherwise."""
         try:
+            # Numbers keep their exact value (contract §13): a link's or a file's 1e-07 is
+            # 1e-07, as on the command line (a slider's own step noise is taken off where
+            # the slider's value comes in: from_widget).
             if self.kind == "range":
-                lo, hi = (float(v) for v in value)
-                value = (round(lo, 6), round(hi, 6))
+                value = tuple(float(v) for v in value)
             elif self.kind == "float":
-                value = round(float(value), 6)
+                value = float(value)
             elif self.kind in ("multi", "gates"):
                 value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
             if self.key == COHORT_COLUMNS:  # the settings file's own rule of the names
@@ -405,11 +407,14 @@ def short_repr(value) -> str:
 
 
 def _num(value) -> str:
-    """Shortest plain text of a number (0.1 -> '0.1', 10.0 -> '10')."""
+    """Shortest text that reads back as exactly the number (0.1 -> '0.1', 10.0 -> '10',
+    1e-07 -> '1e-07', 0.6123456789 -> '0.6123456789')."""
     if isinstance(value, bool):
         return "1" if value else "0"
-    value = round(float(value), 6)
-    return f"{value:g}" if abs(value) < 1e15 else str(value)
+    value = float(value)
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
 
 
 def _from_field(name: str) -> Setting:
@@ -514,9 +519,9 @@ def build_config(values: Mapping[str, Any]) -> EvalConfig:
             continue
         value = values[s.key]
         if s.kind == "range":
-            changes[s.fields[0]], changes[s.fields[1]] = (round(float(v), 6) for v in value)
+            changes[s.fields[0]], changes[s.fields[1]] = (float(v) for v in value)
         elif s.kind == "float":
-            changes[s.fields[0]] = round(float(value), 6)
+            changes[s.fields[0]] = float(value)
         elif s.kind == "int":
             changes[s.fields[0]] = int(value)
         elif s.kind == "bool":
@@ -698,8 +703,35 @@ def from_widget(key: str) -> None:
     setting_moved()
     # A widget offers only valid values; should one not be, the model keeps its own.
     with contextlib.suppress(ValueError):
-        set_value(key, st.session_state[key],
+        set_value(key, _off_the_slider(_BY_KEY[key], st.session_state[key]),
                   how=EXPLORATORY if key in THRESHOLD_FIELDS else None)
+
+
+def _off_the_slider(s: Setting, new):
+    """A slider's value without the noise of its step arithmetic in the browser (0.1 + 3 ×
+    0.01 arrives as 0.13000000000000003): six decimals, far below any slider step; a value
+    that did not move keeps the model's exact value. Other widgets' values are kept as they
+    come.
+
+    A range slider moves one thumb at a time, but the browser sends both, and a thumb off
+    the slider's grid (a typed 0.655, a guaranteed 0.083417, a link's 1e-07) comes back
+    snapped to it (0.66, 0.08, 0): the thumb that did not move keeps the model's exact value
+    (and its mark and guarantee: moving τ_pos marks τ_pos alone). The thumbs that moved are
+    those that moved by a step or more; when neither did (an off-grid thumb moved one step
+    onto the grid), the one that moved more."""
+    if s.control != "slider" or s.kind not in ("float", "range"):
+        return new
+    old = model()[s.key]
+    if s.kind == "float":
+        return old if round(float(new), 6) == round(float(old), 6) else round(float(new), 6)
+    got = tuple(round(float(n), 6) for n in new)
+    was = tuple(float(o) for o in old)
+    change = [abs(g - w) for g, w in zip(got, was, strict=True)]
+    moved = [c >= float(s.step) - 1e-9 for c in change]
+    if not any(moved) and max(change) > 1e-6:
+        moved = [c == max(change) for c in change]
+    kept = tuple(g if m else w for g, w, m in zip(got, was, moved, strict=True))
+    return kept if kept[0] <= kept[1] else got
 
 
 def fragment_rerun() -> bool:

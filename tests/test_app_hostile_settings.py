@@ -10,7 +10,7 @@ import pytest
 
 from dashboard import state
 from metrics_core.config import EvalConfig
-from tests.test_app import TIMEOUT, assert_clean, open_app
+from tests.test_app import TIMEOUT, assert_clean, open_app, texts
 
 
 def warnings_of(at) -> str:
@@ -140,3 +140,34 @@ def test_a_settings_file_setting_what_the_dashboard_does_not_offer_is_refused(fi
     shown = " ".join(str(e.value) for e in at.error)
     assert "was not applied" in shown and field in shown and "report --settings" in shown
     assert view_config(at).gamma == EvalConfig().gamma  # nothing applied, nothing dropped
+
+
+def test_thresholds_of_a_link_and_a_settings_file_keep_their_exact_value():
+    """A threshold with more than six decimals is the threshold of the view, of the link and
+    of metrics_master.json exactly as given (contract §13: numbers keep their exact value, as
+    the command line keeps them); it was rounded to six decimals, so τ_neg = 1e-07 became 0
+    (no query NEG) and `report --settings` of the same file disagreed with the app."""
+    at = open_app({"gate": "1e-07,0.6123456789", "gamma": "0.8500001", "ci": "0"},
+                  page="gate")
+    assert_clean(at)
+    cfg = view_config(at)
+    assert (cfg.tau_neg, cfg.tau_pos, cfg.gamma) == (1e-07, 0.6123456789, 0.8500001)
+    assert at.query_params["gate"] == "1e-07,0.6123456789"
+    assert at.query_params["gamma"] == "0.8500001"
+    # the page states them exactly, and its exact-value boxes hold them
+    assert any("Thresholds: τ_neg 1e-07 (pre-specified); τ_pos 0.6123456789 (pre-specified)"
+               in t.replace("\\_", "_") for t in texts(at))
+    boxes = {n.label: n.value for n in at.number_input if "type exactly" in n.label}
+    assert boxes["τ_neg (type exactly)"] == 1e-07
+    assert boxes["τ_pos (type exactly)"] == 0.6123456789
+    # the link written back reads back to the same view in a new session
+    again = open_app(dict(at.query_params), page="gate")
+    cfg = view_config(again)
+    assert (cfg.tau_neg, cfg.tau_pos, cfg.gamma) == (1e-07, 0.6123456789, 0.8500001)
+
+    at = _apply(open_app({"ci": "0"}), _settings(tau_neg=1e-07, tau_pos=0.6123456789,
+                                                  temperature=12.3456789))
+    assert_clean(at)
+    cfg = view_config(at)
+    assert (cfg.tau_neg, cfg.tau_pos, cfg.temperature) == (1e-07, 0.6123456789, 12.3456789)
+    assert at.query_params["temperature"] == "12.3456789"

@@ -47,6 +47,33 @@ def test_a_typed_threshold_moves_the_slider_and_is_prespecified():
     assert at.slider(key="gate").value == pytest.approx((0.7, 0.7))
 
 
+def test_moving_one_thumb_leaves_the_other_off_grid_end_as_it_was():
+    """The browser sends both thumbs of the gate slider, an off-grid end snapped to the
+    slider's grid (seen in Chromium: a guaranteed τ_neg 0.083417 came back as 0.08 when
+    τ_pos moved one step; a typed τ_pos 0.6 came back as 0.598 when τ_neg moved): the end
+    that did not move keeps its exact value, its mark and its guarantee (contract §9: moving
+    τ_pos marks τ_pos alone)."""
+    at = open_app({"gate": "0.083417,0.6",
+                   "guaranteed": "tau_neg;screening_sensitivity>=0.99;0.1;1;all;14770"},
+                  page="gate")
+    assert "τ_neg 0.083417 (guaranteed: screening_sensitivity" in header(at)
+    at.slider(key="gate").set_value((0.08, 0.61)).run()  # τ_pos moved one step
+    line = header(at)
+    assert "τ_neg 0.083417 (guaranteed: screening_sensitivity" in line
+    assert "τ_pos 0.61 (exploratory)" in line
+    assert at.session_state[state.VIEW].config.tau_neg == 0.083417
+    assert at.query_params["gate"] == "0.083417,0.61"
+    # a typed τ_pos, then τ_neg moved: τ_pos stays typed (pre-specified)
+    box(at, "τ_pos").set_value(0.655).run()
+    at.slider(key="gate").set_value((0.09, 0.66)).run()
+    line = header(at)
+    assert "τ_neg 0.09 (exploratory)" in line and "τ_pos 0.655 (pre-specified)" in line
+    # an off-grid thumb moved one step onto the grid moves, the other stays
+    at.slider(key="gate").set_value((0.09, 0.65)).run()
+    assert at.session_state[state.VIEW].config.tau_pos == 0.65
+    assert "τ_neg 0.09 (exploratory)" in header(at)
+
+
 def test_a_link_is_prespecified_and_carries_per_criterion_gates():
     at = open_app({"gate": "0.05,0.7", "criterion_gates": ["A.1:0.02:0.9", "A.2:0.2:0.3"]},
                   page="gate")

@@ -131,6 +131,8 @@ def thresholds_line(config, marks: dict | None = None, guarantees: dict | None =
     >>> from metrics_core.config import EvalConfig
     >>> thresholds_line(EvalConfig(), {"gamma": "exploratory"}).split("; ")[2:]
     ['τ 0.5 (pre-specified)', 'γ 0.9 (exploratory)']
+    >>> thresholds_line(EvalConfig(tau_neg=1e-07, tau_pos=0.6123456789)).split("; ")[:2]
+    ['Thresholds: τ_neg 1e-07 (pre-specified)', 'τ_pos 0.6123456789 (pre-specified)']
     """
     got, kept = marks or {}, guarantees or {}
 
@@ -139,10 +141,14 @@ def thresholds_line(config, marks: dict | None = None, guarantees: dict | None =
             return kept[name].describe() if name in kept else GUARANTEED
         return EXPLORATORY if got.get(name) == EXPLORATORY else PRESPECIFIED
 
-    parts = [f"τ_neg {config.tau_neg:g} ({mark('tau_neg')})",
-             f"τ_pos {config.tau_pos:g} ({mark('tau_pos')})",
-             f"τ {config.threshold:g} ({mark('threshold')})",
-             f"γ {config.gamma:g} ({mark('gamma')})"]
+    def exact(x):  # 0.1 -> 0.1, 1e-07 -> 1e-07; 0.6123456789 whole, not 0.612346
+        short = f"{x:g}"
+        return short if float(short) == x else repr(float(x))
+
+    parts = [f"τ_neg {exact(config.tau_neg)} ({mark('tau_neg')})",
+             f"τ_pos {exact(config.tau_pos)} ({mark('tau_pos')})",
+             f"τ {exact(config.threshold)} ({mark('threshold')})",
+             f"γ {exact(config.gamma)} ({mark('gamma')})"]
     if config.criterion_gates:
         parts.append(f"{len(config.criterion_gates)} per-criterion gate(s) "
                      f"({mark('criterion_gates')})")
