@@ -239,6 +239,15 @@ def evaluated_text(v) -> str:
     return text
 
 
+def intervals_hint(v) -> str:
+    """What gives the view ``v`` its bootstrap intervals: the switch when it is off; with the
+    switch on and 0 resamples (a link's or a settings file's ``bootstrap = 0``), the resamples
+    (the switch the hint would name is already on)."""
+    if v.show_bootstrap and v.config.bootstrap == 0:
+        return "set *Bootstrap resamples* above 0 under *Uncertainty*"
+    return "switch on *Compute bootstrap CIs* under *Uncertainty*"
+
+
 def gold_caption(v) -> None:
     """Which gold labels the view is computed on (the ``gold`` setting, contract §14)."""
     with st.container(key="gold_header"):

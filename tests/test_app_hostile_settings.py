@@ -171,3 +171,17 @@ def test_thresholds_of_a_link_and_a_settings_file_keep_their_exact_value():
     cfg = view_config(at)
     assert (cfg.tau_neg, cfg.tau_pos, cfg.temperature) == (1e-07, 0.6123456789, 12.3456789)
     assert at.query_params["temperature"] == "12.3456789"
+
+
+@pytest.mark.parametrize(("query", "hint", "not_hint"), [
+    ({"bootstrap": "0"}, "set *Bootstrap resamples* above 0", "switch on *Compute bootstrap"),
+    ({"ci": "0"}, "switch on *Compute bootstrap CIs*", "set *Bootstrap resamples*")])
+def test_without_intervals_the_pages_name_the_control_that_is_off(query, hint, not_hint):
+    """A link's (or a settings file's) ``bootstrap = 0`` leaves *Compute bootstrap CIs* on with
+    no resamples: the Overview and Per criterion said to switch on the switch that was on;
+    they name the resamples then, and the switch when it is off."""
+    for page in ("overview", "per_criterion"):
+        at = open_app(query, page=page)
+        assert_clean(at)
+        shown = " ".join(texts(at))
+        assert hint in shown and not_hint not in shown, page

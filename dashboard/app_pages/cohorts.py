@@ -81,7 +81,7 @@ else:
                  key="cohort_forest")
     live, exported = data.cohort_resamples(v)
     if not live:
-        used = "Intervals are off (Compute bootstrap CIs, in the sidebar): none here."
+        used = f"Intervals are off ({display.intervals_hint(v)}): none here."
     else:
         used = f"Intervals from {live:,} resamples of posts."
         if exported != live:  # the documents are computed again, with the run's number

@@ -16,8 +16,8 @@ st.subheader("Does the model meet its targets?")
 verdicts = display.verdict_frame(ev)
 summary = display.verdict_summary(verdicts)
 if (verdicts["verdict"] == "point estimate only").any():
-    summary += (" A target is judged only on a 95% interval: switch on *Compute bootstrap "
-                "CIs* under *Uncertainty* to judge the others.")
+    summary += (" A target is judged only on a 95% interval: "
+                f"{display.intervals_hint(v)} to judge the others.")
 st.markdown(summary)
 with st.container(key="overview_verdicts"):
     for line in display.verdict_lines(verdicts):
@@ -43,8 +43,7 @@ display.live_chart(live_charts.roc_chart(
     band=ev.roc_band, kept=chart_data.session_store()), key="overview_roc")
 st.caption("The markers are the operating points of τ_neg, τ_pos and τ. "
            + ("The shaded band is the pointwise 95% bootstrap band." if ev.roc_band is not None
-              else "No 95% band: bootstrap intervals are off (*Compute bootstrap CIs* under "
-                   "*Uncertainty*)."))
+              else f"No 95% band: bootstrap intervals are off ({display.intervals_hint(v)})."))
 
 st.subheader("Data")
 cols = st.columns(4)

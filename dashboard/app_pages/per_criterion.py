@@ -43,7 +43,7 @@ st.caption((f"Intervals from {data.LIVE_RESAMPLES:,} resamples per criterion; th
             f"configured {ev.config.bootstrap:,} are being computed (below) and will "
             "replace them here.\n\n" if refining else "")
            + "Dots: each criterion, with its 95% interval (" + ("; ".join(methods) or "none: "
-           "switch on bootstrap CIs under *Uncertainty*") + "). Lines: micro (pooled) and "
+           + display.intervals_hint(v)) + "). Lines: micro (pooled) and "
            f"macro (mean over the criteria where {registry.label(metric)} is defined: "
            f"{counts.get(metric, 0)} of {n_criteria}).")
 focus = groups.rename(columns={"group": "criterion", "value": registry.label(metric)})
