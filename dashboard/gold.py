@@ -261,7 +261,7 @@ def adjudicated_run(v: data.View) -> AdjudicatedRun | None:
 
 def master_json(ref: data.ViewRef, v: data.View) -> Callable[[], str]:
     """``metrics_master.json`` of the view shown when it is clicked (``ref``; ``v``: this run's,
-    of the same gold): on the original
+    of the same gold), with its thresholds' provenance: on the original
     gold the view's document; on an adjudicated gold the original gold's document with the
     ``adjudication`` block (the adjudicated records beside), as ``metrics-core evaluate
     --adjudications`` writes it: the original numbers are never replaced."""
@@ -271,8 +271,10 @@ def master_json(ref: data.ViewRef, v: data.View) -> Callable[[], str]:
 
     def document() -> str:
         v = ref.view  # a page fragment's rerun may have replaced the view (same gold)
+        # how the view's thresholds were chosen, as its settings.json and record say
         if make is None or v.source.adjudicated is None:
-            return data.exported_evaluation(v).to_json()
+            return data.exported_evaluation(v).with_provenance(v.marks, v.guarantees).to_json()
         run = make(v)
-        return with_adjudication(run.original.to_json(), run)
+        return with_adjudication(run.original.with_provenance(v.marks, v.guarantees).to_json(),
+                                 run)
     return document

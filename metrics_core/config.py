@@ -485,3 +485,26 @@ SCHEMA_DEFAULTS: Mapping = MappingProxyType({f.name: f.default for f in fields(E
 #: threshold as exploratory or guaranteed keeps it so wherever it is loaded.
 THRESHOLD_FIELDS = ("tau_neg", "tau_pos", "threshold", "gamma", "criterion_gates")
 PRESPECIFIED, EXPLORATORY, GUARANTEED = "pre-specified", "exploratory", "guaranteed"
+
+
+def threshold_provenance(config: EvalConfig, marks: Mapping | None = None,
+                         guarantees: Mapping | None = None) -> dict:
+    """How each threshold of ``config`` was chosen, as settings.json and metrics_master.json
+    write it: ``{"provenance": {field: mark}}`` (``marks``: field -> one of the three marks;
+    a field not given is pre-specified, as the command line's own runs are; a guaranteed
+    mark without its guarantee in ``guarantees`` is written exploratory; ``criterion_gates``
+    only when the run has per-criterion gates), with ``"guarantees": {field: guarantee}``
+    (each guarantee's ``to_dict()``) when a field is guaranteed."""
+    kept = guarantees or {}
+    provenance = {name: (marks or {}).get(name, PRESPECIFIED) for name in THRESHOLD_FIELDS}
+    for name, mark in provenance.items():
+        if mark == GUARANTEED and name not in kept:
+            provenance[name] = EXPLORATORY
+    if not config.criterion_gates:
+        provenance.pop("criterion_gates")
+    out: dict = {"provenance": provenance}
+    guaranteed = {name: kept[name].to_dict() for name, mark in provenance.items()
+                  if mark == GUARANTEED}
+    if guaranteed:
+        out["guarantees"] = guaranteed
+    return out

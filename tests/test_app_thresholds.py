@@ -332,3 +332,50 @@ def test_every_setting_widget_is_drawn_with_the_models_value_as_its_default():
     at.switch_page("app_pages/dynamic_k.py").run()
     for label, (default, shown) in defaults_and_values(at).items():
         assert default == shown, (label, default, shown)
+
+
+def test_metrics_master_json_says_how_each_threshold_was_chosen():
+    """The dashboard's metrics_master.json, the record's zip and settings.json say the same
+    marks: a moved end exploratory, a guaranteed one guaranteed with its guarantee, the rest
+    pre-specified; the command line's own document (the run shared by the sessions) stays
+    every threshold pre-specified."""
+    import io
+    import json
+    import zipfile
+
+    from dashboard import data, gold
+    from metrics_core.report import decision_record as record
+
+    at = open_app({"gate": "0.083417,0.6",
+                   "guaranteed": "tau_neg;screening_sensitivity>=0.99;0.1;1;all;14770"},
+                  page="gate")
+    at.slider(key="gate").set_value((0.08, 0.61)).run()  # τ_pos moved: exploratory
+    v = at.session_state[state.VIEW]
+    master = json.loads(gold.master_json(data.ViewRef(v), v)())
+    want = {"tau_neg": "guaranteed", "tau_pos": "exploratory", "threshold": "pre-specified",
+            "gamma": "pre-specified"}
+    assert master["provenance"] == want
+    assert master["guarantees"]["tau_neg"]["target"] == "screening_sensitivity>=0.99"
+    assert master["config"]["tau_neg"] == 0.083417 and master["config"]["tau_pos"] == 0.61
+    settings = json.loads(record.settings_json(v.evaluation, marks=v.marks,
+                                               guarantees=v.guarantees))
+    assert settings["provenance"] == want and settings["guarantees"] == master["guarantees"]
+    packed = record.render_zip(v.evaluation, html_text="<html></html>", pdf=b"%PDF",
+                               marks=v.marks, guarantees=v.guarantees)
+    with zipfile.ZipFile(io.BytesIO(packed)) as z:
+        zipped = json.loads(z.read("metrics_master.json"))
+    assert zipped["provenance"] == want and zipped["guarantees"] == master["guarantees"]
+    # the view's own run, which other sessions may share, is not marked by this session
+    plain = json.loads(v.evaluation.to_json())
+    assert plain["provenance"] == dict.fromkeys(want, "pre-specified")
+    assert "guarantees" not in plain
+
+
+def test_a_guaranteed_mark_without_its_guarantee_is_written_exploratory():
+    from metrics_core.config import threshold_provenance
+
+    cfg = EvalConfig(criterion_gates=(("A.1", 0.1, 0.6),))
+    got = threshold_provenance(cfg, {"tau_neg": "guaranteed", "gamma": "exploratory"})
+    assert got == {"provenance": {"tau_neg": "exploratory", "tau_pos": "pre-specified",
+                                  "threshold": "pre-specified", "gamma": "exploratory",
+                                  "criterion_gates": "pre-specified"}}

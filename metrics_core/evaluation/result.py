@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from metrics_core import registry
+from metrics_core.config import threshold_provenance
 from metrics_core.evaluation.inflight import ComputeOnce, in_background
 
 __all__ = ["TABLES", "Check", "Evaluation", "MetricRecord", "clean", "frame_records"]
@@ -102,6 +103,8 @@ class Evaluation:
     ranking_summary: dict
     audit: object | None = None
     run: dict = field(default_factory=dict)
+    #: How each threshold was chosen (:meth:`with_provenance`; None: every one pre-specified).
+    provenance: dict | None = None
     _index: dict = field(default_factory=dict, repr=False)
     _tables: dict = field(default_factory=dict, repr=False)
     _once: ComputeOnce = field(default_factory=ComputeOnce, repr=False)
@@ -134,6 +137,15 @@ class Evaluation:
         ``cohorts`` and ``weak_segments`` (:mod:`metrics_core.evaluation.cohorts`) appear in
         :meth:`to_dict` when added."""
         self._tables.update(builders)
+
+    def with_provenance(self, marks: dict | None, guarantees: dict | None = None
+                        ) -> Evaluation:
+        """A copy of this run whose document says how each threshold was chosen
+        (:func:`metrics_core.config.threshold_provenance`: ``marks`` field -> pre-specified /
+        exploratory / guaranteed, with the guaranteed fields' ``guarantees``); this one, which
+        other readers may share, unchanged. Without it every threshold is pre-specified, as
+        the command line's own runs are."""
+        return replace(self, provenance=threshold_provenance(self.config, marks, guarantees))
 
     def with_tables(self, **builders) -> Evaluation:
         """A copy of this run with more tables (as :meth:`add_tables`), this one unchanged: a
@@ -282,6 +294,7 @@ class Evaluation:
             "generated_by": self.run.get("generated_by"),
             "run": self.run,
             "config": self.config.to_dict(),
+            **(self.provenance or threshold_provenance(self.config)),
             "dataset": self.summary,
             "metrics": [r.to_dict() for r in self.records],
             "tpr_at_fpr": [{"target_fpr": t.target, "tpr": t.tpr if t.defined else None,

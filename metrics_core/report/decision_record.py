@@ -35,6 +35,7 @@ from metrics_core.config import (
     PRESPECIFIED,
     SETTINGS_SCHEMA_ID,
     THRESHOLD_FIELDS,
+    threshold_provenance,
 )
 from metrics_core.report import evaluation_figures
 from metrics_core.report.export import csv_bytes
@@ -166,18 +167,8 @@ def settings_json(evaluation, *, marks: dict | None = None,
     there are some) with the bins of the numeric ones (``cohort_bins``: ``{column: SPEC}``,
     ``--cohort-bins``; written when there are some)."""
     cfg = evaluation.config
-    kept = guarantees or {}
-    provenance = {name: (marks or {}).get(name, PRESPECIFIED) for name in THRESHOLD_FIELDS}
-    for name, mark in provenance.items():
-        if mark == GUARANTEED and name not in kept:
-            provenance[name] = EXPLORATORY
-    if not cfg.criterion_gates:
-        provenance.pop("criterion_gates")
-    out = {"schema": SETTINGS_SCHEMA_ID, "config": cfg.to_dict(), "provenance": provenance}
-    guaranteed = {name: kept[name].to_dict() for name, mark in provenance.items()
-                  if mark == GUARANTEED}
-    if guaranteed:
-        out["guarantees"] = guaranteed
+    out = {"schema": SETTINGS_SCHEMA_ID, "config": cfg.to_dict(),
+           **threshold_provenance(cfg, marks, guarantees)}
     if cohort_columns:
         out[COHORT_COLUMNS_KEY] = list(cohort_columns)
         if cohort_bins:
@@ -546,11 +537,13 @@ def render_zip(evaluation, *, html_text: str, pdf: bytes | None = None,
         elif pdf_missing:
             z.writestr(PDF_NOTE, f"The PDF of this record was left out: {pdf_missing}\n"
                                  "decision_record.html has the same content.\n")
-        document = evaluation.to_json()
+        document = evaluation.with_provenance(marks, guarantees).to_json()
         if adjudication is not None:  # the adjudicated records beside, and the file itself
             from metrics_core.evaluation.adjudicated import with_adjudication
 
-            document = with_adjudication(adjudication.original.to_json(), adjudication)
+            document = with_adjudication(
+                adjudication.original.with_provenance(marks, guarantees).to_json(),
+                adjudication)
             z.writestr("adjudications.csv", adjudication.adjudications.to_csv())
         z.writestr("metrics_master.json", document)
         z.writestr("settings.json", settings_json(evaluation, marks=marks,
