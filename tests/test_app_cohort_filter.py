@@ -124,7 +124,7 @@ def test_every_page_says_the_cohorts_size_and_the_data_page_that_its_counts_are_
     """Under the filter, each page's Evaluated line gives the cohort's queries, positives and
     posts (counted here with pandas on the demo's rows); the Data & audit page, whose counts
     are the whole files', says so and names the cohort the other pages show."""
-    ds, at_e = site_e
+    ds, _ = site_e
     q = pd.read_parquet(demo_paths().queries)
     rows = q[q["site"] == "site_E"]
     size = (f"{len(rows):,} queries ({int(rows['has_evidence'].sum()):,} with evidence) on "

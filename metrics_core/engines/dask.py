@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from metrics_core.config import threshold_provenance
 from metrics_core.engines.gathered import (
     DaskRun,
     GatheredEvaluator,
@@ -259,6 +260,7 @@ def evaluate_reduced(queries, candidates, config, *, scheduler: str | None = Non
                 "created": datetime.now(UTC).isoformat(timespec="seconds"),
                 "inputs": [dict(fingerprint(p)) for p in (*q_files, *c_files)]},
         "config": config.to_dict(),
+        **threshold_provenance(config),  # the command line's thresholds: pre-specified
         "dataset": {"n_queries": n, "n_positive": summary["n_positive"],
                     "positive_rate": summary["n_positive"] / n if n else None,
                     "n_posts": summary["n_posts"], "n_candidates": summary["n_candidates"],
