@@ -209,11 +209,25 @@ def _class_codes(series: pd.Series, mapping: dict[str, int], *, column: str, fil
         bad = mapped.isna().to_numpy()
         codes[~bad] = mapped[~bad].to_numpy(dtype=np.int64)
     if bad.any():
-        found = sorted({str(v) for v in series[bad].tolist()})[:5]
+        found = sorted({_shown(v) for v in series[bad].tolist()})[:5]
         return codes, InputError.from_mask(bad, f"values must be {expected}", file=file,
                                            column=column, row_numbers=np.arange(1, len(bad) + 1),
                                            hint=f"found {', '.join(found)}")
     return codes, None
+
+
+def _shown(value) -> str:
+    """A cell as an error message quotes it: a missing or blank cell as ``(empty)``."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return "(empty)"
+    text = str(value)
+    return text if text.strip() else "(empty)"
+
+
+def _blank(series: pd.Series) -> np.ndarray:
+    """Rows whose cell is missing or blank text (a CSV's empty cell read as text is ``""``)."""
+    text = series.astype("string").str.strip()
+    return (series.isna() | (text == "")).fillna(True).to_numpy(dtype=bool)
 
 
 def _is_number(text: str) -> bool:
@@ -278,7 +292,7 @@ def parse_triage(frame: pd.DataFrame, *, name: str | None = None,
     trial = None
     if cols.trial is not None:
         raw = frame[cols.trial]
-        missing = raw.isna().to_numpy()
+        missing = _blank(raw)
         if missing.any():
             errors.append(InputError.from_mask(missing, "trial id is missing", file=name,
                                                column=cols.trial,
@@ -329,10 +343,11 @@ def detect_triage(frame: pd.DataFrame, *, config: TriageConfig | None = None) ->
     """Whether ``frame`` looks like a triage file rather than a queries / candidates table.
 
     True when it has a label and a prediction column (by config or alias), no candidate or
-    query-table columns (``sent_uid``, ``has_evidence``, ``p_has_evidence``), and the
-    predictions are among the configured three names (case-insensitive; a file without any
-    abstention still qualifies), or numbers 1 / 0 / -1 with -1 among them (1 / 0 alone could
-    be any binary prediction).
+    query-table columns (``sent_uid``, ``has_evidence``, ``p_has_evidence``), and among the
+    predictions one of the configured three names (case-insensitive; a file without any
+    abstention still qualifies), or numbers with -1 among them (1 / 0 alone could be any binary
+    prediction). Blank, unknown or missing verdicts beside them do not make it something else:
+    :func:`parse_triage` then names their rows.
     """
     config = config or TriageConfig()
     columns = [str(c) for c in frame.columns]
@@ -347,12 +362,11 @@ def detect_triage(frame: pd.DataFrame, *, config: TriageConfig | None = None) ->
         return False
     if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(
             values.dtype):
-        found = set(values.astype(np.float64).unique().tolist())
-        return found <= {1.0, 0.0, -1.0} and -1.0 in found
+        return bool((values.astype(np.float64) == -1.0).any())
     found = set(values.astype("string").str.strip().str.lower().unique().tolist())
     names = {config.positive_name.strip().lower(), config.negative_name.strip().lower(),
              config.abstain_name.strip().lower()}
-    return found <= names
+    return bool(found & names)
 
 
 # ------------------------------------------------------------------------------- metrics

@@ -543,6 +543,17 @@ def test_a_triage_file_switches_to_the_triage_view():
         assert_same(row.p95, report.latency[row.timing].p95)
 
 
+def test_a_triage_file_with_a_blank_or_unknown_verdict_names_them():
+    data = b"label,prediction,confidence\nfake,fake,0.9\nreal,unsure,0.5\nreal,,0.8\n"
+    at = upload(open_app(), ("runs.csv", data, "text/csv"))
+    assert_clean(at)
+    message = "\n".join(e.value for e in at.error)
+    assert "runs.csv: column 'prediction': values must be 'fake' / 'real' / 'uncertain'" \
+        in message
+    assert "(2 rows, first: 2, 3); found (empty), unsure" in message
+    assert "post_id" not in message  # not taken for a queries table
+
+
 def open_triage_demo() -> AppTest:
     at = open_app()
     at.radio(key=state.DEMO_VARIANT).set_value("demo_triage").run()

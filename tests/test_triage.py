@@ -266,3 +266,35 @@ def test_detect_triage(small_frame):
     custom = TriageConfig(positive_name="bad", negative_name="good", abstain_name="review")
     frame = pd.DataFrame({"label": ["bad", "good"], "verdict": ["review", "bad"]})
     assert detect_triage(frame, config=custom) and not detect_triage(frame)
+
+
+def test_a_blank_or_unknown_verdict_is_named_not_read_as_another_table():
+    # A CSV's empty cell arrives as "" when the column is read as text (the app's upload):
+    # the file is still a triage file, and the error names the column, the rule and the rows.
+    blank = pd.DataFrame({"label": ["fake", "real", "real", "fake"],
+                          "prediction": ["fake", "", "real", "uncertain"]})
+    unknown = blank.assign(prediction=["fake", "unsure", "real", "uncertain"])
+    numeric = pd.DataFrame({"label": [1, 0, 1], "prediction": [1.0, np.nan, -1.0]})
+    for frame, row, found in ((blank, 2, "(empty)"), (unknown, 2, "unsure"),
+                              (numeric, 2, "(empty)")):
+        assert detect_triage(frame)
+        with pytest.raises(InputError) as info:
+            parse_triage(frame, name="runs.csv")
+        err = info.value
+        assert (err.file, err.column, err.rows) == ("runs.csv", "prediction", [row])
+        assert "'uncertain'" in err.rule and err.hint == f"found {found}"
+    # a blank label is quoted as such, not as nothing
+    with pytest.raises(InputError) as info:
+        parse_triage(blank.assign(label=["fake", " ", "real", "fake"],
+                                  prediction=["fake", "real", "real", "uncertain"]))
+    assert (info.value.column, info.value.rows, info.value.hint) == ("label", [2],
+                                                                     "found (empty)")
+
+
+def test_a_blank_trial_id_is_missing():
+    frame = pd.DataFrame({"label": ["fake", "real", "real"],
+                          "prediction": ["fake", "real", "uncertain"],
+                          "trial": ["1", "", "2"]})
+    with pytest.raises(InputError, match="trial id is missing") as info:
+        parse_triage(frame, name="runs.csv")
+    assert (info.value.column, info.value.rows) == ("trial", [2])
