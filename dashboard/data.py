@@ -191,17 +191,22 @@ def cohort_choices(source: Source) -> tuple[str, ...]:
     return (*single, *(f"{a}*{b}" for a, b in itertools.combinations(single, 2)))
 
 
-def cohort_options(source: Source) -> tuple[str, ...]:
+def cohort_options(source: Source, bins: Mapping[str, str] | None = None
+                   ) -> tuple[str, ...]:
     """``column=value`` for every value of the source's suggested cohort columns (the
-    sidebar's cohort filter; a missing value is the value ``missing``); a column that cannot
-    be read is left out."""
+    sidebar's cohort filter; a missing value is the value ``missing``), a numeric column cut
+    by its bins in ``bins`` (the view's: :func:`settings_bins`; a column without: its default
+    bins), as the filter's evaluation cuts it (contract §9, cohort filter); a column that
+    cannot be read is left out."""
     if source.cohorts is None or source.loaded is None:
         return ()
     reader = source.evaluator().cohorts
+    bins = bins or {}
     out = []
     for column in source.cohorts.suggested:
         try:
-            values = reader.values([column])[column]
+            values = reader.values([column], bins={column: bins[column]} if column in bins
+                                   else None)[column]
         except (InputError, ValueError):
             continue
         out.extend(f"{column}={value}" for value in values)
@@ -229,6 +234,16 @@ def chosen_bins(source: Source, columns, bins: Mapping[str, str]) -> dict[str, s
     """The bins ``bins`` of the numeric ones of the cohort ``columns`` (others left out)."""
     numeric = numeric_cohort_columns(source, columns)
     return {c: b for c, b in bins.items() if c in numeric}
+
+
+def settings_bins(source: Source, values: Mapping[str, Any]) -> dict[str, str]:
+    """The bins the view of the settings ``values`` cuts its numeric cohort columns with
+    (the Cohorts page's and the cohort filter's): ``values``' ``cohort_bins`` of its chosen
+    cohort columns that ``source`` offers, the numeric ones only (:func:`chosen_bins`)."""
+    choices = cohort_choices(source)
+    columns = tuple(c for c in values[state.COHORT_COLUMNS] if c in choices)
+    return chosen_bins(source, columns, dict(
+        str(item).split("=", 1) for item in values[state.COHORT_BINS]))
 
 
 def cohort_result(v: View, columns, *, in_page: bool = False, exported: bool = False):

@@ -61,12 +61,13 @@ def _split(source: data.Source, values: dict) -> tuple[dict, dict]:
     columns = data.cohort_choices(source)
     has = tuple(c for c in values.get(COHORT_COLUMNS, ()) if c in columns)
     lacks = tuple(c for c in values.get(COHORT_COLUMNS, ()) if c not in columns)
-    options = data.cohort_options(source)
     bins = values.get(COHORT_BINS, ())
     found = {COHORT_COLUMNS: has,
              COHORT_BINS: tuple(b for b in bins
-                                if b.split("=", 1)[0] in state.bin_columns(has)),
-             "cohort": tuple(c for c in values.get("cohort", ()) if c in options)}
+                                if b.split("=", 1)[0] in state.bin_columns(has))}
+    # a numeric column's values: cohorts of the bins chosen with it (contract §9)
+    options = data.cohort_options(source, data.settings_bins(source, found))
+    found["cohort"] = tuple(c for c in values.get("cohort", ()) if c in options)
     # the bins of a column no column chosen uses are neither chosen nor waiting
     lacking = {COHORT_COLUMNS: lacks,
                COHORT_BINS: tuple(b for b in bins if b not in found[COHORT_BINS]

@@ -96,7 +96,8 @@ def _with_cohorts(source: data.Source, cohorts) -> data.Source:
     base = source.evaluator()
     reader = None
     if cohorts is not None:
-        reader = CohortSource(lambda names: cohorts.attributes(loaded, names), loaded)
+        reader = CohortSource(lambda names, bins: cohorts.attributes(loaded, names, bins=bins),
+                              loaded)
     evaluator = Evaluator(base.ds, audit=base.audit, inputs=base.inputs, cohorts=reader)
     files = tuple(f for f in source.files if f != posts_name(source))
     if isinstance(cohorts, CohortTables):
@@ -170,7 +171,7 @@ def _use(source: data.Source) -> None:
     choices = data.cohort_choices(source)
     state.set_value(state.COHORT_COLUMNS,
                     [c for c in state.value(state.COHORT_COLUMNS) if c in choices])
-    values = data.cohort_options(source)
+    values = data.cohort_options(source, data.settings_bins(source, state.model()))
     state.set_value("cohort", [c for c in state.value("cohort") if c in values])
 
 

@@ -27,7 +27,7 @@ from dashboard import (
 )
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from dashboard.state import ALL, SETTINGS, Setting, short_repr
-from metrics_core.config import SECTIONS
+from metrics_core.config import SECTIONS, Filters
 from metrics_core.report import decision_record as record
 
 __all__ = ["PAGE_CONTROLS", "SECTION_NAMES", "build_view", "downloads_sidebar", "filters",
@@ -237,18 +237,49 @@ def _set_gate(key: str, criterion: str, lo, hi) -> None:
 
 
 def _filter_options(source: data.Source) -> dict[str, tuple]:
+    """The values of the filters on ``source``; the cohort filter's of its numeric cohort
+    columns with the bins the settings choose now (:func:`dashboard.data.settings_bins`)."""
     ds = source.dataset
     # The Dataset factorizes its folds and splits once: no hashing of every query per rerun.
     folds = () if ds is None or ds.fold is None else tuple(str(f) for f in ds.folds)
     splits = () if ds is None or ds.split is None else tuple(ds.splits)
     criteria = () if ds is None else tuple(ds.criteria)
     return {"fold": (ALL, *folds), "split": (ALL, *splits), "criterion": criteria,
-            "cohort": data.cohort_options(source)}
+            "cohort": data.cohort_options(source, data.settings_bins(source, state.model()))}
+
+
+def _check_cohort_filter(source: data.Source, options: tuple[str, ...], notes: list[str],
+                         switched: bool) -> None:
+    """Cohort filter values these data do not have are dropped (silently when the data
+    source changed). A value of a numeric column names a cohort of the column's bins as the
+    settings choose them now (contract §9, cohort filter): one those bins do not make (a link
+    naming other bins' cohort, or the bins changed on the Data page) is dropped with a note
+    naming it and the bins, never evaluated as another cohort."""
+    chosen = tuple(state.value("cohort"))
+    kept = tuple(c for c in chosen if c in options)
+    if kept == chosen:
+        return
+    bins = data.settings_bins(source, state.model())
+    columns = {c.partition("=")[0] for c in chosen if c not in kept}
+    numeric = set(data.numeric_cohort_columns(source, columns))
+    cut = {c: "; ".join(f"{p} binned {bins[p]}" if p in bins else f"{p} with its default bins"
+                        for p in c.split("*") if p in numeric) for c in columns}
+    said = [f"{short_repr(v)} is not a cohort of {v.partition('=')[0]} as cut now "
+            f"({cut[v.partition('=')[0]]})" for v in chosen
+            if v not in kept and cut[v.partition("=")[0]]]
+    other = [v for v in chosen if v not in kept and not cut[v.partition("=")[0]]]
+    note = " ".join(
+        ([f"Cohort filter: {'; '.join(said)}: dropped from the filter, which now shows "
+          f"{'the rest of its values' if kept else 'all queries'} (choose a cohort of the "
+          f"bins in the sidebar's Cohort filter)."] if said else [])
+        + ([f"Some cohort values in the link are not in this data set and were dropped: "
+            f"{', '.join(short_repr(v) for v in other)}."] if other else []))
+    _keep_only(notes, "cohort", kept, switched, note)
 
 
 #: The multi-valued filters whose values a link may name that a data set lacks, and their
 #: wording in the note that says they were dropped.
-_LINK_DROPS = (("criterion", "criteria"), ("cohort", "cohort values"))
+_LINK_DROPS = (("criterion", "criteria"),)
 
 
 def _link_note(notes: list[str], note: str) -> None:
@@ -321,11 +352,12 @@ def section_key(section: str) -> str:
 def settings_sidebar(source: data.Source, notes: list[str], *,
                      on_page: tuple[str, ...] = ()) -> None:
     """Every setting's widget, by section; those in ``on_page`` are drawn by the page."""
-    options = _filter_options(source)
     # A filter value this data set does not have falls back to "all": with a note when it came
     # from a link, silently when the data source changed (the filter was for other data).
     switched = st.session_state.get(state.FILTERS_SOURCE) not in (None, source.token)
     st.session_state[state.FILTERS_SOURCE] = source.token
+    _check_cohort_columns(source, notes, switched)  # (the cohort filter's bins: the chosen)
+    options = _filter_options(source)
     for key in ("fold", "split"):
         if state.value(key) not in options[key]:
             if not switched:
@@ -335,7 +367,7 @@ def settings_sidebar(source: data.Source, notes: list[str], *,
     for key, what in _LINK_DROPS:
         _keep_only(notes, key, [c for c in state.value(key) if c in options[key]], switched,
                    f"Some {what} in the link are not in this data set and were dropped.")
-    _check_cohort_columns(source, notes, switched)
+    _check_cohort_filter(source, options["cohort"], notes, switched)
     _keep_only(notes, "criterion_gates",
                tuple(g for g in state.value("criterion_gates") if g[0] in options["criterion"]),
                switched, "Per-criterion thresholds for criteria this data set does not have "
@@ -380,13 +412,15 @@ def build_view(source: data.Source, notes: list[str]) -> data.View:
         config = state.build_config({})
     choices = data.cohort_choices(source)
     columns = tuple(c for c in values[state.COHORT_COLUMNS] if c in choices)
+    bins = data.settings_bins(source, values)
     source, words = gold.gold_source(source, values["gold"], notes)
     gold.follow_gold(source, notes)  # other labels: a guarantee does not follow (the marks)
-    return data.View(source=source, filters=filters(values), config=config,
-                     show_bootstrap=bool(values["ci"]), marks=provenance.marks(),
-                     guarantees=provenance.guarantees(), gold=words, cohort_columns=columns,
-                     cohort_bins=data.chosen_bins(source, columns, dict(
-                         item.split("=", 1) for item in values[state.COHORT_BINS])))
+    # the cohort filter's numeric columns cut by the view's bins, as its options are
+    chosen = filters(values).with_cohort_bins(bins)
+    return data.View(source=source, filters=chosen, config=config.replace(filters=chosen),
+                     show_bootstrap=bool(values["ci"]),
+                     marks=provenance.marks(), guarantees=provenance.guarantees(), gold=words,
+                     cohort_columns=columns, cohort_bins=bins)
 
 
 def fragment_view(keys: tuple[str, ...]) -> data.View:
@@ -497,6 +531,7 @@ def settings_verdict(payload: bytes, name: str, caps, *, source: data.Source | N
     of ``source`` (:func:`dashboard.data.cohort_choices`; none given: not checked)."""
     from metrics_core.config import EvalConfig, SettingsError
     from metrics_core.settings_file import (
+        filter_bins_errors,
         read_settings_cohort_bins,
         read_settings_cohorts,
         read_settings_file,
@@ -512,6 +547,8 @@ def settings_verdict(payload: bytes, name: str, caps, *, source: data.Source | N
         choices = data.cohort_choices(source)
         errors = [SettingsError(state.COHORT_COLUMNS, cohort_columns_rule(source), c)
                   for c in columns if c not in choices]
+    if not errors and isinstance(values.get("filters"), Filters):
+        errors = filter_bins_errors(values["filters"], bins, source=name)
     none = ((), {})
     if errors:
         return None, none, refused + str(SettingsError.combine(errors, source=name))

@@ -78,7 +78,7 @@ class FieldSchema:
         if k == "targets":
             return (f"must be a list of at most {self.max_items} targets such as "
                     f"'auroc>=0.85' (metric>=value, or >, <=, <)")
-        return "must be an object with fold, split, criteria and cohorts"
+        return "must be an object with fold, split, criteria, cohorts and cohort_bins"
 
     # ------------------------------------------------------------------ checks
     def check(self, value, mode: str = "json"):
@@ -239,8 +239,8 @@ class FieldSchema:
         if not isinstance(value, Mapping):
             raise self._error(value)
         unknown = sorted(str(k) for k in value
-                         if k not in ("fold", "split", "criteria", "cohorts"))
+                         if k not in ("fold", "split", "criteria", "cohorts", "cohort_bins"))
         if unknown:
             raise self._error(value, f"has no key {', '.join(map(repr, unknown))} (it holds "
-                                     f"fold, split, criteria and cohorts)")
+                                     f"fold, split, criteria, cohorts and cohort_bins)")
         return Filters(**value)

@@ -29,7 +29,8 @@ from metrics_core.config import (
 from metrics_core.errors import SettingsError
 
 __all__ = ["COHORT_BINS_KEY", "COHORT_COLUMNS_KEY", "MAX_COHORT_COLUMNS", "cohort_bin_items",
-           "cohort_column_names", "read_settings", "read_settings_cohort_bins",
+           "cohort_column_names", "filter_bins_errors", "read_settings",
+           "read_settings_cohort_bins",
            "read_settings_cohorts", "read_settings_file", "read_settings_partial"]
 
 #: Most cohort columns (and intersections) a settings file or a link may choose.
@@ -66,7 +67,7 @@ COHORT_BINS_KEY = "cohort_bins"
 def cohort_bin_items(value, *, source: str | None = None) -> tuple[str, ...]:
     """Bins of numeric cohort columns as a link or the app gives them: ``COLUMN=SPEC`` items
     (or a ``{column: SPEC}`` mapping, as a settings file writes them), SPEC checked by the
-    command line's own parser (:func:`metrics_core.inputs.cohort_columns.parse_bins`: ``qN``
+    command line's own parser (:func:`metrics_core.filters.parse_bins`: ``qN``
     or increasing edges); one item per column (the last kept). A :class:`SettingsError`
     naming ``cohort_bins``, the column, the rule and the value otherwise.
 
@@ -75,7 +76,7 @@ def cohort_bin_items(value, *, source: str | None = None) -> tuple[str, ...]:
     >>> cohort_bin_items({"age": "40,65"})
     ('age=40,65',)
     """
-    from metrics_core.inputs.cohort_columns import parse_bins
+    from metrics_core.filters import parse_bins
 
     rule = (f"must map at most {MAX_COHORT_COLUMNS} numeric cohort columns to their bins "
             f"(COLUMN=qN for N quantile bins, or COLUMN=40,65 for edges)")
@@ -96,6 +97,30 @@ def cohort_bin_items(value, *, source: str | None = None) -> tuple[str, ...]:
                                 source=source) from None
         out[column] = spec
     return tuple(f"{k}={v}" for k, v in out.items())
+
+
+def filter_bins_errors(filters, bins: tuple[str, ...], *, source: str | None = None
+                       ) -> list[SettingsError]:
+    """The refusal of a cohort filter's bins (``filters.cohort_bins``, a
+    :class:`~metrics_core.config.Filters`) that are not the bins ``bins`` (the file's
+    ``cohort_bins``: ``COLUMN=SPEC`` items) give its column: a filter's values are cohorts of
+    the bins the run chose (contract §9, cohort filter), so a file saying other bins for the
+    filter contradicts itself.
+
+    >>> from metrics_core.config import Filters
+    >>> f = Filters(cohorts=("age=[40, 65)",), cohort_bins={"age": "40,65"})
+    >>> filter_bins_errors(f, ("age=40, 65",)), len(filter_bins_errors(f, ("age=q3",)))
+    ([], 1)
+    """
+    from metrics_core.filters import bins_text
+
+    chosen = {c: bins_text(s) for c, _, s in (item.partition("=") for item in bins)}
+    return [SettingsError("filters", f"cohort_bins: {column} is binned {spec} in the cohort "
+                          f"filter, but {COHORT_BINS_KEY} gives it "
+                          f"{chosen.get(column, 'no bins (its default bins)')}; a cohort "
+                          f"filter's values are cohorts of the bins chosen for the run",
+                          spec, source=source)
+            for column, spec in filters.cohort_bins if chosen.get(column) != spec]
 
 
 # ------------------------------------------------------------------------ settings files

@@ -39,7 +39,8 @@ def _cohort_attributes(run, cohorts: dict) -> list:
     """The declared cohort columns of the queries file (none declared: ``[]``)."""
     if not cohorts["declared"]:
         return []
-    return list(run.evaluator.cohorts.attributes(cohorts["declared"]).values())
+    return list(run.evaluator.cohorts.attributes(cohorts["declared"],
+                                                  bins=cohorts["bins"]).values())
 
 
 def _evaluate_reduced(args, config, connect_timeout) -> int:
@@ -89,6 +90,8 @@ def evaluate_command(args) -> int:
                   [("--out", args.out), ("--per-query", args.per_query),
                    ("--exclusions", args.exclusions)])
     cohorts = cohort_options(args)
+    # a cohort filter's numeric columns are cut by the command's bins (contract §9)
+    config = config.replace(filters=config.filters.with_cohort_bins(cohorts["bins"]))
     if (cohorts["declared"] or args.posts is not None) and args.engine == "dask":
         raise ValueError("--cohort and --posts need the in-memory engine (leave out "
                          "--engine dask)")

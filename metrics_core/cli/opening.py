@@ -22,19 +22,21 @@ def open_inputs(args):
 
         tables.append((posts_table(args.posts, run.loaded, name=args.posts.name,
                                    limits=input_limits(args)), args.posts.name))
-    run.evaluator.cohorts = CohortSource(lambda names: _read_cohorts(args, run, names, tables),
-                                         run.loaded)
+    run.evaluator.cohorts = CohortSource(
+        lambda names, bins: _read_cohorts(args, run, names, tables, bins), run.loaded)
     return run
 
 
-def _read_cohorts(args, run, names, tables) -> dict:
-    """The cohort columns ``names`` of the queries file, else of ``--posts`` (with the
-    command's ``--cohort-bins`` and ``--cohort-max-values``, where it has them)."""
+def _read_cohorts(args, run, names, tables, bins) -> dict:
+    """The cohort columns ``names`` of the queries file, else of ``--posts``, with the bins
+    ``bins`` (``{column: spec}``: the command's ``--cohort-bins`` for its cohort tables, a
+    cohort filter's own for the filter) and the command's ``--cohort-max-values``, where it
+    has it."""
     from metrics_core.inputs.cohort_columns import MAX_COHORT_VALUES, read_cohorts
 
     options = cohort_options(args) if hasattr(args, "cohort_bins") else {
-        "bins": {}, "max_values": MAX_COHORT_VALUES}
-    return read_cohorts(names, tables, run.loaded, bins=options["bins"],
+        "max_values": MAX_COHORT_VALUES}
+    return read_cohorts(names, tables, run.loaded, bins=bins,
                         max_values=options["max_values"], limits=input_limits(args))
 
 

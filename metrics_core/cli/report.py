@@ -51,6 +51,7 @@ def load_settings_marks(path: Path) -> tuple[EvalConfig, dict, dict, tuple[str, 
     the file keeps them."""
     from metrics_core.config import EXPLORATORY, GUARANTEED, MAX_SETTINGS_BYTES
     from metrics_core.settings_file import (
+        filter_bins_errors,
         read_settings_cohort_bins,
         read_settings_cohorts,
         read_settings_file,
@@ -67,6 +68,8 @@ def load_settings_marks(path: Path) -> tuple[EvalConfig, dict, dict, tuple[str, 
     columns, errors = read_settings_cohorts(data, source=path.name)
     bins, more = read_settings_cohort_bins(data, source=path.name)
     errors = [*errors, *(e for e in more if e.field is not None)]
+    if not errors:
+        errors = filter_bins_errors(config.filters, bins, source=path.name)
     if errors:
         raise SettingsError.combine(errors, source=path.name)
     return config, marks, guaranteed, columns, bins
@@ -114,6 +117,8 @@ def report_command(args) -> int:
     if not args.cohort:  # the cohort columns (and bins) the settings file chose (the app's)
         args.cohort, args.cohort_bins = list(chosen), [*bins, *args.cohort_bins]
     cohorts = cohort_options(args)
+    # a cohort filter's numeric columns are cut by the run's bins (contract §9)
+    config = config.replace(filters=config.filters.with_cohort_bins(cohorts["bins"]))
     notes = read_notes(args.notes) if args.notes else ""
     bins_of = dict(cohorts["bins"])  # the record's settings write them as settings.json does
     from metrics_core.report import decision_record as record
@@ -124,7 +129,8 @@ def report_command(args) -> int:
     if args.settings and not gates_known(config, loaded.dataset,
                                           given_by=f"{args.settings.name}: criterion_gates"):
         return EXIT_INPUT
-    attributes = (list(run.evaluator.cohorts.attributes(cohorts["declared"]).values())
+    attributes = (list(run.evaluator.cohorts.attributes(
+        cohorts["declared"], bins=cohorts["bins"]).values())
                   if cohorts["declared"] else [])
     verdicts = read_verdicts(args, loaded)
     args.progress.stage("computing the metrics")

@@ -210,7 +210,8 @@ class QueryLevelEvaluator(abc.ABC):
                                      hint=f"the filter names {', '.join(filters.cohorts)}; "
                                           f"the queries table (or a posts table) must carry "
                                           f"those columns")
-                keep &= self.cohorts.keep(ds, filters.cohort_values())
+                keep &= self.cohorts.keep(ds, filters.cohort_values(),
+                                          bins=filters.bins_of_cohorts())
             if not keep.any():
                 raise InputError(f"no queries match the filter ({filters.describe()})",
                                  hint="choose another fold, split, criteria or cohort")

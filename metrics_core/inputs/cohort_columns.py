@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from metrics_core.errors import InputError
+from metrics_core.filters import bins_text, parse_bins
 
 __all__ = ["MAX_COHORT_VALUES", "MISSING", "CohortAttribute", "CohortColumns", "CohortSource",
            "cohort_attributes", "cohort_columns", "parse_bins", "posts_table", "read_cohorts"]
@@ -60,30 +61,6 @@ class CohortAttribute:
         """Queries per cohort value."""
         n = np.bincount(self.codes, minlength=len(self.values))
         return dict(zip(self.values, n.tolist(), strict=True))
-
-
-def parse_bins(text: str) -> int | tuple[float, ...]:
-    """``"q5"`` -> 5 quantile bins; ``"40,65"`` -> edges (40.0, 65.0); ValueError otherwise.
-
-    >>> parse_bins("q5"), parse_bins("40, 65")
-    (5, (40.0, 65.0))
-    """
-    text = str(text).strip()
-    match = re.fullmatch(r"[qQ](\d+)", text)
-    if match:
-        q = int(match.group(1))
-        if not 2 <= q <= MAX_COHORT_VALUES:
-            raise ValueError(f"quantile bins must be 2 to {MAX_COHORT_VALUES}, got {text!r}")
-        return q
-    try:
-        edges = tuple(float(part) for part in text.split(","))
-    except ValueError:
-        raise ValueError(f"bins must be qN (N quantile bins) or increasing edges such as "
-                         f"'40,65', got {text!r}") from None
-    if (not edges or not all(np.isfinite(edges))
-            or any(b <= a for a, b in itertools.pairwise(edges))):
-        raise ValueError(f"bin edges must be finite and increasing, got {text!r}")
-    return edges
 
 
 def _text_ids(s: pd.Series) -> np.ndarray:
@@ -373,60 +350,80 @@ def cohort_columns(queries, loaded, *, name: str | None = None, limits=None,
 class CohortSource:
     """The cohort columns of one loaded data set, read when first asked for: what an
     :class:`~metrics_core.evaluation.evaluator.Evaluator` filters a cohort with
-    (``Filters.cohorts``, contract §9).
+    (``Filters.cohorts`` with its ``cohort_bins``, contract §9).
 
     ``columns``: a :class:`CohortColumns` (the table as read) or a callable
-    ``(declared) -> {name: CohortAttribute}`` in the order of ``loaded``'s queries.
+    ``(declared, bins) -> {name: CohortAttribute}`` in the order of ``loaded``'s queries
+    (``bins``: ``{column: spec}`` of the numeric columns given bins; the others with their
+    default bins).
 
     >>> import pandas as pd
     >>> from metrics_core.inputs.loading import load
     >>> q = pd.DataFrame({"post_id": ["1", "1", "2"], "criterion": ["A", "B", "A"],
     ...                   "has_evidence": [1, 0, 0], "p_has_evidence": [.9, .2, .3],
-    ...                   "site": ["x", "x", "y"]})
+    ...                   "site": ["x", "x", "y"], "age": [30, 30, 70]})
     >>> loaded = load(q)
     >>> source = CohortSource(cohort_columns(q, loaded), loaded)
     >>> source.keep(loaded.dataset, {"site": ("y",)}).tolist()
     [False, False, True]
+    >>> source.values(["age"]), source.values(["age"], bins={"age": "40"})
+    ({'age': ('30', '70')}, {'age': ('< 40', '≥ 40')})
     """
 
     def __init__(self, columns, loaded):
         self._read = columns.attributes if isinstance(columns, CohortColumns) else columns
         self.columns = columns if isinstance(columns, CohortColumns) else None
         self.loaded = loaded
-        self._kept: dict[str, CohortAttribute] = {}
+        self._kept: dict[tuple, CohortAttribute] = {}
 
-    def attributes(self, names: Sequence[str]) -> dict[str, CohortAttribute]:
-        """The cohort columns ``names`` (each read once, then kept)."""
+    def attributes(self, names: Sequence[str], *, bins: Mapping[str, object] | None = None
+                   ) -> dict[str, CohortAttribute]:
+        """The cohort columns ``names`` with the bins ``bins`` of their numeric columns
+        (``{column: "40,65" | "q3"}``; a column without: its default bins), each read once
+        per bins, then kept."""
         names = ["*".join(p.strip() for p in str(n).split("*")) for n in names]
-        wanted = [n for n in dict.fromkeys(names) if n not in self._kept]
+        bins = {str(c).strip(): bins_text(b) for c, b in (bins or {}).items()}
+
+        def key(name: str) -> tuple:
+            return name, tuple((p, bins[p]) for p in name.split("*") if p in bins)
+
+        wanted = [n for n in dict.fromkeys(names) if key(n) not in self._kept]
         if wanted:
+            used = {p: bins[p] for n in wanted for p in n.split("*") if p in bins}
             if self.columns is not None:
-                found = self._read(self.loaded, wanted)
+                found = self._read(self.loaded, wanted, bins=used)
             else:
-                found = self._read(wanted)
-            self._kept.update(found)
-        return {n: self._kept[n] for n in names}
+                found = self._read(wanted, used)
+            self._kept.update({key(n): a for n, a in found.items()})
+        return {n: self._kept[key(n)] for n in names}
 
-    def values(self, names: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        """The cohort values of each column in ``names``."""
-        return {n: a.values for n, a in self.attributes(names).items()}
+    def values(self, names: Sequence[str], *, bins: Mapping[str, object] | None = None
+               ) -> dict[str, tuple[str, ...]]:
+        """The cohort values of each column in ``names`` (with the bins ``bins``)."""
+        return {n: a.values for n, a in self.attributes(names, bins=bins).items()}
 
-    def keep(self, ds, wanted: Mapping[str, Sequence[str]]) -> np.ndarray:
+    def keep(self, ds, wanted: Mapping[str, Sequence[str]], *,
+             bins: Mapping[str, object] | None = None) -> np.ndarray:
         """Which queries of ``ds`` (the loaded data set, or a data set of some of its queries)
         are in the cohort ``wanted`` (``{column: values}``: any of a column's values, every
-        column). Raises :class:`InputError` naming the column and the value it lacks."""
+        column), the numeric columns cut by ``bins`` (``{column: spec}``; a column without:
+        its default bins). Raises :class:`InputError` naming the column, the value it lacks
+        and the bins it was read with."""
         base = self.loaded.dataset
-        attrs = self.attributes(list(wanted))
+        attrs = self.attributes(list(wanted), bins=bins)
         keep = np.ones(base.n_queries, dtype=bool)
         for column, values in wanted.items():
             attr = attrs[column]
             unknown = [v for v in values if v not in attr.values]
             if unknown:
                 shown = ", ".join(attr.values[:20]) + (", …" if len(attr.values) > 20 else "")
+                cut = "; ".join(f"{p} binned {bins_text(bins[p])}"
+                                for p in column.split("*") if p in (bins or {}))
                 raise InputError(f"the cohort filter names a value the column does not have: "
                                  f"{', '.join(map(repr, unknown))}", column=column,
                                  file=self.columns.name if self.columns is not None else None,
-                                 hint=f"values: {shown}", code="invalid_value")
+                                 hint=f"values{f' ({cut})' if cut else ''}: {shown}",
+                                 code="invalid_value")
             codes = [attr.values.index(v) for v in values]
             keep &= np.isin(attr.codes, codes)
         if ds is base or (ds.n_queries == base.n_queries
