@@ -180,3 +180,43 @@ def test_cohort_columns_chosen_on_the_cohorts_page_reach_every_page_and_the_docu
     assert page.locator(".st-key-cohort_table").inner_text() == shown
     assert_no_failure(page)
     screenshot(page, "cohorts_chosen_on_the_page")
+
+
+def test_the_sidebar_filter_offers_the_cohorts_of_the_chosen_bins(
+        new_page, app_url, tmp_path):  # noqa: F811
+    """Queries with a numeric age: chosen on the Data & audit page with bins 40,65, the
+    sidebar's cohort filter offers ``age = [40, 65)`` (not a quartile), and choosing it shows
+    the cohort's queries (counted here with pandas) with its bins in the Evaluated line and
+    the address (contract §9, cohort filter)."""
+    queries, candidates = make_synthetic(120, n_criteria=4, seed=7, with_text=False)
+    posts = queries["post_id"].unique()
+    age = dict(zip(posts, np.random.default_rng(3).integers(18, 78, posts.size), strict=True))
+    queries["age"] = queries["post_id"].map(age)
+    q_path, c_path = tmp_path / "queries.csv", tmp_path / "candidates.csv"
+    queries.to_csv(q_path, index=False)
+    candidates.to_csv(c_path, index=False)
+    n = int(queries["age"].between(40, 65, inclusive="left").sum())
+    page = _uploaded(new_page(app_url), q_path, c_path)
+    _choose(page, ("age",))
+    bins = page.locator(".st-key-cohort_bins_age input")
+    bins.fill("40,65")
+    bins.press("Enter")
+    wait_idle(page)
+    page.locator(".st-key-settings_section_filters summary").click()
+    wait_idle(page)
+    pick = page.locator(".st-key-cohort input")
+    pick.click()
+    options = page.get_by_role("option")
+    expect(options.filter(has_text="age = [40, 65)")).to_have_count(1)
+    assert options.filter(has_text="age = [").count() == 1  # the chosen bins', no quartile
+    options.filter(has_text="age = [40, 65)").click()
+    wait_idle(page)
+    page.keyboard.press("Escape")
+    go_to(page, "Overview", "Overview")
+    expect(page.get_by_text("Evaluated: cohort age = [40, 65) (age binned 40,65)")
+           ).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.get_by_test_id("stMain")).to_contain_text(f"{n:,} queries")
+    assert query(page)["cohort_bins"] == ["age=40,65"]
+    assert query(page)["cohort"] == ["age=[40, 65)"]
+    assert_no_failure(page)
+    screenshot(page, "cohort_filter_bins")
