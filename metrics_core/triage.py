@@ -460,7 +460,8 @@ class TriageReport:
         return self.metrics.as_dict(cfg.positive_name, cfg.negative_name)
 
     def to_dict(self) -> dict:
-        """JSON-ready report (NaN -> None, tuples -> lists)."""
+        """JSON-ready report (NaN -> None, tuples -> lists); ``undefined`` (overall and per
+        trial) maps each metric without a value to the reason."""
         cfg = self.config
         out = {
             "schema": "triage/1",
@@ -471,10 +472,12 @@ class TriageReport:
             "classes": {"positive": cfg.positive_name, "negative": cfg.negative_name,
                         "abstain": cfg.abstain_name},
             "metrics": self.metric_dict(),
+            "undefined": self.metrics.undefined(cfg.positive_name, cfg.negative_name),
             "avg_latency_seconds": self.avg_latency_seconds,
             "latency": {c: asdict(s) for c, s in self.latency.items()},
             "tools": {f"avg_{c}": v for c, v in self.tools.items()},
-            "trials": {t: m.as_dict(cfg.positive_name, cfg.negative_name, with_ci=False)
+            "trials": {t: {**m.as_dict(cfg.positive_name, cfg.negative_name, with_ci=False),
+                           "undefined": m.undefined(cfg.positive_name, cfg.negative_name)}
                        for t, m in self.trials.items()},
             "across_trials": {k: asdict(v) for k, v in self.across_trials.items()},
             "risk_coverage": self.risk_coverage,

@@ -554,6 +554,24 @@ def test_a_triage_file_with_a_blank_or_unknown_verdict_names_them():
     assert "post_id" not in message  # not taken for a queries table
 
 
+def test_a_triage_file_that_always_abstains_says_why_each_value_is_undefined():
+    data = b"label,prediction\nfake,uncertain\nreal,uncertain\nreal,uncertain\n"
+    at = upload(open_app(), ("abstains.csv", data, "text/csv"))
+    assert_clean(at)
+    assert metric(at, "Accuracy (answered)") == "—"
+    assert "undefined: no answered sample (every sample abstained)" in texts(at)
+    assert metric(at, "Coverage") == display.fmt(0.0)
+    shown = table(at, "triage_metrics_table")
+    why = values_by(shown, "metric", "undefined")
+    assert why["mcc"].startswith("every fake sample abstained; every real sample abstained")
+    assert why["coverage"] == "" and why["ece"] == "no answered sample (every sample abstained)"
+    per_class = values_by(table(at, "triage_class_table"), "class", "undefined")
+    assert per_class["real"] == ("precision: no real answer (0/0); recall: every real sample "
+                                 "abstained (0/0); f1: no real answer and every real sample "
+                                 "abstained (0/0)")
+    assert any("Risk–coverage is undefined" in i.value for i in at.info)
+
+
 def open_triage_demo() -> AppTest:
     at = open_app()
     at.radio(key=state.DEMO_VARIANT).set_value("demo_triage").run()

@@ -298,3 +298,79 @@ def test_a_blank_trial_id_is_missing():
     with pytest.raises(InputError, match="trial id is missing") as info:
         parse_triage(frame, name="runs.csv")
     assert (info.value.column, info.value.rows) == ("trial", [2])
+
+
+# ------------------------------------------------------------------------ undefined values
+def _frame(labels, verdicts, confidence=None):
+    frame = pd.DataFrame({"label": labels.split(), "prediction": verdicts.split()})
+    if confidence is not None:
+        frame["confidence"] = confidence
+    return frame
+
+
+def test_every_undefined_metric_says_why_never_a_silent_nan():
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        n = int(rng.integers(1, 6))
+        labels = " ".join(rng.choice(["fake", "real"], n))
+        verdicts = " ".join(rng.choice(["fake", "real", "uncertain"], n))
+        conf = rng.uniform(0.5, 1.0, n) if rng.random() < 0.5 else None
+        report = triage_metrics(parse_triage(_frame(labels, verdicts, conf)))
+        values = report.metric_dict()
+        nan = {k for k in report.metrics.undefined() if math.isnan(values[k])}
+        assert set(report.metrics.undefined()) == nan == {
+            k for k, v in values.items() if isinstance(v, float) and math.isnan(v)}
+        assert all(report.metrics.undefined().values())
+
+
+def test_every_verdict_abstained():
+    m = triage_metrics(parse_triage(_frame("fake real real", "uncertain uncertain uncertain",
+                                           [np.nan] * 3))).metrics
+    why = m.undefined()
+    assert (m.coverage, m.accuracy, m.slip_rate, m.false_flag_rate) == (0.0, 0.0, 0.0, 0.0)
+    assert why == {
+        "accuracy_answered": "no answered sample (every sample abstained)",
+        "precision_fake": "no fake answer (0/0)",
+        "recall_fake": "every fake sample abstained (0/0)",
+        "f1_fake": "no fake answer and every fake sample abstained (0/0)",
+        "precision_real": "no real answer (0/0)",
+        "recall_real": "every real sample abstained (0/0)",
+        "f1_real": "no real answer and every real sample abstained (0/0)",
+        "balanced_accuracy": "every fake sample abstained; every real sample abstained "
+                             "(needs answered samples of both classes)",
+        "mcc": "every fake sample abstained; every real sample abstained; no fake answer; "
+               "no real answer (needs answered samples of both classes and answers of both)",
+        "ece": "no answered sample (every sample abstained)",
+        "brier": "no answered sample (every sample abstained)"}
+
+
+def test_one_class_and_a_class_never_answered():
+    # only fakes: every metric of the real class is undefined, naming the class
+    m = triage_metrics(parse_triage(_frame("fake fake fake", "fake real uncertain"))).metrics
+    why = m.undefined()
+    for key in ("abstain_rate_real", "coverage_real", "real_false_flag_rate", "real_pass_rate",
+                "recall_real"):
+        assert why[key] == "no real sample (0/0)", key
+    assert why["balanced_accuracy"] == "no real sample (needs answered samples of both classes)"
+    assert why["ece"] == "no confidence given" and m.precision_neg == 0.0  # 0 / 1
+    assert "precision_real" not in why and "f1_real" not in why  # F1 = 0 / 1
+    # both classes, but "real" is never answered: MCC undefined (scikit-learn's 0 is not a value)
+    m = triage_metrics(parse_triage(_frame("fake real real", "fake fake uncertain"))).metrics
+    assert m.undefined()["mcc"] == ("no real answer (needs answered samples of both classes "
+                                    "and answers of both)")
+    assert m.undefined()["precision_real"] == "no real answer (0/0)"
+    assert m.balanced_accuracy == 0.5 and "balanced_accuracy" not in m.undefined()
+
+
+def test_the_report_carries_the_reasons_overall_and_per_trial():
+    frame = _frame("fake real fake real", "fake real uncertain uncertain").assign(
+        trial=["1", "1", "2", "2"])
+    back = json.loads(json.dumps(triage_metrics(parse_triage(frame)).to_dict(),
+                                 allow_nan=False))
+    assert back["metrics"]["mcc"] == 1.0 and "mcc" not in back["undefined"]
+    assert back["trials"]["2"]["accuracy_answered"] is None
+    assert back["trials"]["2"]["undefined"]["accuracy_answered"] == \
+        "no answered sample (every sample abstained)"
+    assert back["trials"]["1"]["undefined"] == {"ece": "no confidence given",
+                                                "brier": "no confidence given"}
+    assert back["undefined"]["ece"] == "no confidence given"

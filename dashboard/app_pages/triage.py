@@ -36,16 +36,19 @@ for col, (name, label) in zip(cols, (
     value = getattr(m, name)
     ci = m.ci(name)
     col.metric(label, display.fmt(value), border=True)
-    col.caption(display.ci_text(*ci, "Wilson") if ci else "no interval")
+    why = m.reason(name)
+    col.caption(escape_markdown(f"undefined: {why}") if why is not None
+                else display.ci_text(*ci, "Wilson") if ci else "no interval")
     across = report.across_trials.get(m.key(name))
     if across is not None:
         col.caption(f"per trial: {display.fmt(across.mean)} ± {display.fmt(across.std)} "
                     f"({across.n_trials} trials)")
 if report.trials:
     st.warning(f"These {report.n:,} rows hold {len(report.trials)} trials of the same samples. "
-               "Pooled values and their Wilson intervals treat every row as independent, so the "
-               "intervals are too narrow; the across-trials table below (mean ± std, ddof = 1) "
-               "is the one to quote.", icon=":material/info:")
+               "Pooled values and their intervals (Wilson, and the risk–coverage bootstrap) "
+               "treat every row as independent, so the intervals are too narrow; the "
+               "across-trials table below (mean ± std, ddof = 1) is the one to quote.",
+               icon=":material/info:")
 
 st.subheader("All metrics")
 display.show_table(triage_frames.triage_frame(m), key="triage_metrics_table")

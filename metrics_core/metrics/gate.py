@@ -412,7 +412,8 @@ class AbstentionMetrics:
     N_neg``, ``catch_rate = TP / N_pos``, ``pass_rate = TN / N_neg`` are over all samples of the
     class. ``ece`` (10 equal-width bins, top-label: confidence of the given answer vs whether
     it is correct) and ``brier`` (mean of (confidence - correct)²) are over answered samples
-    and NaN without a confidence. Undefined values are NaN.
+    and NaN without a confidence. Undefined values are NaN, and :meth:`reason` /
+    :meth:`undefined` say why.
 
     The ratios of the answered samples are those of their :class:`Confusion` (:attr:`confusion`:
     ``precision_pos`` is its precision, ``recall_neg`` its specificity, ...), defined once in
@@ -502,6 +503,27 @@ class AbstentionMetrics:
             raise KeyError(f"no abstention metric {name!r}; have: {', '.join(ABSTENTION_KEYS)}")
         return self.intervals.get(name)
 
+    def reason(self, name: str, positive_name: str | None = None,
+               negative_name: str | None = None) -> str | None:
+        """Why metric ``name`` (generic attribute name) is undefined on these samples, in the
+        class names; ``None`` when it has a value (an undefined value is never silent)."""
+        if name not in ABSTENTION_KEYS:
+            raise KeyError(f"no abstention metric {name!r}; have: {', '.join(ABSTENTION_KEYS)}")
+        if not math.isnan(getattr(self, name)):
+            return None
+        return _why_undefined(self, name, positive_name or self.positive_name,
+                              negative_name or self.negative_name)
+
+    def undefined(self, positive_name: str | None = None,
+                  negative_name: str | None = None) -> dict[str, str]:
+        """Seed 004 key -> why it is undefined, for every undefined metric."""
+        out = {}
+        for name in ABSTENTION_KEYS:
+            why = self.reason(name, positive_name, negative_name)
+            if why is not None:
+                out[self.key(name, positive_name, negative_name)] = why
+        return out
+
     def key(self, name: str, positive_name: str | None = None,
             negative_name: str | None = None) -> str:
         """Seed 004 key of a generic attribute, e.g. ``slip_rate`` -> ``fake_slip_rate``."""
@@ -531,6 +553,51 @@ class AbstentionMetrics:
                 out[f"{key}_ci"] = self.intervals.get(name)
         out.update(self.counts(positive_name, negative_name))
         return out
+
+
+#: Metrics over all samples of one class (generic name -> "pos" / "neg").
+_OF_CLASS = MappingProxyType({"abstain_rate_pos": "pos", "coverage_pos": "pos",
+                              "slip_rate": "pos", "catch_rate": "pos",
+                              "abstain_rate_neg": "neg", "coverage_neg": "neg",
+                              "false_flag_rate": "neg", "pass_rate": "neg"})
+
+
+def _why_undefined(m: AbstentionMetrics, name: str, pos: str, neg: str) -> str:
+    """The reason an abstention metric is undefined (0/0), naming what the samples lack."""
+    if m.n == 0:
+        return "no samples"
+    no_answer = "no answered sample (every sample abstained)"
+    answered = {"pos": m.tp + m.fn, "neg": m.tn + m.fp}
+    answers = {"pos": m.tp + m.fp, "neg": m.tn + m.fn}
+    names = {"pos": pos, "neg": neg}
+
+    def no_answered(side: str) -> str:
+        count = m.n_pos if side == "pos" else m.n_neg
+        return (f"no {names[side]} sample" if count == 0
+                else f"every {names[side]} sample abstained")
+
+    if name in _OF_CLASS:
+        return f"no {names[_OF_CLASS[name]]} sample (0/0)"
+    if name in ("accuracy_answered", "ece", "brier") and m.answered == 0:
+        return no_answer
+    if name in ("ece", "brier"):
+        return "no confidence given"
+    side = name.rsplit("_", 1)[-1]
+    if name.startswith("recall_"):
+        return f"{no_answered(side)} (0/0)"
+    if name.startswith("precision_"):
+        return f"no {names[side]} answer (0/0)"
+    if name.startswith("f1_"):
+        return f"no {names[side]} answer and {no_answered(side)} (0/0)"
+    if name == "balanced_accuracy":
+        lacking = [no_answered(s) for s in ("pos", "neg") if answered[s] == 0]
+        return f"{'; '.join(lacking)} (needs answered samples of both classes)"
+    if name == "mcc":
+        lacking = [no_answered(s) for s in ("pos", "neg") if answered[s] == 0]
+        lacking += [f"no {names[s]} answer" for s in ("pos", "neg") if answers[s] == 0]
+        return (f"{'; '.join(lacking)} (needs answered samples of both classes and answers "
+                "of both)")
+    return "undefined on these samples (0/0)"
 
 
 def abstention_metrics(y, pred, *, confidence=None, positive_name: str = "fake",
