@@ -444,15 +444,31 @@ class TriageReport:
     #: Risk–coverage of the answers ranked by their confidence (contract §6), or why not.
     risk_coverage: dict | None = None
 
-    @property
-    def avg_latency_seconds(self) -> float:
-        """Mean end-to-end latency: ``total_seconds`` (or the only timing column); else NaN."""
+    def _end_to_end(self) -> str | None:
+        """The timing column of the end-to-end latency: ``total_seconds`` (or
+        ``latency_seconds``, or the only timing column); ``None`` when none is."""
         for column in ("total_seconds", "latency_seconds"):
             if column in self.latency:
-                return self.latency[column].mean
-        if len(self.latency) == 1:
-            return next(iter(self.latency.values())).mean
-        return math.nan
+                return column
+        return next(iter(self.latency)) if len(self.latency) == 1 else None
+
+    @property
+    def avg_latency_seconds(self) -> float:
+        """Mean end-to-end latency: ``total_seconds`` (or the only timing column); else NaN
+        (:attr:`avg_latency_reason` says why)."""
+        column = self._end_to_end()
+        return math.nan if column is None else self.latency[column].mean
+
+    @property
+    def avg_latency_reason(self) -> str | None:
+        """Why :attr:`avg_latency_seconds` is undefined; ``None`` when it has a value."""
+        column = self._end_to_end()
+        if column is not None:
+            return None if self.latency[column].n else f"no row has a value in {column!r}"
+        if not self.latency:
+            return "the file has no timing column (*_seconds)"
+        return ("no end-to-end timing column (total_seconds) among "
+                f"{', '.join(map(repr, self.latency))}")
 
     def metric_dict(self) -> dict:
         """Seed 004 keys -> values (class names substituted), with ``<key>_ci`` and counts."""
@@ -472,7 +488,9 @@ class TriageReport:
             "classes": {"positive": cfg.positive_name, "negative": cfg.negative_name,
                         "abstain": cfg.abstain_name},
             "metrics": self.metric_dict(),
-            "undefined": self.metrics.undefined(cfg.positive_name, cfg.negative_name),
+            "undefined": {**self.metrics.undefined(cfg.positive_name, cfg.negative_name),
+                          **({} if self.avg_latency_reason is None
+                             else {"avg_latency_seconds": self.avg_latency_reason})},
             "avg_latency_seconds": self.avg_latency_seconds,
             "latency": {c: asdict(s) for c, s in self.latency.items()},
             "tools": {f"avg_{c}": v for c, v in self.tools.items()},

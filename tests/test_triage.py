@@ -374,3 +374,21 @@ def test_the_report_carries_the_reasons_overall_and_per_trial():
     assert back["trials"]["1"]["undefined"] == {"ece": "no confidence given",
                                                 "brier": "no confidence given"}
     assert back["undefined"]["ece"] == "no confidence given"
+
+
+def test_an_undefined_average_latency_says_why():
+    base = _frame("fake real", "fake real")
+    cases = ((base, "the file has no timing column (*_seconds)"),
+             (base.assign(vision_llm_seconds=[1.0, 2.0], agent_graph_seconds=[3.0, 4.0]),
+              "no end-to-end timing column (total_seconds) among 'vision_llm_seconds', "
+              "'agent_graph_seconds'"),
+             (base.assign(total_seconds=[np.nan, np.nan]), "no row has a value in "
+              "'total_seconds'"))
+    for frame, reason in cases:
+        back = triage_metrics(parse_triage(frame)).to_dict()
+        assert back["avg_latency_seconds"] is None
+        assert back["undefined"]["avg_latency_seconds"] == reason
+    report = triage_metrics(parse_triage(base.assign(total_seconds=[1.0, 4.0],
+                                                     vision_llm_seconds=[0.5, 1.0])))
+    assert report.avg_latency_seconds == 2.5 and report.avg_latency_reason is None
+    assert "avg_latency_seconds" not in report.to_dict()["undefined"]
