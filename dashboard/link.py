@@ -82,6 +82,15 @@ def settings_from_params(params: Mapping[str, str | list[str]]) -> tuple[dict, l
         if state.setting_kind(key) is None:  # not a setting
             continue
         s = state.setting(key)
+        if not isinstance(raw, str) and s.kind not in ("multi", "gates"):
+            given = list(dict.fromkeys(str(v).strip() for v in raw))
+            if len(given) > 1:  # said twice: the last is taken, and the page says so
+                shown = ", ".join(short_repr(v) for v in given[:3]) + (
+                    f" and {len(given) - 3:,} more" if len(given) > 3 else "")
+                last = short_repr(str(raw[-1]).strip())
+                notes.append(f"{key} is given {len(raw):,} times in the link with different "
+                             f"values ({shown}); the last, {last}, is used.")
+            raw = str(raw[-1]) if raw else ""
         try:
             values[key] = s.decode(raw)
         except ValueError as exc:

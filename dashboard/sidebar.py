@@ -299,14 +299,29 @@ def cohort_columns_rule(source: data.Source) -> str:
             + (f", or two of them joined by '*'{example}" if len(single) > 1 else ""))
 
 
+#: What a setting is called in the note that says the switch of data dropped some of it.
+_SWITCH_LABELS = MappingProxyType({
+    "criterion": "Criterion filter", "cohort": "Cohort filter",
+    state.COHORT_COLUMNS: "Cohort columns", state.COHORT_BINS: "Cohort bins",
+    "criterion_gates": "Per-criterion thresholds"})
+
+
 def _keep_only(notes: list[str], key: str, kept, switched: bool, note: str) -> None:
     """Set ``key`` to ``kept`` (the values of it these data take) when it holds others: with
-    ``note`` when they came from a link, silently when the data source changed (they were
-    chosen for other data)."""
-    if tuple(kept) == tuple(state.value(key)):
+    ``note`` when they came from a link, with a note naming them when the data source
+    changed (they were chosen for the previous data: a threshold never vanishes unsaid)."""
+    values = tuple(state.value(key))
+    if tuple(kept) == values:
         return
-    if not switched:
-        _link_note(notes, note)
+    if switched:
+        gone = [v[0] if isinstance(v, tuple) else v for v in values if v not in kept]
+        shown = ", ".join(short_repr(v) for v in gone[:5]) + (
+            f" and {len(gone) - 5:,} more" if len(gone) > 5 else "")
+        one = len(gone) == 1
+        note = (f"{_SWITCH_LABELS.get(key, key)}: {shown}, chosen for the previous data, "
+                f"{'is' if one else 'are'} not in these data and {'was' if one else 'were'} "
+                f"dropped.")
+    _link_note(notes, note)
     state.set_value(key, kept)
 
 
@@ -360,9 +375,9 @@ def settings_sidebar(source: data.Source, notes: list[str], *,
     options = _filter_options(source)
     for key in ("fold", "split"):
         if state.value(key) not in options[key]:
-            if not switched:
-                _link_note(notes, f"{key}={state.value(key)!r} is not in this data set; "
-                                  f"showing all.")
+            _link_note(notes, f"{key}={state.value(key)!r}"
+                              f"{', chosen for the previous data,' if switched else ''} is "
+                              f"not in this data set; showing all.")
             state.set_value(key, ALL)
     for key, what in _LINK_DROPS:
         _keep_only(notes, key, [c for c in state.value(key) if c in options[key]], switched,

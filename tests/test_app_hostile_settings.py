@@ -53,9 +53,14 @@ def test_integers_in_a_link_are_exact():
     assert at.query_params["seed"] == "1234567"
 
 
-def test_repeated_keys_take_the_last_value():
-    at = open_app({"gamma": ["0.7", "0.8"]})
+def test_repeated_keys_take_the_last_value_and_say_so():
+    at = open_app({"gamma": ["0.7", "0.8"], "gate": ["0.1,0.6", "0.1,0.6"]})
     assert view_config(at).gamma == 0.8
+    notes = warnings_of(at)
+    assert "gamma is given 2 times in the link with different values ('0.7', '0.8')" in notes
+    assert "the last, '0.8', is used" in notes
+    assert "gate is given" not in notes  # the same value twice says one thing
+    assert view_config(at).tau_neg == 0.1
 
 
 def _apply(at, payload: bytes, name: str = "settings.json"):

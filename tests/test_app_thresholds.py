@@ -9,7 +9,7 @@ from metrics_core.config import EvalConfig
 from metrics_core.demo import demo_paths
 from metrics_core.evaluation.evaluator import Evaluator
 from metrics_core.inputs.loading import load
-from tests.test_app import open_app, texts
+from tests.test_app import open_app, texts, upload, upload_files  # noqa: F401
 
 
 def box(at, label: str):
@@ -379,3 +379,21 @@ def test_a_guaranteed_mark_without_its_guarantee_is_written_exploratory():
     assert got == {"provenance": {"tau_neg": "exploratory", "tau_pos": "pre-specified",
                                   "threshold": "pre-specified", "gamma": "exploratory",
                                   "criterion_gates": "pre-specified"}}
+
+
+def test_a_switch_of_data_says_which_thresholds_and_filters_it_dropped(upload_files):  # noqa: F811
+    """Per-criterion gates and filters chosen for the demo that an upload lacks are dropped
+    with a note naming them (they used to vanish without a word)."""
+    at = open_app({"criterion_gates": ["A.1:0.02:0.9", "A.2:0.2:0.3"], "criterion": ["A.1"]},
+                  page="data_source")
+    assert at.session_state[state.MODEL]["criterion_gates"] == (("A.1", 0.02, 0.9),
+                                                                 ("A.2", 0.2, 0.3))
+    upload(at, *upload_files)  # criteria C1..C3, no fold 2
+    notes = " ".join(str(w.value) for w in at.warning)
+    assert ("Per-criterion thresholds: 'A.1', 'A.2', chosen for the previous data, are not "
+            "in these data and were dropped.") in notes
+    assert ("Criterion filter: 'A.1', chosen for the previous data, is not in these data "
+            "and was dropped.") in notes
+    assert at.session_state[state.MODEL]["criterion_gates"] == ()
+    assert at.session_state[state.MODEL]["criterion"] == ()
+    assert "criterion_gates" not in at.query_params
