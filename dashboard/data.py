@@ -424,7 +424,9 @@ def _read_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
     if upload.candidates is None and not mapping:
         frame = mio.read_table(upload.queries, name=upload.queries_name, limits=upload_limits())
         if mtriage.detect_triage(frame):
-            data = mtriage.parse_triage(frame, name=upload.queries_name)
+            # read as the command line reads it: labels, verdicts and trial ids as text
+            data = mtriage.load_triage(upload.queries, name=upload.queries_name,
+                                       limits=upload_limits())
             return Source(kind="upload", label=f"Uploaded triage file: {upload.queries_name}",
                           synthetic=False, token=upload.digest, triage=data,
                           triage_label=upload.queries_name, files=(upload.queries_name,))

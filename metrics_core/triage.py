@@ -316,9 +316,13 @@ def parse_triage(frame: pd.DataFrame, *, name: str | None = None,
                                "latency": list(cols.latency), "tools": list(cols.tools)})
 
 
-def load_triage(source, *, name: str | None = None,
-                config: TriageConfig | None = None) -> TriageData:
+def load_triage(source, *, name: str | None = None, config: TriageConfig | None = None,
+                limits=None) -> TriageData:
     """Read and validate a triage file (CSV, CSV.gz, Parquet, JSON Lines; path or bytes).
+
+    Labels, verdicts and trial ids are read as text (a trial ``"01"`` stays ``"01"``), so the
+    command line and the app's upload key the trials alike. ``limits``: the reader's bounds
+    (:func:`metrics_core.inputs.loading.read_table`).
 
     Raises
     ------
@@ -335,7 +339,7 @@ def load_triage(source, *, name: str | None = None,
     text_columns = {c for c in (config.label_column, config.prediction_column,
                                 config.trial_column) if c is not None}
     text_columns |= set(LABEL_ALIASES) | set(PREDICTION_ALIASES) | set(TRIAL_ALIASES)
-    frame = read_table(source, name=name, string_columns=sorted(text_columns))
+    frame = read_table(source, name=name, string_columns=sorted(text_columns), limits=limits)
     return parse_triage(frame, name=name, config=config)
 
 

@@ -392,3 +392,14 @@ def test_an_undefined_average_latency_says_why():
                                                      vision_llm_seconds=[0.5, 1.0])))
     assert report.avg_latency_seconds == 2.5 and report.avg_latency_reason is None
     assert "avg_latency_seconds" not in report.to_dict()["undefined"]
+
+
+def test_the_app_upload_and_the_command_line_read_a_file_alike():
+    from dashboard import data
+
+    text = (b"label,prediction,confidence,trial\nfake,fake,0.9,01\nreal,real,0.8,01\n"
+            b"fake,uncertain,,02\nreal,fake,0.6,02\nfake,real,0.7,10\n")
+    app = triage_metrics(data.load_upload(data.Upload("t.csv", text)).triage).to_dict()
+    cli = triage_metrics(load_triage(text, name="t.csv")).to_dict()
+    assert list(app["trials"]) == ["01", "02", "10"]  # not 1, 2, 10
+    assert json.dumps(app, sort_keys=True) == json.dumps(cli, sort_keys=True)
