@@ -29,9 +29,9 @@ from metrics_core.errors import InputError
 from metrics_core.metrics import classification, gate
 from metrics_core.metrics.uncertainty import bootstrap_cis
 
-__all__ = ["ABLATION_METRICS", "Run", "ablation_table", "check_names", "check_runs",
-           "check_same_gold", "check_same_queries", "compare", "delong", "holm", "load_runs",
-           "mcnemar", "sign_flip", "split_runs"]
+__all__ = ["ABLATION_METRICS", "N_FLIPS", "Run", "ablation_table", "check_names", "check_runs",
+           "check_same_gold", "check_same_queries", "compare", "comparison_document", "delong",
+           "holm", "load_runs", "mcnemar", "sign_flip", "split_runs"]
 
 #: The headline columns of the ablation table (``review_per_1000`` = (UNCERTAIN + POS) / N).
 ABLATION_METRICS = ("auroc", "auprc", "ece", "ndcg@10", "evidence_recall",
@@ -41,6 +41,9 @@ _MEANS = ("ndcg@10", "recall@10", "mrr", "evidence_recall")
 #: Decisions compared pair by pair (McNemar): metric -> (which decision, which queries).
 _DECISIONS = MappingProxyType({"sensitivity": ("threshold", 1), "specificity": ("threshold", 0),
                                "screening_sensitivity": ("screen_in", 1)})
+#: Sign flips of the paired randomisation test: the command line and the dashboard use the
+#: same number, so the same runs give the same p-values in both.
+N_FLIPS = 10_000
 
 
 @dataclass(frozen=True)
@@ -296,13 +299,18 @@ def _decisions(ev, cfg, kind: str) -> np.ndarray:
 
 
 def compare(runs, *, reference: str | None = None, config: EvalConfig | None = None,
-            n_flips: int = 10_000,
+            n_flips: int = N_FLIPS,
             progress: Callable[[int, int], None] | None = None) -> list[dict]:
     """Every run against the reference run (default: the first), metric by metric.
 
     ``config.bootstrap`` resamples (unit ``config.bootstrap_unit``, ``config.seed``) give the
     paired intervals of the differences; 0 gives none. ``progress(done, total)`` is called as
     the resamples of all the comparisons are computed (raise to cancel).
+
+    Each row: both runs' values, ``difference`` (run − reference, None when undefined),
+    ``ci95`` and ``ci_method`` (how the interval was computed), the test and its p-value,
+    ``n`` (the paired queries the difference is computed on) and ``n_positive`` (those with
+    evidence), and ``note``: why a value, interval or p-value is missing (None when nothing is).
     """
     from metrics_core.report import Evaluator
 
@@ -313,6 +321,7 @@ def compare(runs, *, reference: str | None = None, config: EvalConfig | None = N
     e_ref = ev_ref.evaluate(cfg.replace(bootstrap=0))
     rows = []
     others = [run for run in runs if run is not ref]
+    flips = f"paired sign-flip randomisation ({n_flips:,} flips)"
     for i, run in enumerate(others):
         ev_run = Evaluator(run.dataset)
         e_run = ev_run.evaluate(cfg.replace(bootstrap=0))
@@ -321,60 +330,123 @@ def compare(runs, *, reference: str | None = None, config: EvalConfig | None = N
         cis = _paired_intervals(ev_ref, ev_run, cfg, progress=step)
         ds = ref.dataset
         base = {"reference": ref.name, "run": run.name}
-        row = _RowMaker(rows, base, e_ref, e_run, cis)
+        row = _RowMaker(rows, base, e_ref, e_run, cis, cfg, ds.y)
+        everyone = np.ones(ds.n_queries, dtype=bool)
 
-        row("auroc", "all_queries", "DeLong", delong(ds.y, ds.p, run.dataset.p)[2])
-        row("auprc", "all_queries", None, None)
-        row("brier", "all_queries", None, None)
+        _, _, p_auroc = delong(ds.y, ds.p, run.dataset.p)
+        row("auroc", "all_queries", "DeLong", p_auroc, everyone,
+            None if np.isfinite(p_auroc) else _DELONG_NEEDS)
+        row("auprc", "all_queries", None, None, everyone)
+        row("brier", "all_queries", None, None, everyone)
         for metric, (kind, label) in _DECISIONS.items():
             mask = ds.y == label
             _, _, p, method = mcnemar(_decisions(ev_ref, cfg, kind)[mask],
                                       _decisions(ev_run, cfg, kind)[mask])
-            row(metric, e_ref.record(metric).subset, f"McNemar ({method})", p)
+            row(metric, e_ref.record(metric).subset, f"McNemar ({method})", p, mask)
         for metric in _MEANS:
             v_ref, mask = _per_query(ev_ref, cfg, metric)
             v_run, _ = _per_query(ev_run, cfg, metric)
             p = sign_flip((v_run - v_ref)[mask], n_flips=n_flips, seed=cfg.seed)
-            row(metric, e_ref.record(metric).subset, "paired sign-flip randomisation", p)
+            row(metric, e_ref.record(metric).subset, flips, p, mask)
         rows.extend(_per_criterion_auroc(ref, run, base))
     return rows
 
 
+def _value(record) -> float | None:
+    """A record's value, None when undefined (a record of one class only keeps a placeholder
+    value, e.g. AUROC 0.5, that must never be shown or subtracted)."""
+    value = record.value
+    if not record.defined or value is None or not math.isfinite(value):
+        return None
+    return value
+
+
+#: Why DeLong's test gives no p-value or interval.
+_DELONG_NEEDS = ("no DeLong interval or p-value: it needs at least two queries with and two "
+                 "without evidence")
+
+
+def _interval_method(ci) -> str:
+    """How a paired bootstrap interval was computed (and how many resamples it left out)."""
+    units = {"query": "queries", "post": "posts"}.get(ci.unit, ci.unit)
+    text = f"paired percentile bootstrap, {ci.n_resamples:,} resamples of {units}"
+    if ci.n_excluded:
+        text += (f" ({ci.n_excluded:,} without a defined difference left out, "
+                 f"{ci.n_valid:,} used)")
+    return text
+
+
 @dataclass(frozen=True)
 class _RowMaker:
-    """Appends one comparison row: both values, their difference and its paired interval."""
+    """Appends one comparison row: both values, their difference and its paired interval,
+    the queries it is computed on and why anything is missing."""
 
     rows: list
     base: dict
     e_ref: object
     e_run: object
     cis: dict
+    cfg: EvalConfig
+    y: np.ndarray
 
-    def __call__(self, metric, subset, test, p) -> None:
-        a, b = self.e_ref.record(metric).value, self.e_run.record(metric).value
+    def __call__(self, metric, subset, test, p, mask, note=None) -> None:
+        from metrics_core.report.wording import undefined_reason
+
+        ref, run = self.e_ref.record(metric), self.e_run.record(metric)
+        a, b = _value(ref), _value(run)
+        if not mask.any():  # no pair to test: no p-value (McNemar on no pairs is not 1)
+            p = None
         diff = None if a is None or b is None else b - a
+        ci = self.cis.get(metric)
+        notes = [f"{name}: {undefined_reason(r)}" for name, r in (("reference", ref),
+                                                                 ("run", run))
+                 if undefined_reason(r)]
+        if diff is None and not notes:
+            notes.append("undefined: a run's value is undefined")
+        if ci is None and diff is not None:
+            notes.append("no interval: 0 bootstrap resamples" if self.cfg.bootstrap == 0 else
+                         "no interval: the difference is undefined in every resample")
+        if note and diff is not None:
+            notes.append(note)
         self.rows.append({**self.base, "metric": metric, "value_reference": a,
-                          "value_run": b, "difference": diff, "ci95": self.cis.get(metric),
-                          "test": test, "p_value": p, "p_adjusted": None, "subset": subset})
+                          "value_run": b, "difference": diff,
+                          "ci95": None if ci is None else [ci.lo, ci.hi],
+                          "ci_method": None if ci is None else _interval_method(ci),
+                          "test": test, "p_value": p, "p_adjusted": None, "subset": subset,
+                          "n": int(mask.sum()), "n_positive": int((self.y[mask] == 1).sum()),
+                          "note": "; ".join(notes) or None})
 
 
 def _per_criterion_auroc(ref, run, base) -> list[dict]:
-    """DeLong per criterion, Holm-adjusted across the criteria."""
+    """DeLong per criterion, Holm-adjusted across the criteria. The difference is that of the
+    two AUROCs whenever both are defined (one query of a class suffices); DeLong's interval
+    and p-value need two of each class."""
     ds = ref.dataset
     out = []
     for c in ds.criteria:
         m = ds.criterion == c
+        n, n_pos = int(m.sum()), int(ds.y[m].sum())
         diff, se, p = delong(ds.y[m], ds.p[m], run.dataset.p[m])
         a = classification.roc_auc(ds.y[m], ds.p[m])
         b = classification.roc_auc(ds.y[m], run.dataset.p[m])
         defined = a.defined and b.defined
+        tested = defined and np.isfinite(p)
+        if not defined:
+            note = ("undefined: only one class present (needs queries with and without "
+                    f"evidence; {n_pos:,} of {n:,} with evidence)")
+        elif not tested:
+            note = f"{_DELONG_NEEDS} ({n_pos:,} of {n:,} with evidence)"
+        else:
+            note = None
         out.append({**base, "metric": "auroc", "value_reference": a.value if defined else None,
                     "value_run": b.value if defined else None,
-                    "difference": diff if defined else None,
+                    "difference": float(b.value - a.value) if defined else None,
                     "ci95": [diff - 1.959964 * se, diff + 1.959964 * se]
-                    if defined and np.isfinite(se) else None, "test": "DeLong",
-                    "p_value": p if defined else None, "p_adjusted": None,
-                    "subset": f"criterion {c}"})
+                    if tested and np.isfinite(se) else None,
+                    "ci_method": "DeLong (normal approximation)"
+                    if tested and np.isfinite(se) else None, "test": "DeLong",
+                    "p_value": p if tested else None, "p_adjusted": None,
+                    "subset": f"criterion {c}", "n": n, "n_positive": n_pos, "note": note})
     adjusted = holm([math.nan if r["p_value"] is None else r["p_value"] for r in out])
     for r, a in zip(out, adjusted, strict=True):
         r["p_adjusted"] = None if not np.isfinite(a) else float(a)
@@ -388,7 +460,8 @@ def _mean_difference(d: np.ndarray, m: np.ndarray):
 
 
 def _paired_intervals(ev_ref, ev_run, cfg, *, progress=None) -> dict:
-    """Percentile intervals of run − reference on identical resamples."""
+    """Percentile intervals (:class:`~metrics_core.metrics.uncertainty.CI`) of run −
+    reference on identical resamples, the defined ones."""
     if cfg.bootstrap == 0:
         return {}
     ds = ev_ref.ds
@@ -418,7 +491,7 @@ def _paired_intervals(ev_ref, ev_run, cfg, *, progress=None) -> dict:
         cis = bootstrap_cis(statistics, n_units, unit_of_row=unit_of_row,
                             n_resamples=cfg.bootstrap, seed=cfg.seed, unit=cfg.bootstrap_unit,
                             progress=progress)
-    return {k: [ci.lo, ci.hi] for k, ci in cis.items() if ci.defined}
+    return {k: ci for k, ci in cis.items() if ci.defined}
 
 
 def ablation_table(runs, config: EvalConfig | None = None) -> pd.DataFrame:
@@ -432,12 +505,13 @@ def ablation_table(runs, config: EvalConfig | None = None) -> pd.DataFrame:
         row = {"run": run.name}
         for name in ABLATION_METRICS:
             if name == "review_per_1000":
-                u, p = ev.record("uncertain_rate"), ev.record("pos_rate")
-                value = None if u.value is None else (u.value + p.value) * 1000
+                u, p = _value(ev.record("uncertain_rate")), _value(ev.record("pos_rate"))
+                value = None if u is None or p is None else (u + p) * 1000
                 row[name], ci = value, None
             else:
                 r = ev.record(name)
-                row[name], ci = r.value, r.ci95
+                row[name] = _value(r)
+                ci = r.ci95 if row[name] is not None else None
             row[f"{name}_ci_lo"], row[f"{name}_ci_hi"] = ci if ci is not None else (None, None)
             folds = ev.per_fold
             if folds is not None and name in folds.columns:
@@ -452,3 +526,19 @@ def ablation_table(runs, config: EvalConfig | None = None) -> pd.DataFrame:
             best = values.idxmax() if higher else values.idxmin()
             table[f"{name}_best"] = table.index == best
     return table
+
+
+def comparison_document(runs, rows, ablation: pd.DataFrame, config: EvalConfig, *,
+                        marks=None, guarantees=None) -> dict:
+    """comparison.json, as ``metrics-core compare`` writes it and the dashboard's Compare page
+    downloads it: the runs' input files, the configuration (thresholds included) and how each
+    threshold was chosen (``marks``, ``guarantees``:
+    :func:`metrics_core.config.threshold_provenance`; none given: pre-specified), the rows of
+    :func:`compare` and the ablation table."""
+    from metrics_core.config import threshold_provenance
+    from metrics_core.evaluation.result import clean, frame_records
+
+    return {"inputs": [i for run in runs for i in run.inputs],
+            "config": config.to_dict(), **threshold_provenance(config, marks, guarantees),
+            "runs": [run.name for run in runs], "comparisons": clean(rows),
+            "ablation": frame_records(ablation)}

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import io as _io
 
+import pandas as pd
 import pytest
 
+from dashboard import state
 from metrics_core import compare
 from metrics_core.config import EvalConfig
 from metrics_core.demo import make_runs
@@ -79,3 +81,75 @@ def test_compare_page_refuses_runs_with_different_gold():
     assert "different gold labels" in errors and "'baseline' and 'candidate'" in errors
     assert f"post_id {post!r}, criterion {crit!r}" in errors.replace("\\", "")
     assert not at.dataframe
+
+
+def _one_positive(frame, criterion):
+    """The run's long table with ``criterion`` left with one query with evidence."""
+    frame = frame.copy()
+    rows = frame["criterion"] == criterion
+    keep = frame.loc[rows & (frame["has_evidence"] == 1), "post_id"].iloc[0]
+    frame.loc[rows & (frame["post_id"] != keep), ["has_evidence", "is_gold", "n_gold"]] = 0
+    return frame
+
+
+def test_the_page_shows_what_the_command_line_writes_at_the_sidebars_thresholds(tmp_path):
+    """The link's thresholds (τ_neg moved: exploratory) are the comparison's and the page says
+    so; every difference, interval, n and p-value shown is the one `metrics-core compare
+    --settings` (the sidebar's settings.json) writes for the same files, the sign-flip test's
+    included (the page used fewer flips); the criterion with one query with evidence has its
+    difference and a note, not a blank."""
+    import json
+
+    from dashboard.display import fmt_p
+    from metrics_core.cli import main
+    from metrics_core.report import decision_record
+    from tests.test_app import TIMEOUT
+
+    runs = {name: _one_positive(frame, "A.2") for name, frame in make_runs(60, seed=3).items()}
+    at = open_app({"gate": "0.2,0.6", "explored": "tau_neg", "bootstrap_unit": "post"},
+                  page="compare")
+    at.file_uploader(key="compare_files").set_value(
+        _uploads([(f"{n}.parquet", f) for n, f in runs.items()])).run(timeout=TIMEOUT)
+    at.number_input(key="compare_bootstrap").set_value(100).run(timeout=TIMEOUT)
+    assert_clean(at)
+    captions = " ".join(c.value for c in at.caption).replace("\\_", "_")
+    assert "τ_neg 0.2 (exploratory)" in captions and "τ_pos 0.6 (pre-specified)" in captions
+    assert at.get_by_key("compare_download") is not None
+
+    view = at.session_state[state.VIEW]
+    settings = tmp_path / "settings.json"
+    settings.write_text(decision_record.settings_json(view.evaluation, marks=view.marks,
+                                                       guarantees=view.guarantees))
+    args = ["compare", "--settings", str(settings), "--bootstrap", "100", "--quiet",
+            "--out", str(tmp_path / "comparison.json")]
+    for name, frame in runs.items():
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+        args += ["--run", f"{name}={tmp_path / f'{name}.csv'}"]
+    assert main(args) == 0
+    cli = json.loads((tmp_path / "comparison.json").read_text())
+    assert cli["provenance"]["tau_neg"] == "exploratory"
+    assert cli["config"]["bootstrap_unit"] == "post"
+    want = pd.DataFrame(cli["comparisons"])
+
+    for key, part in (("comparison_table", ~want["subset"].str.startswith("criterion")),
+                      ("forest_table_1", want["subset"].str.startswith("criterion"))):
+        shown = table(at, key)
+        expected = want[part]
+        assert len(shown) == len(expected)
+        for (_, s), (_, w) in zip(shown.iterrows(), expected.iterrows(), strict=True):
+            assert s["metric"] == w["metric"]
+            assert (s["n"], s["n_positive"]) == (w["n"], w["n_positive"])
+            if w["difference"] is None or pd.isna(w["difference"]):
+                assert pd.isna(s["difference"])
+            else:
+                assert s["difference"] == pytest.approx(w["difference"], abs=1e-12)
+            if w["ci95"] is None:
+                assert pd.isna(s["ci95_lo"]) and pd.isna(s["ci95_hi"])
+            else:
+                assert [s["ci95_lo"], s["ci95_hi"]] == pytest.approx(w["ci95"], abs=1e-12)
+            assert s["p"] == fmt_p(w["p_value"]), w["metric"]
+            assert (s["note"] or None) == (None if pd.isna(w["note"]) else w["note"])
+    one = table(at, "forest_table_1").set_index("subset").loc["criterion A.2"]
+    assert one["difference"] == pytest.approx(
+        want.set_index("subset").loc["criterion A.2", "difference"])
+    assert "needs at least two queries with and two without evidence" in one["note"]

@@ -53,12 +53,13 @@ def test_overlays_escape_run_names():
 
 
 def test_forest_figure_draws_differences_and_intervals():
-    rows = pd.DataFrame({"subset": ["criterion A", "criterion <b>B</b>"],
-                         "difference": [0.1, -0.05], "ci95": [[0.0, 0.2], None]})
+    rows = pd.DataFrame({"subset": ["criterion A", "criterion <b>B</b>", "criterion C"],
+                         "difference": [0.1, -0.05, None], "ci95": [[0.0, 0.2], None, None]})
     fig = forest_figure(rows, title="t")
     trace = fig.data[0]
-    assert list(trace.x) == [0.1, -0.05]
-    assert list(trace.y) == ["criterion A", "criterion &lt;b&gt;B&lt;/b&gt;"]
+    assert list(trace.x[:2]) == [0.1, -0.05] and np.isnan(trace.x[2])
+    assert list(trace.y) == ["criterion A", "criterion &lt;b&gt;B&lt;/b&gt; (no interval)",
+                             "criterion C (undefined)"]
     assert np.allclose(trace.error_x.array[:1], [0.1]) and np.isnan(trace.error_x.array[1])
 
 

@@ -214,3 +214,125 @@ def test_duplicate_run_names_are_refused():
     (q, c), _ = two_runs()
     with pytest.raises(InputError, match=r"every run needs its own name.*'run0'"):
         compare.load_runs([("run0", q, c), ("run0", q, c)])
+
+
+def _one_positive_in_c1(q, c):
+    """The runs' frames with criterion C1 left with one query with evidence (the others'
+    gold cleared): its AUROC is defined, DeLong's variance is not."""
+    q, c = q.copy(), c.copy()
+    positives = q.index[(q["criterion"] == "C1") & (q["has_evidence"] == 1)]
+    cleared = q.loc[positives[1:], ["post_id", "criterion"]]
+    q.loc[positives[1:], ["has_evidence", "n_gold"]] = 0
+    rows = c.merge(cleared, on=["post_id", "criterion"], how="left", indicator=True)
+    c.loc[(rows["_merge"] == "both").to_numpy(), "is_gold"] = 0
+    return q, c
+
+
+def test_a_criterion_with_one_positive_has_its_difference_without_a_delong_test():
+    """One query with evidence: both AUROCs are defined (scikit-learn's), so is their
+    difference; DeLong's interval and p-value need two of each class and are missing with a
+    note saying so (the difference was left undefined, NaN)."""
+    from sklearn.metrics import roc_auc_score
+
+    (q, c), (q2, c2) = two_runs(seed=11)
+    frames = [_one_positive_in_c1(q, c), _one_positive_in_c1(q2, c2)]
+    runs = [compare.Run(name, Dataset.from_frames(*f))
+            for name, f in zip(("base", "tuned"), frames, strict=True)]
+    rows = compare.compare(runs, config=EvalConfig(bootstrap=0), n_flips=100)
+    c1 = next(r for r in rows if r["subset"] == "criterion C1")
+    sub = [f[0][f[0]["criterion"] == "C1"] for f in frames]
+    want = [roc_auc_score(s["has_evidence"], s["p_has_evidence"]) for s in sub]
+    assert sub[0]["has_evidence"].sum() == 1
+    assert c1["value_reference"] == pytest.approx(want[0])
+    assert c1["value_run"] == pytest.approx(want[1])
+    assert c1["difference"] == pytest.approx(want[1] - want[0], abs=1e-12)
+    assert c1["ci95"] is None and c1["p_value"] is None and c1["p_adjusted"] is None
+    assert "needs at least two queries with and two without evidence" in c1["note"]
+    assert (c1["n"], c1["n_positive"]) == (len(sub[0]), 1)
+    others = [r for r in rows if r["subset"] in ("criterion C2", "criterion C3")]
+    assert all(r["p_adjusted"] is not None and r["note"] is None for r in others)
+    assert all(r["ci_method"] == "DeLong (normal approximation)" for r in others)
+
+
+def test_every_difference_says_how_many_paired_queries_it_is_computed_on(runs):
+    cfg = EvalConfig(bootstrap=50, seed=1)
+    rows = compare.compare(runs, config=cfg, n_flips=100)
+    ds = runs[0].dataset
+    n_pos = int(ds.y.sum())
+    positives = int(((ds.y == 1) & (ds.n_gold > 0)).sum())  # positives_only protocols
+    want = {"auroc": (ds.n_queries, n_pos), "brier": (ds.n_queries, n_pos),
+            "sensitivity": (n_pos, n_pos), "specificity": (ds.n_queries - n_pos, 0),
+            "screening_sensitivity": (n_pos, n_pos), "ndcg@10": (positives, positives),
+            "evidence_recall": (positives, positives)}
+    got = {r["metric"]: (r["n"], r["n_positive"]) for r in rows
+           if not r["subset"].startswith("criterion")}
+    assert {k: got[k] for k in want} == want
+    assert all(r["ci_method"] == "paired percentile bootstrap, 50 resamples of queries"
+               for r in rows if not r["subset"].startswith("criterion"))
+    flips = next(r for r in rows if r["metric"] == "ndcg@10")
+    assert flips["test"] == "paired sign-flip randomisation (100 flips)"
+
+
+def test_no_paired_query_gives_no_p_value_and_says_why():
+    """Runs without a query with evidence: McNemar on no pair is not p = 1; the sensitivity
+    row has n = 0, no difference, no p-value and a note."""
+    q, c = random_frames(n_posts=30, seed=2, positive_rate=0.0)
+    q2 = q.copy()
+    q2["p_has_evidence"] = np.clip(q2["p_has_evidence"] + 0.05, 0, 1)
+    runs = [compare.Run("a", Dataset.from_frames(q, c)),
+            compare.Run("b", Dataset.from_frames(q2, c))]
+    rows = compare.compare(runs, config=EvalConfig(bootstrap=0), n_flips=100)
+    sens = next(r for r in rows if r["metric"] == "sensitivity")
+    assert sens["n"] == 0 and sens["difference"] is None and sens["p_value"] is None
+    assert sens["note"].startswith("reference: undefined")
+    auroc = next(r for r in rows if r["metric"] == "auroc" and r["subset"] == "all_queries")
+    assert auroc["difference"] is None and "only one class" in auroc["note"]
+    assert auroc["value_reference"] is None and auroc["value_run"] is None  # not 0.5
+    auprc = next(r for r in rows if r["metric"] == "auprc")
+    assert auprc["value_reference"] is None and auprc["difference"] is None  # not 0.0
+    table = compare.ablation_table(runs, EvalConfig(bootstrap=0))
+    assert table["auroc"].isna().all() and table["auprc"].isna().all()
+    assert "auroc_best" not in table.columns
+
+
+def test_compare_command_takes_the_dashboards_settings(tmp_path, capsys):
+    """--settings: the comparison at the settings file's thresholds (as the dashboard's
+    Compare runs page uses the sidebar's), its seed, and how each threshold was chosen, in
+    comparison.json and on the terminal."""
+    (q, c), (q2, c2) = two_runs()
+    paths = []
+    for name, (qq, cc) in (("a", (q, c)), ("b", (q2, c2))):
+        paths.append((tmp_path / f"{name}_q.csv", tmp_path / f"{name}_c.parquet"))
+        qq.to_csv(paths[-1][0], index=False)
+        cc.to_parquet(paths[-1][1])
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"config": {"tau_neg": 0.25, "tau_pos": 0.7,
+                                               "threshold": 0.4, "seed": 7},
+                                    "provenance": {"tau_neg": "exploratory"}}))
+    out = tmp_path / "comparison.json"
+    assert main(["compare", "--run", f"a={paths[0][0]},{paths[0][1]}",
+                 "--run", f"b={paths[1][0]},{paths[1][1]}", "--settings", str(settings),
+                 "--bootstrap", "50", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "τ_neg 0.25 (exploratory); τ_pos 0.7 (pre-specified); τ 0.4" in printed
+    data = json.loads(out.read_text())
+    assert (data["config"]["tau_neg"], data["config"]["threshold"], data["config"]["seed"]) \
+        == (0.25, 0.4, 7)
+    assert data["provenance"]["tau_neg"] == "exploratory"
+    assert data["provenance"]["tau_pos"] == "pre-specified"
+    runs = [compare.Run("a", Dataset.from_frames(q, c)),
+            compare.Run("b", Dataset.from_frames(q2, c2))]
+    want = compare.compare(runs, config=EvalConfig(tau_neg=0.25, tau_pos=0.7, threshold=0.4,
+                                                   seed=7, bootstrap=50))
+    got = {(r["metric"], r["subset"]): r for r in data["comparisons"]}
+    for w in want:
+        g = got[(w["metric"], w["subset"])]
+        assert g["difference"] == pytest.approx(w["difference"], abs=1e-12)
+        assert g["ci95"] == pytest.approx(w["ci95"])
+    assert ("sensitivity", "all_queries @ τ=0.4") in got
+    settings.write_text(json.dumps({"config": {"criterion_gates": [["Z9", 0.1, 0.5]]}}))
+    assert main(["compare", "--run", f"a={paths[0][0]},{paths[0][1]}",
+                 "--run", f"b={paths[1][0]},{paths[1][1]}", "--settings", str(settings),
+                 "--out", str(out)]) == 2
+    assert "criterion_gates names criteria the data does not have: 'Z9'" in \
+        capsys.readouterr().err

@@ -2,6 +2,7 @@
 with intervals and tests, overlaid curves and a per-criterion forest plot."""
 
 import hashlib
+import json
 
 import pandas as pd
 import streamlit as st
@@ -27,8 +28,9 @@ from metrics_core.run import open_run
 
 st.title("Compare runs")
 st.caption("Upload one long table per run (the file name is the run's name), or one table with "
-           "a `run` column. Every run must cover the same (post_id, criterion) pairs. Files stay "
-           "in this session's memory only.")
+           "a `run` column. Every run must cover the same (post_id, criterion) pairs with the "
+           "same gold labels. Files stay in this session's memory only: a reload or a shared "
+           "link opens this page without them.")
 files = st.file_uploader("Runs", type=["csv", "gz", "parquet", "pq", "jsonl"],
                          accept_multiple_files=True, key=state.COMPARE_FILES)
 if files:
@@ -57,7 +59,9 @@ if use_demo:
 elif files:
     key = hashlib.sha256(b"".join(f.name.encode() + f.getvalue() for f in files)).hexdigest()
 else:
-    st.info("Upload at least two runs, or switch on the synthetic demo runs.")
+    st.info("Upload at least two runs, or switch on the synthetic demo runs. Uploaded runs are "
+            "not kept across a reload or in the page's link (the link keeps the sidebar's "
+            "settings): after a reload, upload them again.")
     st.stop()
 kept = st.session_state.get(state.COMPARE_RUNS)
 if kept is None or kept[0] != key:
@@ -89,7 +93,12 @@ reference = left.selectbox("Reference run", names, key=state.COMPARE_REFERENCE,
                            format_func=neutralise_bidi)
 n_boot = right.number_input("Paired bootstrap resamples", 0, 10_000, 500, step=100,
                             key=state.COMPARE_BOOTSTRAP)
-base = data.view().config.replace(filters=Filters())
+v = data.view()
+base = v.config.replace(filters=Filters())
+display.thresholds_caption(v)
+st.caption("The runs are compared on all their queries: the sidebar's filter (fold, split, "
+           "criteria, cohort) and gold-label choice apply to the loaded data set, not here; "
+           "its thresholds and settings do.")
 result = st.session_state.get(state.COMPARE_RESULT)
 
 
@@ -103,12 +112,13 @@ config = base.replace(bootstrap=asked.now)
 result_key = (kept[0], reference, config)
 if result is None or result[0] != result_key:
     with st.spinner("Comparing the runs…"), computing.metered():
-        rows = pd.DataFrame(compare.compare(runs, reference=reference, config=config,
-                                            n_flips=2000, progress=asked.progress))
+        compared = compare.compare(runs, reference=reference, config=config,
+                                   progress=asked.progress)
         ablation = compare.ablation_table(runs, config)
-    st.session_state[state.COMPARE_RESULT] = result = (result_key, rows, ablation)
+    st.session_state[state.COMPARE_RESULT] = result = (result_key, compared, ablation)
     asked.done()
-_, rows, ablation = result
+_, compared, ablation = result
+rows = pd.DataFrame(compared)
 
 st.subheader("Ablation table")
 st.caption("One row per run; `_best` marks the best run per metric (direction from the metric "
@@ -116,10 +126,12 @@ st.caption("One row per run; `_best` marks the best run per metric (direction fr
 display.show_table(ablation, key="ablation_table")
 
 st.subheader(f"Differences against {escape_markdown(reference)}")
-st.caption("Paired: the same resamples (and queries) for both runs. Tests: DeLong for AUROC, "
-           "McNemar for decisions, a sign-flip randomisation test for the means; per-criterion "
-           "p-values are Holm-adjusted across criteria (p (Holm)). p below 0.001 is written "
-           "< 0.001.")
+st.caption("Paired: the same queries, and the same resamples, for both runs; *n* is the number "
+           "of paired queries each difference is computed on (*with evidence*: how many of them "
+           "have evidence). Tests: DeLong for AUROC, McNemar for decisions, a sign-flip "
+           "randomisation test for the means; per-criterion intervals are DeLong's, p-values "
+           "Holm-adjusted across criteria (p (Holm)). p below 0.001 is written < 0.001; *note* "
+           "says why a value, interval or p-value is missing.")
 overall = rows[~rows["subset"].str.startswith("criterion")]
 
 
@@ -130,11 +142,18 @@ def _shown(part: pd.DataFrame) -> pd.DataFrame:
                        ci95_hi=[None if c is None else c[1] for c in part["ci95"]],
                        p=[display.fmt_p(p) for p in part["p_value"]],
                        p_holm=[display.fmt_p(p) for p in part["p_adjusted"]],
-                       subset=[display.plain_subset(s) for s in part["subset"]]
+                       subset=[display.plain_subset(s) for s in part["subset"]],
+                       note=[n if isinstance(n, str) else "" for n in part["note"]],
                        ).drop(columns=["ci95"])
 
 
 _P_COLUMNS = {"p": st.column_config.TextColumn("p", help="Two-sided p-value of the test."),
+              "n": st.column_config.NumberColumn(
+                  "n", help="The paired queries the difference is computed on."),
+              "ci_method": st.column_config.TextColumn("interval", help="How the 95% "
+                                                       "interval of the difference was computed."),
+              "note": st.column_config.TextColumn(
+                  "note", help="Why a value, interval or p-value is missing."),
               "p_holm": st.column_config.TextColumn(
                   "p (Holm)", help="Holm-adjusted across criteria (per-criterion rows).")}
 
@@ -148,6 +167,13 @@ def _order(frame: pd.DataFrame) -> list[str]:
 shown = _shown(overall)
 display.show_table(shown, key="comparison_table", column_config=_P_COLUMNS,
                    column_order=_order(shown))
+st.download_button(
+    "Download comparison.json (as `metrics-core compare` writes it)",
+    data=lambda: json.dumps(compare.comparison_document(
+        runs, compared, ablation, config, marks=v.marks,
+        guarantees=v.guarantees), indent=2, allow_nan=False).encode(),
+    file_name="comparison.json", mime="application/json", key="compare_download",
+    on_click="ignore", icon=":material/download:")
 
 evaluators = {r.name: Evaluator(r.dataset) for r in runs}
 

@@ -1,12 +1,18 @@
 """The inputs of a data command opened: the run (:func:`metrics_core.run.open_run`), its
-per-criterion gates checked against the data, the reviewers' verdicts read."""
+per-criterion gates checked against the data, the reviewers' verdicts read, a settings.json
+read back (``report`` and ``compare``)."""
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
+from pathlib import Path
 
 from metrics_core.cli.flags import input_limits
 from metrics_core.config import EvalConfig
+from metrics_core.errors import SettingsError
+from metrics_core.settings_file import read_settings
 
 
 def open_inputs(args):
@@ -88,3 +94,70 @@ def read_verdicts(args, loaded):
     from metrics_core.inputs.adjudications import read_adjudications
 
     return read_adjudications(args.adjudications, loaded.dataset, name=args.adjudications.name)
+
+
+def read_at_most(path: Path, limit: int, refusal) -> bytes:
+    """The bytes of ``path``, refused by ``refusal(size_text)`` (an exception) when larger
+    than ``limit``: a regular file by its size before reading, anything else (a pipe, a
+    device such as /dev/zero) after reading ``limit + 1`` bytes at most."""
+    with open(path, "rb") as f:
+        info = os.fstat(f.fileno())
+        if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+            raise refusal(f"{info.st_size:,} bytes")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise refusal(f"more than {limit:,} bytes")
+    return data
+
+
+def load_settings(path: Path) -> EvalConfig:
+    """The :class:`EvalConfig` of a settings.json (as the dashboard writes it), read with
+    :func:`metrics_core.settings_file.read_settings`: the dashboard's verdict on the same file."""
+    return load_settings_marks(path)[0]
+
+
+def load_settings_marks(path: Path) -> tuple[EvalConfig, dict, dict, tuple[str, ...], tuple]:
+    """:func:`load_settings`, how the file says each threshold was chosen and the cohort
+    columns it chooses with their bins: ``(config, marks, guarantees, cohort_columns,
+    cohort_bins)`` (``COLUMN=SPEC`` items; field ->
+    exploratory / guaranteed; field -> ThresholdGuarantee), contract §9: a record made from
+    the file keeps them."""
+    from metrics_core.config import EXPLORATORY, GUARANTEED, MAX_SETTINGS_BYTES
+    from metrics_core.settings_file import (
+        filter_bins_errors,
+        read_settings_cohort_bins,
+        read_settings_cohorts,
+        read_settings_file,
+    )
+
+    def too_large(size: str) -> SettingsError:
+        return SettingsError(None, f"is {size}; a settings file holds at most "
+                             f"{MAX_SETTINGS_BYTES:,} bytes", source=path.name)
+
+    data = read_at_most(path, MAX_SETTINGS_BYTES, too_large)
+    config = EvalConfig(**read_settings(data, source=path.name))
+    _, _, explored, guaranteed = read_settings_file(data, source=path.name)
+    marks = {**dict.fromkeys(guaranteed, GUARANTEED), **dict.fromkeys(explored, EXPLORATORY)}
+    columns, errors = read_settings_cohorts(data, source=path.name)
+    bins, more = read_settings_cohort_bins(data, source=path.name)
+    errors = [*errors, *(e for e in more if e.field is not None)]
+    if not errors:
+        errors = filter_bins_errors(config.filters, bins, source=path.name)
+    if errors:
+        raise SettingsError.combine(errors, source=path.name)
+    return config, marks, guaranteed, columns, bins
+
+
+def thresholds_text(config: EvalConfig, marks: dict, guarantees: dict,
+                    settings: Path | None) -> str:
+    """The thresholds line of a record or a comparison: every threshold pre-specified (the
+    defaults, or loaded from ``settings``) unless the file marks it exploratory or
+    guaranteed."""
+    if not marks:
+        return ("Thresholds: pre-specified (" + (f"loaded from {settings.name}" if settings
+                                                 else "the defaults")
+                + f"): {config.describe_gate()}, τ {config.threshold:g}, γ {config.gamma:g}.")
+    from metrics_core.report.decision_record import thresholds_line
+
+    return thresholds_line(config, marks, guarantees) + (
+        f" (as {settings.name} records them)." if settings else ".")

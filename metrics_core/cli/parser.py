@@ -221,14 +221,18 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--run", action="append", required=True, metavar="NAME=QUERIES[,CANDIDATES]",
                     help="one run (repeat: at least two)")
     co.add_argument("--reference", default=None, help="the reference run (default: the first)")
+    co.add_argument("--settings", type=Path,
+                    help="settings.json downloaded from the dashboard: its thresholds and "
+                         "metric options (and its resampling unit and seed unless given), as "
+                         "the dashboard's Compare runs page uses them")
     co.add_argument("--bootstrap", default="2000",
                     help="paired resamples for the intervals of the differences (0: none; at "
                          f"most {SCHEMA['bootstrap'].high:,}) (default: %(default)s)")
-    co.add_argument("--bootstrap-unit", choices=VARIANTS["bootstrap_unit"], default="query",
+    co.add_argument("--bootstrap-unit", choices=VARIANTS["bootstrap_unit"], default=None,
                     help="resampling unit: a query, or a post with all its queries "
-                         "(default: %(default)s)")
-    co.add_argument("--seed", default="0",
-                    help="seed of the bootstrap resamples (default: %(default)s)")
+                         "(default: --settings' or query)")
+    co.add_argument("--seed", default=None,
+                    help="seed of the bootstrap resamples (default: --settings' or 0)")
     _outputs(co, "comparison.json")
 
     rp = sub.add_parser("report", help="the decision record: HTML, PDF or a zip of everything",

@@ -3,13 +3,19 @@ the settings and the meeting's notes read from bounded files."""
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
 from pathlib import Path
 
 from metrics_core.cli.flags import MAX_NOTES_BYTES
-from metrics_core.cli.opening import cohort_options, gates_known, open_inputs, read_verdicts
+from metrics_core.cli.opening import (
+    cohort_options,
+    gates_known,
+    load_settings_marks,
+    open_inputs,
+    read_at_most,
+    read_verdicts,
+    thresholds_text,
+)
 from metrics_core.cli.output import (
     EXIT_INPUT,
     EXIT_OK,
@@ -19,60 +25,6 @@ from metrics_core.cli.output import (
     write_atomically,
 )
 from metrics_core.config import EvalConfig
-from metrics_core.errors import SettingsError
-from metrics_core.settings_file import read_settings
-
-
-def _read_at_most(path: Path, limit: int, refusal) -> bytes:
-    """The bytes of ``path``, refused by ``refusal(size_text)`` (an exception) when larger
-    than ``limit``: a regular file by its size before reading, anything else (a pipe, a
-    device such as /dev/zero) after reading ``limit + 1`` bytes at most."""
-    with open(path, "rb") as f:
-        info = os.fstat(f.fileno())
-        if stat.S_ISREG(info.st_mode) and info.st_size > limit:
-            raise refusal(f"{info.st_size:,} bytes")
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise refusal(f"more than {limit:,} bytes")
-    return data
-
-
-def load_settings(path: Path) -> EvalConfig:
-    """The :class:`EvalConfig` of a settings.json (as the dashboard writes it), read with
-    :func:`metrics_core.settings_file.read_settings`: the dashboard's verdict on the same file."""
-    return load_settings_marks(path)[0]
-
-
-def load_settings_marks(path: Path) -> tuple[EvalConfig, dict, dict, tuple[str, ...], tuple]:
-    """:func:`load_settings`, how the file says each threshold was chosen and the cohort
-    columns it chooses with their bins: ``(config, marks, guarantees, cohort_columns,
-    cohort_bins)`` (``COLUMN=SPEC`` items; field ->
-    exploratory / guaranteed; field -> ThresholdGuarantee), contract §9: a record made from
-    the file keeps them."""
-    from metrics_core.config import EXPLORATORY, GUARANTEED, MAX_SETTINGS_BYTES
-    from metrics_core.settings_file import (
-        filter_bins_errors,
-        read_settings_cohort_bins,
-        read_settings_cohorts,
-        read_settings_file,
-    )
-
-    def too_large(size: str) -> SettingsError:
-        return SettingsError(None, f"is {size}; a settings file holds at most "
-                             f"{MAX_SETTINGS_BYTES:,} bytes", source=path.name)
-
-    data = _read_at_most(path, MAX_SETTINGS_BYTES, too_large)
-    config = EvalConfig(**read_settings(data, source=path.name))
-    _, _, explored, guaranteed = read_settings_file(data, source=path.name)
-    marks = {**dict.fromkeys(guaranteed, GUARANTEED), **dict.fromkeys(explored, EXPLORATORY)}
-    columns, errors = read_settings_cohorts(data, source=path.name)
-    bins, more = read_settings_cohort_bins(data, source=path.name)
-    errors = [*errors, *(e for e in more if e.field is not None)]
-    if not errors:
-        errors = filter_bins_errors(config.filters, bins, source=path.name)
-    if errors:
-        raise SettingsError.combine(errors, source=path.name)
-    return config, marks, guaranteed, columns, bins
 
 
 def read_notes(path: Path) -> str:
@@ -81,24 +33,11 @@ def read_notes(path: Path) -> str:
         return ValueError(f"--notes {path}: is {size}; notes hold at most "
                           f"{MAX_NOTES_BYTES // 1024} KiB")
 
-    data = _read_at_most(path, MAX_NOTES_BYTES, too_large)
+    data = read_at_most(path, MAX_NOTES_BYTES, too_large)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise ValueError(f"--notes {path}: is not UTF-8 text (byte {err.start:,})") from None
-
-
-def _thresholds(config: EvalConfig, marks: dict, guarantees: dict, settings: Path | None) -> str:
-    """The record's thresholds line: every threshold pre-specified (the defaults, or loaded
-    from ``settings``) unless the file marks it exploratory or guaranteed."""
-    if not marks:
-        return ("Thresholds: pre-specified (" + (f"loaded from {settings.name}" if settings
-                                                 else "the defaults")
-                + f"): {config.describe_gate()}, τ {config.threshold:g}, γ {config.gamma:g}.")
-    from metrics_core.report.decision_record import thresholds_line
-
-    return thresholds_line(config, marks, guarantees) + (
-        f" (as {settings.name} records them)." if settings else ".")
 
 
 @with_progress
@@ -156,7 +95,7 @@ def report_command(args) -> int:
     files = ", ".join(p.name for p in (args.queries, args.candidates) if p is not None)
     page = record.render_html(evaluation, title=args.title, notes=notes,
                               data_label=f"Data: {files}", exclusions=loaded.exclusions,
-                              thresholds=_thresholds(config, marks, guarantees, args.settings),
+                              thresholds=thresholds_text(config, marks, guarantees, args.settings),
                               marks=marks, guarantees=guarantees,
                               adjudication=adjudicated, cohorts=cohort_result,
                               cohort_columns=tuple(cohorts["declared"]), cohort_bins=bins_of)

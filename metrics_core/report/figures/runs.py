@@ -66,11 +66,15 @@ def overlay_decision_figure(curves: Mapping[str, pd.DataFrame]) -> go.Figure:
 
 
 def forest_figure(rows: pd.DataFrame, *, title: str) -> go.Figure:
-    """Differences (run − reference) with their 95% intervals, one row per subset."""
-    labels = [escape_plotly(s) for s in rows["subset"]]
+    """Differences (run − reference) with their 95% intervals, one row per subset; a subset
+    whose difference is undefined, or has no interval, says so in its label (no marker, or
+    a marker without bars, is never left unexplained)."""
     diff = rows["difference"].to_numpy(dtype=float)
     lo = np.array([np.nan if c is None else c[0] for c in rows["ci95"]], dtype=float)
     hi = np.array([np.nan if c is None else c[1] for c in rows["ci95"]], dtype=float)
+    labels = [escape_plotly(s) + (" (undefined)" if np.isnan(d) else
+                                  " (no interval)" if np.isnan(a) else "")
+              for s, d, a in zip(rows["subset"], diff, lo, strict=True)]
     fig = Figure()
     fig.add_trace(Scatter(x=diff, y=labels, mode="markers", name="difference",
                           marker={"size": 10, "color": "#4c78a8"},
