@@ -190,20 +190,54 @@ def load_runs(specs, *, limits=None) -> list[Run]:
 
 
 def split_runs(frame: pd.DataFrame, candidates: pd.DataFrame | None = None, *,
-               column: str = "run") -> list[Run]:
-    """Runs from one long table (or queries + candidates tables) with a ``run`` column."""
+               column: str = "run", source: str | None = None,
+               candidates_source: str | None = None) -> list[Run]:
+    """Runs from one long table (or queries + candidates tables) with a ``run`` column.
+
+    ``source`` (``candidates_source``) names the file in errors; an error in one run's rows
+    names the run and the rows as the file numbers them (not as the run's own rows)."""
     from metrics_core.inputs import loading
 
     if column not in frame.columns:
-        raise InputError("required column is missing", column=column, code="missing_column")
+        raise InputError("required column is missing: one table holds several runs only with "
+                         "a column naming each row's run", file=source, column=column,
+                         hint="upload one file per run (at least two), or one table with a "
+                              f"{column!r} column", code="missing_column")
     runs = []
     for name in pd.unique(frame[column]):
-        q = frame[frame[column] == name].drop(columns=column)
-        c = None if candidates is None else candidates[candidates[column] == name].drop(
-            columns=column)
-        runs.append(Run(str(name), loading.load(q, c).dataset))
+        rows = (frame[column] == name).to_numpy()
+        q = frame[rows].drop(columns=column)
+        c_rows = None if candidates is None else (candidates[column] == name).to_numpy()
+        c = None if candidates is None else candidates[c_rows].drop(columns=column)
+        q_name, c_name = source or "queries", candidates_source or "candidates"
+        try:
+            loaded = loading.load(q, c, queries_name=q_name, candidates_name=c_name)
+        except InputError as exc:
+            positions = {q_name: np.flatnonzero(rows)}
+            if c_rows is not None:
+                positions[c_name] = np.flatnonzero(c_rows)
+            raise _in_file(exc, positions, str(name)) from None
+        runs.append(Run(str(name), loaded.dataset))
     check_runs(runs)
     return runs
+
+
+def _in_file(exc: InputError, positions: dict, run: str) -> InputError:
+    """``exc`` (one error or several) about one run's rows of a long table, said of the
+    whole file: its rows numbered as the file numbers them (``positions[file]``: the 0-based
+    rows of the run in that file), the run named."""
+    from metrics_core.errors import InputErrors
+
+    def one(e: InputError) -> InputError:
+        where = positions.get(e.file)
+        rows = e.rows if where is None else [int(where[r - 1]) + 1 for r in e.rows]
+        hint = f"run {run!r}" + (f"; {e.hint}" if e.hint else "")
+        return InputError(e.rule, file=e.file, column=e.column, rows=rows, n_rows=e.n_rows,
+                          hint=hint, code=e.code, values=e.values, line_offset=e.line_offset)
+
+    if isinstance(exc, InputErrors):
+        return InputErrors([one(e) for e in exc.errors])
+    return one(exc)
 
 
 # ------------------------------------------------------------------------------ tests

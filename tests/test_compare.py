@@ -336,3 +336,20 @@ def test_compare_command_takes_the_dashboards_settings(tmp_path, capsys):
                  "--out", str(out)]) == 2
     assert "criterion_gates names criteria the data does not have: 'Z9'" in \
         capsys.readouterr().err
+
+
+def test_a_bad_value_in_a_long_table_of_runs_names_the_file_the_run_and_its_line():
+    """One table with a ``run`` column: an error in the second run's rows names the file,
+    the run and the row of the file (it named row 2 of a table called "queries": the row's
+    place among that run's rows)."""
+    (q, c), (q2, c2) = two_runs()
+    long = pd.concat([q.assign(run="a"), q2.assign(run="b")], ignore_index=True)
+    long.loc[len(q) + 1, "p_has_evidence"] = 1.5
+    with pytest.raises(InputError) as info:
+        compare.split_runs(long, source="runs.csv")
+    text = info.value.render()
+    assert text.startswith("runs.csv: column 'p_has_evidence': values must be within [0, 1]")
+    assert f"(row {len(q) + 2}: value 1.5); run 'b'" in text
+    with pytest.raises(InputError, match="runs.csv: column 'run': required column is missing"
+                                         ".*upload one file per run"):
+        compare.split_runs(q, source="runs.csv")

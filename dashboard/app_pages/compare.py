@@ -43,7 +43,7 @@ def _load(files) -> list[compare.Run]:
     limits = server_settings.upload_limits()
     if len(files) == 1:
         frame = mio.read_table(files[0].getvalue(), name=files[0].name, limits=limits)
-        return compare.split_runs(frame)
+        return compare.split_runs(frame, source=files[0].name)
     specs = [(f.name.rsplit(".", 1)[0], f.getvalue(), None) for f in files]
     compare.check_names([name for name, _, _ in specs])  # before reading: as the CLI does
     opened = [open_run(b, queries_name=f.name, limits=limits)
