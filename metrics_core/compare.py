@@ -529,7 +529,8 @@ def _paired_intervals(ev_ref, ev_run, cfg, *, progress=None) -> dict:
 
 
 def ablation_table(runs, config: EvalConfig | None = None) -> pd.DataFrame:
-    """One row per run: the headline metrics, their intervals, fold mean ± std, best marked."""
+    """One row per run: the headline metrics, their intervals, fold mean ± std, the best
+    marked (every run at the best value: runs that tie are all marked)."""
     from metrics_core.report import Evaluator
 
     cfg = config or EvalConfig(bootstrap=2000)
@@ -556,9 +557,9 @@ def ablation_table(runs, config: EvalConfig | None = None) -> pd.DataFrame:
     for name in ABLATION_METRICS:
         values = pd.to_numeric(table[name], errors="coerce")
         higher = False if name == "review_per_1000" else registry.spec(name).higher_is_better
-        if values.notna().any():
-            best = values.idxmax() if higher else values.idxmin()
-            table[f"{name}_best"] = table.index == best
+        if values.notna().any():  # every run at the best value (identical runs tie)
+            best = values.max() if higher else values.min()
+            table[f"{name}_best"] = (values == best).to_numpy()
     return table
 
 

@@ -353,3 +353,23 @@ def test_a_bad_value_in_a_long_table_of_runs_names_the_file_the_run_and_its_line
     with pytest.raises(InputError, match="runs.csv: column 'run': required column is missing"
                                          ".*upload one file per run"):
         compare.split_runs(q, source="runs.csv")
+
+
+def test_identical_runs_tie_in_the_ablation_table_and_differ_by_zero(runs):
+    """A run identical to the reference: every difference is exactly 0 with a [0, 0]
+    interval and p = 1, and the ablation table marks both runs best, not the first one."""
+    twin = compare.Run("twin", runs[0].dataset)
+    rows = compare.compare([runs[0], twin], config=EvalConfig(bootstrap=40), n_flips=100)
+    for r in rows:
+        if r["difference"] is None:
+            continue
+        assert r["difference"] == 0.0, r
+        if r["ci95"] is not None:
+            assert r["ci95"] == [0.0, 0.0], r
+        if r["p_value"] is not None:
+            assert r["p_value"] == 1.0, r
+    table = compare.ablation_table([runs[0], twin], EvalConfig(bootstrap=0))
+    marks = [c for c in table.columns if c.endswith("_best")]
+    assert {"auroc_best", "ece_best", "ndcg@10_best"} <= set(marks)
+    for column in marks:
+        assert list(table[column]) == [True, True], column

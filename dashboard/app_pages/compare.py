@@ -121,7 +121,8 @@ _, compared, ablation = result
 rows = pd.DataFrame(compared)
 
 st.subheader("Ablation table")
-st.caption("One row per run; `_best` marks the best run per metric (direction from the metric "
+st.caption("One row per run; `_best` marks the best run per metric (every run at the best "
+           "value when runs tie; direction from the metric "
            "registry); fold means where the data has folds.")
 display.show_table(ablation, key="ablation_table")
 
