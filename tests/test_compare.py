@@ -342,7 +342,7 @@ def test_a_bad_value_in_a_long_table_of_runs_names_the_file_the_run_and_its_line
     """One table with a ``run`` column: an error in the second run's rows names the file,
     the run and the row of the file (it named row 2 of a table called "queries": the row's
     place among that run's rows)."""
-    (q, c), (q2, c2) = two_runs()
+    (q, _), (q2, _) = two_runs()
     long = pd.concat([q.assign(run="a"), q2.assign(run="b")], ignore_index=True)
     long.loc[len(q) + 1, "p_has_evidence"] = 1.5
     with pytest.raises(InputError) as info:
