@@ -350,8 +350,8 @@ def test_a_bad_value_in_a_long_table_of_runs_names_the_file_the_run_and_its_line
     text = info.value.render()
     assert text.startswith("runs.csv: column 'p_has_evidence': values must be within [0, 1]")
     assert f"(row {len(q) + 2}: value 1.5); run 'b'" in text
-    with pytest.raises(InputError, match="runs.csv: column 'run': required column is missing"
-                                         ".*upload one file per run"):
+    with pytest.raises(InputError, match=r"runs\.csv: column 'run': required column is "
+                                         r"missing.*upload one file per run"):
         compare.split_runs(q, source="runs.csv")
 
 
