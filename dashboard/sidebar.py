@@ -30,8 +30,9 @@ from dashboard.state import ALL, SETTINGS, Setting, short_repr
 from metrics_core.config import SECTIONS, Filters
 from metrics_core.report import decision_record as record
 
-__all__ = ["PAGE_CONTROLS", "SECTION_NAMES", "build_view", "downloads_sidebar", "filters",
-           "page_fragment", "section_key", "setting_widget", "settings_sidebar"]
+__all__ = ["FILTER_DROPPED_NOTE", "PAGE_CONTROLS", "SECTION_NAMES", "build_view",
+           "downloads_sidebar", "filters", "page_fragment", "section_key", "setting_widget",
+           "settings_sidebar"]
 
 #: Settings a page draws itself, above what depends on them, inside a fragment of the page (a
 #: move reruns that fragment only, not the sidebar and the rest of the app): url path -> keys.
@@ -248,6 +249,11 @@ def _filter_options(source: data.Source) -> dict[str, tuple]:
             "cohort": data.cohort_options(source, data.settings_bins(source, state.model()))}
 
 
+#: How the note of a cohort filter value that the bins no longer make starts (the Data page
+#: shows it beside the bins too).
+FILTER_DROPPED_NOTE = "Cohort filter: "
+
+
 def _check_cohort_filter(source: data.Source, options: tuple[str, ...], notes: list[str],
                          switched: bool) -> None:
     """Cohort filter values these data do not have are dropped (silently when the data
@@ -269,7 +275,7 @@ def _check_cohort_filter(source: data.Source, options: tuple[str, ...], notes: l
             if v not in kept and cut[v.partition("=")[0]]]
     other = [v for v in chosen if v not in kept and not cut[v.partition("=")[0]]]
     note = " ".join(
-        ([f"Cohort filter: {'; '.join(said)}: dropped from the filter, which now shows "
+        ([f"{FILTER_DROPPED_NOTE}{'; '.join(said)}: dropped from the filter, which now shows "
           f"{'the rest of its values' if kept else 'all queries'} (choose a cohort of the "
           f"bins in the sidebar's Cohort filter)."] if said else [])
         + ([f"Some cohort values in the link are not in this data set and were dropped: "

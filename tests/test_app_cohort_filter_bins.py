@@ -122,6 +122,8 @@ def test_bins_that_no_longer_make_the_filtered_cohort_drop_it_with_a_note(files)
     said = [t.replace("\\", "") for t in texts(at) if "is not a cohort of age" in t]
     assert said and "'age=[40, 65)'" in said[0] and "age binned 30,50" in said[0]
     assert "all queries" in said[0]
+    beside = [str(w.value) for w in at.warning if "is not a cohort of age" in str(w.value)]
+    assert len(beside) == 2  # at the top of the page, and by the bins
     # a cohort the new bins make: kept when the bins change to others that make it too
     at.multiselect(key="cohort").set_value(["age=[30, 50)"]).run(timeout=TIMEOUT)
     at.text_input(key="cohort_bins_age").set_value("20,30,50").run(timeout=TIMEOUT)

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, display, pending_cohorts, sidebar, state
+from dashboard import data, display, link, pending_cohorts, sidebar, state
 from dashboard.posts import posts_step
 from dashboard.safe_text import escape_markdown
 from metrics_core.errors import SettingsError
@@ -29,6 +29,10 @@ def cohort_bins_inputs(source) -> None:
         bins[column] = item.split("=", 1)[1]
         state.set_value(state.COHORT_BINS, tuple(f"{k}={v}" for k, v in bins.items()))
         st.rerun()
+    # a cohort filter value these bins no longer make, dropped: said here too, by the bins
+    for note in link.link_notes():
+        if note.startswith(sidebar.FILTER_DROPPED_NOTE):
+            st.warning(escape_markdown(note), icon=":material/filter_alt_off:")
 
 v = data.view()
 source = v.source
