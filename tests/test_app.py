@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import math
 import tomllib
 from pathlib import Path
@@ -570,6 +571,12 @@ def test_a_triage_file_that_always_abstains_says_why_each_value_is_undefined():
                                  "abstained (0/0); f1: no real answer and every real sample "
                                  "abstained (0/0)")
     assert any("Risk–coverage is undefined" in i.value for i in at.info)
+    # every rate here is 0, 1 or undefined: still written as scores (0.000), never as counts
+    config = json.loads(at.get_by_key("triage_metrics_table").dataframe[0].proto.columns)
+    assert config["value"]["type_config"]["format"] == display.COLUMN_FORMATS["score"]
+    config = json.loads(at.get_by_key("triage_class_table").dataframe[0].proto.columns)
+    assert config["coverage"]["type_config"]["format"] == display.COLUMN_FORMATS["score"]
+    assert "The file has no timing column (a column named *_seconds)." in texts(at)
 
 
 def open_triage_demo() -> AppTest:

@@ -8,7 +8,17 @@ import streamlit as st
 
 from dashboard import data, display, risk_coverage_view, triage_frames
 from dashboard.safe_text import escape_markdown
+from metrics_core import registry
 from metrics_core.triage import triage_metrics
+
+
+def scores(*columns) -> dict:
+    """Score format for columns that only ever hold proportions or scores (a column whose
+    values happen to be whole, e.g. every rate 0 or 1, would otherwise read as counts)."""
+    return {c: st.column_config.NumberColumn(display.COLUMN_LABELS.get(c) or registry.label(c),
+                                             format=display.COLUMN_FORMATS["score"])
+            for c in columns}
+
 
 v = data.view()
 source = v.source
@@ -51,15 +61,21 @@ if report.trials:
                icon=":material/info:")
 
 st.subheader("All metrics")
-display.show_table(triage_frames.triage_frame(m), key="triage_metrics_table")
+display.show_table(triage_frames.triage_frame(m), key="triage_metrics_table",
+                   column_config=scores("value", "ci95_lo", "ci95_hi"))
 
 left, right = st.columns(2)
 with left:
     st.subheader("Per class")
-    display.show_table(triage_frames.triage_class_frame(m), key="triage_class_table")
+    display.show_table(triage_frames.triage_class_frame(m), key="triage_class_table",
+                       column_config=scores("precision", "recall", "f1", "abstain_rate",
+                                            "coverage"))
 with right:
     st.subheader("Latency (seconds)")
-    display.show_table(triage_frames.latency_frame(report), key="triage_latency_table")
+    if report.latency:
+        display.show_table(triage_frames.latency_frame(report), key="triage_latency_table")
+    else:
+        st.caption("The file has no timing column (a column named *_seconds).")
     if report.tools:
         st.subheader("Tool usage (mean per sample)")
         display.show_table(triage_frames.tools_frame(report), key="triage_tools_table")
