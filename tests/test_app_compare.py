@@ -153,3 +153,21 @@ def test_the_page_shows_what_the_command_line_writes_at_the_sidebars_thresholds(
     assert one["difference"] == pytest.approx(
         want.set_index("subset").loc["criterion A.2", "difference"])
     assert "needs at least two queries with and two without evidence" in one["note"]
+
+
+def test_per_criterion_gates_of_criteria_the_runs_lack_are_named():
+    """The sidebar's per-criterion gates are the loaded data's; runs whose criteria have
+    other names are gated by the overall gate, and the page says which gates apply to no
+    query (it named them in the thresholds line as if they applied)."""
+    renamed = {n: f.assign(criterion=f["criterion"].str.replace("A.", "B.", regex=False))
+               for n, f in make_runs(60, seed=3).items()}
+    at = open_app({"criterion_gates": ["A.1:0.02:0.9"]}, page="compare")
+    at.file_uploader(key="compare_files").set_value(
+        _uploads([(f"{n}.parquet", f) for n, f in renamed.items()])).run(timeout=120)
+    assert_clean(at)
+    warnings = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "Per-criterion gates of criteria the runs do not have" in warnings
+    assert "A.1" in warnings
+    at = open_app({"criterion_gates": ["A.1:0.02:0.9"]}, page="compare")
+    at.toggle(key="compare_demo").set_value(True).run(timeout=120)
+    assert not [w for w in at.warning if "Per-criterion gates" in w.value]

@@ -99,6 +99,11 @@ display.thresholds_caption(v)
 st.caption("The runs are compared on all their queries: the sidebar's filter (fold, split, "
            "criteria, cohort) and gold-label choice apply to the loaded data set, not here; "
            "its thresholds and settings do.")
+absent = [c for c, _, _ in base.criterion_gates if c not in set(runs[0].dataset.criteria)]
+if absent:  # the sidebar's gates are the loaded data's criteria: say which do not apply
+    st.warning("Per-criterion gates of criteria the runs do not have apply to no query here: "
+               + escape_markdown(", ".join(map(str, absent))) + ".",
+               icon=":material/info:")
 result = st.session_state.get(state.COMPARE_RESULT)
 
 
