@@ -74,11 +74,11 @@ def check_same_queries(runs) -> None:
         missing, extra = want.difference(have), have.difference(want)
         parts = []
         if len(missing):
-            parts.append(f"{len(missing)} pairs of {reference.name!r} missing, e.g. "
-                         + ", ".join(map(str, missing[:3])))
+            parts.append(f"{len(missing):,} pairs of {reference.name!r} missing from "
+                         f"{run.name!r}, e.g. " + ", ".join(map(str, missing[:3])))
         if len(extra):
-            parts.append(f"{len(extra)} pairs not in {reference.name!r}, e.g. "
-                         + ", ".join(map(str, extra[:3])))
+            parts.append(f"{len(extra):,} pairs of {run.name!r} not in {reference.name!r}, "
+                         "e.g. " + ", ".join(map(str, extra[:3])))
         problems.append(InputError("runs must cover the same (post_id, criterion) pairs",
                                    file=run.name, hint="; ".join(parts) or "order differs",
                                    code="invalid_value"))
