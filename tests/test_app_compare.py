@@ -171,3 +171,41 @@ def test_per_criterion_gates_of_criteria_the_runs_lack_are_named():
     at = open_app({"criterion_gates": ["A.1:0.02:0.9"]}, page="compare")
     at.toggle(key="compare_demo").set_value(True).run(timeout=120)
     assert not [w for w in at.warning if "Per-criterion gates" in w.value]
+
+
+def test_the_runs_and_choices_stay_when_another_page_is_shown():
+    """Another page shown (to move a threshold) and the Compare page again: the runs uploaded
+    are still compared, with the reference run and resamples chosen, at the new thresholds
+    (the page asked for the files again, its uploader emptied by Streamlit); "Forget these
+    runs" drops them; the demo switch stays on the same way."""
+    from tests.test_app import TIMEOUT
+
+    at = open_app(page="compare")
+    at.file_uploader(key="compare_files").set_value(
+        _uploads([(f"{n}.parquet", f) for n, f in make_runs(60, seed=3).items()])
+    ).run(timeout=TIMEOUT)
+    at.selectbox(key="compare_reference").set_value("candidate").run(timeout=TIMEOUT)
+    at.number_input(key="compare_bootstrap").set_value(0).run(timeout=TIMEOUT)
+    before = table(at, "comparison_table")
+    at.switch_page("app_pages/overview.py").run(timeout=TIMEOUT)
+    at.switch_page("app_pages/compare.py").run(timeout=TIMEOUT)
+    assert_clean(at)
+    infos = " ".join(i.value for i in at.info)
+    assert "Showing the runs uploaded earlier in this session: baseline, candidate" in infos
+    assert at.selectbox(key="compare_reference").value == "candidate"
+    assert at.number_input(key="compare_bootstrap").value == 0
+    after = table(at, "comparison_table")
+    assert list(after["reference"]) == ["candidate"] * len(after)
+    pd.testing.assert_frame_equal(after, before)
+    at.number_input(key="compare_bootstrap").set_value(100).run(timeout=TIMEOUT)  # still there
+    assert table(at, "comparison_table")["ci95_lo"].notna().any()
+    at.button(key="compare_forget").click().run(timeout=TIMEOUT)
+    assert not at.dataframe and state.COMPARE_RUNS not in at.session_state
+    assert any("Upload at least two runs" in i.value for i in at.info)
+
+    at.toggle(key="compare_demo").set_value(True).run(timeout=TIMEOUT)
+    at.switch_page("app_pages/overview.py").run(timeout=TIMEOUT)
+    at.switch_page("app_pages/compare.py").run(timeout=TIMEOUT)
+    assert at.toggle(key="compare_demo").value and at.dataframe
+    at.toggle(key="compare_demo").set_value(False).run(timeout=TIMEOUT)
+    assert not at.dataframe and state.COMPARE_RUNS not in at.session_state
