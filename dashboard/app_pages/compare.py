@@ -187,25 +187,33 @@ def _shown(part: pd.DataFrame) -> pd.DataFrame:
 
 _P_COLUMNS = {"p": st.column_config.TextColumn("p", help="Two-sided p-value of the test."),
               "n": st.column_config.NumberColumn(
-                  "n", help="The paired queries the difference is computed on."),
+                  "n", format=display.COLUMN_FORMATS["count"],
+                  help="The paired queries the difference is computed on."),
               "ci_method": st.column_config.TextColumn("interval", help="How the 95% "
                                                        "interval of the difference was computed."),
+              "value_reference": st.column_config.NumberColumn(
+                  "reference", format=display.COLUMN_FORMATS["score"],
+                  help="The reference run's value."),
+              "value_run": st.column_config.NumberColumn(
+                  "run value", format=display.COLUMN_FORMATS["score"], help="The run's value."),
               "note": st.column_config.TextColumn(
-                  "note", help="Why a value, interval or p-value is missing."),
+                  "note", width="large", help="Why a value, interval or p-value is missing."),
               "p_holm": st.column_config.TextColumn(
                   "p (Holm)", help="Holm-adjusted across criteria (per-criterion rows).")}
 
 
 #: The columns in reading order: what is compared, on how many queries, the values, the
 #: difference with its interval, the test, and why anything is missing.
+#: The reference run is the section's heading; a per-criterion table's run, metric and
+#: adjustment are its figure's title and the caption's: not repeated in every row.
 _COLUMN_ORDER = ("reference", "run", "metric", "subset", "n", "n_positive", "value_reference",
-                 "value_run", "difference", "ci95_lo", "ci95_hi", "ci_method", "test", "p",
-                 "p_holm", "adjustment", "note")
+                 "value_run", "difference", "ci95_lo", "ci95_hi", "p", "p_holm", "note",
+                 "ci_method", "test")
 
 
-def _order(frame: pd.DataFrame) -> list[str]:
-    hidden = {"p_value", "p_adjusted"} | ({"p_holm", "adjustment"}
-                                          if frame["p_adjusted"].isna().all() else set())
+def _order(frame: pd.DataFrame, *, constant=("reference", "adjustment")) -> list[str]:
+    hidden = {"p_value", "p_adjusted", *constant} | (
+        {"p_holm"} if frame["p_adjusted"].isna().all() else set())
     first = [c for c in _COLUMN_ORDER if c in frame.columns and c not in hidden]
     return first + [c for c in frame.columns if c not in hidden and c not in first]
 
@@ -259,4 +267,6 @@ for run_name in per_criterion["run"].unique():
                  key=f"forest_{names.index(run_name)}")
     per_criterion_shown = _shown(part)
     display.show_table(per_criterion_shown, key=f"forest_table_{names.index(run_name)}",
-                       column_config=_P_COLUMNS, column_order=_order(per_criterion_shown))
+                       column_config=_P_COLUMNS, column_order=_order(
+                           per_criterion_shown,
+                           constant=("reference", "run", "metric", "adjustment")))
