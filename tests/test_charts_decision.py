@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from metrics_core.metrics import bands, classification
 from metrics_core.metrics.calibration import reliability_bins
@@ -113,3 +114,32 @@ def test_pr_band_equals_a_literal_loop_over_resamples_with_sklearn():
     want = np.nanpercentile(np.array(draws), [2.5, 97.5], axis=0)
     np.testing.assert_allclose(lo, want[0], atol=1e-12)
     np.testing.assert_allclose(hi, want[1], atol=1e-12)
+
+
+def _area_under_drawn_steps(trace) -> float:
+    """The area under a PR trace as plotly draws it (its line shape between the points)."""
+    x, y = np.asarray(trace.x, float), np.asarray(trace.y, float)
+    level = y[:-1] if trace.line.shape == "hv" else y[1:]  # "vh": the next point's height
+    return float(np.sum(np.abs(np.diff(x)) * level))
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_a_drawn_pr_curve_encloses_its_average_precision(tied):
+    """Each recall interval is drawn at the precision of its upper end, as average precision
+    counts it: the area under the drawn curve is scikit-learn's average precision, on the
+    Calibration page's curve and the Compare page's overlay alike. A run with one score for
+    every query (precision = the positive rate at every recall) was drawn at precision 1."""
+    from sklearn.metrics import average_precision_score
+
+    from metrics_core.metrics.classification import pr_points
+    from metrics_core.report.figures.curves import pr_figure
+
+    rng = np.random.default_rng(4)
+    y = (rng.random(300) < 0.2).astype(int)
+    p = np.full(300, 0.5) if tied else np.round(rng.random(300) * 0.5 + 0.4 * y, 2)
+    want = average_precision_score(y, p)
+    pr = pr_points(y, p)
+    single = next(t for t in pr_figure(pr, float(y.mean())).data if t.name.startswith("PR"))
+    overlay = overlay_pr_figure({"run": pr}, {"run": want}, float(y.mean())).data[1]
+    for trace in (single, overlay):
+        assert _area_under_drawn_steps(trace) == pytest.approx(want, abs=1e-12)

@@ -495,9 +495,10 @@ def _distance_to_path(px, py, vx, vy) -> np.ndarray:
 
 
 def _step_path(x, y):
-    """Vertices of the vertical-then-horizontal step path through the points."""
-    vx = np.repeat(x, 2)[:-1]
-    vy = np.r_[y[0], np.repeat(y[1:], 2)]
+    """Vertices of the horizontal-then-vertical step path through the points (plotly's
+    line shape "hv", thinning.STEP_SHAPE)."""
+    vx = np.r_[x[0], np.repeat(x[1:], 2)]
+    vy = np.repeat(y, 2)[:-1]
     return vx, vy
 
 
@@ -508,7 +509,7 @@ def test_simplified_curves_stay_within_the_tolerance_of_the_exact_ones(n, positi
                                                                        decimals):
     """The drawn curve keeps real points only (both ends, thresholds aligned), and the exact
     path lies within DRAW_TOLERANCE of the drawn one: ROC as straight segments, PR as the
-    vertical-then-horizontal steps the dashboard draws (every corner checked)."""
+    horizontal-then-vertical steps the dashboard draws (every corner checked)."""
     rng = np.random.default_rng(seed)
     y = (rng.random(n) < positives).astype(int)
     y[:2] = (0, 1)

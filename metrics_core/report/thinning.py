@@ -81,6 +81,11 @@ DRAW_TOLERANCE = 0.0005
 
 #: Curves of up to this many points are drawn whole (every threshold can be hovered).
 DRAW_WHOLE = 500
+#: Plotly's line shape of a PR curve through its points (in the order of falling recall):
+#: horizontal, then vertical, so the interval between two recall levels is drawn at the
+#: precision of its upper end, as average precision counts it (vertical-then-horizontal drew
+#: it at the precision of its lower end: a run with one tied score drawn at precision 1).
+STEP_SHAPE = "hv"
 
 
 def simplify(curve, *, tolerance: float = DRAW_TOLERANCE, max_points: int = 2000):
@@ -90,9 +95,10 @@ def simplify(curve, *, tolerance: float = DRAW_TOLERANCE, max_points: int = 2000
     Only existing points are kept, both endpoints always (every drawn point is a real
     operating point with its threshold). A ROC curve is drawn as straight segments: a point is
     dropped only when it lies within ``tolerance`` of the segment between the points kept on
-    either side (the Ramer-Douglas-Peucker split). A PR curve is drawn as steps (vertical,
-    then horizontal, as the dashboard draws precision between recall levels): between two
-    kept points ``a`` and ``b`` the drawn path is one vertical and one horizontal segment, and
+    either side (the Ramer-Douglas-Peucker split). A PR curve is drawn as steps (horizontal,
+    then vertical, in its order of falling recall: each recall interval at the precision of its
+    upper end, as average precision counts it): between two
+    kept points ``a`` and ``b`` the drawn path is one horizontal and one vertical segment, and
     the points between are dropped only when every corner of their exact steps lies within
     ``tolerance`` of it (the exact steps between two corners are axis-parallel segments, whose
     farthest point from such a path is one of their ends). Curves with undefined points (one
@@ -176,14 +182,14 @@ def _step_extremes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _step_offsets(x: np.ndarray, y: np.ndarray, a: int, b: int):
     """Distances of the corners of the exact step path between points ``a`` and ``b`` (drawn
-    vertical-then-horizontal) from the one step ``a`` -> ``b``, and the point index that
+    horizontal-then-vertical) from the one step ``a`` -> ``b``, and the point index that
     splits the span at each corner (strictly between ``a`` and ``b``)."""
     j = np.arange(a, b)
-    cx = np.r_[x[a + 1:b], x[j]]  # the points between, then each step's corner (x_j, y_j+1)
-    cy = np.r_[y[a + 1:b], y[j + 1]]
-    split = np.r_[np.arange(a + 1, b), np.clip(j + 1, a + 1, b - 1)]
+    cx = np.r_[x[a + 1:b], x[j + 1]]  # the points between, then each step's corner (x_j+1, y_j)
+    cy = np.r_[y[a + 1:b], y[j]]
+    split = np.r_[np.arange(a + 1, b), np.clip(j, a + 1, b - 1)]
     lo_x, hi_x = min(x[a], x[b]), max(x[a], x[b])
     lo_y, hi_y = min(y[a], y[b]), max(y[a], y[b])
-    to_h = np.hypot(np.maximum(np.maximum(lo_x - cx, cx - hi_x), 0.0), cy - y[b])
-    to_v = np.hypot(cx - x[a], np.maximum(np.maximum(lo_y - cy, cy - hi_y), 0.0))
+    to_h = np.hypot(np.maximum(np.maximum(lo_x - cx, cx - hi_x), 0.0), cy - y[a])
+    to_v = np.hypot(cx - x[b], np.maximum(np.maximum(lo_y - cy, cy - hi_y), 0.0))
     return np.minimum(to_h, to_v), split

@@ -25,7 +25,7 @@ from metrics_core.report.figures.style import (
     finite,
     with_layout,
 )
-from metrics_core.report.thinning import simplify
+from metrics_core.report.thinning import STEP_SHAPE, simplify
 
 __all__ = [
     "CURVE_COLOUR",
@@ -146,7 +146,7 @@ def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] 
     bootstrap band (``Evaluation.pr_band``) when given.
 
     The curve is drawn as a step (precision is constant between recall levels, as average
-    precision counts it).
+    precision counts it: :data:`STEP_SHAPE`).
     """
     shown = simplify(pr, max_points=max_points)
     name = curve_name("PR", "AUPRC", auprc)
@@ -163,7 +163,7 @@ def pr_figure(pr: PrCurve, baseline: float, *, points: Sequence[OperatingPoint] 
                             line={"dash": "dot", "color": "grey"}, hoverinfo="skip"))
     thresholds = np.r_[shown.thresholds, np.inf][: shown.recall.size]
     fig.add_trace(Scatter(x=shown.recall, y=shown.precision, mode="lines", name=name,
-                            line={"shape": "vh", "color": CURVE_COLOUR},
+                            line={"shape": STEP_SHAPE, "color": CURVE_COLOUR},
                             text=threshold_text(thresholds),
                             hovertemplate="recall %{x:.4f}<br>precision %{y:.4f}<br>%{text}"))
     for pt, marker, name in point_markers(points, "tpr", "precision"):

@@ -18,7 +18,7 @@ from metrics_core.report.figures.style import (
     escape_plotly,
     with_layout,
 )
-from metrics_core.report.thinning import simplify
+from metrics_core.report.thinning import STEP_SHAPE, simplify
 
 __all__ = [
     "forest_figure",
@@ -98,7 +98,7 @@ def overlay_pr_figure(curves: Mapping[str, PrCurve], auprcs: Mapping[str, float 
         auc = auprcs.get(name)
         label = escape_plotly(name) + ("" if auc is None else f" (AUPRC {auc:.3f})")
         fig.add_trace(Scatter(x=shown.recall, y=shown.precision, mode="lines", name=label,
-                              line={"shape": "vh",
+                              line={"shape": STEP_SHAPE,
                                     "color": _RUN_COLOURS[i % len(_RUN_COLOURS)]}))
     return with_layout(fig, "Precision-recall curves of the runs", "Recall", "Precision",
                        xaxis=UNIT_RANGE, yaxis=UNIT_RANGE)
