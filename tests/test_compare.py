@@ -118,7 +118,7 @@ def test_runs_on_different_queries_are_an_error_naming_the_pairs():
     (q, c), (q2, c2) = two_runs()
     q2 = q2.iloc[3:]
     c2 = c2.merge(q2[["post_id", "criterion"]], on=["post_id", "criterion"])
-    with pytest.raises(InputError, match="3 pairs of 'a' missing from 'b', e.g. "):
+    with pytest.raises(InputError, match=r"3 pairs of 'a' missing from 'b', e\.g\. "):
         compare.load_runs([("a", q, c), ("b", q2, c2)])
 
 
