@@ -117,7 +117,7 @@ class Source:
 
 
 #: Tokens of the demos: the plain one, the one with planted data problems, the triage one.
-DEMO, DEMO_PROBLEMS, DEMO_TRIAGE = "demo", "demo_problems", "demo_triage"
+DEMO, DEMO_PROBLEMS, DEMO_TRIAGE = "demo", "demo_problems", state.TRIAGE_DEMO
 
 
 DEMOS = MappingProxyType({DEMO: "Plain demo", DEMO_PROBLEMS: "Demo with data problems",

@@ -26,9 +26,10 @@ from dashboard.provenance import THRESHOLD_NAMES
 from dashboard.state import MAX_TEXT, SETTINGS, short_repr
 from metrics_core.config import EXPLORATORY, GUARANTEED
 
-__all__ = ["EXPLORED_PARAM", "GUARANTEED_PARAM", "LINK_CAPS", "STREAMLIT_PARAMS", "capped",
-           "explored_from_params", "guaranteed_from_params", "keep_link_note", "link_notes",
-           "link_params", "load_from_url", "settings_from_params", "url_params", "write_to_url"]
+__all__ = ["DEMO_PARAM", "EXPLORED_PARAM", "GUARANTEED_PARAM", "LINK_CAPS", "STREAMLIT_PARAMS",
+           "capped", "explored_from_params", "guaranteed_from_params", "keep_link_note",
+           "link_notes", "link_params", "load_from_url", "settings_from_params", "url_params",
+           "write_to_url"]
 
 #: Query-string key listing the thresholds that are exploratory (so a shared link or a
 #: restored settings.json cannot turn an exploratory threshold into a pre-specified one).
@@ -36,6 +37,9 @@ EXPLORED_PARAM = "explored"
 #: Query-string key of each threshold set with a guarantee (repeated): field;target;delta;
 #: tests;calibration;n (risk_control.ThresholdGuarantee.link).
 GUARANTEED_PARAM = "guaranteed"
+#: Query-string key of the triage demo (``demo=demo_triage``): a link to the triage demo, a
+#: section of its own with no evidence settings, opens the triage demo.
+DEMO_PARAM = "demo"
 
 
 # ---------------------------------------------------------------------- pure conversions
@@ -75,7 +79,8 @@ def settings_from_params(params: Mapping[str, str | list[str]]) -> tuple[dict, l
     values: dict[str, Any] = {}
     notes: list[str] = []
     unknown = [key for key in params if state.setting_kind(key) is None
-               and key not in (EXPLORED_PARAM, GUARANTEED_PARAM, *STREAMLIT_PARAMS)]
+               and key not in (EXPLORED_PARAM, GUARANTEED_PARAM, DEMO_PARAM,
+                               *STREAMLIT_PARAMS)]
     if unknown:
         notes.append(_unknown_note(unknown))
     for key, raw in params.items():
@@ -205,6 +210,7 @@ def load_from_url(*, caps: Mapping[str, int] | None = None) -> list[str]:
     st.session_state[state.URL_LOADED] = True
     params = _query()
     values, notes = settings_from_params(params)
+    notes += _demo_from_params(params)
     notes += capped(values, caps or {}, "link")
     explored, more = explored_from_params(params)
     guaranteed, broken, broken_notes = guaranteed_from_params(params)
@@ -212,6 +218,20 @@ def load_from_url(*, caps: Mapping[str, int] | None = None) -> list[str]:
     more += broken_notes
     st.session_state[state.LINK_NOTES] = notes + more
     return notes + more
+
+
+def _demo_from_params(params: Mapping[str, str | list[str]]) -> list[str]:
+    """The link's triage demo (:data:`DEMO_PARAM`) chosen for the session; a note if the
+    link names something else."""
+    raw = params.get(DEMO_PARAM)
+    if raw is None:
+        return []
+    token = str(raw if isinstance(raw, str) else (raw[-1] if raw else "")).strip()
+    if token == state.TRIAGE_DEMO:
+        st.session_state[state.DEMO_VARIANT] = token
+        return []
+    return [f"demo={short_repr(token)} in the link names no demo a link can open (only "
+            f"{state.TRIAGE_DEMO}); the plain demo is shown."]
 
 
 def keep_link_note(note: str) -> None:
@@ -250,5 +270,8 @@ def write_to_url(*, always: bool = False) -> None:
     ``always``: write even when the server's copy already matches (at the end of a run: an
     earlier, interrupted run's address may reach the browser after this run's start)."""
     wanted = link_params(state.link_settings(), provenance.marks(), provenance.guarantees())
+    # the data of this run (dashboard.data.follow_data): the triage demo is named
+    if st.session_state.get(state.DATA_SHOWN) == state.TRIAGE_DEMO:
+        wanted[DEMO_PARAM] = state.TRIAGE_DEMO
     if always or _query() != wanted:
         st.query_params.from_dict(wanted)

@@ -105,6 +105,8 @@ LOAD_UPLOAD = "load_upload"
 USE_DEMO = "use_demo"
 #: Which demo the session shows (a token of dashboard.data.DEMOS); its radio's key.
 DEMO_VARIANT = "demo_variant"
+#: The triage demo's token (dashboard.data.DEMO_TRIAGE), the one demo a link names.
+TRIAGE_DEMO = "demo_triage"
 #: The failed upload's message (and its digest), and the sniffed columns of an upload.
 UPLOAD_ERROR = "_upload_error"
 SNIFFED = "_sniffed"

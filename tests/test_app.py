@@ -594,6 +594,23 @@ def test_the_demo_triage_page_is_labelled_synthetic():
     assert any("Synthetic" in i.value for i in at.info)
 
 
+def test_the_triage_demo_is_in_its_link():
+    at = open_triage_demo()
+    assert at.query_params == {"demo": "demo_triage"}
+    again = open_app(query=dict(at.query_params))  # the link opened in a new session
+    assert_clean(again)
+    assert [t.value for t in again.title] == ["Triage"]
+    report = triage_metrics(load_triage(demo_paths().triage))
+    assert metric(again, "Coverage") == display.fmt(report.metrics.coverage)
+    again.radio(key=state.DEMO_VARIANT).set_value("demo").run()
+    assert "demo" not in again.query_params  # the plain demo is the default
+    wrong = open_app(query={"demo": "nonsense"})
+    assert_clean(wrong)
+    assert any("demo='nonsense' in the link names no demo a link can open" in w.value
+               for w in wrong.warning)
+    assert [t.value for t in wrong.title] == ["Overview"]
+
+
 # ------------------------------------------------------------------ the URL and state
 LINK = {"gate": "0.15,0.55", "threshold": "0.4", "gamma": "0.85", "k_min": "1",
         "gate_aware": "0", "binning": "quantile", "n_bins": "8", "fold": "3",
