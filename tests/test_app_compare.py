@@ -209,3 +209,22 @@ def test_the_runs_and_choices_stay_when_another_page_is_shown():
     assert at.toggle(key="compare_demo").value and at.dataframe
     at.toggle(key="compare_demo").set_value(False).run(timeout=TIMEOUT)
     assert not at.dataframe and state.COMPARE_RUNS not in at.session_state
+
+
+def test_one_table_of_runs_is_named_in_the_comparisons_inputs():
+    """One uploaded table with a run column: comparison.json's inputs name that file and its
+    digest (they were empty), as the command line's name each run's files."""
+    import hashlib
+
+    long = pd.concat([f.assign(run=n) for n, f in make_runs(60, seed=3).items()],
+                     ignore_index=True)
+    at = open_app(page="compare")
+    upload = _uploads([("runs.parquet", long)])
+    at.file_uploader(key="compare_files").set_value(upload).run(timeout=120)
+    assert_clean(at)
+    runs = at.session_state[state.COMPARE_RUNS][1]
+    assert [r.name for r in runs] == ["baseline", "candidate"]
+    doc = compare.comparison_document(runs, [], pd.DataFrame(), EvalConfig())
+    assert doc["inputs"] == [{"file": "runs.parquet",
+                              "sha256": hashlib.sha256(upload[0][1]).hexdigest(),
+                              "bytes": len(upload[0][1])}]

@@ -1,6 +1,7 @@
 """Compare runs: several systems on the same queries, an ablation table, paired differences
 with intervals and tests, overlaid curves and a per-criterion forest plot."""
 
+import dataclasses
 import hashlib
 import json
 
@@ -24,7 +25,7 @@ from metrics_core.report.figures.runs import (
     overlay_roc_figure,
 )
 from metrics_core.report.figures.style import escape_plotly
-from metrics_core.run import open_run
+from metrics_core.run import fingerprint, open_run
 
 #: This page's choices kept across other pages (its widgets' own state is not), and whether
 #: the runs shown are those uploaded before another page was shown.
@@ -55,7 +56,11 @@ def _load(files) -> list[compare.Run]:
     limits = server_settings.upload_limits()
     if len(files) == 1:
         frame = mio.read_table(files[0].getvalue(), name=files[0].name, limits=limits)
-        return compare.split_runs(frame, source=files[0].name)
+        runs = compare.split_runs(frame, source=files[0].name)
+        # the one file all runs come from, once (comparison.json's inputs, as for one file each)
+        return [dataclasses.replace(runs[0], inputs=(fingerprint(files[0].getvalue(),
+                                                                  name=files[0].name),)),
+                *runs[1:]]
     specs = [(f.name.rsplit(".", 1)[0], f.getvalue(), None) for f in files]
     compare.check_names([name for name, _, _ in specs])  # before reading: as the CLI does
     opened = [open_run(b, queries_name=f.name, limits=limits)
