@@ -481,6 +481,11 @@ def test_every_page_through_the_sidebar(new_page, app_url):
     assert_no_failure(page)
     assert page.locator('input[type="range"]').count() == 0
     screenshot(page, "page_triage_demo")
+    # its link opens it again (a reload is a new session)
+    expect(page).to_have_url(re.compile(r"[?&]demo=demo_triage\b"))
+    page.reload()
+    wait_page(page, "Triage")
+    assert_no_failure(page)
 
 
 def test_navigating_right_after_loading_keeps_the_settings(browser, app_url):
