@@ -134,8 +134,9 @@ def main() -> None:
                                 page=page.url_path))
         link.write_to_url()
         top = st.container()  # the offer of resamples above the live cap (refine_intervals)
-        for note in dict.fromkeys(notes):
-            st.warning(escape_markdown(note), icon=":material/link:")
+        for note in dict.fromkeys(notes):  # the link's, and those of a switch of data
+            st.warning(escape_markdown(note), icon=":material/swap_horiz:"
+                       if sidebar.SWITCH_NOTE in note else ":material/link:")
         upload.mapping_step()
     with computing.charged_to_session():  # the engine's helper threads pay the session's budget
         try:

@@ -305,6 +305,9 @@ def cohort_columns_rule(source: data.Source) -> str:
             + (f", or two of them joined by '*'{example}" if len(single) > 1 else ""))
 
 
+#: The words of every note that says a switch of data dropped a setting (shown with the
+#: switch's icon, not the link's: dashboard.app).
+SWITCH_NOTE = "chosen for the previous data"
 #: What a setting is called in the note that says the switch of data dropped some of it.
 _SWITCH_LABELS = MappingProxyType({
     "criterion": "Criterion filter", "cohort": "Cohort filter",
@@ -324,7 +327,7 @@ def _keep_only(notes: list[str], key: str, kept, switched: bool, note: str) -> N
         shown = ", ".join(short_repr(v) for v in gone[:5]) + (
             f" and {len(gone) - 5:,} more" if len(gone) > 5 else "")
         one = len(gone) == 1
-        note = (f"{_SWITCH_LABELS.get(key, key)}: {shown}, chosen for the previous data, "
+        note = (f"{_SWITCH_LABELS.get(key, key)}: {shown}, {SWITCH_NOTE}, "
                 f"{'is' if one else 'are'} not in these data and {'was' if one else 'were'} "
                 f"dropped.")
     _link_note(notes, note)
@@ -382,7 +385,7 @@ def settings_sidebar(source: data.Source, notes: list[str], *,
     for key in ("fold", "split"):
         if state.value(key) not in options[key]:
             _link_note(notes, f"{key}={state.value(key)!r}"
-                              f"{', chosen for the previous data,' if switched else ''} is "
+                              f"{f', {SWITCH_NOTE},' if switched else ''} is "
                               f"not in this data set; showing all.")
             state.set_value(key, ALL)
     for key, what in _LINK_DROPS:

@@ -95,7 +95,10 @@ def test_back_to_the_demo_resets_an_upload_filter_without_a_link_warning():
     assert at.session_state["fold"] == "12"
     at.button(key="use_demo").click().run()
     assert at.session_state["fold"] == "all"
-    assert not [w.value for w in at.warning]  # no note about a link that was never used
+    # no note about a link that was never used: the switch says it reset the fold
+    assert [(w.value, w.icon) for w in at.warning] == [
+        ("fold='12', chosen for the previous data, is not in this data set; showing all.",
+         ":material/swap_horiz:")]
 
 
 def test_the_triage_demo_is_its_own_section_without_evidence_settings():
