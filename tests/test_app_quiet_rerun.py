@@ -201,5 +201,6 @@ def test_the_apps_own_reruns_where_settings_are_drawn_are_quiet():
     plain = sorted(f"{path.relative_to(root)}"
                    for path in root.rglob("*.py") if path.name != "reruns.py"
                    and re.search(r"\bst\.rerun\(", path.read_text(encoding="utf-8")))
+    # the Compare and RAG pages' "Forget ..." buttons: a click
     assert plain == ["adjudication.py", "app_pages/case_review.py", "app_pages/compare.py",
-                     "app_pages/data_source.py", "upload.py"]
+                     "app_pages/data_source.py", "app_pages/rag.py", "upload.py"]

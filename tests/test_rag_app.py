@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard import display
+from dashboard import display, state
 from metrics_core.rag import loader, report, suite
 from metrics_core.rag.demo import demo_rag_path
 from tests.test_app import TIMEOUT, assert_clean, open_app, table, texts
@@ -110,6 +110,39 @@ def test_demo_switch(expected):
     assert any("Synthetic RAG demo data" in t for t in texts(at))
     shown = table(at, "rag_table_retrieval_relevance")
     assert (shown["ci95_lo"] == "—").all()  # intervals off
+
+
+def test_the_file_and_choices_stay_when_another_page_is_shown(demo_bytes, expected):
+    """Another page shown and the RAG page again: the file uploaded is still evaluated, with
+    the resamples chosen (the page's uploader emptied by Streamlit); "Forget this file" drops
+    it; a removed file is not brought back."""
+    _, _, results, cis = expected
+    at = upload_rag(open_app(page="rag"), "my_run.jsonl", demo_bytes)
+    before = table(at, "rag_table_generation_correctness")
+    at.switch_page("app_pages/overview.py").run(timeout=TIMEOUT)
+    at.switch_page("app_pages/rag.py").run(timeout=TIMEOUT)
+    assert_clean(at)
+    infos = " ".join(i.value for i in at.info)
+    assert "Showing the file uploaded earlier in this session: my_run.jsonl." in infos
+    assert at.number_input(key="rag_bootstrap").value == 500
+    after = table(at, "rag_table_generation_correctness")
+    assert after.equals(before)
+    tf1 = next(r for r in results if r.name == "token_f1")
+    assert after.set_index("metric").loc["token_f1", "ci95_lo"] == f"{cis['token_f1'].lo:.4f}"
+    at.number_input(key="rag_bootstrap").set_value(0).run(timeout=TIMEOUT)  # still the file
+    shown = table(at, "rag_table_generation_correctness").set_index("metric")
+    assert shown.loc["token_f1", "value"] == f"{tf1.value:.4f}"
+    assert shown.loc["token_f1", "ci95_lo"] == "—"
+    at.button(key="rag_forget").click().run(timeout=TIMEOUT)
+    assert "Upload a RAG evaluation file, or switch on the synthetic demo." in texts(at)
+    assert state.RAG_RESULT not in at.session_state
+
+    at = upload_rag(open_app(page="rag"), "my_run.jsonl", demo_bytes)
+    at.file_uploader(key="rag_file").set_value(None).run(timeout=TIMEOUT)  # removed
+    assert "Upload a RAG evaluation file, or switch on the synthetic demo." in texts(at)
+    at.switch_page("app_pages/overview.py").run(timeout=TIMEOUT)
+    at.switch_page("app_pages/rag.py").run(timeout=TIMEOUT)
+    assert "Upload a RAG evaluation file, or switch on the synthetic demo." in texts(at)
 
 
 def _line(**changes) -> bytes:
