@@ -1,6 +1,7 @@
 """The RAG page in headless Chromium: upload the synthetic demo file through the page's
-uploader, see the tables with the numbers metrics_core computes, and take a screenshot
-(``tests/artifacts/rag_page_upload.png``)."""
+uploader, see the tables with the numbers metrics_core computes, take a screenshot
+(``tests/artifacts/rag_page_upload.png``), show another page and come back: the file is still
+evaluated (``tests/artifacts/rag_page_after_another_page.png``)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,17 @@ def test_rag_page_on_an_uploaded_file(new_page, app_url):  # noqa: F811
     assert "—" in cells  # llm_faithfulness without a critic: undefined, not 0
     path = screenshot(page, "rag_page_upload")
     assert path.stat().st_size > 10_000
+
+    # another page, then the RAG page again by its link: the file is still evaluated
+    nav_link(page, "Overview").click()
+    expect(page.locator("h1").filter(has_text=re.compile("^RAG evaluation$"))).to_have_count(0)
+    wait_idle(page)
+    nav_link(page, "RAG").click()
+    expect(page.get_by_text("Showing the file uploaded earlier in this session: "
+                            f"{demo_rag_path().name}.")).to_be_visible()
+    expect(page.locator(".st-key-rag_table_generation_correctness")).to_be_visible()
+    wait_idle(page)
+    assert_no_failure(page)
+    grid = page.locator(".st-key-rag_table_generation_correctness [role=gridcell]")
+    expect(grid.filter(has_text=f"{results['token_f1'].value:.4f}")).to_have_count(1)
+    screenshot(page, "rag_page_after_another_page")
