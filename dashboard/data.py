@@ -44,7 +44,7 @@ from dashboard.server_settings import interaction_caps, memory_budget, upload_li
 from metrics_core import triage as mtriage
 from metrics_core.config import EvalConfig, Filters
 from metrics_core.demo import DEMO_LABEL, DEMO_PROBLEMS_LABEL, demo_paths
-from metrics_core.errors import InputError
+from metrics_core.errors import InputError, InputErrors
 from metrics_core.evaluation.intervals import only_the_setting_left
 from metrics_core.inputs import loading as mio
 from metrics_core.metrics.confusion import confusion_sweep
@@ -430,8 +430,15 @@ def _read_upload(upload: Upload, *, mapping: dict | None = None) -> Source:
             return Source(kind="upload", label=f"Uploaded triage file: {upload.queries_name}",
                           synthetic=False, token=upload.digest, triage=data,
                           triage_label=upload.queries_name, files=(upload.queries_name,))
-        run = open_run(upload.queries, queries_name=upload.queries_name, tables=(frame, None),
-                       audit_failure="log")
+        try:
+            run = open_run(upload.queries, queries_name=upload.queries_name,
+                           tables=(frame, None), audit_failure="log")
+        except InputError as exc:  # a triage file not read as one says why, first
+            hint = mtriage.triage_hint(frame, name=upload.queries_name)
+            if hint is None:
+                raise
+            raise InputErrors([hint, *(exc if isinstance(exc, InputErrors) else [exc])]
+                              ) from None
     else:
         run = open_run(upload.queries, upload.candidates, queries_name=upload.queries_name,
                        candidates_name=upload.candidates_name, mapping=mapping,

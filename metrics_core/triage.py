@@ -28,7 +28,7 @@ from metrics_core.choices import (  # column names tried when the config names n
     PREDICTION_ALIASES,
     TRIAL_ALIASES,
 )
-from metrics_core.errors import InputError, InputErrors
+from metrics_core.errors import InputError, InputErrors, shown_value
 from metrics_core.evaluation.result import clean
 from metrics_core.metrics.gate import ABSTAIN, PREDICT_NEG, PREDICT_POS, AbstentionMetrics
 from metrics_core.metrics.gate import abstention_metrics as _abstention_metrics
@@ -46,6 +46,7 @@ __all__ = [
     "detect_triage",
     "load_triage",
     "parse_triage",
+    "triage_hint",
     "triage_metrics",
 ]
 
@@ -371,6 +372,39 @@ def detect_triage(frame: pd.DataFrame, *, config: TriageConfig | None = None) ->
     names = {config.positive_name.strip().lower(), config.negative_name.strip().lower(),
              config.abstain_name.strip().lower()}
     return bool(found & names)
+
+
+def triage_hint(frame: pd.DataFrame, *, name: str,
+                config: TriageConfig | None = None) -> InputError | None:
+    """Why a file with a triage file's label and prediction columns was not read as one
+    (:func:`detect_triage`), as a problem to show beside the queries table's: None when it
+    was, or when it lacks those columns or has a candidate table's."""
+    config = config or TriageConfig()
+    columns = [str(c) for c in frame.columns]
+    label = _find(columns, config.label_column, LABEL_ALIASES)
+    prediction = _find(columns, config.prediction_column, PREDICTION_ALIASES)
+    if (label is None or prediction is None or detect_triage(frame, config=config)
+            or any(c.lower() in _CANDIDATE_MARKERS for c in columns)):
+        return None
+    names = ", ".join(f"'{n}'" for n in (config.positive_name, config.negative_name,
+                                          config.abstain_name))
+    values = frame[prediction].dropna()
+    found = list(dict.fromkeys(values.astype("string").str.strip().tolist()))
+    shown = ", ".join(shown_value(v) for v in found[:5]) + (
+        f" and {len(found) - 5} more" if len(found) > 5 else "")
+    if values.empty:
+        what = "has no verdict"
+    elif pd.api.types.is_numeric_dtype(values.dtype):
+        what = (f"holds the numbers {shown}, without -1 (an abstention): 1 and 0 alone could be "
+                "any binary prediction")
+    else:
+        what = f"holds {shown}, none of the verdicts {names}"
+    return InputError(
+        f"read as a queries table: the file has a triage file's label ('{label}') and "
+        f"prediction ('{prediction}') columns, but the prediction column {what}",
+        file=name, column=prediction,
+        hint=f"for a triage file, write the verdicts as {names} (or 1, 0 and -1 for an "
+             "abstention)")
 
 
 # ------------------------------------------------------------------------------- metrics

@@ -555,6 +555,20 @@ def test_a_triage_file_with_a_blank_or_unknown_verdict_names_them():
     assert "post_id" not in message  # not taken for a queries table
 
 
+def test_a_triage_file_with_one_and_zero_verdicts_says_why_it_was_read_as_queries():
+    """Verdicts 1 / 0 without -1 could be any binary prediction: the file is read as a queries
+    table, and the first problem says why, with what a triage file needs."""
+    data = b"label,prediction,confidence\n1,1,0.9\n0,0,0.2\n1,0,0.4\n"
+    at = upload(open_app(), ("runs.csv", data, "text/csv"))
+    assert_clean(at)
+    message = "\n".join(e.value for e in at.error)
+    assert ("runs.csv: column 'prediction': read as a queries table: the file has a triage "
+            "file's label ('label') and prediction ('prediction') columns, but the prediction "
+            "column holds the numbers '1', '0', without -1 (an abstention)") in message
+    assert "write the verdicts as 'fake', 'real', 'uncertain' (or 1, 0 and -1" in message
+    assert "column 'post_id': required column is missing" in message  # the queries' too
+
+
 def test_a_triage_file_that_always_abstains_says_why_each_value_is_undefined():
     data = b"label,prediction\nfake,uncertain\nreal,uncertain\nreal,uncertain\n"
     at = upload(open_app(), ("abstains.csv", data, "text/csv"))

@@ -23,6 +23,7 @@ from metrics_core.triage import (
     detect_triage,
     load_triage,
     parse_triage,
+    triage_hint,
     triage_metrics,
 )
 
@@ -266,6 +267,23 @@ def test_detect_triage(small_frame):
     custom = TriageConfig(positive_name="bad", negative_name="good", abstain_name="review")
     frame = pd.DataFrame({"label": ["bad", "good"], "verdict": ["review", "bad"]})
     assert detect_triage(frame, config=custom) and not detect_triage(frame)
+
+
+def test_triage_hint_says_why_a_file_with_triage_columns_is_not_one():
+    ones = triage_hint(pd.DataFrame({"label": [1, 0], "prediction": [1, 0]}), name="r.csv")
+    assert (ones.file, ones.column, ones.code) == ("r.csv", "prediction", "invalid_value")
+    assert "holds the numbers '1', '0', without -1 (an abstention)" in ones.rule
+    words = triage_hint(pd.DataFrame({"Label": ["a"], "pred": ["yes"]}), name="r.csv")
+    assert "holds 'yes', none of the verdicts 'fake', 'real', 'uncertain'" in words.rule
+    assert "('Label')" in words.rule and words.column == "pred"
+    many = triage_hint(pd.DataFrame({"label": [0] * 7, "prediction": list("abcdefg")}),
+                       name="r.csv")
+    assert "'a', 'b', 'c', 'd', 'e' and 2 more" in many.rule
+    # a triage file, a file without both columns, a queries table: nothing to say
+    assert triage_hint(pd.DataFrame({"label": [1], "prediction": [-1]}), name="r") is None
+    assert triage_hint(pd.DataFrame({"label": [1], "score": [1]}), name="r") is None
+    assert triage_hint(pd.DataFrame({"label": [1], "prediction": [1], "sent_uid": ["s"]}),
+                       name="r") is None
 
 
 def test_a_blank_or_unknown_verdict_is_named_not_read_as_another_table():
