@@ -497,8 +497,9 @@ def test_rag_resamples_above_the_live_cap_run_only_when_asked(tmp_path, monkeypa
     rag = loader.parse_rag(demo_rag_path().read_bytes(), name="demo")
     results = suite.evaluate(rag.samples, rag.outputs, suite.default_metrics(semantic=False))
     want = suite.bootstrap_intervals(results, n_resamples=2000)
-    assert sorted(kept[3]) == sorted(want)
-    assert [(kept[3][k].lo, kept[3][k].hi) for k in want] == [
+    cis = kept[4]  # (key, file name, samples, results, intervals, scenarios)
+    assert sorted(cis) == sorted(want)
+    assert [(cis[k].lo, cis[k].hi) for k in want] == [
         pytest.approx((c.lo, c.hi), nan_ok=True) for c in want.values()]
     # within the cap: computed at once, no offer
     at.number_input(key=state.RAG_BOOTSTRAP).set_value(200).run(timeout=TIMEOUT)
