@@ -25,6 +25,7 @@ from dashboard import provenance, state
 from dashboard.provenance import THRESHOLD_NAMES
 from dashboard.state import MAX_TEXT, SETTINGS, short_repr
 from metrics_core.config import EXPLORATORY, GUARANTEED
+from metrics_core.errors import first_listed
 
 __all__ = ["DEMO_PARAM", "EXPLORED_PARAM", "GUARANTEED_PARAM", "LINK_CAPS", "STREAMLIT_PARAMS",
            "capped", "explored_from_params", "guaranteed_from_params", "keep_link_note",
@@ -90,8 +91,7 @@ def settings_from_params(params: Mapping[str, str | list[str]]) -> tuple[dict, l
         if not isinstance(raw, str) and s.kind not in ("multi", "gates"):
             given = list(dict.fromkeys(str(v).strip() for v in raw))
             if len(given) > 1:  # said twice: the last is taken, and the page says so
-                shown = ", ".join(short_repr(v) for v in given[:3]) + (
-                    f" and {len(given) - 3:,} more" if len(given) > 3 else "")
+                shown = first_listed(given, 3, short_repr)
                 last = short_repr(str(raw[-1]).strip())
                 notes.append(f"{key} is given {len(raw):,} times in the link with different "
                              f"values ({shown}); the last, {last}, is used.")
@@ -105,8 +105,7 @@ def settings_from_params(params: Mapping[str, str | list[str]]) -> tuple[dict, l
 
 def _unknown_note(keys: list[str]) -> str:
     """What the link's keys that name no setting were, and where a threshold goes."""
-    shown = ", ".join(short_repr(k) for k in keys[:5]) + (
-        f" and {len(keys) - 5:,} more" if len(keys) > 5 else "")
+    shown = first_listed(keys, 5, short_repr)
     verb = "is not a setting" if len(keys) == 1 else "are not settings"
     hint = ""
     if {"tau_neg", "tau_pos"} & set(keys):

@@ -28,6 +28,7 @@ from dashboard import (
 from dashboard.safe_text import escape_markdown, neutralise_bidi
 from dashboard.state import ALL, SETTINGS, Setting, short_repr
 from metrics_core.config import SECTIONS, Filters
+from metrics_core.errors import first_listed
 from metrics_core.report import decision_record as record
 
 __all__ = ["FILTER_DROPPED_NOTE", "PAGE_CONTROLS", "SECTION_NAMES", "build_view",
@@ -324,8 +325,7 @@ def _keep_only(notes: list[str], key: str, kept, switched: bool, note: str) -> N
         return
     if switched:
         gone = [v[0] if isinstance(v, tuple) else v for v in values if v not in kept]
-        shown = ", ".join(short_repr(v) for v in gone[:5]) + (
-            f" and {len(gone) - 5:,} more" if len(gone) > 5 else "")
+        shown = first_listed(gone, 5, short_repr)
         one = len(gone) == 1
         note = (f"{_SWITCH_LABELS.get(key, key)}: {shown}, {SWITCH_NOTE}, "
                 f"{'is' if one else 'are'} not in these data and {'was' if one else 'were'} "

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 __all__ = ["MAX_ROWS_LISTED", "MAX_SETTING_CHARS", "MAX_VALUE_CHARS", "InputError", "InputErrors",
-           "SettingsError", "shown_setting", "shown_value"]
+           "SettingsError", "first_listed", "shown_setting", "shown_value"]
 
 #: How many offending row numbers an error keeps (the total count is kept separately).
 MAX_ROWS_LISTED = 10
@@ -28,6 +28,15 @@ MAX_ROWS_LISTED = 10
 MAX_VALUE_CHARS = 40
 #: Longest offending setting value shown in a :class:`SettingsError`.
 MAX_SETTING_CHARS = 60
+
+
+def first_listed(values, limit: int, show=None) -> str:
+    """The first ``limit`` of ``values``, each through ``show`` (default :func:`shown_value`),
+    and how many more: ``"'a', 'b' and 3 more"``."""
+    values = list(values)
+    show = shown_value if show is None else show
+    return ", ".join(show(v) for v in values[:limit]) + (
+        f" and {len(values) - limit:,} more" if len(values) > limit else "")
 
 
 def shown_value(value) -> str:

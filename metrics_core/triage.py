@@ -28,7 +28,7 @@ from metrics_core.choices import (  # column names tried when the config names n
     PREDICTION_ALIASES,
     TRIAL_ALIASES,
 )
-from metrics_core.errors import InputError, InputErrors, shown_value
+from metrics_core.errors import InputError, InputErrors, first_listed
 from metrics_core.evaluation.result import clean
 from metrics_core.metrics.gate import ABSTAIN, PREDICT_NEG, PREDICT_POS, AbstentionMetrics
 from metrics_core.metrics.gate import abstention_metrics as _abstention_metrics
@@ -390,8 +390,7 @@ def triage_hint(frame: pd.DataFrame, *, name: str,
                                           config.abstain_name))
     values = frame[prediction].dropna()
     found = list(dict.fromkeys(values.astype("string").str.strip().tolist()))
-    shown = ", ".join(shown_value(v) for v in found[:5]) + (
-        f" and {len(found) - 5} more" if len(found) > 5 else "")
+    shown = first_listed(found, 5)
     if values.empty:
         what = "has no verdict"
     elif pd.api.types.is_numeric_dtype(values.dtype):
