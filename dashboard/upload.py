@@ -20,7 +20,7 @@ from metrics_core.data.dataset import CANDIDATE_COLUMNS, QUERY_COLUMNS
 from metrics_core.errors import InputError
 from metrics_core.inputs import loading as mio
 
-__all__ = ["UPLOAD_TYPES", "data_sidebar", "mapping_step"]
+__all__ = ["UPLOAD_TYPES", "EarlierUpload", "data_sidebar", "mapping_step"]
 
 #: Upload formats (contract §2): CSV, gzip CSV, Parquet, JSON Lines (and TSV / JSON).
 UPLOAD_TYPES = ("csv", "gz", "parquet", "pq", "jsonl", "ndjson", "json", "tsv")
@@ -43,6 +43,38 @@ def release_on_close() -> None:
     ctx = get_script_run_ctx()
     if ctx is not None and _mark_nonresumable(ctx.session_id):
         st.session_state[state.RELEASE_MARKED] = True
+
+
+class EarlierUpload:
+    """Whether a page shows again what it read from its own upload (the Compare and RAG
+    pages). Streamlit empties a page's uploader when the session shows another page; the page
+    keeps what it read in the session, and coming back shows it, until a new upload or the
+    demo replaces it or the page's Forget button drops it. A file removed from the uploader
+    is not brought back. Made before the page draws its uploader: ``uploader`` is its key,
+    ``marker`` the session key that holds "showing the earlier upload" across the page's
+    reruns."""
+
+    def __init__(self, uploader: str, marker: str) -> None:
+        self.returning = uploader not in st.session_state  # not drawn in the last run
+        self.marker = marker
+
+    def shown(self, *, fresh: bool, kept: bool) -> bool:
+        """``fresh``: the page has an upload or the demo this run; ``kept``: it keeps data
+        read from an upload."""
+        if fresh:
+            st.session_state.pop(self.marker, None)
+            return False
+        if kept and (self.returning or st.session_state.get(self.marker)):
+            st.session_state[self.marker] = True
+            return True
+        return False
+
+    @staticmethod
+    def notice(text: str, *, button: str, key: str) -> bool:
+        """Say the page shows the earlier upload (``text``, escaped by the caller); whether
+        its Forget button (``button``, ``key``) was clicked."""
+        st.info(text, icon=":material/history:")
+        return st.button(button, key=key)
 
 
 def _mark_nonresumable(session_id: str) -> bool:

@@ -42,7 +42,7 @@ st.caption("Upload one long table per run (the file name is the run's name), or 
 # resamples chosen) instead of asking for the files again.
 kept = st.session_state.get(state.COMPARE_RUNS)
 choices = st.session_state.get(_CHOICES, {})
-returning = state.COMPARE_FILES not in st.session_state  # the uploader not drawn last run
+earlier = upload.EarlierUpload(state.COMPARE_FILES, _EARLIER)
 files = st.file_uploader("Runs", type=["csv", "gz", "parquet", "pq", "jsonl"],
                          accept_multiple_files=True, key=state.COMPARE_FILES)
 if files:
@@ -71,28 +71,29 @@ def _load(files) -> list[compare.Run]:
     return runs
 
 
-if use_demo or files:
-    st.session_state.pop(_EARLIER, None)
+def _forget() -> None:
+    for name in (state.COMPARE_RUNS, state.COMPARE_RESULT, _EARLIER, _CHOICES):
+        st.session_state.pop(name, None)
+    data.release_upload(state.COMPARE_HOLDER)
+
+
+showing = earlier.shown(fresh=bool(use_demo or files),
+                        kept=kept is not None and kept[0] != "demo")
 if use_demo:
     key = "demo"
 elif files:
     key = hashlib.sha256(b"".join(f.name.encode() + f.getvalue() for f in files)).hexdigest()
-elif kept is not None and kept[0] != "demo" and (returning or st.session_state.get(_EARLIER)):
+elif showing:
     key = kept[0]  # the runs uploaded before another page was shown
-    st.session_state[_EARLIER] = True
-    st.info("Showing the runs uploaded earlier in this session: "
-            + escape_markdown(", ".join(neutralise_bidi(r.name) for r in kept[1]))
-            + ". Upload files to compare others.", icon=":material/history:")
-    if st.button("Forget these runs", key="compare_forget"):
-        for name in (state.COMPARE_RUNS, state.COMPARE_RESULT, _EARLIER, _CHOICES):
-            st.session_state.pop(name, None)
-        data.release_upload(state.COMPARE_HOLDER)
+    if earlier.notice("Showing the runs uploaded earlier in this session: "
+                      + escape_markdown(", ".join(neutralise_bidi(r.name) for r in kept[1]))
+                      + ". Upload files to compare others.",
+                      button="Forget these runs", key="compare_forget"):
+        _forget()
         st.rerun()
 else:
     if kept is not None:  # the files removed or the demo switched off: nothing compared
-        for name in (state.COMPARE_RUNS, state.COMPARE_RESULT, _EARLIER, _CHOICES):
-            st.session_state.pop(name, None)
-        data.release_upload(state.COMPARE_HOLDER)
+        _forget()
     st.info("Upload at least two runs, or switch on the synthetic demo runs. Uploaded runs are "
             "not kept across a reload or in the page's link (the link keeps the sidebar's "
             "settings): after a reload, upload them again.")

@@ -31,7 +31,7 @@ st.caption("One JSON object per line: `sample_id`, `query`, `reference_answer`, 
 # of asking for the file again.
 kept = st.session_state.get(state.RAG_RESULT)
 choices = st.session_state.get(_CHOICES, {})
-returning = state.RAG_FILE not in st.session_state  # the uploader not drawn last run
+shown_again = upload.EarlierUpload(state.RAG_FILE, _EARLIER)
 file = st.file_uploader("RAG evaluation file (JSON Lines)", type=["jsonl", "json"],
                         key=state.RAG_FILE)
 if file is not None:
@@ -59,20 +59,18 @@ def _forget() -> None:
 
 
 earlier = None  # the data read from the file uploaded before another page was shown
-if file is not None or use_demo:
-    st.session_state.pop(_EARLIER, None)
+showing = shown_again.shown(fresh=file is not None or bool(use_demo),
+                            kept=kept is not None and kept[1] is not None)
 if file is not None:
     raw, name = file.getvalue(), file.name
 elif use_demo:
     raw, name = demo_rag_path().read_bytes(), demo_rag_path().name
-elif kept is not None and kept[1] is not None and (returning or st.session_state.get(_EARLIER)):
+elif showing:
     earlier = kept
     raw, name = None, kept[1]
-    st.session_state[_EARLIER] = True
-    st.info(f"Showing the file uploaded earlier in this session: "
-            f"{escape_markdown(neutralise_bidi(name))}. Upload a file to evaluate another.",
-            icon=":material/history:")
-    if st.button("Forget this file", key="rag_forget"):
+    if shown_again.notice("Showing the file uploaded earlier in this session: "
+                          f"{escape_markdown(neutralise_bidi(name))}. Upload a file to "
+                          "evaluate another.", button="Forget this file", key="rag_forget"):
         _forget()
         st.rerun()
 else:
